@@ -1,0 +1,32 @@
+// Command feed-dedup drops entries the store already holds and marks
+// changed ones as updates.
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/dedup"
+)
+
+func main() {
+	cmdkit.Main(&cli.App{
+		Name:      "feed-dedup",
+		Usage:     "drop entries already stored, mark changed ones as updates",
+		UsageText: "feed-due | feed-fetch | feed-parse | feed-dedup | feed-store",
+		Description: `Reads "entry" records and looks each up in the store's index by entry_uid:
+an unknown entry goes on with status "new", a known one whose content_hash
+changed goes on with status "updated", and one stored unchanged, or seen
+earlier in this run, is dropped. Each "fetch" record gets a "dedup" section
+counting its entries. feed-dedup never writes the index: an entry is seen
+only once feed-store has stored it. Records of other types pass through.`,
+		Flags: cmdkit.CommonFlags(),
+		Action: func(c *cli.Context) error {
+			log, st, err := cmdkit.Setup(c)
+			if err != nil {
+				return err
+			}
+			return dedup.Run(c.Context, dedup.Config{In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st})
+		},
+	})
+}

@@ -1,0 +1,47 @@
+// Command feed-due writes a due record for every subscription that should
+// be fetched now.
+package main
+
+import (
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/due"
+	"github.com/feedpipe/feedpipe/internal/storage"
+)
+
+func main() {
+	cmdkit.Main(&cli.App{
+		Name:      "feed-due",
+		Usage:     "list the subscriptions due for a fetch, as due records",
+		UsageText: "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-dedup | feed-store",
+		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
+writes one "due" record (see pkg/ndjson) for each enabled subscription that
+was never fetched or whose next fetch time has passed, most overdue first.
+A first fetch, or one after more than 15 days, carries item_limit 20.`,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "all", Usage: "every enabled subscription, due or not"},
+			&cli.StringSliceFlag{Name: "feed", Usage: "only this subscription (feed id, id prefix or URL), due or not; repeatable"},
+			&cli.StringFlag{Name: "now", Usage: "decide as if it were this RFC 3339 time (tests, replays)", EnvVars: []string{"FEEDPIPE_NOW"}},
+		}, cmdkit.CommonFlags()...),
+		Action: func(c *cli.Context) error {
+			log, st, err := cmdkit.Setup(c)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if s := c.String("now"); s != "" {
+				if now, err = time.Parse(time.RFC3339, s); err != nil {
+					return cmdkit.Usagef("--now %q is not an RFC 3339 time such as 2026-11-21T08:00:00Z", s)
+				}
+			}
+			err = due.Run(due.Config{
+				Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
+				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"),
+			})
+			return cmdkit.UsageIf(err, storage.ErrNoSuchSubscription)
+		},
+	})
+}

@@ -1,0 +1,135 @@
+// Command feed-sub manages the subscriptions of a store.
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/sub"
+)
+
+func main() {
+	cmdkit.Main(&cli.App{
+		Name:  "feed-sub",
+		Usage: "add, remove, list, import and export subscriptions",
+		UsageText: `feed-sub add https://example.org/feed.xml --label news
+   feed-sub import my-subscriptions.opml
+   feed-sub ls
+   feed-sub export > backup.opml`,
+		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
+record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
+A subscription is named on the command line by its feed id, a unique prefix
+of it (as ls shows), or its URL.`,
+		Flags: cmdkit.CommonFlags(),
+		Commands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "subscribe to a feed; prints its feed id",
+				ArgsUsage: "URL",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
+					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
+					&cli.StringFlag{Name: "type", Usage: "rss, atom, json or website (default: detected from the content)", Value: "auto"},
+					&cli.DurationFlag{Name: "interval", Usage: "time between fetches, 5m to 24h (default: feed-store's --interval)"},
+				},
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					if c.NArg() != 1 {
+						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
+					}
+					_, _, err := sub.Add(cfg, sub.Spec{
+						URL: c.Args().First(), Name: c.String("name"), Labels: c.StringSlice("label"),
+						Type: c.String("type"), Interval: c.Duration("interval"),
+					})
+					return cmdkit.UsageIf(err, sub.ErrInvalid)
+				}),
+			},
+			{
+				Name:      "rm",
+				Usage:     "remove subscriptions (their stored entries stay)",
+				ArgsUsage: "FEED...",
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription)
+				}),
+			},
+			{
+				Name:  "ls",
+				Usage: "list subscriptions with their state",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON) instead of a table"},
+					&cli.StringFlag{Name: "label", Usage: "only subscriptions with this label"},
+				},
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					return sub.List(cfg, sub.ListOptions{JSON: c.Bool("json"), Label: c.String("label")})
+				}),
+			},
+			{
+				Name:      "enable",
+				Usage:     "fetch these subscriptions again",
+				ArgsUsage: "FEED...",
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), false), storage.ErrNoSuchSubscription)
+				}),
+			},
+			{
+				Name:      "disable",
+				Usage:     "stop fetching these subscriptions",
+				ArgsUsage: "FEED...",
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), storage.ErrNoSuchSubscription)
+				}),
+			},
+			{
+				Name:  "import",
+				Usage: "subscribe to every feed of an OPML file, a JSON feed list or a list of URLs",
+				Description: `Reads OPML 1.0-2.0 (nested folders and category attributes become labels;
+files that are not well-formed XML are read as far as possible), a JSON
+array such as [{"url": "...", "label": "...", "cron": "..."}], or one URL per
+line ('#' comments; words after a URL are labels). FILE - reads stdin.
+Feeds already subscribed, or repeated in the file, are skipped and counted.`,
+				ArgsUsage: "FILE",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "label", Usage: "add this label to every imported feed (repeatable)"},
+				},
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					if c.NArg() != 1 {
+						return cmdkit.Usagef("import takes one FILE (or - for stdin), got %d arguments", c.NArg())
+					}
+					name := c.Args().First()
+					var r io.Reader = c.App.Reader
+					if name != "-" {
+						f, err := os.Open(name)
+						if err != nil {
+							return cmdkit.Usage(err)
+						}
+						defer f.Close()
+						r = f
+					}
+					_, err := sub.Import(cfg, r, name, c.StringSlice("label"))
+					return err
+				}),
+			},
+			{
+				Name:  "export",
+				Usage: "write all subscriptions as OPML 2.0",
+				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+					return sub.Export(cfg)
+				}),
+			},
+		},
+	})
+}
+
+// withConfig opens the store and builds the feed-sub Config for a command.
+func withConfig(action func(*cli.Context, sub.Config) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		log, st, err := cmdkit.Setup(c)
+		if err != nil {
+			return err
+		}
+		return action(c, sub.Config{Store: st, Out: c.App.Writer, Msg: c.App.ErrWriter, Log: log})
+	}
+}

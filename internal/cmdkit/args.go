@@ -1,0 +1,88 @@
+package cmdkit
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// interleave moves flags that follow positional arguments in front of
+// them, so that `feed-sub add URL --label news` works as people type it:
+// urfave/cli stops reading flags at the first positional argument. A
+// command (or subcommand) named by the first positional argument is kept in
+// place, and "--" still ends the flags.
+func interleave(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	flags := app.Flags
+	// Flags before the subcommand belong to the app; after it, to the
+	// subcommand.
+	for i, a := range rest {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if i > 0 && !isBoolFlag(flags, rest[i-1]) && !strings.Contains(rest[i-1], "=") && strings.HasPrefix(rest[i-1], "-") {
+			continue // the value of a flag
+		}
+		if cmd := findCommand(app.Commands, a); cmd != nil {
+			out = append(out, rest[:i+1]...)
+			rest = rest[i+1:]
+			flags = cmd.Flags
+		}
+		break
+	}
+	var front, positional []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			positional = append(positional, rest[i+1:]...)
+			i = len(rest)
+		case a != "-" && strings.HasPrefix(a, "-"):
+			front = append(front, a)
+			if !strings.Contains(a, "=") && !isBoolFlag(flags, a) && i+1 < len(rest) {
+				i++
+				front = append(front, rest[i])
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	out = append(out, front...)
+	if len(positional) > 0 {
+		out = append(out, "--")
+		out = append(out, positional...)
+	}
+	return out
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// isBoolFlag reports whether arg names a flag that takes no value. Unknown
+// flags (--help among them) are taken as booleans, which leaves their
+// neighbours in place for urfave/cli to report.
+func isBoolFlag(flags []cli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		name = name[:i]
+	}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return isBool
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,124 @@
+// Package dedup is feed-dedup: it drops entries the store already holds
+// unchanged and marks changed ones as updates. It reads the index and never
+// writes it: an entry is only seen once feed-store has stored it.
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Config is everything feed-dedup touches.
+type Config struct {
+	In    io.Reader
+	Out   *ndjson.Writer
+	Log   *slog.Logger
+	Store *storage.Store
+}
+
+// Run passes on each entry that is new (status "new") or whose content
+// changed (status "updated"), drops the rest and repeats within the run, and
+// adds the counts to each fetch record as its dedup section. Other records
+// pass through.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	d := &deduper{
+		store:   cfg.Store,
+		indexes: map[string]map[string]storage.Seen{},
+		inRun:   map[[2]string]string{},
+		counts:  map[string]*ndjson.Dedup{},
+	}
+	var fails pipe.Failures
+	err := pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		switch line.Type {
+		case ndjson.TypeEntry:
+			var e ndjson.Entry
+			if !pipe.Decode(line, &e, cfg.Log, &fails) {
+				return nil
+			}
+			keep, err := d.judge(&e)
+			if err != nil || !keep {
+				return err
+			}
+			return cfg.Out.Write(&e)
+		case ndjson.TypeFetch:
+			var f ndjson.Fetch
+			if !pipe.Decode(line, &f, cfg.Log, &fails) {
+				return nil
+			}
+			c, ok := d.counts[f.FetchID]
+			if !ok && f.Parse == nil {
+				return cfg.Out.WriteRaw(line.Raw) // nothing was parsed: nothing to count
+			}
+			if !ok {
+				c = &ndjson.Dedup{}
+			}
+			delete(d.counts, f.FetchID)
+			f.Dedup = c
+			return cfg.Out.Write(&f)
+		default:
+			return cfg.Out.WriteRaw(line.Raw)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := cfg.Out.Flush(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	return fails.Err("entries")
+}
+
+type deduper struct {
+	store   *storage.Store
+	indexes map[string]map[string]storage.Seen // feed id -> entry uid -> stored version
+	inRun   map[[2]string]string               // (feed id, entry uid) -> content hash passed on
+	counts  map[string]*ndjson.Dedup           // by fetch id, until its fetch record
+}
+
+// judge sets e.Status and reports whether e goes on.
+func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
+	c := d.counts[e.RawRef.FetchID]
+	if c == nil {
+		c = &ndjson.Dedup{}
+		d.counts[e.RawRef.FetchID] = c
+	}
+	idx, ok := d.indexes[e.FeedID]
+	if !ok {
+		var err error
+		if idx, err = d.store.SeenEntries(e.FeedID); err != nil {
+			return false, err
+		}
+		d.indexes[e.FeedID] = idx
+	}
+	// What this run already passed on counts as stored: a replay of many
+	// fetches of one feed yields each version once.
+	key := [2]string{e.FeedID, e.EntryUID}
+	hash, known := d.inRun[key]
+	if !known {
+		var stored storage.Seen
+		stored, known = idx[e.EntryUID]
+		hash = stored.Hash
+	}
+	switch {
+	case known && hash == e.ContentHash:
+		c.Unchanged++
+		return false, nil
+	case known:
+		e.Status = ndjson.StatusUpdated
+		c.Updated++
+	default:
+		e.Status = ndjson.StatusNew
+		c.New++
+	}
+	d.inRun[key] = e.ContentHash
+	return true, nil
+}

@@ -1,0 +1,121 @@
+// Package due is feed-due: it decides which subscriptions are due for a
+// fetch now and writes a due record for each.
+package due
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Item limits on a first or stale fetch (seed 001 §4.2): only the most
+// recent entries of a feed never seen, or not seen for a long time, are
+// taken, so a subscription does not flood its consumers with old news.
+const (
+	FirstFetchItemLimit = 20
+	StaleAfter          = 15 * 24 * time.Hour
+)
+
+// Config is everything feed-due touches.
+type Config struct {
+	Out   *ndjson.Writer
+	Log   *slog.Logger
+	Store *storage.Store
+	Now   time.Time // the moment to decide for
+	All   bool      // every enabled subscription, due or not
+	Feeds []string  // these subscriptions (ids, id prefixes or URLs), due or not
+}
+
+// Run writes a due record for every enabled subscription whose
+// next_fetch_at (from the state feed-store wrote) has passed, or that was
+// never fetched, most overdue first.
+func Run(cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	subs, bad, err := cfg.Store.Subscriptions()
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		cfg.Log.Warn("skipped malformed lines in the subscription list", "lines", bad, "file", cfg.Store.Path(storage.SubscriptionsFile))
+	}
+	states, err := cfg.Store.States()
+	if err != nil {
+		return err
+	}
+	forced := map[int]bool{}
+	for _, ref := range cfg.Feeds {
+		i, err := storage.FindSubscription(subs, ref)
+		if err != nil {
+			return err
+		}
+		forced[i] = true
+	}
+
+	var due []ndjson.Due
+	for i, sub := range subs {
+		st, fetched := states.ByFeed[sub.FeedID]
+		fetched = fetched && !st.LastFetchAt.IsZero()
+		d := ndjson.Due{
+			Header:     ndjson.Head(ndjson.TypeDue),
+			FeedID:     sub.FeedID,
+			URL:        sub.URL,
+			SourceType: cmp.Or(sub.SourceType, ndjson.SourceAuto),
+			Name:       sub.Name,
+			Labels:     nonNil(sub.Labels),
+			Validators: st.Validators,
+			Fulltext:   sub.Fulltext,
+			Scrape:     sub.Scrape,
+		}
+		switch {
+		case forced[i]:
+			if sub.Disabled {
+				cfg.Log.Info("fetching a disabled subscription because it was asked for by name", "feed_id", sub.FeedID)
+			}
+			d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
+		case len(cfg.Feeds) > 0 || sub.Disabled:
+			continue
+		case !fetched:
+			d.Reason, d.ScheduledAt = ndjson.ReasonNew, sub.CreatedAt
+		case !cfg.Now.Before(st.NextFetchAt.Time):
+			d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.NextFetchAt
+		case cfg.All:
+			d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
+		default:
+			continue
+		}
+		if d.ScheduledAt.IsZero() {
+			d.ScheduledAt = ndjson.At(cfg.Now)
+		}
+		if !fetched || st.LastSuccessAt.IsZero() || cfg.Now.Sub(st.LastSuccessAt.Time) > StaleAfter {
+			d.ItemLimit = FirstFetchItemLimit
+		}
+		due = append(due, d)
+	}
+	slices.SortStableFunc(due, func(a, b ndjson.Due) int {
+		return cmp.Or(a.ScheduledAt.Compare(b.ScheduledAt.Time), cmp.Compare(a.FeedID, b.FeedID))
+	})
+	for i := range due {
+		if err := cfg.Out.Write(&due[i]); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+	}
+	if err := cfg.Out.Flush(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	cfg.Log.Debug("due", "feeds", len(due), "subscriptions", len(subs))
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

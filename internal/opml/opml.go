@@ -1,0 +1,191 @@
+// Package opml reads OPML subscription lists leniently and writes them.
+package opml
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Outline is one feed found in an OPML document.
+type Outline struct {
+	URL     string   // the xmlUrl attribute, trimmed, otherwise as written (not normalized, not validated)
+	Title   string   // the title attribute, else the text attribute, trimmed
+	HTMLURL string   // htmlUrl attribute
+	Type    string   // type attribute as written ("rss", "atom", ...)
+	Labels  []string // names of the enclosing folder outlines, outermost first, then the entries of the OPML 2 `category` attribute (comma-separated; each entry may be a slash path like "/Tech/Go", which gives "Tech" and "Go"); trimmed, empty ones dropped, duplicates dropped, order kept. Never nil (empty slice).
+	Line    int      // 1-based line where the outline element starts, 0 if unknown
+}
+
+// Result is what Parse found.
+type Result struct {
+	Title    string    // <head><title>
+	Outlines []Outline // every feed outline in document order, repeats included (the caller counts duplicates)
+	Warnings []string  // one line each, e.g. "line 23: not well-formed XML (...); recovered the rest by scanning for <outline> tags"
+}
+
+// maxInput caps what Parse reads; subscription lists are kilobytes.
+const maxInput = 64 << 20
+
+// maxFolderLabels caps the folder labels an outline inherits, so deeply
+// nested folders around many feeds cannot make memory grow quadratically.
+const maxFolderLabels = 16
+
+var errNotOPML = errors.New("opml: no <outline> elements found (is this an OPML file?)")
+
+// note is a warning with the line it refers to, so warnings can be sorted.
+type note struct {
+	line int
+	msg  string
+}
+
+// Parse reads an OPML 1.0/1.1/2.0 document leniently.
+//
+// A strict pass runs first: if the document is well-formed it is the only
+// pass. Otherwise a lenient pass (HTML entities, bare '&', auto-closed
+// elements) reads as far as it can, and whatever follows the point where it
+// gave up is recovered by scanning for <outline> tags.
+func Parse(r io.Reader) (Result, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return Result{}, fmt.Errorf("opml: reading: %w", err)
+	}
+	if len(data) > maxInput {
+		return Result{}, errors.New("opml: file over 64 MiB")
+	}
+	data, transcoded := fromUTF16(data)
+
+	strict := decode(data, true, transcoded)
+	if strict.err == nil {
+		if !strict.sawOPML && !strict.sawOutline {
+			return Result{}, errNotOPML
+		}
+		return strict.result(strict.notes), nil
+	}
+
+	p := decode(data, false, transcoded)
+	notes := p.notes
+	if p.err == nil || strict.errLine != p.errLine || strict.errMsg != p.errMsg {
+		notes = append(notes, note{strict.errLine, fmt.Sprintf("line %d: not well-formed XML (%s); read it leniently", strict.errLine, strict.errMsg)})
+	}
+	if p.err != nil {
+		notes = append(notes, note{p.errLine, fmt.Sprintf("line %d: not well-formed XML (%s); recovered the rest by scanning for <outline> tags", p.errLine, p.errMsg)})
+		sc := scanner{line: p.restLine}
+		sc.scan(p.rest())
+		p.outlines = append(p.outlines, sc.outlines...)
+		notes = append(notes, sc.notes...)
+		p.sawOPML = p.sawOPML || sc.sawOPML
+		p.sawOutline = p.sawOutline || sc.sawOutline
+	}
+	if !p.sawOPML && !p.sawOutline {
+		return Result{}, errNotOPML
+	}
+	return p.result(notes), nil
+}
+
+func (p *pass) result(notes []note) Result {
+	res := Result{Title: strings.TrimSpace(p.title.String()), Outlines: p.outlines}
+	if res.Outlines == nil {
+		res.Outlines = []Outline{}
+	}
+	sort.SliceStable(notes, func(i, j int) bool { return notes[i].line < notes[j].line })
+	for _, n := range notes {
+		res.Warnings = append(res.Warnings, n.msg)
+	}
+	return res
+}
+
+// feedAttrs are the outline attributes Parse uses, from either reader.
+type feedAttrs struct {
+	url, title, text, htmlURL, typ, category string
+}
+
+// set records an attribute by case-insensitive name; the first non-empty
+// value of each wins.
+func (a *feedAttrs) set(name, value string) {
+	var dst *string
+	switch strings.ToLower(name) {
+	case "xmlurl":
+		dst = &a.url
+	case "title":
+		dst = &a.title
+	case "text":
+		dst = &a.text
+	case "htmlurl":
+		dst = &a.htmlURL
+	case "type":
+		dst = &a.typ
+	case "category":
+		dst = &a.category
+	default:
+		return
+	}
+	if *dst == "" {
+		*dst = strings.TrimSpace(value)
+	}
+}
+
+// name is the folder label or feed title: title, else text.
+func (a *feedAttrs) name() string {
+	if a.title != "" {
+		return a.title
+	}
+	return a.text
+}
+
+// outline builds the feed for a, inheriting the enclosing folder labels.
+func (a *feedAttrs) outline(folders []string, line int) Outline {
+	return Outline{
+		URL:     a.url,
+		Title:   a.name(),
+		HTMLURL: a.htmlURL,
+		Type:    a.typ,
+		Labels:  labels(folders, a.category),
+		Line:    line,
+	}
+}
+
+// labels joins folder labels and the OPML 2 category entries ("a,/b/c"
+// gives a, b, c), trimmed, without empties or repeats, order kept.
+func labels(folders []string, category string) []string {
+	out := make([]string, 0, len(folders))
+	var seen map[string]bool
+	add := func(l string) {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			return
+		}
+		// A map only once the list is long, so the common case stays cheap
+		// and a huge category attribute stays linear.
+		if seen == nil && len(out) >= 8 {
+			seen = make(map[string]bool, len(out)*2)
+			for _, o := range out {
+				seen[o] = true
+			}
+		}
+		if seen != nil {
+			if seen[l] {
+				return
+			}
+			seen[l] = true
+		} else {
+			for _, o := range out {
+				if o == l {
+					return
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	for _, f := range folders {
+		add(f)
+	}
+	for _, entry := range strings.Split(category, ",") {
+		for _, part := range strings.Split(entry, "/") {
+			add(part)
+		}
+	}
+	return out
+}

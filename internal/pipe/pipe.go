@@ -1,0 +1,91 @@
+// Package pipe runs the record loop every stage shares: read NDJSON, hand
+// each record to the stage, report bad lines by number and keep going.
+package pipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// ErrFailed marks a run in which some lines or feeds failed. Each failure
+// was reported as it happened; the stage finished everything else, and
+// exits 1.
+var ErrFailed = errors.New("some records failed")
+
+// Failures counts what went wrong in a run.
+type Failures struct {
+	BadLines int // input lines that were not records
+	Records  int // records the stage could not handle (bad fields, failed feeds)
+}
+
+// Err returns nil when nothing failed, else an error that sums up the
+// failures and matches ErrFailed. what names the records ("feeds").
+func (f Failures) Err(what string) error {
+	if f.BadLines == 0 && f.Records == 0 {
+		return nil
+	}
+	return &failedError{f: f, what: what}
+}
+
+type failedError struct {
+	f    Failures
+	what string
+}
+
+func (e *failedError) Error() string {
+	var parts []string
+	if e.f.Records > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s failed", e.f.Records, e.what))
+	}
+	if e.f.BadLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d malformed input lines skipped", e.f.BadLines))
+	}
+	return strings.Join(parts, ", ") + " (each reported above)"
+}
+
+func (e *failedError) Is(target error) bool { return target == ErrFailed }
+
+// Each reads records from in and calls fn for each well-formed one, in
+// order. A malformed line is logged with its line number, counted in
+// f.BadLines and skipped. Reading stops at the end of input, when ctx is
+// done (a signal: the stage finishes what it has and exits), or when fn
+// returns an error, which Each returns.
+func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn func(ndjson.Line) error) error {
+	r := ndjson.NewReader(in)
+	for ctx.Err() == nil {
+		line, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var le *ndjson.LineError
+		if errors.As(err, &le) {
+			f.BadLines++
+			log.Error("skipping malformed input", "line", le.Line, "error", le.Err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read input: %w", err)
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Decode decodes a line the stage consumes; on failure it logs the line
+// number and counts a bad line, and returns false.
+func Decode(line ndjson.Line, v any, log *slog.Logger, f *Failures) bool {
+	if err := line.Decode(v); err != nil {
+		f.BadLines++
+		log.Error("skipping malformed input", "line", line.Num, "error", errors.Unwrap(err))
+		return false
+	}
+	return true
+}

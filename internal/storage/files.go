@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Durability says whether a write must be on disk before the call returns.
+type Durability bool
+
+const (
+	Durable Durability = true  // synced before the call returns
+	Lazy    Durability = false // on disk after the next Store.Sync
+)
+
+// AppendLines appends data, which must be whole '\n'-terminated lines, to the
+// file at key in a single write, synced if d is Durable. It returns
+// the offset at which data begins. If a crash left the file ending in a torn
+// line, a newline is written first so that the torn fragment stays one bad
+// line that readers skip, instead of corrupting the first new record.
+func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64, err error) {
+	path := s.Path(key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	size, torn, err := tailState(f, path)
+	if err != nil {
+		return 0, err
+	}
+	if torn {
+		data = append([]byte{'\n'}, data...)
+		size++
+	}
+	if _, err := f.Write(data); err != nil {
+		return 0, fmt.Errorf("storage: append to %s: %w", key, unwrapPathError(err))
+	}
+	if d == Durable {
+		if err := f.Sync(); err != nil {
+			return 0, fmt.Errorf("storage: sync %s: %w", key, unwrapPathError(err))
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("storage: close %s: %w", key, unwrapPathError(err))
+	}
+	if size == 0 && d == Durable {
+		// A new file: make its name durable too.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return 0, err
+		}
+	}
+	return size, nil
+}
+
+// tailState reports the file's size and whether its last byte is not a
+// newline.
+func tailState(f *os.File, path string) (size int64, torn bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: %w", err)
+	}
+	size = st.Size()
+	if size == 0 {
+		return 0, false, nil
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: %w", err)
+	}
+	defer r.Close()
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, size-1); err != nil {
+		return 0, false, fmt.Errorf("storage: read end of %s: %w", path, err)
+	}
+	return size, last[0] != '\n', nil
+}
+
+// WriteFileAtomic replaces the file at key with data: write to a temporary
+// file beside it, sync, rename over the old one, sync the directory. A
+// reader sees the old file or the new one, never a mix.
+func (s *Store) WriteFileAtomic(key string, data []byte) error {
+	return writeFileAtomic(s.Path(key), data)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("storage: write %s: %w", path, unwrapPathError(err))
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("storage: sync %s: %w", path, unwrapPathError(err))
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("storage: close %s: %w", path, unwrapPathError(err))
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("storage: sync directory %s: %w", dir, unwrapPathError(err))
+	}
+	return nil
+}
+
+// ReadLog calls fn for every complete record of the NDJSON file at key, from
+// byte offset from. A missing file has no records. A torn last line (no
+// newline: a crash mid-append, or a writer still at work) is not a record.
+// Malformed lines are counted in bad and skipped. It returns the offset just
+// past the last complete line.
+func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
+	f, err := os.Open(s.Path(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	if from > 0 {
+		if _, err := f.Seek(from, io.SeekStart); err != nil {
+			return 0, 0, fmt.Errorf("storage: %w", err)
+		}
+	}
+	cr := &countingReader{r: f}
+	rd := ndjson.NewReader(cr)
+	end = from
+	for {
+		line, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return end, bad, nil
+		}
+		var le *ndjson.LineError
+		if err != nil && !errors.As(err, &le) {
+			return end, bad, fmt.Errorf("storage: read %s: %w", key, err)
+		}
+		if line.Unterminated {
+			return end, bad, nil
+		}
+		end = from + cr.n - int64(rd.Buffered())
+		if le != nil {
+			bad++
+			continue
+		}
+		if err := fn(line); err != nil {
+			return end, bad, err
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// encodeLines encodes records as NDJSON lines.
+func encodeLines[T any](records []T) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, r := range records {
+		b, err := ndjson.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}

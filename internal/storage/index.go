@@ -1,0 +1,156 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// The entry index: for each feed, index/<2 hex>/<feed_id>.ndjson holds one
+// line per stored entry version, the last line of a uid winning. Dedup of a
+// fetch reads only its own feed's small file, so its cost does not grow with
+// the store. The index is derived from entries/: it is written after the
+// entries it describes are durable, and CatchUpIndex rebuilds whatever a
+// crash kept from being written.
+
+// TypeSeen is the record type of an index line.
+const TypeSeen = "seen"
+
+// Seen is the index's record of one stored entry.
+type Seen struct {
+	ndjson.Header
+	UID       string      `json:"uid"`
+	Hash      string      `json:"hash"`
+	FirstSeen ndjson.Time `json:"first_seen"`
+	LastSeen  ndjson.Time `json:"last_seen"`
+	SeenCount int         `json:"seen_count"`
+}
+
+func indexKey(feedID string) string {
+	shard := "xx"
+	if len(feedID) >= 2 {
+		shard = feedID[:2]
+	}
+	return DirIndex + "/" + shard + "/" + feedID + ".ndjson"
+}
+
+// SeenEntries returns the index of one feed, by entry uid.
+func (s *Store) SeenEntries(feedID string) (map[string]Seen, error) {
+	seen := map[string]Seen{}
+	_, _, err := s.ReadLog(indexKey(feedID), 0, func(l ndjson.Line) error {
+		var e Seen
+		if l.Type == TypeSeen && l.Decode(&e) == nil && e.UID != "" {
+			seen[e.UID] = e
+		}
+		return nil
+	})
+	return seen, err
+}
+
+// PutSeen appends index records for one feed.
+func (s *Store) PutSeen(feedID string, seen []Seen, d Durability) error {
+	for i := range seen {
+		seen[i].Header = ndjson.Head(TypeSeen)
+	}
+	data, err := encodeLines(seen)
+	if err != nil {
+		return err
+	}
+	_, err = s.AppendLines(indexKey(feedID), data, d)
+	return err
+}
+
+// IndexCheckpoint is how far into entries/ the index is known to be
+// complete and durable.
+type IndexCheckpoint struct {
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+}
+
+const checkpointKey = DirIndex + "/checkpoint.json"
+
+// Checkpoint returns the index checkpoint; zero if there is none.
+func (s *Store) Checkpoint() (IndexCheckpoint, error) {
+	var cp IndexCheckpoint
+	b, err := os.ReadFile(s.Path(checkpointKey))
+	if errors.Is(err, os.ErrNotExist) {
+		return cp, nil
+	}
+	if err != nil {
+		return cp, fmt.Errorf("storage: %w", err)
+	}
+	if json.Unmarshal(b, &cp) != nil {
+		return IndexCheckpoint{}, nil // unreadable: rebuild from the start
+	}
+	return cp, nil
+}
+
+// SetCheckpoint records that the index covers entries up to cp.
+func (s *Store) SetCheckpoint(cp IndexCheckpoint) error {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return s.WriteFileAtomic(checkpointKey, append(b, '\n'))
+}
+
+// CatchUpIndex brings the index up to date with entries/ after the
+// checkpoint, as a crash between storing entries and indexing them leaves
+// it behind, makes it durable and moves the checkpoint to the end. It
+// returns how many index records it had to add.
+func (s *Store) CatchUpIndex() (added int, err error) {
+	cp, err := s.Checkpoint()
+	if err != nil {
+		return 0, err
+	}
+	files, err := s.DayFiles(DirEntries)
+	if err != nil {
+		return 0, err
+	}
+	indexes := map[string]map[string]Seen{}
+	end := cp
+	for _, file := range files {
+		if file < cp.File {
+			continue
+		}
+		from := int64(0)
+		if file == cp.File {
+			from = cp.Offset
+		}
+		off, _, err := s.ReadLog(file, from, func(l ndjson.Line) error {
+			var e ndjson.Entry
+			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil || e.EntryUID == "" {
+				return nil
+			}
+			idx, ok := indexes[e.FeedID]
+			if !ok {
+				loaded, err := s.SeenEntries(e.FeedID)
+				if err != nil {
+					return err
+				}
+				idx, indexes[e.FeedID] = loaded, loaded
+			}
+			if have, ok := idx[e.EntryUID]; ok && have.Hash == e.ContentHash {
+				return nil
+			}
+			rec := Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
+			idx[e.EntryUID] = rec
+			added++
+			return s.PutSeen(e.FeedID, []Seen{rec}, Lazy)
+		})
+		if err != nil {
+			return added, err
+		}
+		end = IndexCheckpoint{File: file, Offset: off}
+	}
+	if end == cp {
+		return added, nil
+	}
+	if err := s.Sync(); err != nil {
+		return added, err
+	}
+	return added, s.SetCheckpoint(end)
+}

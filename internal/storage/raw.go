@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// RawStorage is the BlobRef.Storage of payloads in this store.
+const RawStorage = "localfs"
+
+// PutRaw stores a payload exactly as served, zstd-compressed and addressed
+// by its SHA-256, under the day of at: raw/YYYY-MM-DD/<sha256>.zst. The
+// same payload on the same day is stored once. It returns the key and the
+// hex SHA-256 of body; the file is synced before PutRaw returns.
+func (s *Store) PutRaw(at time.Time, body []byte) (key, sum string, err error) {
+	digest := sha256.Sum256(body)
+	sum = hex.EncodeToString(digest[:])
+	key = DirRaw + "/" + Day(at) + "/" + sum + ".zst"
+	if _, err := os.Stat(s.Path(key)); err == nil {
+		return key, sum, nil
+	}
+	enc, _, err := s.codecs()
+	if err != nil {
+		return "", "", fmt.Errorf("storage: zstd: %w", err)
+	}
+	if err := writeFileAtomic(s.Path(key), enc.EncodeAll(body, nil)); err != nil {
+		return "", "", err
+	}
+	return key, sum, nil
+}
+
+// ErrRawTooLarge is returned by GetRaw for a payload over the caller's cap.
+var ErrRawTooLarge = errors.New("payload over the size limit")
+
+// GetRaw returns the payload stored at key, refusing one that decodes to
+// more than max bytes (0 = no limit beyond the decoder's 1 GiB).
+func (s *Store) GetRaw(key string, max int64) ([]byte, error) {
+	return s.GetRawFile(s.Path(key), max)
+}
+
+// GetRawFile is GetRaw for a payload file named by its path, for replaying
+// payloads copied out of a store.
+func (s *Store) GetRawFile(path string, max int64) ([]byte, error) {
+	key := path
+	compressed, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: read payload %s: %w", key, unwrapPathError(err))
+	}
+	_, dec, err := s.codecs()
+	if err != nil {
+		return nil, fmt.Errorf("storage: zstd: %w", err)
+	}
+	body, err := dec.DecodeAll(compressed, nil)
+	if err != nil {
+		return nil, fmt.Errorf("storage: decode payload %s: %w", key, err)
+	}
+	if max > 0 && int64(len(body)) > max {
+		return nil, fmt.Errorf("storage: payload %s: %w (%d > %d bytes)", key, ErrRawTooLarge, len(body), max)
+	}
+	return body, nil
+}

@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// StateFile is the key of the feed state log.
+const StateFile = DirState + "/feeds.ndjson"
+
+// TypeFeedState is the record type of a state log line.
+const TypeFeedState = "feed_state"
+
+// FeedState is what feed-store remembers about one feed between fetches, and
+// what feed-due schedules from. The state log holds one line per update; the
+// last line of a feed wins.
+type FeedState struct {
+	ndjson.Header
+	FeedID              string            `json:"feed_id"`
+	Validators          ndjson.Validators `json:"validators"`
+	LastFetchAt         ndjson.Time       `json:"last_fetch_at"`
+	LastSuccessAt       ndjson.Time       `json:"last_success_at"`
+	LastStatus          int               `json:"last_status"`
+	LastError           *ndjson.Error     `json:"last_error"`
+	ConsecutiveFailures int               `json:"consecutive_failures"`
+	IntervalSec         int               `json:"interval_sec"`
+	NextFetchAt         ndjson.Time       `json:"next_fetch_at"`
+	LastBodySHA256      string            `json:"last_body_sha256"`
+	NewEntriesLastFetch int               `json:"new_entries_last_fetch"`
+}
+
+// States is the state of every feed, loaded from the state log.
+type States struct {
+	s      *Store
+	ByFeed map[string]FeedState
+	lines  int
+}
+
+// States loads the state log.
+func (s *Store) States() (*States, error) {
+	st := &States{s: s, ByFeed: map[string]FeedState{}}
+	_, _, err := s.ReadLog(StateFile, 0, func(l ndjson.Line) error {
+		var fs FeedState
+		if l.Type != TypeFeedState || l.Decode(&fs) != nil || fs.FeedID == "" {
+			return nil
+		}
+		st.lines++
+		st.ByFeed[fs.FeedID] = fs
+		return nil
+	})
+	return st, err
+}
+
+// Put records new states. When the log has grown to more than twice the
+// number of feeds it is rewritten, durably, with one line per feed.
+func (st *States) Put(d Durability, states ...FeedState) error {
+	if len(states) == 0 {
+		return nil
+	}
+	for i := range states {
+		states[i].Header = ndjson.Head(TypeFeedState)
+		st.ByFeed[states[i].FeedID] = states[i]
+	}
+	if st.lines+len(states) > 2*len(st.ByFeed)+1024 {
+		return st.compact()
+	}
+	data, err := encodeLines(states)
+	if err != nil {
+		return err
+	}
+	if _, err := st.s.AppendLines(StateFile, data, d); err != nil {
+		return err
+	}
+	st.lines += len(states)
+	return nil
+}
+
+func (st *States) compact() error {
+	all := make([]FeedState, 0, len(st.ByFeed))
+	for _, fs := range st.ByFeed {
+		all = append(all, fs)
+	}
+	slices.SortFunc(all, func(a, b FeedState) int { return strings.Compare(a.FeedID, b.FeedID) })
+	data, err := encodeLines(all)
+	if err != nil {
+		return err
+	}
+	if err := st.s.WriteFileAtomic(StateFile, data); err != nil {
+		return fmt.Errorf("storage: compact state: %w", err)
+	}
+	st.lines = len(all)
+	return nil
+}

@@ -1,0 +1,252 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var day1 = time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC)
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestOpenCreatesLayout(t *testing.T) {
+	s := openTemp(t)
+	for _, d := range []string{DirState, DirRaw, DirFetches, DirEntries, DirEvents, DirIndex} {
+		if st, err := os.Stat(filepath.Join(s.Root, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s not created: %v", d, err)
+		}
+	}
+}
+
+func TestOpenReportsUncreatableStore(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plainfile")
+	os.WriteFile(file, []byte("x"), 0o644)
+	_, err := Open(filepath.Join(file, "store"))
+	if err == nil || !strings.Contains(err.Error(), "cannot create") || !strings.Contains(err.Error(), "plainfile") {
+		t.Fatalf("got %v, want a clear 'cannot create <path>' error", err)
+	}
+	if _, err := Open(""); err == nil || !strings.Contains(err.Error(), "FEEDPIPE_STORE") {
+		t.Fatalf("empty root: %v", err)
+	}
+}
+
+func readTypes(t *testing.T, s *Store, key string, from int64) (types []string, end int64, bad int) {
+	t.Helper()
+	end, bad, err := s.ReadLog(key, from, func(l ndjson.Line) error {
+		types = append(types, l.Type)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types, end, bad
+}
+
+func TestAppendAndReadLog(t *testing.T) {
+	s := openTemp(t)
+	key := DayFile(DirEntries, day1)
+	if key != "entries/2026-11-21.ndjson" {
+		t.Fatalf("DayFile = %q", key)
+	}
+	off, err := s.AppendLines(key, []byte("{\"type\":\"a\"}\n{\"type\":\"b\"}\n"), Durable)
+	if err != nil || off != 0 {
+		t.Fatalf("first append at %d, %v", off, err)
+	}
+	off2, err := s.AppendLines(key, []byte("{\"type\":\"c\"}\n"), Lazy)
+	if err != nil || off2 != 26 {
+		t.Fatalf("second append at %d, %v; want 26", off2, err)
+	}
+	types, end, bad := readTypes(t, s, key, 0)
+	if strings.Join(types, ",") != "a,b,c" || end != 39 || bad != 0 {
+		t.Fatalf("read %v end %d bad %d", types, end, bad)
+	}
+	types, _, _ = readTypes(t, s, key, off2)
+	if strings.Join(types, ",") != "c" {
+		t.Fatalf("read from offset: %v", types)
+	}
+	if types, end, _ := readTypes(t, s, "entries/1999-01-01.ndjson", 0); len(types) != 0 || end != 0 {
+		t.Fatal("missing file has records")
+	}
+}
+
+func TestTornTailIsIgnoredThenIsolated(t *testing.T) {
+	s := openTemp(t)
+	key := "events/2026-11-21.ndjson"
+	os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":"), 0o644)
+	types, end, bad := readTypes(t, s, key, 0)
+	if strings.Join(types, ",") != "a" || end != 13 || bad != 0 {
+		t.Fatalf("torn tail: read %v end %d bad %d", types, end, bad)
+	}
+	// A complete record that only lacks its newline is still not read: a
+	// writer may be in the middle of it.
+	os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n{\"type\":\"b\"}"), 0o644)
+	if types, _, _ := readTypes(t, s, key, 0); len(types) != 1 {
+		t.Fatalf("unterminated line read: %v", types)
+	}
+	os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":"), 0o644)
+	if _, err := s.AppendLines(key, []byte("{\"type\":\"c\"}\n"), Durable); err != nil {
+		t.Fatal(err)
+	}
+	types, _, bad = readTypes(t, s, key, 0)
+	if strings.Join(types, ",") != "a,c" || bad != 1 {
+		t.Fatalf("after append: %v bad %d; want a,c with the torn line counted bad", types, bad)
+	}
+}
+
+func TestWriteFileAtomicLeavesNoTemporaries(t *testing.T) {
+	s := openTemp(t)
+	for _, content := range []string{"one\n", "two\n"} {
+		if err := s.WriteFileAtomic("state/x.json", []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := os.ReadFile(s.Path("state/x.json"))
+	if string(got) != "two\n" {
+		t.Fatalf("content %q", got)
+	}
+	names, _ := os.ReadDir(s.Path("state"))
+	if len(names) != 1 {
+		t.Fatalf("directory holds %d files, want 1", len(names))
+	}
+}
+
+func TestRawRoundTrip(t *testing.T) {
+	s := openTemp(t)
+	body := bytes.Repeat([]byte("<rss>payload</rss>\n"), 1000)
+	key, sum, err := s.PutRaw(day1, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(key, "raw/2026-11-21/"+sum) || !strings.HasSuffix(key, ".zst") || len(sum) != 64 {
+		t.Fatalf("key %q sum %q", key, sum)
+	}
+	st, _ := os.Stat(s.Path(key))
+	if st.Size() >= int64(len(body))/10 {
+		t.Errorf("stored %d bytes for %d: not compressed", st.Size(), len(body))
+	}
+	got, err := s.GetRaw(key, 0)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("GetRaw: %v, equal=%v", err, bytes.Equal(got, body))
+	}
+	key2, _, _ := s.PutRaw(day1, body)
+	if key2 != key {
+		t.Fatal("same payload stored twice")
+	}
+	if _, err := s.GetRaw(key, 100); !errors.Is(err, ErrRawTooLarge) {
+		t.Fatalf("cap: %v", err)
+	}
+	if _, err := s.GetRaw("raw/2026-11-21/missing.zst", 0); err == nil || !strings.Contains(err.Error(), "missing.zst") {
+		t.Fatalf("missing payload: %v", err)
+	}
+}
+
+func TestEditSubscriptionsSerialisesWriters(t *testing.T) {
+	s := openTemp(t)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+				return append(subs, ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: string(rune('a' + i))}), nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	subs, bad, err := s.Subscriptions()
+	if err != nil || bad != 0 || len(subs) != 20 {
+		t.Fatalf("%d subscriptions, %d bad, %v; want 20", len(subs), bad, err)
+	}
+	failed := errors.New("no")
+	if err := s.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return nil, failed }); !errors.Is(err, failed) {
+		t.Fatal(err)
+	}
+	if subs, _, _ := s.Subscriptions(); len(subs) != 20 {
+		t.Fatal("a failed edit wrote")
+	}
+}
+
+func TestEditSubscriptionsRefusesToDropMalformedLines(t *testing.T) {
+	s := openTemp(t)
+	os.WriteFile(s.Path(SubscriptionsFile), []byte("{\"type\":\"subscription\",\"feed_id\":\"a\"}\nnot json\n"), 0o644)
+	err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
+	if err == nil || !strings.Contains(err.Error(), "1 malformed lines") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestStatesLastWinsAndCompact(t *testing.T) {
+	s := openTemp(t)
+	st, err := s.States()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1100 {
+		if err := st.Put(Durable, FeedState{FeedID: "f1", ConsecutiveFailures: i}, FeedState{FeedID: "f2", LastStatus: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := s.States()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.ByFeed) != 2 || again.ByFeed["f1"].ConsecutiveFailures != 1099 || again.ByFeed["f2"].LastStatus != 200 {
+		t.Fatalf("states %+v", again.ByFeed)
+	}
+	if again.lines > 2*2+1024 {
+		t.Fatalf("log not compacted: %d lines", again.lines)
+	}
+}
+
+func TestIndexAndCatchUp(t *testing.T) {
+	s := openTemp(t)
+	entry := func(uid, hash string) string {
+		b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "feed1", EntryUID: uid, ContentHash: hash, SeenCount: 1})
+		return string(b)
+	}
+	// Entries stored but never indexed: a crash between the two steps.
+	s.AppendLines("entries/2026-11-20.ndjson", []byte(entry("u1", "h1")+entry("u2", "h2")), Durable)
+	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u1", "h1b")), Durable)
+	added, err := s.CatchUpIndex()
+	if err != nil || added != 3 {
+		t.Fatalf("added %d, %v; want 3", added, err)
+	}
+	idx, _ := s.SeenEntries("feed1")
+	if len(idx) != 2 || idx["u1"].Hash != "h1b" || idx["u2"].Hash != "h2" {
+		t.Fatalf("index %+v", idx)
+	}
+	if added, _ := s.CatchUpIndex(); added != 0 {
+		t.Fatalf("second catch-up added %d", added)
+	}
+	cp, _ := s.Checkpoint()
+	if cp.File != "entries/2026-11-21.ndjson" || cp.Offset == 0 {
+		t.Fatalf("checkpoint %+v", cp)
+	}
+	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u3", "h3")), Durable)
+	if added, _ := s.CatchUpIndex(); added != 1 {
+		t.Fatalf("catch-up after checkpoint added %d, want 1", added)
+	}
+	// An index lost entirely is rebuilt.
+	os.RemoveAll(s.Path(DirIndex))
+	if added, _ := s.CatchUpIndex(); added != 4 {
+		t.Fatalf("rebuild added %d, want 4", added)
+	}
+}

@@ -1,0 +1,87 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// SubscriptionsFile is the key of the subscription list.
+const SubscriptionsFile = "subscriptions.ndjson"
+
+// Subscriptions returns the subscription list in file order. A store with no
+// subscriptions file has none; a malformed line is skipped and counted in
+// bad.
+func (s *Store) Subscriptions() (subs []ndjson.Subscription, bad int, err error) {
+	_, bad, err = s.ReadLog(SubscriptionsFile, 0, func(l ndjson.Line) error {
+		if l.Type != ndjson.TypeSubscription {
+			return nil
+		}
+		var sub ndjson.Subscription
+		if l.Decode(&sub) != nil {
+			bad++
+			return nil
+		}
+		subs = append(subs, sub)
+		return nil
+	})
+	return subs, bad, err
+}
+
+// EditSubscriptions loads the subscription list, lets edit change it, and
+// writes it back atomically, holding a lock so that two concurrent edits
+// (two feed-sub runs) cannot lose each other's changes. Nothing is written
+// when edit returns an error.
+func (s *Store) EditSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) error {
+	unlock, err := lockFile(s.Path(".subscriptions.lock"), true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	subs, bad, err := s.Subscriptions()
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("storage: %s has %d malformed lines; fix or remove them before editing, so that nothing is lost", s.Path(SubscriptionsFile), bad)
+	}
+	subs, err = edit(subs)
+	if err != nil {
+		return err
+	}
+	data, err := encodeLines(subs)
+	if err != nil {
+		return err
+	}
+	return s.WriteFileAtomic(SubscriptionsFile, data)
+}
+
+// ErrNoSuchSubscription is returned by FindSubscription for a reference
+// that names no subscription, or more than one.
+var ErrNoSuchSubscription = errors.New("no such subscription")
+
+// FindSubscription returns the index of the subscription that ref names: a
+// feed id, a unique prefix of one (at least 4 characters), or a URL.
+func FindSubscription(subs []ndjson.Subscription, ref string) (int, error) {
+	ref = strings.TrimSpace(ref)
+	norm, _ := urlnorm.Normalize(ref)
+	found := -1
+	for i, s := range subs {
+		if s.FeedID == ref || s.URL == ref || (norm != "" && s.URL == norm) {
+			return i, nil
+		}
+		if len(ref) >= 4 && strings.HasPrefix(s.FeedID, ref) {
+			if found >= 0 {
+				return -1, fmt.Errorf("%w: %q matches more than one: give more of the feed id", ErrNoSuchSubscription, ref)
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return -1, fmt.Errorf("%w: nothing matches %q (see feed-sub ls)", ErrNoSuchSubscription, ref)
+	}
+	return found, nil
+}

@@ -1,0 +1,22 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sync makes every Lazy write to the store durable: one syncfs(2) of the
+// store's file system instead of an fsync per file.
+func (s *Store) Sync() error {
+	d, err := os.Open(s.Root)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", s.Root, err)
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+// Package store is feed-store: it stores entries durably, then indexes
+// them, records each fetched feed's state, and announces what it stored as
+// new_entry and updated_entry events.
+package store
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// DefaultInterval is how long after a fetch a feed without an interval of
+// its own is due again.
+const DefaultInterval = time.Hour
+
+// maxBatch bounds the records committed together.
+const maxBatch = 4096
+
+// Config is everything feed-store touches.
+type Config struct {
+	In       io.Reader
+	Out      *ndjson.Writer
+	Log      *slog.Logger
+	Store    *storage.Store
+	Now      func() time.Time // default time.Now
+	Interval time.Duration    // default DefaultInterval
+	// Summary, when set, receives the run's counts.
+	Summary *Summary
+}
+
+// Summary counts what one run stored.
+type Summary struct {
+	Feeds       int // fetch records seen
+	NotModified int
+	Errors      int // fetches that failed
+	New         int // entries stored for the first time
+	Updated     int // new versions of stored entries
+	Unchanged   int // entries already stored as they are
+}
+
+// item is one input record, decoded if feed-store consumes it.
+type item struct {
+	entry *ndjson.Entry
+	fetch *ndjson.Fetch
+	raw   []byte
+}
+
+// Run stores what it reads. Records are committed in batches: whatever
+// arrived while the last batch was being made durable. Within a batch the
+// entries are appended to entries/ and synced before anything else, then
+// the index, the feed states and the events follow, and only then are the
+// events written to stdout. Other record types pass through, in order.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Summary == nil {
+		cfg.Summary = &Summary{}
+	}
+	added, err := cfg.Store.CatchUpIndex()
+	if err != nil {
+		return err
+	}
+	if added > 0 {
+		cfg.Log.Warn("indexed entries an interrupted run had stored", "entries", added)
+	}
+	c, err := newCommitter(cfg)
+	if err != nil {
+		return err
+	}
+
+	var fails pipe.Failures
+	items := make(chan item, maxBatch)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(items)
+		readErr <- pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+			switch line.Type {
+			case ndjson.TypeEntry:
+				var e ndjson.Entry
+				if pipe.Decode(line, &e, cfg.Log, &fails) {
+					items <- item{entry: &e}
+				}
+			case ndjson.TypeFetch:
+				var f ndjson.Fetch
+				if pipe.Decode(line, &f, cfg.Log, &fails) {
+					items <- item{fetch: &f}
+				}
+			default:
+				items <- item{raw: append([]byte(nil), line.Raw...)}
+			}
+			return nil
+		})
+	}()
+
+	var commitErr error
+	for first := range items {
+		if commitErr != nil {
+			continue // drain, so the reader can finish
+		}
+		batch := []item{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case it, ok := <-items:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, it)
+			default:
+				break fill
+			}
+		}
+		commitErr = c.commit(batch)
+	}
+	if commitErr != nil {
+		return commitErr
+	}
+	if err := <-readErr; err != nil {
+		return err
+	}
+	s := cfg.Summary
+	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "errors", s.Errors, "new", s.New, "updated", s.Updated)
+	return fails.Err("records")
+}
+
+// committer holds what feed-store knows across batches.
+type committer struct {
+	cfg        Config
+	states     *storage.States
+	intervals  map[string]time.Duration           // feed id -> its own polling interval
+	indexes    map[string]map[string]storage.Seen // feed id -> uid -> stored version
+	newByFetch map[string]int                     // fetch id -> entries stored new, until its record
+}
+
+func newCommitter(cfg Config) (*committer, error) {
+	states, err := cfg.Store.States()
+	if err != nil {
+		return nil, err
+	}
+	subs, _, err := cfg.Store.Subscriptions()
+	if err != nil {
+		return nil, err
+	}
+	intervals := map[string]time.Duration{}
+	for _, s := range subs {
+		if s.IntervalSec > 0 {
+			intervals[s.FeedID] = time.Duration(s.IntervalSec) * time.Second
+		}
+	}
+	return &committer{cfg: cfg, states: states, intervals: intervals,
+		indexes: map[string]map[string]storage.Seen{}, newByFetch: map[string]int{}}, nil
+}
+
+func (c *committer) index(feedID string) (map[string]storage.Seen, error) {
+	if idx, ok := c.indexes[feedID]; ok {
+		return idx, nil
+	}
+	idx, err := c.cfg.Store.SeenEntries(feedID)
+	if err != nil {
+		return nil, err
+	}
+	c.indexes[feedID] = idx
+	return idx, nil
+}
+
+// commit makes one batch durable, then writes its output.
+func (c *committer) commit(batch []item) error {
+	now := c.cfg.Now()
+	entriesKey := storage.DayFile(storage.DirEntries, now)
+	var (
+		entryLines, eventLines []byte
+		seen                   = map[string][]storage.Seen{}
+		states                 []storage.FeedState
+		out                    []any // *ndjson.Event or []byte, in input order
+	)
+	for _, it := range batch {
+		switch {
+		case it.entry != nil:
+			ev, err := c.stage(it.entry, now, entriesKey, seen)
+			if err != nil {
+				return err
+			}
+			if ev == nil {
+				continue
+			}
+			line, err := ndjson.Marshal(it.entry)
+			if err != nil {
+				return err
+			}
+			entryLines = append(entryLines, line...)
+			if line, err = ndjson.Marshal(ev); err != nil {
+				return err
+			}
+			eventLines = append(eventLines, line...)
+			out = append(out, ev)
+		case it.fetch != nil:
+			c.cfg.Summary.count(it.fetch)
+			if it.fetch.Due.FeedID != "" {
+				states = append(states, c.nextState(it.fetch))
+			}
+		default:
+			out = append(out, it.raw)
+		}
+	}
+
+	store := c.cfg.Store
+	var end storage.IndexCheckpoint
+	if len(entryLines) > 0 {
+		off, err := store.AppendLines(entriesKey, entryLines, storage.Durable)
+		if err != nil {
+			return err
+		}
+		end = storage.IndexCheckpoint{File: entriesKey, Offset: off + int64(len(entryLines))}
+		if _, err := store.AppendLines(storage.DayFile(storage.DirEvents, now), eventLines, storage.Lazy); err != nil {
+			return err
+		}
+		for feedID, recs := range seen {
+			if err := store.PutSeen(feedID, recs, storage.Lazy); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.states.Put(storage.Lazy, states...); err != nil {
+		return err
+	}
+	if len(entryLines) > 0 || len(states) > 0 {
+		if err := store.Sync(); err != nil {
+			return err
+		}
+	}
+	if end.File != "" {
+		if err := store.SetCheckpoint(end); err != nil {
+			return err
+		}
+	}
+	for _, o := range out {
+		var err error
+		switch o := o.(type) {
+		case []byte:
+			err = c.cfg.Out.WriteRaw(o)
+		default:
+			err = c.cfg.Out.Write(o)
+		}
+		if err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+	}
+	if err := c.cfg.Out.Flush(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	return nil
+}
+
+// stage decides what becomes of an entry against the index: stored new,
+// stored as an update, or dropped as already stored. For a stored one it
+// fills in the lineage fields, queues its index record and returns its
+// event. feed-store checks the index itself, so a pipeline without
+// feed-dedup, or a replay, never stores a version twice.
+func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, seen map[string][]storage.Seen) (*ndjson.Event, error) {
+	idx, err := c.index(e.FeedID)
+	if err != nil {
+		return nil, err
+	}
+	s := c.cfg.Summary
+	prev, known := idx[e.EntryUID]
+	if known && prev.Hash == e.ContentHash {
+		s.Unchanged++
+		return nil, nil
+	}
+	evType := ndjson.TypeNewEntry
+	e.Status, e.FirstSeen, e.SeenCount = ndjson.StatusNew, ndjson.At(now), 1
+	if known {
+		evType = ndjson.TypeUpdatedEntry
+		e.Status, e.FirstSeen, e.SeenCount = ndjson.StatusUpdated, prev.FirstSeen, prev.SeenCount+1
+		s.Updated++
+	} else {
+		s.New++
+		c.newByFetch[e.RawRef.FetchID]++
+	}
+	e.LastSeen = ndjson.At(now)
+	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
+	idx[e.EntryUID] = rec
+	seen[e.FeedID] = append(seen[e.FeedID], rec)
+	return &ndjson.Event{
+		Header:        ndjson.Head(evType),
+		EntryUID:      e.EntryUID,
+		FeedID:        e.FeedID,
+		Title:         e.Title,
+		CanonicalLink: e.CanonicalLink,
+		Published:     e.Published,
+		ContentHash:   e.ContentHash,
+		RawRefs:       []ndjson.RawRef{e.RawRef},
+		IngestedAt:    ndjson.At(now),
+		StoredIn:      entriesKey,
+	}, nil
+}
+
+// nextState is the feed's state after the fetch f: its cache validators,
+// its counters and, at a fixed interval, when it is due again.
+func (c *committer) nextState(f *ndjson.Fetch) storage.FeedState {
+	feedID := f.Due.FeedID
+	st := c.states.ByFeed[feedID]
+	st.FeedID = feedID
+	st.LastFetchAt = f.FetchedAt
+	st.LastStatus = f.HTTPStatus
+	if f.Error == nil {
+		st.LastSuccessAt = f.FetchedAt
+		st.ConsecutiveFailures = 0
+		st.LastError = nil
+	} else {
+		st.ConsecutiveFailures++
+		st.LastError = f.Error
+	}
+	// A validator is kept until a response replaces it: a 200 without an
+	// ETag does not erase the last one.
+	if f.NotModified || (f.HTTPStatus >= 200 && f.HTTPStatus < 300) {
+		if v := header(f.ResponseHeaders, "ETag"); v != "" {
+			st.Validators.ETag = v
+		}
+		if v := header(f.ResponseHeaders, "Last-Modified"); v != "" {
+			st.Validators.LastModified = v
+		}
+	}
+	if f.BodySHA256 != "" {
+		st.LastBodySHA256 = f.BodySHA256
+	}
+	st.NewEntriesLastFetch = c.newByFetch[f.FetchID]
+	delete(c.newByFetch, f.FetchID)
+
+	interval, ok := c.intervals[feedID]
+	if !ok {
+		interval = c.cfg.Interval
+	}
+	st.IntervalSec = int(interval / time.Second)
+	next := f.FetchedAt.Add(interval)
+	if retry := f.FetchedAt.Add(time.Duration(f.RetryAfterSec) * time.Second); retry.After(next) {
+		next = retry
+	}
+	st.NextFetchAt = ndjson.At(next)
+	return st
+}
+
+func (s *Summary) count(f *ndjson.Fetch) {
+	s.Feeds++
+	if f.Error != nil {
+		s.Errors++
+	}
+	if f.NotModified {
+		s.NotModified++
+	}
+}
+
+func header(h map[string]string, name string) string {
+	return h[http.CanonicalHeaderKey(name)]
+}

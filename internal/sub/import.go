@@ -1,0 +1,269 @@
+package sub
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/opml"
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// MaxImportBytes caps the size of a file to import.
+const MaxImportBytes = 64 << 20
+
+// ImportResult counts what an import did.
+type ImportResult struct {
+	Format     string // opml, json or list
+	Found      int    // feeds in the file
+	Added      int
+	Duplicates int // already subscribed, or repeated in the file
+	Invalid    int // not usable, each reported
+}
+
+// candidate is one feed found in an import file.
+type candidate struct {
+	spec  Spec
+	where string // "line 12", "$[3]": for messages
+	err   error  // why it cannot be used, found while reading the file
+}
+
+// Import subscribes to every feed in r: an OPML document (1.0 to 2.0,
+// nested folders becoming labels), a JSON list such as seed 002's
+// feeds.json ([{"url", "label", "cron"}]), or a plain list of URLs, one per
+// line. source names r in messages; labels are added to every feed. Feeds
+// already subscribed, or repeated in the file, are counted and skipped;
+// entries that cannot be used are reported and skipped, and make Import
+// return an error matching pipe.ErrFailed after the rest is added.
+func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResult, error) {
+	cfg.defaults()
+	var res ImportResult
+	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", source, err)
+	}
+	if len(data) > MaxImportBytes {
+		return res, fmt.Errorf("%s is over %d MiB", source, MaxImportBytes>>20)
+	}
+	var cands []candidate
+	var warnings []string
+	res.Format, cands, warnings, err = candidates(data)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", source, err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(cfg.Msg, "feed-sub: warning: %s: %s\n", source, w)
+	}
+	res.Found = len(cands)
+	if res.Found == 0 {
+		return res, fmt.Errorf("%s: no feed URLs found (expected OPML, a JSON list of feeds, or one URL per line)", source)
+	}
+
+	now := cfg.Now()
+	var fresh []ndjson.Subscription
+	for _, c := range cands {
+		c.spec.Labels = append(c.spec.Labels, labels...)
+		var s ndjson.Subscription
+		err := c.err
+		if err == nil {
+			s, err = newSubscription(c.spec, now, func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) })
+		}
+		if err != nil {
+			res.Invalid++
+			fmt.Fprintf(cfg.Msg, "feed-sub: skipped %s: %s: %v\n", source, c.where, err)
+			continue
+		}
+		fresh = append(fresh, s)
+	}
+	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		have := make(map[string]bool, len(subs)+len(fresh))
+		for _, s := range subs {
+			have[s.FeedID] = true
+		}
+		for _, s := range fresh {
+			if have[s.FeedID] {
+				res.Duplicates++
+				continue
+			}
+			have[s.FeedID] = true
+			subs = append(subs, s)
+			res.Added++
+		}
+		if res.Added == 0 {
+			return nil, errUnchanged
+		}
+		return subs, nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		return res, err
+	}
+	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %d feeds found, %d added, %d duplicates skipped, %d invalid\n",
+		source, res.Format, res.Found, res.Added, res.Duplicates, res.Invalid)
+	return res, pipe.Failures{Records: res.Invalid}.Err("entries")
+}
+
+// candidates recognises the file's format and lists the feeds in it.
+func candidates(data []byte) (format string, cands []candidate, warnings []string, err error) {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	lower := bytes.ToLower(trimmed[:min(len(trimmed), 4096)])
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && json.Valid(trimmed):
+		cands, err = jsonCandidates(trimmed)
+		return "json", cands, nil, err
+	case bytes.Contains(lower, []byte("<opml")) || bytes.Contains(lower, []byte("<outline")) || bytes.HasPrefix(lower, []byte("<?xml")):
+		res, err := opml.Parse(bytes.NewReader(data))
+		if err != nil {
+			return "opml", nil, nil, err
+		}
+		for _, o := range res.Outlines {
+			where := "an outline"
+			if o.Line > 0 {
+				where = "line " + strconv.Itoa(o.Line)
+			}
+			cands = append(cands, candidate{spec: Spec{URL: o.URL, Name: o.Title, Labels: o.Labels}, where: where})
+		}
+		return "opml", cands, res.Warnings, nil
+	}
+	return "list", listCandidates(data), nil, nil
+}
+
+// listCandidates reads one URL per line; '#' starts a comment, and words
+// after the URL are labels.
+func listCandidates(data []byte) []candidate {
+	var cands []candidate
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), MaxImportBytes)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		cands = append(cands, candidate{spec: Spec{URL: fields[0], Labels: fields[1:]}, where: "line " + strconv.Itoa(n)})
+	}
+	return cands
+}
+
+// jsonFeed is one feed of a JSON import, in the spellings feed lists use.
+type jsonFeed struct {
+	URL      string          `json:"url"`
+	XMLURL   string          `json:"xmlUrl"`
+	Feed     string          `json:"feed"`
+	Name     string          `json:"name"`
+	Title    string          `json:"title"`
+	Label    string          `json:"label"`
+	Labels   []string        `json:"labels"`
+	Category string          `json:"category"`
+	Cron     string          `json:"cron"`
+	Type     string          `json:"type"`
+	Interval json.RawMessage `json:"interval"`
+}
+
+// jsonCandidates reads a JSON array of feeds (objects or URL strings), an
+// object holding such an array under "feeds", "sources" or
+// "subscriptions", or an object mapping category names to such arrays.
+func jsonCandidates(data []byte) ([]candidate, error) {
+	var top any
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, err
+	}
+	var cands []candidate
+	var walk func(v any, label, where string) error
+	walk = func(v any, label, where string) error {
+		switch v := v.(type) {
+		case []any:
+			for i, item := range v {
+				if err := walk(item, label, fmt.Sprintf("%s[%d]", where, i)); err != nil {
+					return err
+				}
+			}
+		case string:
+			cands = append(cands, candidate{spec: Spec{URL: v, Labels: nonEmpty(label)}, where: where})
+		case map[string]any:
+			if _, ok := v["url"]; ok || v["xmlUrl"] != nil || v["feed"] != nil {
+				c, err := jsonCandidate(v, label, where)
+				if err != nil {
+					return err
+				}
+				cands = append(cands, c)
+				return nil
+			}
+			for _, key := range []string{"feeds", "sources", "subscriptions"} {
+				if list, ok := v[key]; ok {
+					return walk(list, label, where+"."+key)
+				}
+			}
+			// An object of category name -> feeds, read in name order.
+			for _, key := range slices.Sorted(maps.Keys(v)) {
+				if list, ok := v[key].([]any); ok {
+					if err := walk(list, key, where+"."+key); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(top, "", "$"); err != nil {
+		return nil, err
+	}
+	return cands, nil
+}
+
+func jsonCandidate(obj map[string]any, label, where string) (candidate, error) {
+	b, _ := json.Marshal(obj)
+	var f jsonFeed
+	if err := json.Unmarshal(b, &f); err != nil {
+		return candidate{where: where, err: fmt.Errorf("not a feed entry: %w", err)}, nil
+	}
+	spec := Spec{
+		URL:    firstNonEmpty(f.URL, f.XMLURL, f.Feed),
+		Name:   firstNonEmpty(f.Name, f.Title),
+		Labels: append(append(nonEmpty(label), f.Labels...), nonEmpty(f.Label, f.Category)...),
+		Cron:   f.Cron,
+		Type:   f.Type,
+	}
+	if len(f.Interval) > 0 && string(f.Interval) != "null" {
+		var s string
+		var secs float64
+		switch {
+		case json.Unmarshal(f.Interval, &s) == nil:
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return candidate{where: where, err: fmt.Errorf("interval %q is not a duration such as 15m or 2h", s)}, nil
+			}
+			spec.Interval = d
+		case json.Unmarshal(f.Interval, &secs) == nil:
+			spec.Interval = time.Duration(secs * float64(time.Second))
+		}
+	}
+	return candidate{spec: spec, where: where}, nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+// Package sub is feed-sub: it adds, removes, lists, enables, disables,
+// imports and exports the subscriptions of a store.
+package sub
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Polling intervals a subscription may set (seed 001 §3.1).
+const (
+	MinInterval = 5 * time.Minute
+	MaxInterval = 24 * time.Hour
+)
+
+// Config is everything feed-sub touches.
+type Config struct {
+	Store *storage.Store
+	Out   io.Writer // data: ls and export output, ids of added feeds
+	Msg   io.Writer // messages for the person at the terminal
+	Log   *slog.Logger
+	Now   func() time.Time
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Msg == nil {
+		cfg.Msg = io.Discard
+	}
+}
+
+// Spec describes a subscription to create.
+type Spec struct {
+	URL      string
+	Name     string
+	Labels   []string
+	Type     string        // rss, atom, json, website; "" or auto: detected from content
+	Interval time.Duration // 0: the default
+	Cron     string        // a cron expression, kept for the scheduler
+}
+
+// ErrInvalid marks a subscription that cannot be made: a URL that is not
+// http(s), an unknown type, a negative interval.
+var ErrInvalid = errors.New("invalid subscription")
+
+var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite}
+
+// newSubscription validates spec and builds its subscription. The feed id
+// derives from the normalized URL (DESIGN.md §4). notes receives anything
+// that was adjusted.
+func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
+	u, err := urlnorm.Normalize(spec.URL)
+	if err != nil {
+		return ndjson.Subscription{}, fmt.Errorf("%w: %q: %v", ErrInvalid, strings.TrimSpace(spec.URL), unwrapNorm(err))
+	}
+	typ := strings.ToLower(cmp.Or(strings.TrimSpace(spec.Type), ndjson.SourceAuto))
+	if !slices.Contains(sourceTypes, typ) {
+		return ndjson.Subscription{}, fmt.Errorf("%w: type %q is not one of %s", ErrInvalid, spec.Type, strings.Join(sourceTypes, ", "))
+	}
+	interval := spec.Interval
+	switch {
+	case interval < 0:
+		return ndjson.Subscription{}, fmt.Errorf("%w: interval %s is negative", ErrInvalid, interval)
+	case interval > 0 && interval < MinInterval:
+		note(fmt.Sprintf("interval %s raised to the minimum, %s", interval, MinInterval))
+		interval = MinInterval
+	case interval > MaxInterval:
+		note(fmt.Sprintf("interval %s lowered to the maximum, %s", interval, MaxInterval))
+		interval = MaxInterval
+	}
+	return ndjson.Subscription{
+		Header:      ndjson.Head(ndjson.TypeSubscription),
+		FeedID:      ids.FeedID(u),
+		URL:         u,
+		Name:        strings.TrimSpace(spec.Name),
+		Labels:      cleanLabels(spec.Labels),
+		SourceType:  typ,
+		IntervalSec: int(interval / time.Second),
+		Cron:        strings.TrimSpace(spec.Cron),
+		CreatedAt:   ndjson.At(now),
+	}, nil
+}
+
+// unwrapNorm drops urlnorm's own prefix and quoting of the URL, which the
+// caller already shows.
+func unwrapNorm(err error) error {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "urlnorm: ") {
+		return fmt.Errorf("%s", msg[i+2:])
+	}
+	return err
+}
+
+func cleanLabels(labels []string) []string {
+	out := []string{}
+	for _, l := range labels {
+		for _, part := range strings.Split(l, ",") {
+			if part = strings.TrimSpace(part); part != "" && !slices.Contains(out, part) {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// Add subscribes to one feed. Adding a URL that is already subscribed
+// changes nothing and is not an error: added is false.
+func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error) {
+	cfg.defaults()
+	sub, err = newSubscription(spec, cfg.Now(), func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s\n", n) })
+	if err != nil {
+		return sub, false, err
+	}
+	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		for _, s := range subs {
+			if s.URL == sub.URL || s.FeedID == sub.FeedID {
+				sub = s
+				return nil, errUnchanged
+			}
+		}
+		added = true
+		return append(subs, sub), nil
+	})
+	if errors.Is(err, errUnchanged) {
+		fmt.Fprintf(cfg.Msg, "feed-sub: already subscribed to %s\n", sub.URL)
+		err = nil
+	} else if err == nil {
+		fmt.Fprintf(cfg.Msg, "feed-sub: subscribed to %s\n", sub.URL)
+	}
+	if err == nil {
+		fmt.Fprintln(cfg.Out, sub.FeedID)
+	}
+	return sub, added, err
+}
+
+// errUnchanged ends an edit that has nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// Remove deletes the subscriptions refs name (ids, id prefixes or URLs).
+// Their stored entries stay.
+func Remove(cfg Config, refs []string) error {
+	cfg.defaults()
+	return edit(cfg, refs, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
+		fmt.Fprintf(cfg.Msg, "feed-sub: removed %s\n", subs[i].URL)
+		return slices.Delete(subs, i, i+1)
+	})
+}
+
+// SetDisabled disables or enables the subscriptions refs name.
+func SetDisabled(cfg Config, refs []string, disabled bool) error {
+	cfg.defaults()
+	verb := map[bool]string{true: "disabled", false: "enabled"}[disabled]
+	return edit(cfg, refs, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
+		subs[i].Disabled = disabled
+		fmt.Fprintf(cfg.Msg, "feed-sub: %s %s\n", verb, subs[i].URL)
+		return subs
+	})
+}
+
+// edit applies change to each subscription that refs name, in one atomic
+// rewrite: if any ref matches nothing, nothing changes.
+func edit(cfg Config, refs []string, change func([]ndjson.Subscription, int) []ndjson.Subscription) error {
+	if len(refs) == 0 {
+		return fmt.Errorf("name at least one subscription (feed id, id prefix or URL)")
+	}
+	return cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		for _, ref := range refs {
+			i, err := storage.FindSubscription(subs, ref)
+			if err != nil {
+				return nil, err
+			}
+			subs = change(subs, i)
+		}
+		return subs, nil
+	})
+}

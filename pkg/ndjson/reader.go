@@ -1,0 +1,178 @@
+package ndjson
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// MaxLineBytes is the longest record a Reader accepts by default. Entries
+// carry whole articles, so it is generous; a longer line is skipped with
+// ErrLineTooLong rather than read into memory.
+const MaxLineBytes = 64 << 20
+
+// ErrLineTooLong is the cause of a LineError for a line over the limit.
+var ErrLineTooLong = errors.New("line too long")
+
+// LineError is a problem with one input line. The line is skipped and
+// reading can go on: a LineError is never fatal.
+type LineError struct {
+	Line int   // 1-based line number in the input
+	Err  error // what was wrong
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Line is one record as read: its raw bytes (without the newline), its
+// number and its "type". Raw is only valid until the next call to Next.
+type Line struct {
+	Num  int
+	Type string
+	Raw  []byte
+	// Unterminated is set for a last line that had no newline: complete
+	// for a stream that ended without one, possibly torn in a store file
+	// that is still being appended to.
+	Unterminated bool
+}
+
+// Decode unmarshals the line into v, reporting a failure as a LineError.
+func (l Line) Decode(v any) error {
+	if err := json.Unmarshal(l.Raw, v); err != nil {
+		return &LineError{Line: l.Num, Err: fmt.Errorf("bad %s record: %w", l.typeName(), err)}
+	}
+	return nil
+}
+
+func (l Line) typeName() string {
+	if l.Type == "" {
+		return "untyped"
+	}
+	return strconv.Quote(l.Type)
+}
+
+// Reader reads records one line at a time. Blank lines are skipped; a line
+// that is not a JSON object, or is too long, is reported as a *LineError and
+// skipped, and the next call goes on with the following line.
+type Reader struct {
+	br      *bufio.Reader
+	max     int
+	num     int
+	buf     []byte
+	skipped bool // the previous line was cut off at max and is being discarded
+}
+
+// NewReader returns a Reader over r with a limit of MaxLineBytes per line.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: MaxLineBytes}
+}
+
+// Buffered returns how many bytes the Reader has read from its source
+// beyond the line it last returned. A caller counting the bytes of the
+// source finds a line's end offset with it.
+func (r *Reader) Buffered() int { return r.br.Buffered() }
+
+// SetMaxLineBytes changes the line limit.
+func (r *Reader) SetMaxLineBytes(n int) { r.max = n }
+
+// Next returns the next record. At the end of input it returns io.EOF; a
+// *LineError means that one line was bad; any other error is a read error.
+func (r *Reader) Next() (Line, error) {
+	for {
+		raw, terminated, err := r.readLine()
+		if err != nil {
+			return Line{}, err
+		}
+		line := Line{Num: r.num, Raw: raw, Unterminated: !terminated}
+		if r.skipped {
+			r.skipped = false
+			return line, &LineError{Line: r.num, Err: fmt.Errorf("%w (limit %d bytes)", ErrLineTooLong, r.max)}
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		if err := line.classify(); err != nil {
+			return line, err
+		}
+		return line, nil
+	}
+}
+
+// readLine reads one physical line into r.buf without its line ending. A
+// line longer than r.max is consumed to its end and flagged in r.skipped.
+func (r *Reader) readLine() (raw []byte, terminated bool, err error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if !r.skipped {
+			if len(r.buf)+len(chunk) > r.max+2 { // +2 leaves room for "\r\n"
+				r.skipped = true
+				r.buf = r.buf[:0]
+			} else {
+				r.buf = append(r.buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			r.num++
+			return trimEOL(r.buf), true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(r.buf) == 0 && !r.skipped {
+				return nil, false, io.EOF
+			}
+			r.num++
+			return trimEOL(r.buf), false, nil
+		default:
+			return nil, false, err
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+var typePrefix = []byte(`{"type":"`)
+
+// classify checks that the line is one JSON object and finds its type.
+func (l *Line) classify() error {
+	if !json.Valid(l.Raw) {
+		var v any
+		err := json.Unmarshal(l.Raw, &v)
+		if l.Unterminated {
+			err = fmt.Errorf("truncated record at end of input: %w", err)
+		} else {
+			err = fmt.Errorf("invalid JSON: %w", err)
+		}
+		return &LineError{Line: l.Num, Err: err}
+	}
+	// Fast path: every record feedpipe writes starts with its type.
+	if rest, ok := bytes.CutPrefix(l.Raw, typePrefix); ok {
+		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			l.Type = string(rest[:end])
+			return nil
+		}
+	}
+	trimmed := bytes.TrimSpace(l.Raw)
+	if trimmed[0] != '{' {
+		return &LineError{Line: l.Num, Err: errors.New("not a JSON object")}
+	}
+	var h struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(trimmed, &h); err != nil {
+		return &LineError{Line: l.Num, Err: err}
+	}
+	var t string
+	if json.Unmarshal(h.Type, &t) == nil {
+		l.Type = t
+	}
+	return nil
+}

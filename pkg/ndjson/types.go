@@ -1,0 +1,232 @@
+package ndjson
+
+import "encoding/json"
+
+// Version is the schema version this package writes in every record's "v".
+const Version = 1
+
+// Record types: the value of every record's "type" field.
+const (
+	TypeSubscription = "subscription"
+	TypeDue          = "due"
+	TypeFetch        = "fetch"
+	TypeEntry        = "entry"
+	TypeNewEntry     = "new_entry"
+	TypeUpdatedEntry = "updated_entry"
+)
+
+// Source types of a subscription (Subscription.SourceType, Due.SourceType).
+const (
+	SourceAuto    = "auto"
+	SourceRSS     = "rss"
+	SourceAtom    = "atom"
+	SourceJSON    = "json"
+	SourceWebsite = "website"
+)
+
+// Error classes (Error.Class): what kind of failure a fetch met, which decides
+// how the scheduler reacts.
+const (
+	ClassTransient   = "transient"    // timeouts, 5xx, resets, DNS: retry later
+	ClassPermanent   = "permanent"    // 404, 410, bad URL, bad certificate
+	ClassRateLimited = "rate_limited" // 429 or 503 from the publisher
+	ClassBlocked     = "blocked"      // 403 and bot-challenge pages
+	ClassParse       = "parse"        // the body is not a feed feed-parse can read
+)
+
+// Entry statuses (Entry.Status), set by feed-dedup.
+const (
+	StatusNew     = "new"
+	StatusUpdated = "updated"
+)
+
+// Header is the part every record shares. It is embedded first in each
+// record type so that "type" leads every line.
+type Header struct {
+	Type string `json:"type"`
+	V    int    `json:"v"`
+}
+
+// Head returns the header of a record of type t at the current Version.
+func Head(t string) Header { return Header{Type: t, V: Version} }
+
+// Subscription is one feed or website the user follows: a line of the
+// store's subscriptions.ndjson and of `feed-sub ls --json`.
+type Subscription struct {
+	Header
+	FeedID      string          `json:"feed_id"`
+	URL         string          `json:"url"`
+	Name        string          `json:"name"`
+	Labels      []string        `json:"labels"`
+	SourceType  string          `json:"source_type"`
+	IntervalSec int             `json:"interval_sec"`
+	Cron        string          `json:"cron"`
+	Disabled    bool            `json:"disabled"`
+	CreatedAt   Time            `json:"created_at"`
+	Fulltext    bool            `json:"fulltext"`
+	Scrape      json.RawMessage `json:"scrape"`
+}
+
+// Validators are the HTTP cache validators of a feed's last response that
+// carried them, sent back as If-None-Match and If-Modified-Since.
+type Validators struct {
+	ETag         string `json:"etag"`
+	LastModified string `json:"last_modified"`
+}
+
+// Due asks feed-fetch to fetch one feed now.
+type Due struct {
+	Header
+	FeedID      string          `json:"feed_id"`
+	URL         string          `json:"url"`
+	SourceType  string          `json:"source_type"`
+	Name        string          `json:"name"`
+	Labels      []string        `json:"labels"`
+	ScheduledAt Time            `json:"scheduled_at"`
+	Reason      string          `json:"reason"`
+	Validators  Validators      `json:"validators"`
+	ItemLimit   int             `json:"item_limit"`
+	Fulltext    bool            `json:"fulltext"`
+	Scrape      json.RawMessage `json:"scrape"`
+}
+
+// Reasons a feed is due (Due.Reason).
+const (
+	ReasonNew       = "new"       // never fetched
+	ReasonScheduled = "scheduled" // its next_fetch_at has passed
+	ReasonForced    = "forced"    // asked for by --all or --feed
+)
+
+// Redirect is one hop of a redirect chain: the URL that answered with a
+// redirect and the status it answered with.
+type Redirect struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+}
+
+// BlobRef points at a stored payload.
+type BlobRef struct {
+	Storage string `json:"storage"`
+	Key     string `json:"key"`
+}
+
+// Error describes why a fetch, or the parse of its body, failed.
+type Error struct {
+	Class   string `json:"class"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Fetch is the outcome of one HTTP fetch of a feed, written by feed-fetch and
+// completed by feed-parse (Parse) and feed-dedup (Dedup).
+type Fetch struct {
+	Header
+	FetchID         string            `json:"fetch_id"`
+	Due             Due               `json:"due"`
+	RequestedURL    string            `json:"requested_url"`
+	URL             string            `json:"url"`
+	Redirects       []Redirect        `json:"redirects"`
+	FetchedAt       Time              `json:"fetched_at"`
+	DurationMS      int64             `json:"duration_ms"`
+	HTTPStatus      int               `json:"http_status"`
+	NotModified     bool              `json:"not_modified"`
+	RequestHeaders  map[string]string `json:"request_headers"`
+	ResponseHeaders map[string]string `json:"response_headers"`
+	BodyRef         *BlobRef          `json:"body_ref"`
+	BodySHA256      string            `json:"body_sha256"`
+	ContentType     string            `json:"content_type"`
+	ContentLength   int64             `json:"content_length"`
+	Truncated       bool              `json:"truncated"`
+	RetryAfterSec   int               `json:"retry_after_sec"`
+	Error           *Error            `json:"error"`
+	Parse           *Parse            `json:"parse"`
+	Dedup           *Dedup            `json:"dedup"`
+}
+
+// Failed reports whether the fetch, or the parse of its body, failed.
+func (f *Fetch) Failed() bool { return f.Error != nil }
+
+// Parse is what feed-parse found in a fetched body.
+type Parse struct {
+	Format          string   `json:"format"`
+	Version         string   `json:"version"`
+	Title           string   `json:"title"`
+	Link            string   `json:"link"`
+	Description     string   `json:"description"`
+	Language        string   `json:"language"`
+	TTLMinutes      int      `json:"ttl_minutes"`
+	SkipHours       []int    `json:"skip_hours"`
+	SkipDays        []string `json:"skip_days"`
+	Items           int      `json:"items"`
+	Entries         int      `json:"entries"`
+	NewestPublished Time     `json:"newest_published"`
+	OldestPublished Time     `json:"oldest_published"`
+	Warnings        []string `json:"warnings"`
+	Error           string   `json:"error"`
+}
+
+// Dedup counts what feed-dedup made of a fetch's entries.
+type Dedup struct {
+	New       int `json:"new"`
+	Updated   int `json:"updated"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Author is one author of an entry; any field may be empty.
+type Author struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	URI   string `json:"uri"`
+}
+
+// Enclosure is a media file attached to an entry.
+type Enclosure struct {
+	URL    string `json:"url"`
+	Type   string `json:"type"`
+	Length int64  `json:"length"`
+}
+
+// RawRef points from an entry back to the fetch whose payload held it.
+type RawRef struct {
+	FetchID string `json:"fetch_id"`
+	Offset  int64  `json:"offset"`
+	Length  int64  `json:"length"`
+}
+
+// Entry is one normalized item of a feed (seed 000 §5.2).
+type Entry struct {
+	Header
+	EntryUID      string      `json:"entry_uid"`
+	FeedID        string      `json:"feed_id"`
+	NativeID      string      `json:"native_id"`
+	CanonicalLink string      `json:"canonical_link"`
+	Title         string      `json:"title"`
+	Summary       string      `json:"summary"`
+	Content       string      `json:"content"`
+	Authors       []Author    `json:"authors"`
+	Categories    []string    `json:"categories"`
+	Enclosures    []Enclosure `json:"enclosures"`
+	Published     Time        `json:"published"`
+	Updated       Time        `json:"updated"`
+	ContentHash   string      `json:"content_hash"`
+	RawRef        RawRef      `json:"raw_ref"`
+	Status        string      `json:"status"`
+	FirstSeen     Time        `json:"first_seen"`
+	LastSeen      Time        `json:"last_seen"`
+	SeenCount     int         `json:"seen_count"`
+}
+
+// Event announces one entry durably stored by feed-store: type new_entry the
+// first time its entry_uid is stored, updated_entry when its content changed.
+type Event struct {
+	Header
+	EntryUID      string   `json:"entry_uid"`
+	FeedID        string   `json:"feed_id"`
+	Title         string   `json:"title"`
+	CanonicalLink string   `json:"canonical_link"`
+	Published     Time     `json:"published"`
+	ContentHash   string   `json:"content_hash"`
+	RawRefs       []RawRef `json:"raw_refs"`
+	IngestedAt    Time     `json:"ingested_at"`
+	StoredIn      string   `json:"stored_in"`
+}
