@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config) error {
 		counts:  map[string]*ndjson.Dedup{},
 	}
 	var fails pipe.Failures
-	err := pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	return fails.Err("entries")
+	return fails.Err("entry", "entries")
 }
 
 type deduper struct {

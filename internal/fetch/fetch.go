@@ -101,10 +101,21 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Progress.Done()
 	cfg.Log.Info("fetch done", "fetched", stats.fetched, "not_modified", stats.notModified, "failed", stats.failed)
 	fails.Records = stats.failed
-	return fails.Err("feeds")
+	return fails.Err("feed", "feeds")
 }
 
 type counts struct{ fetched, notModified, failed int }
+
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
 
 func (cfg *Config) defaults() {
 	if cfg.Client == nil {
@@ -119,6 +130,7 @@ func (cfg *Config) defaults() {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	cfg.Rand = &lockedReader{r: cfg.Rand} // the workers share it
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}

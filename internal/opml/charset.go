@@ -25,9 +25,10 @@ func (p *pass) charsetReader(label string, in io.Reader) (io.Reader, error) {
 	}
 	_, name := charset.Lookup(label)
 	rest := p.data[p.switchAt:]
+	line := 1 + bytes.Count(p.data[:p.switchAt], []byte{'\n'})
 	switch {
 	case name == "" || name == "replacement":
-		p.notes = append(p.notes, note{1, fmt.Sprintf("line 1: unknown encoding %q; read as UTF-8", label)})
+		p.notes = append(p.notes, note{line, fmt.Sprintf("line %d: unknown encoding %q; read as UTF-8", line, label)})
 		return in, nil
 	case name == "utf-8", strings.HasPrefix(name, "utf-16"):
 		// The declaration was read as ASCII, so this is not UTF-16.
@@ -35,7 +36,7 @@ func (p *pass) charsetReader(label string, in io.Reader) (io.Reader, error) {
 	case !isASCII(rest) && utf8.Valid(rest):
 		// Exports often declare ISO-8859-1 and write UTF-8; text that
 		// decodes as UTF-8 is almost never really in a legacy encoding.
-		p.notes = append(p.notes, note{1, fmt.Sprintf("line 1: declared encoding %q but the content is UTF-8; read as UTF-8", label)})
+		p.notes = append(p.notes, note{line, fmt.Sprintf("line %d: declared encoding %q but the content is UTF-8; read as UTF-8", line, label)})
 		return in, nil
 	}
 	p.label = label
@@ -60,8 +61,8 @@ func isASCII(b []byte) bool {
 	return true
 }
 
-// fromUTF16 converts a UTF-16 document (by BOM, or by "<?" encoded as
-// UTF-16) to UTF-8, which is all encoding/xml reads.
+// fromUTF16 converts a UTF-16 document (by its byte order mark, or by a
+// leading '<' encoded as UTF-16) to UTF-8, which is all encoding/xml reads.
 func fromUTF16(b []byte) ([]byte, bool) {
 	var big bool
 	switch {
@@ -69,9 +70,9 @@ func fromUTF16(b []byte) ([]byte, bool) {
 		big, b = true, b[2:]
 	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}):
 		b = b[2:]
-	case bytes.HasPrefix(b, []byte{0, '<', 0, '?'}):
+	case len(b) >= 4 && b[0] == 0 && b[1] == '<' && b[2] == 0 && b[3] != 0:
 		big = true
-	case bytes.HasPrefix(b, []byte{'<', 0, '?', 0}):
+	case len(b) >= 4 && b[0] == '<' && b[1] == 0 && b[2] != 0 && b[3] == 0:
 	default:
 		return b, false
 	}

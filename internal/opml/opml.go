@@ -66,10 +66,16 @@ func Parse(r io.Reader) (Result, error) {
 	}
 
 	p := decode(data, false, transcoded)
-	notes := p.notes
-	if p.err == nil || strict.errLine != p.errLine || strict.errMsg != p.errMsg {
+	var notes []note
+	switch {
+	case p.err != nil && strict.restOff > p.restOff:
+		// Leniency went wrong first (auto-closing an element that was
+		// closed later, say): the strict pass got further, keep that.
+		p = strict
+	case p.err == nil || strict.errLine < p.errLine:
 		notes = append(notes, note{strict.errLine, fmt.Sprintf("line %d: not well-formed XML (%s); read it leniently", strict.errLine, strict.errMsg)})
 	}
+	notes = append(notes, p.notes...)
 	if p.err != nil {
 		notes = append(notes, note{p.errLine, fmt.Sprintf("line %d: not well-formed XML (%s); recovered the rest by scanning for <outline> tags", p.errLine, p.errMsg)})
 		sc := scanner{line: p.restLine}
@@ -102,27 +108,29 @@ type feedAttrs struct {
 	url, title, text, htmlURL, typ, category string
 }
 
-// set records an attribute by case-insensitive name; the first non-empty
-// value of each wins.
-func (a *feedAttrs) set(name, value string) {
-	var dst *string
+// field is where the attribute of that case-insensitive name goes, or nil
+// if Parse does not use it.
+func (a *feedAttrs) field(name string) *string {
 	switch strings.ToLower(name) {
 	case "xmlurl":
-		dst = &a.url
+		return &a.url
 	case "title":
-		dst = &a.title
+		return &a.title
 	case "text":
-		dst = &a.text
+		return &a.text
 	case "htmlurl":
-		dst = &a.htmlURL
+		return &a.htmlURL
 	case "type":
-		dst = &a.typ
+		return &a.typ
 	case "category":
-		dst = &a.category
-	default:
-		return
+		return &a.category
 	}
-	if *dst == "" {
+	return nil
+}
+
+// set records an attribute; the first non-empty value of each wins.
+func (a *feedAttrs) set(name, value string) {
+	if dst := a.field(name); dst != nil && *dst == "" {
 		*dst = strings.TrimSpace(value)
 	}
 }

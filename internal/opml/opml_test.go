@@ -158,6 +158,11 @@ var parseCases = []parseCase{
 		want: []Outline{feed(3, "https://u.example/", "Ünïcödé 𝄞")},
 	},
 	{
+		name: "UTF-16BE without BOM",
+		in:   utf16BE(`<opml><body><outline text="Ö" xmlUrl="https://be.example/"/></body></opml>`),
+		want: []Outline{feed(1, "https://be.example/", "Ö")},
+	},
+	{
 		name: "whitespace before the declaration",
 		in: "\n\n   \t<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<opml><body>\n" +
 			"<outline text=\"W\" xmlUrl=\"https://w.example/\"/>\n</body></opml>",
@@ -229,6 +234,18 @@ var parseCases = []parseCase{
 		warnings: []string{"line 3: not well-formed XML (expected attribute name in element); recovered the rest"},
 	},
 	{
+		name: "two problems",
+		in: `<opml><body>
+<outline text="A & B" xmlUrl="https://a.example/"/>
+<outline text="C "D"" xmlUrl="https://c.example/"/>
+</body></opml>`,
+		want: []Outline{feed(2, "https://a.example/", "A & B"), feed(3, "https://c.example/", `C "D"`)},
+		warnings: []string{
+			"line 2: not well-formed XML (invalid character entity & (no semicolon)); read it leniently",
+			"line 3: not well-formed XML (expected attribute name in element); recovered the rest",
+		},
+	},
+	{
 		name: "illegal character",
 		in:   "<opml><head><title>T\x00</title></head><body>\n<outline text=\"A\" xmlUrl=\"https://a.example/\"/>\n</body></opml>",
 		want: []Outline{feed(2, "https://a.example/", "A")},
@@ -240,11 +257,19 @@ var parseCases = []parseCase{
 		name: "html void element in head",
 		in: `<opml><head><title>Links & more</title><link>https://x.example/</link></head><body>
 <outline text="F"><outline text="A" xmlUrl="https://a.example/"/></outline></body></opml>`,
-		title: "Links & more",
-		want:  []Outline{feed(2, "https://a.example/", "A")},
+		title:    "Links & more",
+		want:     []Outline{feed(2, "https://a.example/", "A")},
+		warnings: []string{"line 1: not well-formed XML (unexpected end element </link>); recovered the rest"},
+	},
+	{
+		name: "html void element, then a bare ampersand",
+		in: `<opml><head><title>T</title><link>https://x.example/</link></head><body>
+<outline text="F"><outline text="A" xmlUrl="https://a.example/"/>
+<outline text="B & C" xmlUrl="https://b.example/"/></outline></body></opml>`,
+		title: "T",
+		want:  []Outline{feed(2, "https://a.example/", "A", "F"), feed(3, "https://b.example/", "B & C")},
 		warnings: []string{
-			"line 1: not well-formed XML (invalid character entity & (no semicolon)); read it leniently",
-			"line 1: not well-formed XML (unexpected end element </link>); recovered the rest",
+			"line 3: not well-formed XML (invalid character entity & (no semicolon)); recovered the rest by scanning for <outline> tags",
 		},
 	},
 	{
@@ -379,6 +404,15 @@ func utf16LE(s string) string {
 			continue
 		}
 		b = append(b, byte(r), byte(r>>8))
+	}
+	return string(b)
+}
+
+// utf16BE encodes s, all in the Basic Multilingual Plane, as UTF-16BE.
+func utf16BE(s string) string {
+	var b []byte
+	for _, r := range s {
+		b = append(b, byte(r>>8), byte(r))
 	}
 	return string(b)
 }

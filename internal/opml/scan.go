@@ -85,13 +85,15 @@ loop:
 				i = j // an attribute without a value
 				continue
 			}
-			val, next, ok := t.value(skipSpace(b, k+1))
+			start, end, next, ok := t.value(skipSpace(b, k+1))
 			i = next
-			if strings.EqualFold(name, "xmlurl") && !ok && a.url == "" {
-				unterminatedURL = true
-				continue
+			switch {
+			case a.field(name) == nil:
+			case !ok && strings.EqualFold(name, "xmlurl"):
+				unterminatedURL = unterminatedURL || a.url == ""
+			default:
+				a.set(name, unescape(string(b[start:end])))
 			}
-			a.set(name, unescape(val))
 		default:
 			// Whitespace, '/', or a stray quote from a value that held one.
 			i++
@@ -119,15 +121,15 @@ type tag struct {
 	simple bool
 }
 
-// value reads the value starting at b[i]. Generated OPML often puts
-// unescaped quotes and raw HTML in values, so a quoted value ends at the
-// first matching quote followed by what can follow a value, skipping
-// embedded HTML tags; failing that, at its first matching quote. ok is
-// false if it never ends.
-func (t *tag) value(i int) (val string, next int, ok bool) {
+// value reads the value starting at b[i], which is b[start:end]. Generated
+// OPML often puts unescaped quotes and raw HTML in values, so a quoted
+// value ends at the first matching quote followed by what can follow a
+// value, skipping embedded HTML tags; failing that, at its first matching
+// quote. ok is false if it never ends.
+func (t *tag) value(i int) (start, end, next int, ok bool) {
 	b := t.b
 	if i >= len(b) {
-		return "", i, false
+		return i, i, i, false
 	}
 	q := b[i]
 	if q != '"' && q != '\'' {
@@ -135,7 +137,7 @@ func (t *tag) value(i int) (val string, next int, ok bool) {
 		for j < len(b) && !isSpace(b[j]) && b[j] != '>' && b[j] != '<' {
 			j++
 		}
-		return string(b[i:j]), j, true
+		return i, j, j, true
 	}
 	first := -1
 	j := i + 1
@@ -145,11 +147,11 @@ func (t *tag) value(i int) (val string, next int, ok bool) {
 			if first < 0 {
 				first = j
 				if t.simple {
-					return string(b[i+1 : j]), j + 1, true
+					return i + 1, j, j + 1, true
 				}
 			}
 			if endsValue(b, j+1) {
-				return string(b[i+1 : j]), j + 1, true
+				return i + 1, j, j + 1, true
 			}
 		case c == '<' && isBoundary(b[j:]):
 			goto end
@@ -163,9 +165,9 @@ func (t *tag) value(i int) (val string, next int, ok bool) {
 end:
 	t.simple = true
 	if first >= 0 {
-		return string(b[i+1 : first]), first + 1, true
+		return i + 1, first, first + 1, true
 	}
-	return string(bytes.TrimRight(b[i+1:j], " \t\r\n/>")), j, false
+	return i + 1, j, j, false
 }
 
 // endsValue reports whether b[i:] can follow an attribute value: the end

@@ -43,10 +43,20 @@ var parser = func() *gofeed.Parser {
 	return p
 }()
 
+// MaxXMLDepth caps how deeply a document may nest elements (DESIGN.md §6).
+// Real feeds stay under 20 levels. gofeed walks some elements recursively:
+// a document a hundred thousand levels deep takes seconds, and one a few
+// million deep (15 MB) overflows the goroutine stack, a fatal error that
+// no recover catches and that would end the whole stage.
+const MaxXMLDepth = 1000
+
 // ParseFeed parses an RSS, Atom or JSON Feed body.
 func ParseFeed(body []byte, src Source) (*Feed, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, fmt.Errorf("parse: %w: the body is empty", ErrNotAFeed)
+	}
+	if tooDeep(body, MaxXMLDepth) {
+		return nil, fmt.Errorf("parse: the document nests elements more than %d deep", MaxXMLDepth)
 	}
 	gf, err := parser.Parse(bytes.NewReader(body))
 	if errors.Is(err, gofeed.ErrFeedTypeNotDetected) {
@@ -54,6 +64,12 @@ func ParseFeed(body []byte, src Source) (*Feed, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
+	}
+	// gofeed takes any body starting with "{" for a JSON Feed, so an API
+	// error such as {"error":"rate limited"} would pass as an empty feed.
+	// A JSON Feed names its version or at least has items.
+	if gf.FeedType == "json" && !strings.Contains(gf.FeedVersion, "jsonfeed.org/version/") && len(gf.Items) == 0 {
+		return nil, fmt.Errorf("parse: %w: JSON without a JSON Feed version or items (it starts %q)", ErrNotAFeed, snippet(body))
 	}
 	return adapt(gf, src), nil
 }
@@ -122,8 +138,8 @@ func adaptItem(it *gofeed.Item, ri *rss.Item, base *url.URL, src Source, guidCou
 		Authors:       []ndjson.Author{},
 		Categories:    []string{},
 		Enclosures:    []ndjson.Enclosure{},
-		Published:     ndjson.At(deref(it.PublishedParsed)),
-		Updated:       ndjson.At(deref(it.UpdatedParsed)),
+		Published:     recordTime(it.PublishedParsed),
+		Updated:       recordTime(it.UpdatedParsed),
 		RawRef:        ndjson.RawRef{FetchID: src.FetchID},
 	}
 	for _, p := range it.Authors {
@@ -203,11 +219,15 @@ func resolve(base *url.URL, ref string) string {
 	return ref
 }
 
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
+// recordTime converts a parsed date for a record. A date whose UTC year
+// has no four-digit RFC 3339 form (a feed saying 9999-12-31T23:59:59-05:00
+// is in the year 10000 UTC) is dropped as unreadable: written as is, it
+// would make the entry a line the next stage cannot decode.
+func recordTime(t *time.Time) ndjson.Time {
+	if t == nil || t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
+		return ndjson.Time{}
 	}
-	return *t
+	return ndjson.At(*t)
 }
 
 // snippet is the start of a body, for an error message.
@@ -243,4 +263,95 @@ func newestFirst(entries []ndjson.Entry) []ndjson.Entry {
 		return tb.Compare(ta)
 	})
 	return out
+}
+
+// tooDeep reports whether an XML body nests elements more than limit
+// deep. It scans bytes rather than tokens, so that no encoding or
+// character the decoder would stop at can hide what follows from it.
+// Like gofeed's non-strict decoder, an end tag closes the elements left
+// open inside its own; an end tag that closes nothing ends the scan, as
+// the parser fails there too. JSON needs no scan (encoding/json caps
+// nesting at 10000), nor does UTF-16, which gofeed cannot read: a body
+// decoded from UTF-16 before parsing must be scanned after decoding.
+func tooDeep(body []byte, limit int) bool {
+	if b := bytes.TrimLeft(body, " \t\r\n\ufeff"); len(b) == 0 || b[0] == '{' || bytes.IndexByte(b[:min(len(b), 4)], 0) >= 0 {
+		return false
+	}
+	var open [][]byte // names of the open elements
+	for i := 0; i < len(body); {
+		lt := bytes.IndexByte(body[i:], '<')
+		if lt < 0 {
+			return false
+		}
+		i += lt + 1
+		rest := body[i:]
+		var skipTo string
+		switch {
+		case bytes.HasPrefix(rest, []byte("!--")):
+			skipTo = "-->"
+		case bytes.HasPrefix(rest, []byte("![CDATA[")):
+			skipTo = "]]>"
+		case bytes.HasPrefix(rest, []byte("?")):
+			skipTo = "?>"
+		case bytes.HasPrefix(rest, []byte("!")), bytes.HasPrefix(rest, []byte("/")): // declarations, end tags
+			skipTo = ">"
+		}
+		if skipTo != "" {
+			if rest[0] == '/' {
+				name := tagName(rest[1:])
+				k := len(open) - 1
+				for k >= 0 && !bytes.Equal(open[k], name) {
+					k--
+				}
+				if k < 0 {
+					return false
+				}
+				open = open[:k]
+			}
+			end := bytes.Index(rest, []byte(skipTo))
+			if end < 0 {
+				return false
+			}
+			i += end + len(skipTo)
+			continue
+		}
+		name := tagName(rest)
+		if len(name) == 0 {
+			continue // a stray "<" in text
+		}
+		// The start tag ends at the first ">" outside a quoted value.
+		var quote byte
+		end := -1
+		for j := len(name); j < len(rest) && end < 0; j++ {
+			switch c := rest[j]; {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '>':
+				end = j
+			}
+		}
+		if end < 0 {
+			return false
+		}
+		if rest[end-1] != '/' {
+			if open = append(open, name); len(open) > limit {
+				return true
+			}
+		}
+		i += end + 1
+	}
+	return false
+}
+
+// tagName is the name at the start of b, up to white space, "/" or ">".
+func tagName(b []byte) []byte {
+	n := bytes.IndexAny(b, " \t\r\n/>")
+	if n < 0 {
+		return b
+	}
+	return b[:n]
 }

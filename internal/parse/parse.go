@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	var fails pipe.Failures
-	err := pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		if line.Type != ndjson.TypeFetch {
 			return cfg.Out.WriteRaw(line.Raw)
 		}
@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	return fails.Err("payloads")
+	return fails.Err("payload", "payloads")
 }
 
 // parseable reports whether a fetch brought a feed body to parse. A body
@@ -165,7 +165,7 @@ func RunFiles(ctx context.Context, cfg FileConfig) error {
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	return fails.Err("files")
+	return fails.Err("file", "files")
 }
 
 func parseFile(cfg FileConfig, name string) (*Feed, error) {

@@ -25,28 +25,36 @@ type Failures struct {
 }
 
 // Err returns nil when nothing failed, else an error that sums up the
-// failures and matches ErrFailed. what names the records ("feeds").
-func (f Failures) Err(what string) error {
+// failures and matches ErrFailed. one and many name the records ("feed",
+// "feeds").
+func (f Failures) Err(one, many string) error {
 	if f.BadLines == 0 && f.Records == 0 {
 		return nil
 	}
-	return &failedError{f: f, what: what}
+	return &failedError{f: f, one: one, many: many}
 }
 
 type failedError struct {
-	f    Failures
-	what string
+	f         Failures
+	one, many string
 }
 
 func (e *failedError) Error() string {
 	var parts []string
-	if e.f.Records > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s failed", e.f.Records, e.what))
+	if n := e.f.Records; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s failed", n, plural(n, e.one, e.many)))
 	}
-	if e.f.BadLines > 0 {
-		parts = append(parts, fmt.Sprintf("%d malformed input lines skipped", e.f.BadLines))
+	if n := e.f.BadLines; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d malformed input %s skipped", n, plural(n, "line", "lines")))
 	}
 	return strings.Join(parts, ", ") + " (each reported above)"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func (e *failedError) Is(target error) bool { return target == ErrFailed }
@@ -78,6 +86,12 @@ func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn f
 	}
 	return nil
 }
+
+// Drain returns a context for Each that a signal does not cancel. A stage
+// in the middle of a pipeline reads to the end of its input, which comes
+// once the stages upstream have stopped, so that no record in flight
+// between them is lost; a second signal still kills the process.
+func Drain(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // Decode decodes a line the stage consumes; on failure it logs the line
 // number and counts a bad line, and returns false.

@@ -20,6 +20,7 @@ const TypeFeedState = "feed_state"
 type FeedState struct {
 	ndjson.Header
 	FeedID              string            `json:"feed_id"`
+	Title               string            `json:"title"`
 	Validators          ndjson.Validators `json:"validators"`
 	LastFetchAt         ndjson.Time       `json:"last_fetch_at"`
 	LastSuccessAt       ndjson.Time       `json:"last_success_at"`

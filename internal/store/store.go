@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(items)
-		readErr <- pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		readErr <- pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 			switch line.Type {
 			case ndjson.TypeEntry:
 				var e ndjson.Entry
@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "errors", s.Errors, "new", s.New, "updated", s.Updated)
-	return fails.Err("records")
+	return fails.Err("record", "records")
 }
 
 // committer holds what feed-store knows across batches.
@@ -337,6 +337,9 @@ func (c *committer) nextState(f *ndjson.Fetch) storage.FeedState {
 	}
 	if f.BodySHA256 != "" {
 		st.LastBodySHA256 = f.BodySHA256
+	}
+	if f.Parse != nil && f.Parse.Title != "" {
+		st.Title = f.Parse.Title
 	}
 	st.NewEntriesLastFetch = c.newByFetch[f.FetchID]
 	delete(c.newByFetch, f.FetchID)

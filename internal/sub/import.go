@@ -108,7 +108,7 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 	}
 	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %d feeds found, %d added, %d duplicates skipped, %d invalid\n",
 		source, res.Format, res.Found, res.Added, res.Duplicates, res.Invalid)
-	return res, pipe.Failures{Records: res.Invalid}.Err("entries")
+	return res, pipe.Failures{Records: res.Invalid}.Err("entry", "entries")
 }
 
 // candidates recognises the file's format and lists the feeds in it.

@@ -1,6 +1,7 @@
 package sub
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func List(cfg Config, o ListOptions) error {
 				next = until(now, st.NextFetchAt.Time)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(s.Name, 30),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
 			cell(strings.Join(s.Labels, ","), 24), status, last, next, s.URL)
 	}
 	if err := tw.Flush(); err != nil {

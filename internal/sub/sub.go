@@ -67,7 +67,9 @@ var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAto
 func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
 	u, err := urlnorm.Normalize(spec.URL)
 	if err != nil {
-		return ndjson.Subscription{}, fmt.Errorf("%w: %q: %v", ErrInvalid, strings.TrimSpace(spec.URL), unwrapNorm(err))
+		// urlnorm's message names the URL; its package prefix means nothing
+		// to a user.
+		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "urlnorm: "))
 	}
 	typ := strings.ToLower(cmp.Or(strings.TrimSpace(spec.Type), ndjson.SourceAuto))
 	if !slices.Contains(sourceTypes, typ) {
@@ -95,16 +97,6 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		Cron:        strings.TrimSpace(spec.Cron),
 		CreatedAt:   ndjson.At(now),
 	}, nil
-}
-
-// unwrapNorm drops urlnorm's own prefix and quoting of the URL, which the
-// caller already shows.
-func unwrapNorm(err error) error {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "urlnorm: ") {
-		return fmt.Errorf("%s", msg[i+2:])
-	}
-	return err
 }
 
 func cleanLabels(labels []string) []string {

@@ -31,6 +31,9 @@ import (
 //
 //	/status/NNN[?retry-after=V]   that status, with an optional Retry-After
 //	/redirect/NNN?to=PATH         a redirect with status NNN to PATH
+//
+// and any request with ?delay=DURATION (such as 500ms) is answered that
+// much later.
 type Handler struct {
 	Dir string
 	Log io.Writer
@@ -42,14 +45,24 @@ type Handler struct {
 func New(dir string, log io.Writer) *Handler { return &Handler{Dir: dir, Log: log} }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	h.serve(rec, r)
-	if h.Log != nil {
-		h.mu.Lock()
-		fmt.Fprintf(h.Log, "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
-			r.Method, r.URL.RequestURI(), r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), rec.status)
-		h.mu.Unlock()
+	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
 	}
+	// The request is logged before the response leaves, so that a client
+	// that has its answer finds it in the log.
+	h.serve(&statusRecorder{ResponseWriter: w, log: func(status int) {
+		if h.Log == nil {
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		fmt.Fprintf(h.Log, "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
+			r.Method, r.URL.RequestURI(), r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), status)
+	}}, r)
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
@@ -139,12 +152,24 @@ func etagMatch(header, etag string) bool {
 	return false
 }
 
+// statusRecorder calls log with the status as the response starts.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	log     func(status int)
+	started bool
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
+	if !s.started {
+		s.started = true
+		s.log(code)
+	}
 	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.started {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
 }

@@ -1,0 +1,117 @@
+// Package e2e runs feedpipe's real binaries, built once per test run, in
+// real pipes against loopback feed servers.
+package e2e
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/feedpipe/feedpipe/internal/testserver"
+)
+
+// binDir holds the binaries built for this test run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "feedpipe-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binDir = dir
+		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/...", "../tools/testserver")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: building the binaries:", err)
+			return 1
+		}
+		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		return m.Run()
+	}())
+}
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestScripts runs testdata/script/*.txtar. Each script has:
+//
+//	$SERVER          a feed server over $WORK/www (ETag, Last-Modified, 304,
+//	                 /status/NNN, ?delay=), logging each request to
+//	                 $WORK/server.log
+//	$FEEDPIPE_STORE  $WORK/store
+//	$SCRIPTS         the repository's scripts/ directory
+//	$TESTDATA        the repository's testdata/ directory
+//
+// and the command
+//
+//	pipe CMD ARGS... | CMD ARGS... | ...
+//
+// which runs the commands as one pipeline of processes; stdout and stderr
+// are the last stage's stdout and every stage's stderr, and the file
+// pipestatus gets each stage's exit status ("0 1 0 0 0"). It fails unless
+// every stage exits 0 (or, as `! pipe`, unless one does not).
+func TestScripts(t *testing.T) {
+	root := repoRoot(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			www := filepath.Join(env.WorkDir, "www")
+			if err := os.MkdirAll(www, 0o755); err != nil {
+				return err
+			}
+			log, err := os.Create(filepath.Join(env.WorkDir, "server.log"))
+			if err != nil {
+				return err
+			}
+			srv := httptest.NewServer(testserver.New(www, log))
+			env.Defer(func() { srv.Close(); log.Close() })
+			env.Setenv("SERVER", srv.URL)
+			env.Setenv("FEEDPIPE_STORE", filepath.Join(env.WorkDir, "store"))
+			env.Setenv("FEEDPIPE_ALLOW_PRIVATE", "1")
+			env.Setenv("SCRIPTS", filepath.Join(root, "scripts"))
+			env.Setenv("TESTDATA", filepath.Join(root, "testdata"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"pipe": pipeCmd,
+		},
+	})
+}
+
+func pipeCmd(ts *testscript.TestScript, neg bool, args []string) {
+	var script strings.Builder
+	for _, a := range args {
+		if a == "|" {
+			script.WriteString(" |")
+			continue
+		}
+		script.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	script.WriteString(`
+s=("${PIPESTATUS[@]}")
+echo "${s[*]}" >pipestatus
+for x in "${s[@]}"; do [ "$x" = 0 ] || exit 1; done`)
+	err := ts.Exec("bash", "-c", script.String())
+	switch {
+	case neg && err == nil:
+		ts.Fatalf("every stage succeeded")
+	case !neg:
+		ts.Check(err)
+	}
+}

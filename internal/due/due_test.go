@@ -1,0 +1,155 @@
+package due
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func sub(id string, disabled bool) ndjson.Subscription {
+	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: id, URL: "https://example.org/" + id,
+		Disabled: disabled, CreatedAt: ndjson.At(now.Add(-48 * time.Hour)), Labels: []string{"l"}}
+}
+
+func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedState {
+	return storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
+		NextFetchAt: ndjson.At(now.Add(next)), Validators: ndjson.Validators{ETag: `"` + id + `"`}}
+}
+
+// fixture makes a store with these feeds:
+//
+//	new       never fetched
+//	due       fetched 1h ago, next fetch 5m ago
+//	later     fetched 10m ago, next fetch in 50m
+//	stale     last success 20 days ago, due
+//	off       disabled, never fetched
+//	overdue   next fetch 3h ago
+func fixture(t *testing.T) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, _ := st.States()
+	day := 24 * time.Hour
+	err = states.Put(storage.Durable,
+		state("due", -time.Hour, -time.Hour, -5*time.Minute),
+		state("later", -10*time.Minute, -10*time.Minute, 50*time.Minute),
+		state("stale", -time.Hour, -20*day, -time.Minute),
+		state("overdue", -4*time.Hour, -4*time.Hour, -3*time.Hour),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func run(t *testing.T, cfg Config) ([]ndjson.Due, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cfg.Out = ndjson.NewWriter(&out)
+	cfg.Now = now
+	err := Run(cfg)
+	var dues []ndjson.Due
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var d ndjson.Due
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		dues = append(dues, d)
+	}
+	return dues, err
+}
+
+func TestRun(t *testing.T) {
+	st := fixture(t)
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		want  string // feed:reason:item_limit, in output order
+		error string
+	}{
+		{name: "due now, most overdue first", cfg: Config{}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20"},
+		{name: "all", cfg: Config{All: true}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20 later:forced:0"},
+		{name: "one feed by id", cfg: Config{Feeds: []string{"later"}}, want: "later:forced:0"},
+		{name: "by URL, even disabled", cfg: Config{Feeds: []string{"https://example.org/off"}}, want: "off:forced:20"},
+		{name: "unknown feed", cfg: Config{Feeds: []string{"nope"}}, error: "nothing matches"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Store = st
+			dues, err := run(t, tc.cfg)
+			if tc.error != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.error) || !errors.Is(err, storage.ErrNoSuchSubscription) {
+					t.Fatalf("err %v, want %q", err, tc.error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range dues {
+				got = append(got, d.FeedID+":"+d.Reason+":"+strconv.Itoa(d.ItemLimit))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
+func TestDueRecordFields(t *testing.T) {
+	dues, err := run(t, Config{Store: fixture(t), Feeds: []string{"due", "new"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]ndjson.Due{}
+	for _, d := range dues {
+		byID[d.FeedID] = d
+	}
+	d := byID["due"]
+	if d.Type != "due" || d.V != 1 || d.URL != "https://example.org/due" || d.Validators.ETag != `"due"` ||
+		d.SourceType != "auto" || len(d.Labels) != 1 || !d.ScheduledAt.Equal(now) {
+		t.Errorf("due record %+v", d)
+	}
+	if n := byID["new"]; n.Validators.ETag != "" || n.ItemLimit != 20 {
+		t.Errorf("new feed record %+v", n)
+	}
+	// Without --feed, a scheduled record carries the time it fell due, so a
+	// replay of the same record names the same scheduled run.
+	dues, _ = run(t, Config{Store: fixture(t)})
+	for _, d := range dues {
+		if d.FeedID == "due" && !d.ScheduledAt.Equal(now.Add(-5*time.Minute)) {
+			t.Errorf("scheduled_at %s, want the next_fetch_at", d.ScheduledAt)
+		}
+		if d.FeedID == "new" && !d.ScheduledAt.Equal(now.Add(-48*time.Hour)) {
+			t.Errorf("new feed scheduled_at %s, want its creation", d.ScheduledAt)
+		}
+	}
+}
+
+func TestEmptyStore(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	dues, err := run(t, Config{Store: st, All: true})
+	if err != nil || len(dues) != 0 {
+		t.Fatalf("%d records, %v", len(dues), err)
+	}
+}

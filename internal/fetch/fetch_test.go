@@ -1,0 +1,208 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testserver"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+const feedBody = `<?xml version="1.0"?><rss version="2.0"><channel><title>T</title><item><guid>1</guid><title>One</title></item></channel></rss>`
+
+func server(t *testing.T) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "feed.xml"), []byte(feedBody), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(testserver.New(dir, nil))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func dueLine(t *testing.T, id, url string, v ndjson.Validators) string {
+	t.Helper()
+	b, err := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: id, URL: url, Validators: v, Labels: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+type runResult struct {
+	fetches []ndjson.Fetch
+	lines   []string
+	logs    string
+	err     error
+}
+
+func run(t *testing.T, st *storage.Store, input string) runResult {
+	t.Helper()
+	var out, logs bytes.Buffer
+	clock := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	err := Run(context.Background(), Config{
+		In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
+		Log:    slog.New(slog.NewTextHandler(&logs, nil)),
+		Client: httpx.New(httpx.Options{AllowPrivate: true}),
+		Now:    func() time.Time { return clock },
+		Rand:   rand.NewChaCha8([32]byte{1}),
+	})
+	r := runResult{err: err, logs: logs.String()}
+	rd := ndjson.NewReader(&out)
+	for {
+		line, err := rd.Next()
+		if err != nil {
+			break
+		}
+		r.lines = append(r.lines, string(line.Raw))
+		if line.Type == ndjson.TypeFetch {
+			var f ndjson.Fetch
+			if err := line.Decode(&f); err != nil {
+				t.Fatal(err)
+			}
+			r.fetches = append(r.fetches, f)
+		}
+	}
+	return r
+}
+
+func TestFetchStoresPayloadAndRecordBeforeEmitting(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	r := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", ndjson.Validators{}))
+	if r.err != nil || len(r.fetches) != 1 {
+		t.Fatalf("err %v, %d fetches; logs:\n%s", r.err, len(r.fetches), r.logs)
+	}
+	f := r.fetches[0]
+	if f.HTTPStatus != 200 || f.Error != nil || f.NotModified || f.Due.FeedID != "f1" || f.URL != srv.URL+"/feed.xml" {
+		t.Fatalf("fetch %+v", f)
+	}
+	if f.FetchID == "" || f.FetchedAt.String() != "2026-11-21T10:00:00Z" || f.ContentLength != int64(len(feedBody)) {
+		t.Errorf("id %q fetched_at %s length %d", f.FetchID, f.FetchedAt, f.ContentLength)
+	}
+	if f.ResponseHeaders["Etag"] == "" || f.RequestHeaders["User-Agent"] == "" || f.ContentType == "" {
+		t.Errorf("headers: req %v resp %v", f.RequestHeaders, f.ResponseHeaders)
+	}
+	body, err := st.GetRaw(f.BodyRef.Key, 0)
+	if err != nil || string(body) != feedBody || f.BodyRef.Storage != "localfs" || !strings.HasPrefix(f.BodyRef.Key, "raw/2026-11-21/"+f.BodySHA256) {
+		t.Fatalf("stored body %q, ref %+v, err %v", body, f.BodyRef, err)
+	}
+	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
+	if strings.TrimSpace(string(logged)) != r.lines[0] {
+		t.Fatalf("fetches/ holds\n%s\nstdout had\n%s", logged, r.lines[0])
+	}
+}
+
+func TestConditionalGetAnd304(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	first := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", ndjson.Validators{})).fetches[0]
+	v := ndjson.Validators{ETag: first.ResponseHeaders["Etag"], LastModified: first.ResponseHeaders["Last-Modified"]}
+	second := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", v))
+	f := second.fetches[0]
+	if second.err != nil || f.HTTPStatus != 304 || !f.NotModified || f.BodyRef != nil || f.RequestHeaders["If-None-Match"] != v.ETag {
+		t.Fatalf("err %v, fetch %+v", second.err, f)
+	}
+}
+
+func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	input := strings.Join([]string{
+		dueLine(t, "ok", srv.URL+"/feed.xml", ndjson.Validators{}),
+		dueLine(t, "err500", srv.URL+"/status/500", ndjson.Validators{}),
+		dueLine(t, "gone", srv.URL+"/status/404", ndjson.Validators{}),
+		dueLine(t, "slow", srv.URL+"/status/429?retry-after=90", ndjson.Validators{}),
+		dueLine(t, "ftp", "ftp://example.org/feed", ndjson.Validators{}),
+		`{"type":"something_else","v":1,"x":[1,2]}`,
+		`not json`,
+	}, "\n") + "\n"
+	r := run(t, st, input)
+	if !errors.Is(r.err, pipe.ErrFailed) || !strings.Contains(r.err.Error(), "4 feeds failed, 1 malformed input line skipped") {
+		t.Fatalf("err %v", r.err)
+	}
+	by := map[string]ndjson.Fetch{}
+	for _, f := range r.fetches {
+		by[f.Due.FeedID] = f
+	}
+	if len(by) != 5 || by["ok"].Error != nil {
+		t.Fatalf("fetches %v", by)
+	}
+	for id, want := range map[string]string{"err500": "transient/http_500", "gone": "permanent/http_404", "slow": "rate_limited/http_429", "ftp": "permanent/invalid_url"} {
+		e := by[id].Error
+		if e == nil || e.Class+"/"+e.Code != want || e.Message == "" {
+			t.Errorf("%s: error %+v, want %s", id, e, want)
+		}
+	}
+	if by["slow"].RetryAfterSec != 90 {
+		t.Errorf("retry_after_sec %d", by["slow"].RetryAfterSec)
+	}
+	if by["err500"].BodyRef == nil {
+		t.Error("the body of an error response was not stored")
+	}
+	var passed bool
+	for _, l := range r.lines {
+		passed = passed || l == `{"type":"something_else","v":1,"x":[1,2]}`
+	}
+	if !passed {
+		t.Error("unknown record not passed through unchanged")
+	}
+	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "feed_id=err500") {
+		t.Errorf("logs lack the bad line or the failed feed:\n%s", r.logs)
+	}
+}
+
+func TestBrokenStoreStopsTheRun(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	// fetches/ replaced by a file: appending to it cannot work.
+	os.RemoveAll(st.Path("fetches"))
+	os.WriteFile(st.Path("fetches"), []byte("x"), 0o644)
+	r := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", ndjson.Validators{})+"\n")
+	if r.err == nil || errors.Is(r.err, pipe.ErrFailed) || len(r.fetches) != 0 {
+		t.Fatalf("err %v, %d records emitted: a record must not be emitted unless stored", r.err, len(r.fetches))
+	}
+}
+
+func TestConcurrency(t *testing.T) {
+	var inFlight, most int
+	mu := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu <- struct{}{}
+		inFlight++
+		most = max(most, inFlight)
+		<-mu
+		time.Sleep(20 * time.Millisecond)
+		mu <- struct{}{}
+		inFlight--
+		<-mu
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	st, _ := storage.Open(t.TempDir())
+	var in strings.Builder
+	for i := range 20 {
+		in.WriteString(dueLine(t, "f"+string(rune('a'+i)), srv.URL+"/x", ndjson.Validators{}) + "\n")
+	}
+	r := run(t, st, in.String())
+	if r.err != nil || len(r.fetches) != 20 {
+		t.Fatalf("err %v, %d fetches", r.err, len(r.fetches))
+	}
+	if most < 2 || most > DefaultConcurrency {
+		t.Fatalf("at most %d requests in flight, want 2..%d", most, DefaultConcurrency)
+	}
+}

@@ -1,0 +1,109 @@
+package opml
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func FuzzParse(f *testing.F) {
+	for _, tc := range parseCases {
+		f.Add([]byte(tc.in))
+	}
+	_ = filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && isDocument(path) {
+			if data, err := os.ReadFile(path); err == nil {
+				f.Add(data)
+			}
+		}
+		return nil
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := Parse(bytes.NewReader(data))
+		if err != nil {
+			if err != errNotOPML {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		checkResult(t, "fuzz input", res)
+		// What Parse returns, Write writes and Parse reads back.
+		var b bytes.Buffer
+		if err := Write(&b, res.Title, res.Outlines); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		back, err := Parse(&b)
+		if err != nil || len(back.Warnings) > 0 {
+			t.Fatalf("Parse(Write) = %v, %q\n%s", err, back.Warnings, b.String())
+		}
+		if len(back.Outlines) != len(res.Outlines) {
+			t.Fatalf("Parse(Write) gave %d outlines, want %d", len(back.Outlines), len(res.Outlines))
+		}
+		want := map[string]int{}
+		for _, o := range res.Outlines {
+			want[xmlClean(o.URL)]++
+		}
+		for _, o := range back.Outlines {
+			want[o.URL]--
+		}
+		for u, n := range want {
+			if n != 0 {
+				t.Fatalf("URL %q: %d more times before than after Write", u, n)
+			}
+		}
+	})
+}
+
+// xmlClean is s as it comes back from XML: encoding/xml writes U+FFFD
+// for each byte of invalid UTF-8 and each character XML does not allow.
+func xmlClean(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		ok := r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000
+		if !ok || r == utf8.RuneError && n == 1 {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+		s = s[n:]
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestParseLinear feeds inputs built to make a careless reader quadratic
+// or deep; each must finish quickly.
+func TestParseLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("megabytes of input")
+	}
+	const n = 200_000
+	cases := map[string]string{
+		"deep folders":          strings.Repeat(`<outline text="f">`, n) + strings.Repeat(`<outline xmlUrl="u"/>`, n),
+		"deep folders broken":   "<opml>&" + strings.Repeat(`<outline text="f">`, n) + strings.Repeat(`<outline xmlUrl="u"/>`, n) + `<outline a="b"c">`,
+		"quotes without end":    `<opml><outline xmlUrl="u"` + strings.Repeat(` a="x"b`, n),
+		"quotes in a value":     `<outline text="` + strings.Repeat(`a" `, n) + `" xmlUrl="u">`,
+		"names after quotes":    `<outline text="` + strings.Repeat(`" aaaaaaaaaa`, n) + `>`,
+		"unclosed html":         `<outline text="` + strings.Repeat(`<a href="x" `, n),
+		"many outline starts":   strings.Repeat(`<outline `, n),
+		"many attributes":       `<outline ` + strings.Repeat(`xmlUrl="u" `, n) + `/>`,
+		"entities":              `<opml><outline xmlUrl="` + strings.Repeat(`&amp;&#65;&nbsp;&x`, n) + `"/>`,
+		"entities broken":       `<opml>&<outline xmlUrl="` + strings.Repeat(`&amp;&#65;&nbsp;&x<`, n) + `"/>`,
+		"huge category":         `<outline xmlUrl="u" category="` + strings.Repeat(`/a/b,c,`, n) + `"/>`,
+		"huge category broken":  `<opml>&<outline xmlUrl="u" category="` + strings.Repeat(`/a/b,c,`, n) + `"/>`,
+		"unterminated comments": strings.Repeat(`<!-- <outline xmlUrl="u"`, n),
+	}
+	for name, in := range cases {
+		start := time.Now()
+		_, _ = Parse(strings.NewReader(in))
+		d := time.Since(start)
+		t.Logf("%s: %d bytes in %v", name, len(in), d)
+		if d > 10*time.Second {
+			t.Errorf("%s: %d bytes took %v", name, len(in), d)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package opml
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	feeds := []Outline{
+		{URL: "https://a.example/feed", Title: "A & <B>", Labels: []string{"Tech", "Go"}},
+		{URL: "https://top.example/rss", HTMLURL: "https://top.example/"},
+		{URL: " https://b.example/feed ", Title: `"Quoted" 'B'`, HTMLURL: "https://b.example/?x=1&y=2", Labels: []string{"News"}},
+		{URL: "https://c.example/feed", Title: "C", Labels: []string{" Tech ", "", "Tech", "a/b", "x,y", "Ünïcode"}},
+	}
+	want := `<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0">
+  <head>
+    <title>My &amp; feeds</title>
+  </head>
+  <body>
+    <outline text="Tech" title="Tech">
+      <outline type="rss" text="A &amp; &lt;B&gt;" title="A &amp; &lt;B&gt;" xmlUrl="https://a.example/feed" category="Tech,Go"/>
+      <outline type="rss" text="C" title="C" xmlUrl="https://c.example/feed" category="Tech,Ünïcode"/>
+    </outline>
+    <outline type="rss" text="https://top.example/rss" title="https://top.example/rss" xmlUrl="https://top.example/rss" htmlUrl="https://top.example/"/>
+    <outline text="News" title="News">
+      <outline type="rss" text="&#34;Quoted&#34; &#39;B&#39;" title="&#34;Quoted&#34; &#39;B&#39;" xmlUrl="https://b.example/feed" htmlUrl="https://b.example/?x=1&amp;y=2" category="News"/>
+    </outline>
+  </body>
+</opml>
+`
+	var b bytes.Buffer
+	if err := Write(&b, " My & feeds ", feeds); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != want {
+		t.Errorf("Write gave\n%s\nwant\n%s", got, want)
+	}
+	res, err := Parse(&b)
+	if err != nil || len(res.Warnings) > 0 {
+		t.Fatalf("Parse(Write) = %v, warnings %q", err, res.Warnings)
+	}
+}
+
+func TestWriteEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Parse(&b)
+	if err != nil || len(res.Outlines) != 0 || len(res.Warnings) != 0 {
+		t.Fatalf("Parse(Write(nil)) = %+v, %v", res, err)
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	err := Write(&bytes.Buffer{}, "t", []Outline{{URL: "https://a.example/"}, {URL: "  ", Title: "No URL"}})
+	if err == nil || !strings.HasPrefix(err.Error(), "opml: feed 2 ") {
+		t.Errorf("Write with an empty URL: err = %v", err)
+	}
+	errDisk := errors.New("disk full")
+	err = Write(failWriter{errDisk}, "t", nil)
+	if !errors.Is(err, errDisk) || !strings.HasPrefix(err.Error(), "opml: ") {
+		t.Errorf("Write to a failing writer: err = %v", err)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestRoundTrip(t *testing.T) {
+	feeds := []Outline{
+		{URL: "https://a.example/feed?x=1&y=2", Title: `Tom & Jerry <"live"> 'n' stuff`, HTMLURL: "https://a.example/", Labels: []string{"R&D", `"Quotes"`, "<tags>"}},
+		{URL: "https://b.example/feed", Title: "Ünïcödé – 日本語 – emoji 🎉", Labels: []string{"Café", "Ελληνικά"}},
+		{URL: "https://c.example/feed", Title: "Tabs\tand\nnewlines\r\ninside", Labels: []string{"Café", "Second"}},
+		{URL: "https://d.example/feed", Title: "No labels", Labels: []string{}},
+		{URL: "https://a.example/feed?x=1&y=2", Title: "A repeat", Labels: []string{"Other"}},
+		{URL: "https://e.example/feed", Title: "First label with a comma", Labels: []string{"News, World", "Politics/US"}},
+		{URL: "https://f.example/feed", Title: "&amp; is not decoded twice", Labels: []string{"&lt;"}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, `Subscriptions & "more"`, feeds); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Parse(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Title != `Subscriptions & "more"` || len(res.Warnings) > 0 {
+		t.Errorf("Title %q, warnings %q", res.Title, res.Warnings)
+	}
+	// Folders come out in order of first appearance, so feeds may move.
+	got := map[string][]Outline{}
+	for _, o := range res.Outlines {
+		got[o.URL] = append(got[o.URL], o)
+	}
+	if len(res.Outlines) != len(feeds) {
+		t.Fatalf("%d outlines back, want %d:\n%s", len(res.Outlines), len(feeds), b.String())
+	}
+	for _, f := range feeds {
+		if len(got[f.URL]) == 0 {
+			t.Errorf("%q lost", f.URL)
+			continue
+		}
+		o := got[f.URL][0]
+		got[f.URL] = got[f.URL][1:]
+		wantLabels := f.Labels
+		if f.URL == "https://e.example/feed" {
+			// category cannot hold ',' or '/': only the folder label survives.
+			wantLabels = f.Labels[:1]
+		}
+		if o.Title != f.Title || o.HTMLURL != f.HTMLURL || !reflect.DeepEqual(o.Labels, wantLabels) {
+			t.Errorf("round trip of %q:\n got %+v\nwant %+v", f.URL, o, f)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package parse
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// checkParse parses body and checks what every parse must keep: it fails
+// with a one-line error and no feed, or every entry has 16-hex-digit ids,
+// the source's feed id, and records that survive a trip through NDJSON.
+func checkParse(t testing.TB, body []byte) (*Feed, error) {
+	t.Helper()
+	src := Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/feed"}
+	feed, err := ParseFeed(body, src)
+	checkResult(t, feed, err, src)
+	return feed, err
+}
+
+// checkResult is checkParse's checks on a result already in hand.
+func checkResult(t testing.TB, feed *Feed, err error, src Source) {
+	t.Helper()
+	if err != nil {
+		if feed != nil {
+			t.Errorf("ParseFeed returned a feed and an error")
+		}
+		if strings.ContainsAny(err.Error(), "\r\n") {
+			t.Errorf("error is not one line: %q", err)
+		}
+		return
+	}
+	if feed == nil {
+		t.Fatal("ParseFeed returned neither a feed nor an error")
+	}
+	if feed.Info.Items != len(feed.Entries) {
+		t.Errorf("Info.Items = %d, but %d entries", feed.Info.Items, len(feed.Entries))
+	}
+	roundTrip(t, &feed.Info, new(ndjson.Parse), infoValid(&feed.Info))
+	for i := range feed.Entries {
+		e := &feed.Entries[i]
+		if !hex16.MatchString(e.EntryUID) {
+			t.Errorf("entry %d: entry_uid %q is not 16 hex digits", i, e.EntryUID)
+		}
+		if !hex16.MatchString(e.ContentHash) {
+			t.Errorf("entry %d: content_hash %q is not 16 hex digits", i, e.ContentHash)
+		}
+		if e.FeedID != src.FeedID {
+			t.Errorf("entry %d: feed_id %q, want %q", i, e.FeedID, src.FeedID)
+		}
+		if e.Type != ndjson.TypeEntry || e.V != ndjson.Version {
+			t.Errorf("entry %d: header %+v", i, e.Header)
+		}
+		back := new(ndjson.Entry)
+		roundTrip(t, e, back, entryValid(e))
+		if back.EntryUID != e.EntryUID || back.ContentHash != e.ContentHash || back.FeedID != e.FeedID ||
+			!back.Published.Equal(e.Published.Time) || !back.Updated.Equal(e.Updated.Time) {
+			t.Errorf("entry %d changed in a round trip:\n%+v\n%+v", i, e, back)
+		}
+	}
+}
+
+// roundTrip marshals v as a record line, decodes it into back as the next
+// stage would, and (when v's strings are valid UTF-8, so that encoding
+// loses nothing) checks that back encodes to the same line.
+func roundTrip(t testing.TB, v, back any, validUTF8 bool) {
+	t.Helper()
+	line, err := ndjson.Marshal(v)
+	if err != nil {
+		t.Errorf("marshal %T: %v", v, err)
+		return
+	}
+	if bytes.IndexByte(line, '\n') != len(line)-1 {
+		t.Errorf("%T is not one line: %q", v, line)
+	}
+	if err := json.Unmarshal(line, back); err != nil {
+		t.Errorf("the next stage cannot decode %T: %v\n%s", v, err, line)
+		return
+	}
+	again, err := ndjson.Marshal(back)
+	if err != nil {
+		t.Errorf("marshal %T again: %v", back, err)
+		return
+	}
+	if validUTF8 && !bytes.Equal(again, line) {
+		t.Errorf("%T changed in a round trip:\n%s%s", v, line, again)
+	}
+}
+
+func entryValid(e *ndjson.Entry) bool {
+	s := []string{e.EntryUID, e.FeedID, e.NativeID, e.CanonicalLink, e.Title, e.Summary, e.Content, e.ContentHash, e.RawRef.FetchID}
+	for _, a := range e.Authors {
+		s = append(s, a.Name, a.Email, a.URI)
+	}
+	for _, enc := range e.Enclosures {
+		s = append(s, enc.URL, enc.Type)
+	}
+	return allValid(append(s, e.Categories...))
+}
+
+func infoValid(p *ndjson.Parse) bool {
+	s := append([]string{p.Format, p.Version, p.Title, p.Link, p.Description, p.Language, p.Error}, p.SkipDays...)
+	return allValid(append(s, p.Warnings...))
+}
+
+func allValid(s []string) bool {
+	for _, v := range s {
+		if !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// fuzzSeeds are small documents that reach the adapter's branches.
+var fuzzSeeds = []string{
+	``,
+	`{}`,
+	`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[{"id":"1","url":"/a","title":"x","date_published":"2026-01-01T00:00:00Z","authors":[{"name":"n"}],"tags":["a","a"],"attachments":[{"url":"/m.mp3","mime_type":"audio/mpeg","size_in_bytes":-5}]}]}`,
+	`<rss version="2.0"><channel><ttl>5</ttl><skipHours><hour>24</hour></skipHours><skipDays><day>Monday</day></skipDays><item><guid>http://a/1</guid></item><item><guid>http://a/1</guid></item></channel></rss>`,
+	`<rss version="2.0"><channel><item><title>a</title><guid isPermaLink="false">x</guid><pubDate>Mon, 02 Jan 2006 15:04:05 MST</pubDate><enclosure url="/e" length="99999999999999999999" type="a/b"/></item></channel></rss>`,
+	`<rss version="2.0" xmlns:feedburner="http://rssnamespace.org/feedburner/ext/1.0"><channel><item><link>http://x/</link><feedburner:origLink>https://y/</feedburner:origLink></item></channel></rss>`,
+	`<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>tag:x,2026:1</id><link href="rel"/><published>2026-01-01T00:00:00Z</published><author><name>a</name><email>e</email></author></entry></feed>`,
+	`<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"><item rdf:about="x"><title>t</title></item></rdf:RDF>`,
+	`<!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]><rss version="2.0"><channel><item><title>&x;</title></item></channel></rss>`,
+	"\xef\xbb\xbf<rss version=\"2.0\"><channel><item><title>\x00\xff</title></item></channel></rss>",
+}
+
+// testdataFiles lists every regular file under the given directories.
+func testdataFiles(t testing.TB, dirs ...string) []string {
+	t.Helper()
+	var files []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+func FuzzParseFeed(f *testing.F) {
+	for _, path := range testdataFiles(f, "testdata/feeds", "testdata/hostile", "../../testdata/feeds") {
+		f.Add(readFile(f, path))
+	}
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkParse(t, body)
+	})
+}

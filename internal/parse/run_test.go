@@ -1,0 +1,446 @@
+package parse
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var fetchedAt = time.Date(2026, 11, 21, 8, 30, 0, 0, time.UTC)
+
+func openStore(t *testing.T) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// putBody stores a payload as feed-fetch does and returns its reference.
+func putBody(t *testing.T, st *storage.Store, body []byte) *ndjson.BlobRef {
+	t.Helper()
+	key, _, err := st.PutRaw(fetchedAt, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+}
+
+// fetchRec is a successful fetch record of feed n with the given body.
+func fetchRec(n int, ref *ndjson.BlobRef) ndjson.Fetch {
+	url := fmt.Sprintf("https://example.org/feed%d.xml", n)
+	return ndjson.Fetch{
+		Header:          ndjson.Head(ndjson.TypeFetch),
+		FetchID:         fmt.Sprintf("00000000-0000-7000-8000-%012d", n),
+		Due:             ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: fmt.Sprintf("00000000-0000-5000-8000-%012d", n), URL: url, SourceType: ndjson.SourceAuto, Labels: []string{}},
+		RequestedURL:    url,
+		URL:             url,
+		Redirects:       []ndjson.Redirect{},
+		FetchedAt:       ndjson.At(fetchedAt),
+		HTTPStatus:      200,
+		RequestHeaders:  map[string]string{},
+		ResponseHeaders: map[string]string{},
+		BodyRef:         ref,
+	}
+}
+
+func marshalLine(t *testing.T, v any) string {
+	t.Helper()
+	b, err := ndjson.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runParse runs Run over the input lines and returns its output lines,
+// its log and its error.
+func runParse(t *testing.T, st *storage.Store, lines ...string) (out []string, log string, err error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err = Run(context.Background(), Config{
+		In:    strings.NewReader(strings.Join(lines, "")),
+		Out:   ndjson.NewWriter(&stdout),
+		Log:   slog.New(slog.NewTextHandler(&stderr, nil)),
+		Store: st,
+	})
+	text := stdout.String()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		t.Errorf("output does not end in a newline: %q", text[max(0, len(text)-40):])
+	}
+	return strings.SplitAfter(text, "\n")[:strings.Count(text, "\n")], stderr.String(), err
+}
+
+// record decodes an output line far enough to tell what it is.
+type record struct {
+	Type    string        `json:"type"`
+	FetchID string        `json:"fetch_id"`
+	RawRef  ndjson.RawRef `json:"raw_ref"`
+	Title   string        `json:"title"`
+	Parse   *ndjson.Parse `json:"parse"`
+	Error   *ndjson.Error `json:"error"`
+	FeedID  string        `json:"feed_id"`
+}
+
+func decode(t *testing.T, line string) record {
+	t.Helper()
+	var r record
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatalf("output line is not a record: %v: %q", err, line)
+	}
+	return r
+}
+
+func fiftyItems() []byte {
+	// Fifty items whose dates are not in document order: item i was
+	// published on day (i*7)%50 of 2026, so the newest twenty are not the
+	// first twenty of the document.
+	var items []string
+	for i := range 50 {
+		day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, (i*7)%50)
+		items = append(items, fmt.Sprintf(`<item><title>item %d</title><link>https://example.org/%d</link><guid>https://example.org/%d</guid><pubDate>%s</pubDate></item>`,
+			i, i, i, day.Format(time.RFC1123Z)))
+	}
+	return rssDoc(items...)
+}
+
+func TestRunStream(t *testing.T) {
+	st := openStore(t)
+	techcrunch := readFile(t, "../../testdata/feeds/TechCrunch.xml")
+
+	feedA := fetchRec(1, putBody(t, st, techcrunch))
+
+	notModified := fetchRec(2, nil)
+	notModified.HTTPStatus, notModified.NotModified = 304, true
+	notModifiedLine := strings.Replace(marshalLine(t, notModified), `"type":"fetch",`, `"type": "fetch" ,  `, 1)
+
+	website := fetchRec(3, putBody(t, st, []byte("<html><body><article>a page</article></body></html>")))
+	website.Due.SourceType = ndjson.SourceWebsite
+	websiteLine := marshalLine(t, website)
+
+	unknownLine := `{"type":"mystery","v":7, "feed_id":"x", "nested":{"a":[1,2.50,"\u00e9"]}}` + "\n"
+
+	garbage := fetchRec(4, putBody(t, st, []byte("\x00\x01binary garbage\xff\xfe")))
+	limited := fetchRec(5, putBody(t, st, fiftyItems()))
+	limited.Due.ItemLimit = 20
+
+	out, log, err := runParse(t, st,
+		unknownLine,
+		marshalLine(t, feedA),
+		notModifiedLine,
+		"{this is not json\n",
+		websiteLine,
+		marshalLine(t, garbage),
+		marshalLine(t, limited),
+	)
+
+	if !errors.Is(err, pipe.ErrFailed) {
+		t.Errorf("Run error = %v, want one matching pipe.ErrFailed", err)
+	} else if msg := err.Error(); !strings.Contains(msg, "1 payload failed") || !strings.Contains(msg, "1 malformed input line skipped") {
+		t.Errorf("Run error = %q, want it to count 1 failed payload and 1 malformed line", msg)
+	}
+	if !strings.Contains(log, "line=4") || !strings.Contains(log, "malformed") {
+		t.Errorf("the malformed line 4 was not reported:\n%s", log)
+	}
+	if !strings.Contains(log, garbage.FetchID) {
+		t.Errorf("the failed payload was not reported with its fetch_id:\n%s", log)
+	}
+
+	// The expected shape of the output, one letter per line: entries (e)
+	// of a feed, then its fetch record (f), and the pass-through records
+	// byte for byte.
+	var want []string
+	want = append(want, unknownLine)
+	want = append(want, slices.Repeat([]string{"e:" + feedA.FetchID}, 20)...)
+	want = append(want, "f:"+feedA.FetchID, notModifiedLine, websiteLine, "f:"+garbage.FetchID)
+	want = append(want, slices.Repeat([]string{"e:" + limited.FetchID}, 20)...)
+	want = append(want, "f:"+limited.FetchID)
+
+	var got []string
+	for _, line := range out {
+		r := decode(t, line)
+		switch {
+		case r.Type == ndjson.TypeEntry:
+			got = append(got, "e:"+r.RawRef.FetchID)
+		case r.Type == ndjson.TypeFetch && r.Parse != nil:
+			got = append(got, "f:"+r.FetchID)
+		default:
+			got = append(got, line)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	byFetch := map[string][]ndjson.Entry{}
+	fetches := map[string]ndjson.Fetch{}
+	for _, line := range out {
+		switch decode(t, line).Type {
+		case ndjson.TypeEntry:
+			var e ndjson.Entry
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatal(err)
+			}
+			byFetch[e.RawRef.FetchID] = append(byFetch[e.RawRef.FetchID], e)
+		case ndjson.TypeFetch:
+			var f ndjson.Fetch
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatal(err)
+			}
+			fetches[f.FetchID] = f
+		}
+	}
+
+	t.Run("feed", func(t *testing.T) {
+		f := fetches[feedA.FetchID]
+		p := f.Parse
+		if f.Error != nil || p.Error != "" {
+			t.Errorf("error %+v, parse.error %q", f.Error, p.Error)
+		}
+		if p.Format != "rss" || p.Title != "TechCrunch" || p.Items != 20 || p.Entries != 20 {
+			t.Errorf("parse = %+v", p)
+		}
+		if p.NewestPublished.String() != "2011-11-02T17:25:27Z" || p.OldestPublished.String() != "2011-11-02T12:34:07Z" {
+			t.Errorf("published range %s .. %s", p.OldestPublished, p.NewestPublished)
+		}
+		// The rest of the record is as feed-fetch wrote it.
+		f.Parse = nil
+		if got, want := marshalLine(t, f), marshalLine(t, feedA); got != want {
+			t.Errorf("the fetch record changed beyond its parse section:\n%s%s", got, want)
+		}
+		direct := mustParse(t, techcrunch, Source{FeedID: feedA.Due.FeedID, FetchID: feedA.FetchID, BaseURL: feedA.URL})
+		for i, e := range byFetch[feedA.FetchID] {
+			if got, want := marshalLine(t, &e), marshalLine(t, &direct.Entries[i]); got != want {
+				t.Errorf("entry %d differs from ParseFeed's:\n%s%s", i, got, want)
+			}
+		}
+	})
+
+	t.Run("garbage", func(t *testing.T) {
+		f := fetches[garbage.FetchID]
+		if len(byFetch[garbage.FetchID]) != 0 {
+			t.Errorf("%d entries from garbage", len(byFetch[garbage.FetchID]))
+		}
+		if f.Parse == nil || f.Parse.Error == "" {
+			t.Fatalf("parse = %+v, want an error", f.Parse)
+		}
+		if f.Error == nil || f.Error.Class != ndjson.ClassParse || f.Error.Code != "not_a_feed" || f.Error.Message != f.Parse.Error {
+			t.Errorf("error = %+v, want class parse, code not_a_feed, the parse error as message", f.Error)
+		}
+		if f.Parse.SkipHours == nil || f.Parse.SkipDays == nil || f.Parse.Warnings == nil {
+			t.Errorf("a failed parse section has null lists: %+v", f.Parse)
+		}
+	})
+
+	t.Run("item limit", func(t *testing.T) {
+		f := fetches[limited.FetchID]
+		if f.Parse.Items != 50 || f.Parse.Entries != 20 {
+			t.Errorf("items %d entries %d, want 50 and 20", f.Parse.Items, f.Parse.Entries)
+		}
+		// The newest twenty are those published on days 30..49.
+		for _, e := range byFetch[limited.FetchID] {
+			if day := e.Published.YearDay() - 1; day < 30 {
+				t.Errorf("kept %q from day %d, which is not among the newest twenty", e.Title, day)
+			}
+		}
+		if len(byFetch[limited.FetchID]) == 20 && !distinct(uidsOfEntries(byFetch[limited.FetchID])) {
+			t.Errorf("kept entries repeat")
+		}
+		if p := f.Parse; p.NewestPublished.YearDay() != 50 || p.OldestPublished.YearDay() != 1 {
+			t.Errorf("published range %s .. %s, want the whole document's", p.OldestPublished, p.NewestPublished)
+		}
+	})
+}
+
+func uidsOfEntries(entries []ndjson.Entry) []string {
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.EntryUID)
+	}
+	return out
+}
+
+func TestRunFetchCases(t *testing.T) {
+	st := openStore(t)
+	techcrunch := readFile(t, "../../testdata/feeds/TechCrunch.xml")
+	tests := []struct {
+		name      string
+		fetch     func() ndjson.Fetch
+		entries   int
+		failed    bool   // Run must return an error matching pipe.ErrFailed
+		errCode   string // the fetch record's error code after parsing; "" for none
+		parseErr  bool   // parse.error must be set
+		unchanged bool   // the record passes through byte for byte
+	}{
+		{"a clean feed", func() ndjson.Fetch { return fetchRec(1, putBody(t, st, techcrunch)) }, 20, false, "", false, false},
+		{"item limit larger than the feed", func() ndjson.Fetch {
+			f := fetchRec(1, putBody(t, st, techcrunch))
+			f.Due.ItemLimit = 50
+			return f
+		}, 20, false, "", false, false},
+		{"a complete body marked too large is parsed", func() ndjson.Fetch {
+			f := fetchRec(1, putBody(t, st, techcrunch))
+			f.Truncated = true
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "over 64 bytes"}
+			return f
+		}, 20, false, "body_too_large", false, false},
+		{"a body cut at the cap keeps its fetch error", func() ndjson.Fetch {
+			f := fetchRec(1, putBody(t, st, techcrunch[:len(techcrunch)/2]))
+			f.Truncated = true
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "over the cap"}
+			return f
+		}, 0, true, "body_too_large", true, false},
+		{"a payload missing from the store", func() ndjson.Fetch {
+			return fetchRec(1, &ndjson.BlobRef{Storage: storage.RawStorage, Key: "raw/2026-11-21/" + strings.Repeat("0", 64) + ".zst"})
+		}, 0, true, "payload_unreadable", true, false},
+		{"JSON that is not a feed", func() ndjson.Fetch {
+			return fetchRec(1, putBody(t, st, []byte(`{"error":"rate limited"}`)))
+		}, 0, true, "not_a_feed", true, false},
+		{"a truncated feed fails to parse", func() ndjson.Fetch {
+			return fetchRec(1, putBody(t, st, techcrunch[:len(techcrunch)/2]))
+		}, 0, true, "parse_failed", true, false},
+		{"404", func() ndjson.Fetch {
+			f := fetchRec(1, putBody(t, st, []byte("<html>not found</html>")))
+			f.HTTPStatus = 404
+			f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "http_404", Message: "404 Not Found"}
+			return f
+		}, 0, false, "http_404", false, true},
+		{"no response", func() ndjson.Fetch {
+			f := fetchRec(1, nil)
+			f.HTTPStatus = 0
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "timeout", Message: "timeout"}
+			return f
+		}, 0, false, "timeout", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.fetch()
+			inLine := marshalLine(t, in)
+			out, _, err := runParse(t, st, inLine)
+			if tt.failed != errors.Is(err, pipe.ErrFailed) || (!tt.failed && err != nil) {
+				t.Errorf("Run error = %v, want failed=%v", err, tt.failed)
+			}
+			if len(out) != tt.entries+1 {
+				t.Fatalf("%d output lines, want %d entries and the fetch record", len(out), tt.entries)
+			}
+			last := out[len(out)-1]
+			if tt.unchanged {
+				if last != inLine {
+					t.Errorf("record changed:\n%s%s", inLine, last)
+				}
+				return
+			}
+			var f ndjson.Fetch
+			if err := json.Unmarshal([]byte(last), &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.Parse == nil {
+				t.Fatal("no parse section")
+			}
+			if (f.Parse.Error != "") != tt.parseErr {
+				t.Errorf("parse.error = %q, want set=%v", f.Parse.Error, tt.parseErr)
+			}
+			code := ""
+			if f.Error != nil {
+				code = f.Error.Code
+			}
+			if code != tt.errCode {
+				t.Errorf("error = %+v, want code %q", f.Error, tt.errCode)
+			}
+			if f.Parse.Entries != tt.entries {
+				t.Errorf("parse.entries = %d, want %d", f.Parse.Entries, tt.entries)
+			}
+		})
+	}
+}
+
+func TestRunFiles(t *testing.T) {
+	st := openStore(t)
+	dir := t.TempDir()
+	techcrunch := readFile(t, "../../testdata/feeds/TechCrunch.xml")
+	jsonFeed := readFile(t, "../../testdata/feeds/json_feed.json")
+	plain := filepath.Join(dir, "json_feed.json")
+	if err := os.WriteFile(plain, jsonFeed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zst := st.Path(putBody(t, st, techcrunch).Key)
+	if raw := readFile(t, zst); bytes.Contains(raw, []byte("<rss")) {
+		t.Fatal("the store did not compress the payload; the .zst case tests nothing")
+	}
+	notAFeed := filepath.Join(dir, "page.html")
+	if err := os.WriteFile(notAFeed, []byte("<html></html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const feedID = "00000000-0000-5000-8000-00000000000f"
+
+	tests := []struct {
+		name    string
+		files   []string
+		entries int
+		failed  bool
+	}{
+		{"plain file", []string{plain}, 20, false},
+		{"zst payload", []string{zst}, 20, false},
+		{"both", []string{plain, zst}, 40, false},
+		{"a bad file among good ones", []string{plain, filepath.Join(dir, "missing.xml"), notAFeed, zst}, 40, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := RunFiles(context.Background(), FileConfig{
+				Out: ndjson.NewWriter(&stdout), Log: slog.New(slog.NewTextHandler(&stderr, nil)),
+				Store: st, FeedID: feedID, BaseURL: "https://example.org/feed", Files: tt.files,
+			})
+			if tt.failed != errors.Is(err, pipe.ErrFailed) || (!tt.failed && err != nil) {
+				t.Errorf("RunFiles error = %v, want failed=%v", err, tt.failed)
+			}
+			if tt.failed && !strings.Contains(err.Error(), "2 files failed") {
+				t.Errorf("RunFiles error = %q, want 2 files failed", err)
+			}
+			if tt.failed && (!strings.Contains(stderr.String(), "missing.xml") || !strings.Contains(stderr.String(), "page.html")) {
+				t.Errorf("the bad files were not reported:\n%s", stderr.String())
+			}
+			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+			if len(lines) != tt.entries {
+				t.Fatalf("%d lines, want %d entries", len(lines), tt.entries)
+			}
+			for _, line := range lines {
+				var e ndjson.Entry
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Type != ndjson.TypeEntry || e.FeedID != feedID || !hex16.MatchString(e.EntryUID) {
+					t.Errorf("bad entry: %s", line)
+				}
+			}
+		})
+	}
+
+	// The .zst payload gives exactly what ParseFeed gives on the body.
+	var stdout bytes.Buffer
+	if err := RunFiles(context.Background(), FileConfig{Out: ndjson.NewWriter(&stdout), Store: st, FeedID: feedID, Files: []string{zst}}); err != nil {
+		t.Fatal(err)
+	}
+	direct := mustParse(t, techcrunch, Source{FeedID: feedID})
+	var want strings.Builder
+	for i := range direct.Entries {
+		want.WriteString(marshalLine(t, &direct.Entries[i]))
+	}
+	if stdout.String() != want.String() {
+		t.Errorf("RunFiles over the .zst differs from ParseFeed over the body")
+	}
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func entry(feed, uid, hash, title string) string {
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: hash, Title: title,
+		RawRef: ndjson.RawRef{FetchID: "F-" + feed}, Authors: []ndjson.Author{}, Categories: []string{}, Enclosures: []ndjson.Enclosure{}})
+	return string(b)
+}
+
+func fetchRec(feed string, mutate func(*ndjson.Fetch)) string {
+	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: "F-" + feed, FetchedAt: ndjson.At(t0),
+		Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed}, HTTPStatus: 200,
+		ResponseHeaders: map[string]string{"Etag": `"v1"`, "Last-Modified": "Sat, 21 Nov 2026 09:00:00 GMT"}}
+	if mutate != nil {
+		mutate(&f)
+	}
+	b, _ := ndjson.Marshal(f)
+	return string(b)
+}
+
+type runOut struct {
+	lines []ndjson.Line
+	sum   Summary
+	err   error
+}
+
+func run(t *testing.T, st *storage.Store, at time.Time, input string) runOut {
+	t.Helper()
+	var out bytes.Buffer
+	var sum Summary
+	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
+		Now: func() time.Time { return at }, Summary: &sum})
+	r := runOut{sum: sum, err: err}
+	rd := ndjson.NewReader(&out)
+	for {
+		l, err := rd.Next()
+		if err != nil {
+			break
+		}
+		l.Raw = append([]byte(nil), l.Raw...)
+		r.lines = append(r.lines, l)
+	}
+	return r
+}
+
+func storedEntries(t *testing.T, st *storage.Store) []ndjson.Entry {
+	t.Helper()
+	var all []ndjson.Entry
+	files, _ := st.DayFiles(storage.DirEntries)
+	for _, f := range files {
+		st.ReadLog(f, 0, func(l ndjson.Line) error {
+			var e ndjson.Entry
+			if err := l.Decode(&e); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, e)
+			return nil
+		})
+	}
+	return all
+}
+
+func TestStoreNewUnchangedUpdated(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	first := run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+`{"type":"note","v":1}`+"\n"+fetchRec("A", nil))
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	var types []string
+	for _, l := range first.lines {
+		types = append(types, l.Type)
+	}
+	if strings.Join(types, ",") != "new_entry,new_entry,note" {
+		t.Fatalf("output %v", types)
+	}
+	var ev ndjson.Event
+	first.lines[0].Decode(&ev)
+	if ev.EntryUID != "u1" || ev.Title != "One" || ev.StoredIn != "entries/2026-11-21.ndjson" || !ev.IngestedAt.Equal(t0) || len(ev.RawRefs) != 1 || ev.RawRefs[0].FetchID != "F-A" {
+		t.Errorf("event %+v", ev)
+	}
+	if s := first.sum; s.New != 2 || s.Feeds != 1 || s.Unchanged != 0 {
+		t.Errorf("summary %+v", s)
+	}
+	stored := storedEntries(t, st)
+	if len(stored) != 2 || stored[0].Status != "new" || !stored[0].FirstSeen.Equal(t0) || stored[0].SeenCount != 1 {
+		t.Fatalf("stored %+v", stored)
+	}
+	events, _ := os.ReadFile(st.Path("events/2026-11-21.ndjson"))
+	if strings.Count(string(events), "\n") != 2 || !strings.HasPrefix(string(events), string(first.lines[0].Raw)) {
+		t.Errorf("events file:\n%s", events)
+	}
+
+	// The same entries again, even without feed-dedup before: nothing new.
+	again := run(t, st, t0.Add(time.Hour), entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two"))
+	if len(again.lines) != 0 || again.sum.Unchanged != 2 || len(storedEntries(t, st)) != 2 {
+		t.Fatalf("replay stored %d, emitted %d", len(storedEntries(t, st))-2, len(again.lines))
+	}
+
+	// A changed entry is a new version.
+	later := t0.Add(48 * time.Hour)
+	upd := run(t, st, later, entry("A", "u1", "h1b", "One, corrected"))
+	if len(upd.lines) != 1 || upd.lines[0].Type != "updated_entry" || upd.sum.Updated != 1 {
+		t.Fatalf("update: %+v", upd)
+	}
+	stored = storedEntries(t, st)
+	v2 := stored[len(stored)-1]
+	if v2.Status != "updated" || !v2.FirstSeen.Equal(t0) || !v2.LastSeen.Equal(later) || v2.SeenCount != 2 {
+		t.Fatalf("version 2: %+v", v2)
+	}
+	if files, _ := st.DayFiles(storage.DirEntries); len(files) != 2 || files[1] != "entries/2026-11-23.ndjson" {
+		t.Errorf("entries files %v: a version goes to the day it was stored", files)
+	}
+}
+
+func TestFeedState(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "own", IntervalSec: 600}}, nil
+	})
+	state := func(feed string) storage.FeedState {
+		t.Helper()
+		s, err := st.States()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ByFeed[feed]
+	}
+	step := func(feed string, mutate func(*ndjson.Fetch)) storage.FeedState {
+		t.Helper()
+		if r := run(t, st, t0, fetchRec(feed, mutate)); r.err != nil {
+			t.Fatal(r.err)
+		}
+		return state(feed)
+	}
+
+	s := step("A", func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Title: "Feed A"}; f.BodySHA256 = "abc" })
+	if s.Validators.ETag != `"v1"` || s.LastStatus != 200 || !s.LastSuccessAt.Equal(t0) || s.ConsecutiveFailures != 0 ||
+		!s.NextFetchAt.Equal(t0.Add(DefaultInterval)) || s.Title != "Feed A" || s.LastBodySHA256 != "abc" || s.IntervalSec != 3600 {
+		t.Fatalf("after 200: %+v", s)
+	}
+	s = step("A", func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified, f.ResponseHeaders = 304, true, map[string]string{} })
+	if s.Validators.ETag != `"v1"` || s.Validators.LastModified == "" || s.Title != "Feed A" {
+		t.Fatalf("a 304 lost the validators or title: %+v", s)
+	}
+	s = step("A", func(f *ndjson.Fetch) { f.ResponseHeaders = map[string]string{"Last-Modified": "Sun, 22 Nov 2026 00:00:00 GMT"} })
+	if s.Validators.ETag != `"v1"` || s.Validators.LastModified != "Sun, 22 Nov 2026 00:00:00 GMT" {
+		t.Fatalf("a 200 without ETag must keep the old one and take the new Last-Modified: %+v", s)
+	}
+	for i := 1; i <= 2; i++ {
+		s = step("A", func(f *ndjson.Fetch) {
+			f.HTTPStatus = 503
+			f.RetryAfterSec = 7200
+			f.Error = &ndjson.Error{Class: "rate_limited", Code: "http_503", Message: "HTTP 503"}
+			f.ResponseHeaders = map[string]string{"Etag": `"error-page"`}
+		})
+		if s.ConsecutiveFailures != i || s.LastError == nil || s.LastError.Code != "http_503" {
+			t.Fatalf("failure %d: %+v", i, s)
+		}
+	}
+	if s.Validators.ETag != `"v1"` || !s.NextFetchAt.Equal(t0.Add(2*time.Hour)) || !s.LastSuccessAt.Equal(t0) {
+		t.Fatalf("after errors: %+v (validators must not come from an error page; Retry-After beyond the interval wins)", s)
+	}
+	s = step("A", nil)
+	if s.ConsecutiveFailures != 0 || s.LastError != nil {
+		t.Fatalf("a success must reset the failures: %+v", s)
+	}
+	if s = step("own", nil); s.IntervalSec != 600 || !s.NextFetchAt.Equal(t0.Add(10*time.Minute)) {
+		t.Fatalf("the subscription's own interval: %+v", s)
+	}
+}
+
+func TestNewEntriesCountedInState(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+fetchRec("A", nil))
+	s, _ := st.States()
+	if s.ByFeed["A"].NewEntriesLastFetch != 2 {
+		t.Fatalf("new_entries_last_fetch %d", s.ByFeed["A"].NewEntriesLastFetch)
+	}
+}
+
+func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	// A crash left an entry in entries/ that never reached the index.
+	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "A", EntryUID: "u1", ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1}
+	b, _ := ndjson.Marshal(e)
+	if _, err := st.AppendLines("entries/2026-11-21.ndjson", b, storage.Durable); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, st, t0.Add(time.Minute), entry("A", "u1", "h1", "One"))
+	if r.err != nil || len(r.lines) != 0 || len(storedEntries(t, st)) != 1 {
+		t.Fatalf("err %v, %d events, %d stored: the entry was stored twice", r.err, len(r.lines), len(storedEntries(t, st)))
+	}
+}
+
+func TestBadInputIsReportedNotFatal(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	r := run(t, st, t0, "{oops\n"+entry("A", "u1", "h1", "One")+`{"type":"entry","v":1,"title":7}`+"\n")
+	if r.err == nil || !strings.Contains(r.err.Error(), "2 malformed input lines skipped") || r.sum.New != 1 {
+		t.Fatalf("err %v, summary %+v", r.err, r.sum)
+	}
+}

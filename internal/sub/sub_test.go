@@ -1,0 +1,265 @@
+package sub
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+type env struct {
+	cfg      Config
+	out, msg *bytes.Buffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{out: &bytes.Buffer{}, msg: &bytes.Buffer{}}
+	e.cfg = Config{Store: st, Out: e.out, Msg: e.msg, Now: func() time.Time { return now }}
+	return e
+}
+
+func (e *env) subs(t *testing.T) []ndjson.Subscription {
+	t.Helper()
+	subs, bad, err := e.cfg.Store.Subscriptions()
+	if err != nil || bad != 0 {
+		t.Fatalf("%v, %d bad lines", err, bad)
+	}
+	return subs
+}
+
+func TestAdd(t *testing.T) {
+	e := newEnv(t)
+	sub, added, err := Add(e.cfg, Spec{URL: " HTTPS://Example.org:443/feed.xml#top ", Name: "Ex", Labels: []string{"a,b", "a"}, Interval: 30 * time.Minute})
+	if err != nil || !added {
+		t.Fatal(err)
+	}
+	want := ndjson.Subscription{Header: ndjson.Head("subscription"), FeedID: ids.FeedID("https://example.org/feed.xml"), URL: "https://example.org/feed.xml",
+		Name: "Ex", Labels: []string{"a", "b"}, SourceType: "auto", IntervalSec: 1800, CreatedAt: ndjson.At(now)}
+	got, _ := ndjson.Marshal(sub)
+	wantLine, _ := ndjson.Marshal(want)
+	if !bytes.Equal(got, wantLine) {
+		t.Fatalf("got  %s\nwant %s", got, wantLine)
+	}
+	if e.out.String() != want.FeedID+"\n" || !strings.Contains(e.msg.String(), "subscribed to https://example.org/feed.xml") {
+		t.Errorf("stdout %q, messages %q", e.out, e.msg)
+	}
+	// The same feed spelled differently is not added twice, and that is fine.
+	_, added, err = Add(e.cfg, Spec{URL: "https://EXAMPLE.org/feed.xml"})
+	if err != nil || added || len(e.subs(t)) != 1 || !strings.Contains(e.msg.String(), "already subscribed") {
+		t.Fatalf("second add: added %v, err %v, %d subs", added, err, len(e.subs(t)))
+	}
+}
+
+func TestAddRefusesBadInput(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{URL: "ftp://example.org/feed"}, `"ftp://example.org/feed": only http and https URLs can be fetched`},
+		{Spec{URL: "file:///etc/passwd"}, "only http and https"},
+		{Spec{URL: "example.org/feed"}, "has no scheme"},
+		{Spec{URL: "https://example.org/", Type: "gopher"}, `type "gopher" is not one of`},
+		{Spec{URL: "https://example.org/", Interval: -time.Minute}, "negative"},
+	} {
+		_, _, err := Add(e.cfg, tc.spec)
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+	if len(e.subs(t)) != 0 {
+		t.Fatal("a refused subscription was stored")
+	}
+}
+
+func TestIntervalClamped(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Interval: time.Minute})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b", Interval: 72 * time.Hour})
+	if a.IntervalSec != 300 || b.IntervalSec != 86400 || !strings.Contains(e.msg.String(), "raised to the minimum") || !strings.Contains(e.msg.String(), "lowered to the maximum") {
+		t.Fatalf("intervals %d %d, messages %q", a.IntervalSec, b.IntervalSec, e.msg)
+	}
+}
+
+func TestRemoveEnableDisable(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	if err := SetDisabled(e.cfg, []string{a.FeedID[:8], "https://example.org/b"}, true); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.subs(t)
+	if !subs[0].Disabled || !subs[1].Disabled {
+		t.Fatalf("not disabled: %+v", subs)
+	}
+	if err := SetDisabled(e.cfg, []string{a.FeedID}, false); err != nil || e.subs(t)[0].Disabled {
+		t.Fatalf("enable: %v", err)
+	}
+	// One unknown reference changes nothing at all.
+	err := Remove(e.cfg, []string{b.FeedID, "zzzzzzzz"})
+	if !errors.Is(err, storage.ErrNoSuchSubscription) || len(e.subs(t)) != 2 {
+		t.Fatalf("err %v, %d subs", err, len(e.subs(t)))
+	}
+	if err := Remove(e.cfg, []string{b.FeedID}); err != nil || len(e.subs(t)) != 1 {
+		t.Fatalf("remove: %v", err)
+	}
+	if err := Remove(e.cfg, nil); err == nil {
+		t.Fatal("remove with no reference")
+	}
+}
+
+func TestList(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Name: "Alpha", Labels: []string{"news"}})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	SetDisabled(e.cfg, []string{"https://example.org/b"}, true)
+	states, _ := e.cfg.Store.States()
+	states.Put(storage.Durable,
+		storage.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-5 * time.Minute)), NextFetchAt: ndjson.At(now.Add(55 * time.Minute)), ConsecutiveFailures: 3,
+			LastError: &ndjson.Error{Code: "http_500"}},
+		storage.FeedState{FeedID: b.FeedID, Title: "Bravo's own title"})
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	table := e.out.String()
+	for _, want := range []string{"FEED ID", a.FeedID[:8], "Alpha", "news", "failing (3): http_500", "5m ago", "in 55m", "disabled", "Bravo's own title", "https://example.org/b"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{JSON: true, Label: "news"}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(e.out.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], `{"type":"subscription","v":1,"feed_id":"`+a.FeedID) {
+		t.Fatalf("json: %q", e.out.String())
+	}
+}
+
+const opmlDoc = `<?xml version="1.0"?>
+<opml version="2.0"><head><title>mine</title></head><body>
+<outline text="Tech">
+  <outline text="Go">
+    <outline text="Go blog" type="rss" xmlUrl="https://go.dev/blog/feed.atom"/>
+  </outline>
+  <outline text="LWN" type="rss" xmlUrl="https://lwn.net/headlines/rss" category="/Linux/News"/>
+</outline>
+<outline text="dup" type="rss" xmlUrl="https://LWN.net/headlines/rss"/>
+<outline text="bad" type="rss" xmlUrl="javascript:alert(1)"/>
+<outline text="top" type="rss" xmlUrl="http://example.org/feed?a=1&b=2"/>
+</body></opml>`
+
+func TestImportFormats(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, format          string
+		found, added, dups, invalid int
+		check                       func(t *testing.T, subs []ndjson.Subscription)
+	}{
+		{name: "opml", data: opmlDoc, format: "opml", found: 5, added: 3, dups: 1, invalid: 1, check: func(t *testing.T, subs []ndjson.Subscription) {
+			if subs[0].Name != "Go blog" || strings.Join(subs[0].Labels, ",") != "Tech,Go,imported" {
+				t.Errorf("first: %+v", subs[0])
+			}
+			if strings.Join(subs[1].Labels, ",") != "Tech,Linux,News,imported" {
+				t.Errorf("category labels: %v", subs[1].Labels)
+			}
+			if subs[2].URL != "http://example.org/feed?a=1&b=2" {
+				t.Errorf("bare & in an attribute: %q", subs[2].URL)
+			}
+		}},
+		{name: "feeds.json", data: `[
+			{"url": "https://www.reuters.com/world/us/rss", "label": "reuters", "cron": "*/20 * * * *"},
+			{"url": "https://www.nature.com/nature.rss",    "label": "nature",  "cron": "0 * * * *", "interval": "2h"},
+			"https://example.org/plain",
+			{"url": "https://example.org/bad-interval", "interval": "often"}
+		]`, format: "json", found: 4, added: 3, invalid: 1, check: func(t *testing.T, subs []ndjson.Subscription) {
+			if subs[0].Cron != "*/20 * * * *" || strings.Join(subs[0].Labels, ",") != "reuters,imported" || subs[1].IntervalSec != 7200 {
+				t.Errorf("%+v", subs[:2])
+			}
+		}},
+		{name: "json by category", data: `{"tech": ["https://a.example/feed"], "art": [{"url": "https://b.example/feed", "name": "B"}]}`, format: "json", found: 2, added: 2,
+			check: func(t *testing.T, subs []ndjson.Subscription) {
+				if subs[0].Labels[0] != "art" || subs[0].Name != "B" || subs[1].Labels[0] != "tech" {
+					t.Errorf("%+v", subs)
+				}
+			}},
+		{name: "list", data: "# my feeds\nhttps://a.example/feed news daily\n\n  https://b.example/rss # comment\nnot-a-url\nhttps://a.example/feed\n", format: "list", found: 4, added: 2, dups: 1, invalid: 1,
+			check: func(t *testing.T, subs []ndjson.Subscription) {
+				if strings.Join(subs[0].Labels, ",") != "news,daily,imported" {
+					t.Errorf("labels %v", subs[0].Labels)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			res, err := Import(e.cfg, strings.NewReader(tc.data), "in", []string{"imported"})
+			if tc.invalid > 0 {
+				if !errors.Is(err, pipe.ErrFailed) {
+					t.Errorf("err %v, want the invalid entries reported", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			want := ImportResult{Format: tc.format, Found: tc.found, Added: tc.added, Duplicates: tc.dups, Invalid: tc.invalid}
+			if res != want {
+				t.Fatalf("result %+v, want %+v\nmessages:\n%s", res, want, e.msg)
+			}
+			tc.check(t, e.subs(t))
+		})
+	}
+}
+
+func TestImportAgainAddsNothing(t *testing.T) {
+	e := newEnv(t)
+	Import(e.cfg, strings.NewReader(opmlDoc), "in", nil)
+	res, _ := Import(e.cfg, strings.NewReader(opmlDoc), "in", nil)
+	if res.Added != 0 || res.Duplicates != 4 || !strings.Contains(e.msg.String(), "0 added, 4 duplicates skipped, 1 invalid") {
+		t.Fatalf("%+v\n%s", res, e.msg)
+	}
+}
+
+func TestImportNothing(t *testing.T) {
+	e := newEnv(t)
+	for _, data := range []string{"", "# only a comment\n", "[]"} {
+		if _, err := Import(e.cfg, strings.NewReader(data), "empty.txt", nil); err == nil || !strings.Contains(err.Error(), "no feed URLs found") {
+			t.Errorf("%q: %v", data, err)
+		}
+	}
+	if _, err := Import(e.cfg, strings.NewReader("<html><body>hi</body></html>"), "page.html", nil); err == nil {
+		t.Error("an HTML page imported without error")
+	}
+}
+
+func TestExportRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	Import(e.cfg, strings.NewReader(opmlDoc), "in", nil)
+	e.out.Reset()
+	if err := Export(e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	exported := e.out.String()
+	other := newEnv(t)
+	res, err := Import(other.cfg, strings.NewReader(exported), "export.opml", nil)
+	if err != nil || res.Added != 3 {
+		t.Fatalf("%+v %v\n%s", res, err, exported)
+	}
+	a, b := e.subs(t), other.subs(t)
+	for i := range a {
+		if a[i].URL != b[i].URL || a[i].Name != b[i].Name || strings.Join(a[i].Labels, ",") != strings.Join(b[i].Labels, ",") {
+			t.Errorf("round trip changed\n%+v\n%+v", a[i], b[i])
+		}
+	}
+}

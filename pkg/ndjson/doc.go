@@ -1,0 +1,189 @@
+// Package ndjson is feedpipe's record contract: the records the pipeline's
+// binaries read and write, one JSON object per line, and a streaming
+// Reader and buffered Writer for them.
+//
+// # Lines
+//
+// A stream is UTF-8 text, one record per line, each line ending in "\n"
+// ("\r\n" is accepted). Every record is a JSON object whose first two
+// members are "type" (a string naming the record type) and "v" (the schema
+// version, an integer, 1 today). Blank lines are ignored. A line longer
+// than MaxLineBytes (64 MiB) is skipped and reported.
+//
+// Readers are tolerant: unknown members are ignored and missing members
+// are zero values, so a record written by a newer feedpipe, or by hand,
+// still reads. Writers are strict: every member of the record's struct is
+// written, always, on one line.
+//
+// A stage consumes the record types it knows and passes every other record
+// through unchanged (byte for byte) and in order. A line that is not a
+// JSON object is reported on stderr with its line number, skipped, and
+// makes the stage exit 1 at the end; the rest of the stream is processed.
+//
+// # Values
+//
+// Times are RFC 3339 strings in UTC ("2026-11-21T08:30:00Z", with a
+// fraction of a second only when it is not zero) or null when unknown.
+// Strings are "" when absent. Lists are [] when empty (a reader also
+// accepts null). Numbers are 0 when absent unless said otherwise.
+//
+// # Record types, in the order they flow
+//
+//	feed-sub:   subscription (the store's subscriptions.ndjson, feed-sub ls --json)
+//	feed-due:   due
+//	feed-fetch: fetch (also appended to the store's fetches/YYYY-MM-DD.ndjson)
+//	feed-parse: entry, then the fetch record of the same feed with "parse"
+//	feed-dedup: entry with "status", fetch with "dedup"
+//	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
+//	            the stored entry goes to entries/YYYY-MM-DD.ndjson
+//
+// Within one feed the entry records come before the fetch record that
+// closes the group.
+//
+// # subscription
+//
+// One feed or website the user follows.
+//
+//	feed_id       string  UUIDv5 (URL namespace) of the normalized URL at
+//	                      creation; never changes afterwards
+//	url           string  the feed's URL, normalized: lower-case scheme and
+//	                      host, no default port, no fragment
+//	name          string  a name the user gave; "" means use the feed's title
+//	labels        [string] user labels (OPML folders become labels)
+//	source_type   string  rss, atom, json, website, or auto (detect from
+//	                      the content; "" means auto)
+//	interval_sec  int     seconds between fetches; 0 means the default
+//	                      (feed-store --interval)
+//	cron          string  a cron expression from an imported feed list;
+//	                      kept for the scheduler, "" if none
+//	disabled      bool    true: feed-due skips it (feed-sub disable)
+//	created_at    time    when it was added
+//	fulltext      bool    fetch each new entry's page for its full text
+//	scrape        object  the scraper configuration of a website source;
+//	                      null for feeds
+//
+// # due (feed-due)
+//
+// One feed to fetch now.
+//
+//	feed_id, url, source_type, name, labels, fulltext, scrape
+//	                      as in the feed's subscription
+//	scheduled_at  time    when the fetch became due: the feed's
+//	                      next_fetch_at, its creation for a feed never
+//	                      fetched, or now when forced; stable across
+//	                      replays of the same due record
+//	reason        string  new (never fetched), scheduled (its time has
+//	                      come) or forced (--all, --feed)
+//	validators    object  {etag, last_modified}: the cache validators of
+//	                      the last response that carried them, sent as
+//	                      If-None-Match and If-Modified-Since; "" if none
+//	item_limit    int     keep only this many most recent entries: 20 on a
+//	                      first fetch or one more than 15 days after the
+//	                      last success; 0 means no limit
+//
+// # fetch (feed-fetch, completed by feed-parse and feed-dedup)
+//
+// The outcome of one fetch.
+//
+//	fetch_id         string  UUIDv7 (time-ordered); ties together the log
+//	                         lines of all stages about this fetch
+//	due              object  the due record this fetch answers
+//	requested_url    string  the URL asked for
+//	url              string  the final URL, after redirects
+//	redirects        [object] each hop: {url, status} of a response that
+//	                         redirected, in order; [] if none
+//	fetched_at       time    when the request started
+//	duration_ms      int     how long it took, body included
+//	http_status      int     the final response's status; 0 if no response
+//	                         came (network error)
+//	not_modified     bool    the server answered 304: nothing changed
+//	request_headers  object  name -> value as sent (credentials removed)
+//	response_headers object  name -> value as received; repeated headers
+//	                         joined with ", "
+//	body_ref         object  {storage: "localfs", key:
+//	                         "raw/YYYY-MM-DD/<sha256>.zst"} where the body is
+//	                         stored; null when there was no body (304, no
+//	                         response)
+//	body_sha256      string  hex SHA-256 of the body as stored (decoded,
+//	                         exactly as the publisher meant it)
+//	content_type     string  the Content-Type header
+//	content_length   int     the body's length in bytes, decoded
+//	truncated        bool    the body was cut at the size limit
+//	retry_after_sec  int     the Retry-After the server asked for, in
+//	                         seconds; 0 if none
+//	error            object  null on success, else {class, code, message}:
+//	                         class transient (timeouts, 5xx, resets, DNS),
+//	                         permanent (404, 410, bad URL, bad certificate),
+//	                         rate_limited (429, 503 with Retry-After),
+//	                         blocked (403, bot challenges) or parse (the
+//	                         body is not a feed); code a short machine name
+//	                         such as http_404, timeout, not_a_feed; message
+//	                         one line for people
+//	parse            object  null until feed-parse parsed the body, else:
+//	    format            string  rss, atom or json
+//	    version           string  the format's version as the document says
+//	    title, link, description, language
+//	                      string  the feed's own
+//	    ttl_minutes       int     RSS <ttl>; 0 if none
+//	    skip_hours        [int]   RSS <skipHours>, GMT hours 0-23
+//	    skip_days         [string] RSS <skipDays>
+//	    items             int     items in the document
+//	    entries           int     entry records written (after item_limit)
+//	    newest_published, oldest_published
+//	                      time    range of the items' publication times
+//	    warnings          [string] what was recovered from
+//	    error             string  why the body could not be parsed; "" if it
+//	                              was
+//	dedup            object  null until feed-dedup saw the fetch, else
+//	                         {new, updated, unchanged}: how many of its
+//	                         entries were new, changed, or already stored
+//
+// # entry (feed-parse; feed-dedup adds status; feed-store adds lineage)
+//
+// One normalized item of a feed.
+//
+//	entry_uid       string  16 lower-case hex digits: xxhash64 of the feed
+//	                        id and the item's own id (Atom id, RSS guid,
+//	                        JSON Feed id) when it has a usable one, else of
+//	                        the feed id, link, title and publication time
+//	feed_id         string  the feed it came from
+//	native_id       string  the item's own id as the feed gives it; "" if
+//	                        none
+//	canonical_link  string  the item's link, absolute and normalized
+//	title           string  the title, text or HTML as the feed gives it
+//	summary         string  the description or summary, HTML or text
+//	content         string  the full content when the feed gives it
+//	                        (content:encoded, Atom content, content_html)
+//	authors         [object] {name, email, uri}, any of them ""
+//	categories      [string] categories or tags, without repeats
+//	enclosures      [object] {url, type, length}: attached media; length
+//	                        0 if unknown
+//	published       time    when the item was published; null if the feed
+//	                        does not say or says it in a form we cannot read
+//	updated         time    when it was last updated; null if unknown
+//	content_hash    string  16 hex digits: xxhash64 of title, summary,
+//	                        content and links, white space collapsed; a new
+//	                        content_hash for a known entry_uid is an update
+//	raw_ref         object  {fetch_id, offset, length}: the fetch whose
+//	                        payload held the item; offset and length 0 when
+//	                        the item's place in the payload is not known
+//	status          string  set by feed-dedup and feed-store: new or
+//	                        updated; "" before dedup
+//	first_seen      time    set by feed-store: when the entry was first
+//	                        stored (kept across updates)
+//	last_seen       time    set by feed-store: when this version was stored
+//	seen_count      int     set by feed-store: how many versions were stored
+//
+// # new_entry and updated_entry (feed-store)
+//
+// One event per entry version durably stored, new_entry the first time an
+// entry_uid is stored and updated_entry when its content changed. The
+// events are what the pipeline's stdout carries to its consumers.
+//
+//	entry_uid, feed_id, title, canonical_link, published, content_hash
+//	                   as in the entry
+//	raw_refs   [object] the entry's raw_ref
+//	ingested_at time    when it was stored
+//	stored_in  string   the entries file holding the full entry, such as
+//	                    "entries/2026-11-21.ndjson"
+package ndjson
