@@ -85,4 +85,3 @@ func TestRun(t *testing.T) {
 		t.Fatalf("index changed: %+v", idx)
 	}
 }
-

@@ -155,7 +155,9 @@ func TestFeedState(t *testing.T) {
 	if s.Validators.ETag != `"v1"` || s.Validators.LastModified == "" || s.Title != "Feed A" {
 		t.Fatalf("a 304 lost the validators or title: %+v", s)
 	}
-	s = step("A", func(f *ndjson.Fetch) { f.ResponseHeaders = map[string]string{"Last-Modified": "Sun, 22 Nov 2026 00:00:00 GMT"} })
+	s = step("A", func(f *ndjson.Fetch) {
+		f.ResponseHeaders = map[string]string{"Last-Modified": "Sun, 22 Nov 2026 00:00:00 GMT"}
+	})
 	if s.Validators.ETag != `"v1"` || s.Validators.LastModified != "Sun, 22 Nov 2026 00:00:00 GMT" {
 		t.Fatalf("a 200 without ETag must keep the old one and take the new Last-Modified: %+v", s)
 	}

@@ -263,3 +263,23 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCandidates feeds arbitrary files to the import format reader: it must
+// never panic, and whatever it finds must be reported, not lost.
+func FuzzCandidates(f *testing.F) {
+	for _, seed := range []string{opmlDoc, "https://a.example/feed\n# c\n", `[{"url":"https://a","label":"x","interval":"2h"},"https://b"]`,
+		`{"feeds":[{"xmlUrl":"https://c"}]}`, `{"cat":[{"url":5}]}`, "<opml><body><outline xmlUrl='x'>", "\xef\xbb\xbf[\"https://d\"]"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, cands, _, err := candidates(data)
+		if err != nil {
+			return
+		}
+		for _, c := range cands {
+			if c.where == "" {
+				t.Fatalf("candidate without a place for messages: %+v", c)
+			}
+		}
+	})
+}

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/testserver"
+)
+
+// codeBlocks returns the README's fenced blocks of the given language.
+func codeBlocks(t *testing.T, lang string) []string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?ms)^```" + lang + "\n(.*?)^```$")
+	var blocks []string
+	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
+		blocks = append(blocks, m[1])
+	}
+	return blocks
+}
+
+// commands strips comments and blank lines.
+func commands(block string) []string {
+	var cmds []string
+	for _, line := range strings.Split(block, "\n") {
+		if i := strings.Index(line, "  #"); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			cmds = append(cmds, line)
+		}
+	}
+	return cmds
+}
+
+// TestREADMEQuickStart runs the README's first two commands as written:
+// ./scripts/demo, and ./scripts/test when FEEDPIPE_README_TEST=1 (which
+// ./scripts/test sets when it runs this test, so that the nested run, told
+// by FEEDPIPE_TEST_NESTED, does not run it again).
+func TestREADMEQuickStart(t *testing.T) {
+	blocks := codeBlocks(t, "sh")
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no sh blocks")
+	}
+	quick := commands(blocks[0])
+	if strings.Join(quick, " ; ") != "./scripts/demo ; ./scripts/test" {
+		t.Fatalf("the README's first commands are %q, want ./scripts/demo and ./scripts/test", quick)
+	}
+	ci, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "run"))
+	if err != nil || !regexp.MustCompile(`(?m)^\./scripts/test$`).Match(ci) {
+		t.Fatalf(".ci/run does not run ./scripts/test (%v):\n%s", err, ci)
+	}
+	if testing.Short() {
+		t.Skip("-short: not running the demo")
+	}
+	for _, cmdline := range quick {
+		if cmdline == "./scripts/test" && (os.Getenv("FEEDPIPE_README_TEST") != "1" || os.Getenv("FEEDPIPE_TEST_NESTED") == "1") {
+			t.Logf("not running %s here: ./scripts/test runs it (FEEDPIPE_README_TEST=1)", cmdline)
+			continue
+		}
+		t.Run(cmdline, func(t *testing.T) {
+			cmd := exec.Command("bash", "-c", cmdline)
+			cmd.Dir = repoRoot(t)
+			cmd.Env = append(os.Environ(), "FEEDPIPE_TEST_NESTED=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", cmdline, err, out)
+			}
+			if cmdline == "./scripts/demo" {
+				for _, want := range []string{"== cycle 1", "new entries", "== cycle 2", "6 of 6 requests answered 304; 0 new entries", "subscriptions.ndjson"} {
+					if !strings.Contains(string(out), want) {
+						t.Errorf("demo output lacks %q:\n%s", want, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestREADMEExamples runs every other sh block of the README, in order, in
+// one shell, against a loopback server standing in for example.org. Only
+// `go install` is skipped: the binaries under test are already on PATH.
+func TestREADMEExamples(t *testing.T) {
+	root := repoRoot(t)
+	www := t.TempDir()
+	for name, src := range map[string]string{"feed.xml": "TechCrunch.xml", "atom.xml": "AmazonWebServicesBlog.xml", "blog.json": "json_feed.json"} {
+		b, err := os.ReadFile(filepath.Join(root, "testdata", "feeds", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(www, name), b, 0o644)
+	}
+	srv := httptest.NewServer(testserver.New(www, nil))
+	defer srv.Close()
+
+	work := t.TempDir()
+	for _, dir := range []string{"testdata", "scripts"} {
+		if err := os.Symlink(filepath.Join(root, dir), filepath.Join(work, dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The user's own subscription list of the examples.
+	os.WriteFile(filepath.Join(work, "my-subscriptions.opml"), []byte(`<?xml version="1.0"?>
+<opml version="2.0"><body><outline text="Mine">
+<outline text="Blog" type="rss" xmlUrl="`+srv.URL+`/blog.json"/>
+</outline></body></opml>`), 0o644)
+
+	script := []string{"set -euo pipefail"}
+	for _, block := range codeBlocks(t, "sh")[1:] {
+		for _, c := range commands(block) {
+			if strings.HasPrefix(c, "go install") {
+				continue
+			}
+			script = append(script, "echo '$ "+strings.ReplaceAll(c, "'", "")+"' >&2", strings.ReplaceAll(c, "https://example.org", srv.URL))
+		}
+	}
+	cmd := exec.Command("bash", "-c", strings.Join(script, "\n"))
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "FEEDPIPE_STORE="+filepath.Join(work, "store"), "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_LOG_LEVEL=warn")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("a README command failed: %v\n%s", err, out)
+	}
+	// What the examples should have left behind.
+	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "backup.opml", "saved-entries.ndjson"} {
+		if st, err := os.Stat(filepath.Join(work, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		} else if f == "new-entries.ndjson" && st.Size() == 0 {
+			t.Errorf("the README's pipeline stored nothing new:\n%s", out)
+		}
+	}
+}
