@@ -83,7 +83,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if !pipe.Decode(line, &due, cfg.Log, &fails) {
 			return nil
 		}
-		work <- due
+		if readCtx.Err() != nil {
+			return nil // a signal: no new fetches
+		}
+		select {
+		case work <- due:
+		case <-readCtx.Done():
+		}
 		return nil
 	})
 	close(work)

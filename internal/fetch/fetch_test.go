@@ -206,3 +206,40 @@ func TestConcurrency(t *testing.T) {
 		t.Fatalf("at most %d requests in flight, want 2..%d", most, DefaultConcurrency)
 	}
 }
+
+// TestSignalStopsNewFetchesOnly cancels the run while one fetch is in
+// flight: that fetch completes and its record is stored and emitted; the
+// feeds not yet started are left for the next run.
+func TestSignalStopsNewFetchesOnly(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	st, _ := storage.Open(t.TempDir())
+	var in strings.Builder
+	for _, id := range []string{"a", "b", "c"} {
+		in.WriteString(dueLine(t, id, srv.URL+"/"+id, ndjson.Validators{}) + "\n")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{In: strings.NewReader(in.String()), Out: ndjson.NewWriter(&out), Store: st,
+			Client: httpx.New(httpx.Options{AllowPrivate: true}), Concurrency: 1})
+	}()
+	<-started
+	cancel()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), `"type":"fetch"`); n != 1 {
+		t.Fatalf("%d fetch records after a signal during the first fetch, want 1:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), `"feed_id":"a"`) {
+		t.Fatal("the fetch in flight was not emitted")
+	}
+}
