@@ -204,19 +204,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 func (cfg *Config) write(results <-chan result, stats *counts, stop func()) error {
 	var firstErr error
 	for first := range results {
-		batch := []result{first}
-	drain:
-		for len(batch) < 512 {
-			select {
-			case r, ok := <-results:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
+		batch := pipe.Batch(first, results, 512)
 		if firstErr != nil {
 			continue // keep draining so that the workers can finish
 		}

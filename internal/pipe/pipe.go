@@ -93,6 +93,25 @@ func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn f
 // between them is lost; a second signal still kills the process.
 func Drain(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
+// Batch returns first followed by whatever else is already waiting in ch,
+// up to max items in all, without blocking. A stage that makes each batch
+// durable with one sync thus syncs rarely when busy and promptly when not.
+func Batch[T any](first T, ch <-chan T, max int) []T {
+	batch := []T{first}
+	for len(batch) < max {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, it)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
 // Decode decodes a line the stage consumes; on failure it logs the line
 // number and counts a bad line, and returns false.
 func Decode(line ndjson.Line, v any, log *slog.Logger, f *Failures) bool {

@@ -93,3 +93,20 @@ func TestDecodeCountsBadRecords(t *testing.T) {
 		t.Fatalf("bad lines %d, log %s", f.BadLines, logs.String())
 	}
 }
+
+func TestBatchTakesOnlyWhatIsWaiting(t *testing.T) {
+	ch := make(chan int, 10)
+	for i := 1; i <= 5; i++ {
+		ch <- i
+	}
+	if got := Batch(0, ch, 4); len(got) != 4 || got[0] != 0 || got[3] != 3 {
+		t.Fatalf("capped batch %v", got)
+	}
+	if got := Batch(9, ch, 100); len(got) != 3 || got[2] != 5 {
+		t.Fatalf("rest %v", got)
+	}
+	close(ch)
+	if got := Batch(7, ch, 100); len(got) != 1 {
+		t.Fatalf("closed channel: %v", got)
+	}
+}

@@ -111,20 +111,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if commitErr != nil {
 			continue // drain, so the reader can finish
 		}
-		batch := []item{first}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case it, ok := <-items:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, it)
-			default:
-				break fill
-			}
-		}
-		commitErr = c.commit(batch)
+		commitErr = c.commit(pipe.Batch(first, items, maxBatch))
 	}
 	if commitErr != nil {
 		return commitErr
