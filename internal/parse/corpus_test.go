@@ -244,18 +244,34 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// TestHostileEntitiesStayLiteral checks what happens to an entity the
-// parser does not expand: it is kept as written (or dropped), never
+// TestHostileEntitiesStayLiteral checks what becomes of an entity the
+// parser does not expand: it is kept as written or dropped, never
 // replaced by what it points at.
 func TestHostileEntitiesStayLiteral(t *testing.T) {
-	feed := mustParse(t, readFile(t, "testdata/hostile/feedpipe/rss-xxe-passwd.xml"), testSource("xxe"))
-	if len(feed.Entries) != 1 {
-		t.Fatalf("%d entries, want 1", len(feed.Entries))
+	tests := []struct {
+		file   string
+		entity string
+	}{
+		{"rss-xxe-passwd.xml", "passwd"},
+		{"atom-xxe-external-dtd.xml", "passwd"},
+		{"rss-billion-laughs.xml", "lol9"},
+		{"atom-billion-laughs.xml", "a9"},
 	}
-	e := feed.Entries[0]
-	for field, v := range map[string]string{"title": e.Title, "summary": e.Summary, "native_id": e.NativeID} {
-		if v != "" && !strings.Contains(v, "passwd") {
-			t.Errorf("%s = %q: the entity became something else", field, v)
-		}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			feed := mustParse(t, readFile(t, "testdata/hostile/feedpipe/"+tt.file), testSource(tt.file))
+			if len(feed.Entries) != 1 {
+				t.Fatalf("%d entries, want 1", len(feed.Entries))
+			}
+			e := feed.Entries[0]
+			for field, v := range map[string]string{"feed title": feed.Info.Title, "title": e.Title, "summary": e.Summary, "content": e.Content} {
+				if v != "" && !strings.Contains(v, "&"+tt.entity+";") && !strings.Contains(v, "&amp;"+tt.entity+";") {
+					t.Errorf("%s = %.80q: the entity became something else", field, v)
+				}
+			}
+			if e.Title == "" && e.Summary == "" {
+				t.Errorf("title and summary both empty: the test shows nothing")
+			}
+		})
 	}
 }

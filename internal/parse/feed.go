@@ -138,8 +138,8 @@ func adaptItem(it *gofeed.Item, ri *rss.Item, base *url.URL, src Source, guidCou
 		Authors:       []ndjson.Author{},
 		Categories:    []string{},
 		Enclosures:    []ndjson.Enclosure{},
-		Published:     recordTime(it.PublishedParsed),
-		Updated:       recordTime(it.UpdatedParsed),
+		Published:     ndjson.At(deref(it.PublishedParsed)),
+		Updated:       ndjson.At(deref(it.UpdatedParsed)),
 		RawRef:        ndjson.RawRef{FetchID: src.FetchID},
 	}
 	for _, p := range it.Authors {
@@ -219,17 +219,6 @@ func resolve(base *url.URL, ref string) string {
 	return ref
 }
 
-// recordTime converts a parsed date for a record. A date whose UTC year
-// has no four-digit RFC 3339 form (a feed saying 9999-12-31T23:59:59-05:00
-// is in the year 10000 UTC) is dropped as unreadable: written as is, it
-// would make the entry a line the next stage cannot decode.
-func recordTime(t *time.Time) ndjson.Time {
-	if t == nil || t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
-		return ndjson.Time{}
-	}
-	return ndjson.At(*t)
-}
-
 // snippet is the start of a body, for an error message.
 func snippet(b []byte) string {
 	b = bytes.TrimSpace(b)
@@ -243,15 +232,27 @@ func snippet(b []byte) string {
 // first; undated entries follow the dated ones in document order, since
 // feeds list their newest items first.
 func newestFirst(entries []ndjson.Entry) []ndjson.Entry {
-	out := slices.Clone(entries)
+	out := make([]ndjson.Entry, 0, len(entries))
+	for _, i := range newestOrder(entries) {
+		out = append(out, entries[i])
+	}
+	return out
+}
+
+// newestOrder is newestFirst as indexes into entries.
+func newestOrder(entries []ndjson.Entry) []int {
 	when := func(e ndjson.Entry) time.Time {
 		if !e.Published.IsZero() {
 			return e.Published.Time
 		}
 		return e.Updated.Time
 	}
-	slices.SortStableFunc(out, func(a, b ndjson.Entry) int {
-		ta, tb := when(a), when(b)
+	order := make([]int, len(entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ta, tb := when(entries[a]), when(entries[b])
 		switch {
 		case ta.IsZero() && tb.IsZero():
 			return 0
@@ -262,7 +263,7 @@ func newestFirst(entries []ndjson.Entry) []ndjson.Entry {
 		}
 		return tb.Compare(ta)
 	})
-	return out
+	return order
 }
 
 // tooDeep reports whether an XML body nests elements more than limit
@@ -354,4 +355,11 @@ func tagName(b []byte) []byte {
 		return b
 	}
 	return b[:n]
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

@@ -80,7 +80,7 @@ func renderFeed(t *testing.T, body []byte, src Source) (out []byte, ext string) 
 		}
 		buf.Write(line)
 	}
-	return buf.Bytes(), ext
+	return buf.Bytes(), ".ndjson"
 }
 
 func TestGolden(t *testing.T) {
@@ -93,9 +93,6 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, ext := renderFeed(t, body, testSource(name))
-			if ext == "" {
-				ext = ".ndjson"
-			}
 			other := map[string]string{".ndjson": ".err", ".err": ".ndjson"}[ext]
 			path := filepath.Join(goldenDir, name+ext)
 			want[name+ext] = true

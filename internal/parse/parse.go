@@ -108,21 +108,30 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 	return entries
 }
 
-// limit applies an item limit (0 = none), keeping the most recent entries,
-// and fills in the counts and date range of info.
+// limit applies an item limit (0 = none), keeping the most recent entries
+// in document order, and fills in the counts and date range of info.
 func limit(feed *Feed, itemLimit int) []ndjson.Entry {
-	sorted := newestFirst(feed.Entries)
+	order := newestOrder(feed.Entries)
 	entries := feed.Entries
 	if itemLimit > 0 && len(entries) > itemLimit {
-		entries = sorted[:itemLimit]
+		keep := make([]bool, len(entries))
+		for _, i := range order[:itemLimit] {
+			keep[i] = true
+		}
+		entries = make([]ndjson.Entry, 0, itemLimit)
+		for i, e := range feed.Entries {
+			if keep[i] {
+				entries = append(entries, e)
+			}
+		}
 	}
 	feed.Info.Entries = len(entries)
-	for _, e := range sorted {
-		if !e.Published.IsZero() {
+	for _, i := range order {
+		if p := feed.Entries[i].Published; !p.IsZero() {
 			if feed.Info.NewestPublished.IsZero() {
-				feed.Info.NewestPublished = e.Published
+				feed.Info.NewestPublished = p
 			}
-			feed.Info.OldestPublished = e.Published
+			feed.Info.OldestPublished = p
 		}
 	}
 	return entries

@@ -15,25 +15,37 @@ const TimeLayout = "2006-01-02T15:04:05.999Z07:00"
 type Time struct{ time.Time }
 
 // At wraps t, truncated to the millisecond and moved to UTC, so that a value
-// survives a round trip through a record unchanged.
+// survives a round trip through a record unchanged. A time that a record
+// cannot hold (see writable) becomes the zero Time.
 func At(t time.Time) Time {
-	if t.IsZero() {
+	tm := Time{t.UTC().Truncate(time.Millisecond)}
+	if !tm.writable() {
 		return Time{}
 	}
-	return Time{t.UTC().Truncate(time.Millisecond)}
+	return tm
 }
 
-// String formats t as it appears in a record; the zero time is "".
+// writable reports whether t has an RFC 3339 form: not zero, and in the
+// years 0000 to 9999 in UTC. A feed dated 9999-12-31T23:59:59-05:00 is in
+// the year 10000 in UTC, which no reader could parse back.
+func (t Time) writable() bool {
+	y := t.UTC().Year()
+	return !t.IsZero() && y >= 0 && y <= 9999
+}
+
+// String formats t as it appears in a record; "" when it is written as
+// null.
 func (t Time) String() string {
-	if t.IsZero() {
+	if !t.writable() {
 		return ""
 	}
 	return t.UTC().Format(TimeLayout)
 }
 
-// MarshalJSON writes t as an RFC 3339 string, or null when it is zero.
+// MarshalJSON writes t as an RFC 3339 string, or null when it is zero or
+// outside the years RFC 3339 can write.
 func (t Time) MarshalJSON() ([]byte, error) {
-	if t.IsZero() {
+	if !t.writable() {
 		return []byte("null"), nil
 	}
 	b := make([]byte, 0, len(TimeLayout)+2)

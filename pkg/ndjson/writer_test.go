@@ -91,6 +91,18 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
+func TestTimeOutsideRFC3339IsNull(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -5*3600)), // 10000 in UTC
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		b, err := At(tm).MarshalJSON()
+		if err != nil || string(b) != "null" {
+			t.Errorf("%v: %s, %v; want null", tm, b, err)
+		}
+	}
+}
+
 func TestTimeJSON(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
