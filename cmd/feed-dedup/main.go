@@ -15,9 +15,9 @@ func main() {
 		Usage:     "drop entries already stored, mark changed ones as updates",
 		UsageText: "feed-due | feed-fetch | feed-parse | feed-dedup | feed-store",
 		Description: `Reads "entry" records and looks each up in the store's index by entry_uid:
-an unknown entry goes on with status "new", a known one whose content_hash
-changed goes on with status "updated", and one stored unchanged, or seen
-earlier in this run, is dropped. Each "fetch" record gets a "dedup" section
+an unknown entry goes on with status "new", a known one with a content_hash
+never stored before goes on with status "updated", and a version already
+stored, or seen earlier in this run, is dropped. Each "fetch" record gets a "dedup" section
 counting its entries. feed-dedup never writes the index: an entry is seen
 only once feed-store has stored it. Records of other types pass through.`,
 		Flags: cmdkit.CommonFlags(),

@@ -22,8 +22,8 @@ type Config struct {
 	Store *storage.Store
 }
 
-// Run passes on each entry that is new (status "new") or whose content
-// changed (status "updated"), drops the rest and repeats within the run, and
+// Run passes on each entry that is new (status "new") or a version never
+// stored (status "updated"), drops the rest and repeats within the run, and
 // adds the counts to each fetch record as its dedup section. Other records
 // pass through.
 func Run(ctx context.Context, cfg Config) error {
@@ -32,8 +32,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d := &deduper{
 		store:   cfg.Store,
-		indexes: map[string]map[string]storage.Seen{},
-		inRun:   map[[2]string]string{},
+		indexes: map[string]*storage.FeedIndex{},
 		counts:  map[string]*ndjson.Dedup{},
 	}
 	var fails pipe.Failures
@@ -79,9 +78,10 @@ func Run(ctx context.Context, cfg Config) error {
 
 type deduper struct {
 	store   *storage.Store
-	indexes map[string]map[string]storage.Seen // feed id -> entry uid -> stored version
-	inRun   map[[2]string]string               // (feed id, entry uid) -> content hash passed on
-	counts  map[string]*ndjson.Dedup           // by fetch id, until its fetch record
+	// The store's index of each feed seen, plus what this run passed on:
+	// a replay of many fetches of one feed yields each version once.
+	indexes map[string]*storage.FeedIndex
+	counts  map[string]*ndjson.Dedup // by fetch id, until its fetch record
 }
 
 // judge sets e.Status and reports whether e goes on.
@@ -99,26 +99,15 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 		}
 		d.indexes[e.FeedID] = idx
 	}
-	// What this run already passed on counts as stored: a replay of many
-	// fetches of one feed yields each version once.
-	key := [2]string{e.FeedID, e.EntryUID}
-	hash, known := d.inRun[key]
-	if !known {
-		var stored storage.Seen
-		stored, known = idx[e.EntryUID]
-		hash = stored.Hash
-	}
-	switch {
-	case known && hash == e.ContentHash:
+	switch e.Status = idx.Judge(e.EntryUID, e.ContentHash); e.Status {
+	case "":
 		c.Unchanged++
 		return false, nil
-	case known:
-		e.Status = ndjson.StatusUpdated
+	case ndjson.StatusUpdated:
 		c.Updated++
 	default:
-		e.Status = ndjson.StatusNew
 		c.New++
 	}
-	d.inRun[key] = e.ContentHash
+	idx.Add(storage.Seen{UID: e.EntryUID, Hash: e.ContentHash})
 	return true, nil
 }

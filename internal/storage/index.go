@@ -37,17 +37,60 @@ func indexKey(feedID string) string {
 	return DirIndex + "/" + shard + "/" + feedID + ".ndjson"
 }
 
-// SeenEntries returns the index of one feed, by entry uid.
-func (s *Store) SeenEntries(feedID string) (map[string]Seen, error) {
-	seen := map[string]Seen{}
+// FeedIndex is the index of one feed: every entry version stored, and the
+// latest version of each entry.
+type FeedIndex struct {
+	latest   map[string]Seen    // uid -> its latest version
+	versions map[[2]string]bool // (uid, content hash) of every version stored
+}
+
+// NewFeedIndex returns an empty index.
+func NewFeedIndex() *FeedIndex {
+	return &FeedIndex{latest: map[string]Seen{}, versions: map[[2]string]bool{}}
+}
+
+// Add records a stored version (in memory; PutSeen writes it).
+func (ix *FeedIndex) Add(s Seen) {
+	ix.latest[s.UID] = s
+	ix.versions[[2]string{s.UID, s.Hash}] = true
+}
+
+// Len is the number of entries (not versions).
+func (ix *FeedIndex) Len() int { return len(ix.latest) }
+
+// Latest returns the latest stored version of an entry.
+func (ix *FeedIndex) Latest(uid string) (Seen, bool) {
+	s, ok := ix.latest[uid]
+	return s, ok
+}
+
+// Judge says what storing this version of an entry would be:
+// ndjson.StatusNew for an entry never stored, ndjson.StatusUpdated for a
+// new version of a stored one, "" for a version stored already. A version
+// is stored once, whenever it comes back: a replay of old fetches, or a
+// publisher reverting an edit, announces nothing.
+func (ix *FeedIndex) Judge(uid, hash string) string {
+	switch _, known := ix.latest[uid]; {
+	case ix.versions[[2]string{uid, hash}]:
+		return ""
+	case known:
+		return ndjson.StatusUpdated
+	default:
+		return ndjson.StatusNew
+	}
+}
+
+// SeenEntries returns the index of one feed.
+func (s *Store) SeenEntries(feedID string) (*FeedIndex, error) {
+	ix := NewFeedIndex()
 	_, _, err := s.ReadLog(indexKey(feedID), 0, func(l ndjson.Line) error {
 		var e Seen
 		if l.Type == TypeSeen && l.Decode(&e) == nil && e.UID != "" {
-			seen[e.UID] = e
+			ix.Add(e)
 		}
 		return nil
 	})
-	return seen, err
+	return ix, err
 }
 
 // PutSeen appends index records for one feed.
@@ -110,7 +153,7 @@ func (s *Store) CatchUpIndex() (added int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	indexes := map[string]map[string]Seen{}
+	indexes := map[string]*FeedIndex{}
 	end := cp
 	for _, file := range files {
 		if file < cp.File {
@@ -133,11 +176,11 @@ func (s *Store) CatchUpIndex() (added int, err error) {
 				}
 				idx, indexes[e.FeedID] = loaded, loaded
 			}
-			if have, ok := idx[e.EntryUID]; ok && have.Hash == e.ContentHash {
+			if idx.Judge(e.EntryUID, e.ContentHash) == "" {
 				return nil
 			}
 			rec := Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
-			idx[e.EntryUID] = rec
+			idx.Add(rec)
 			added++
 			return s.PutSeen(e.FeedID, []Seen{rec}, Lazy)
 		})

@@ -230,7 +230,9 @@ func TestIndexAndCatchUp(t *testing.T) {
 		t.Fatalf("added %d, %v; want 3", added, err)
 	}
 	idx, _ := s.SeenEntries("feed1")
-	if len(idx) != 2 || idx["u1"].Hash != "h1b" || idx["u2"].Hash != "h2" {
+	u1, _ := idx.Latest("u1")
+	u2, _ := idx.Latest("u2")
+	if idx.Len() != 2 || u1.Hash != "h1b" || u2.Hash != "h2" || idx.Judge("u1", "h1") != "" || idx.Judge("u1", "h9") != "updated" || idx.Judge("u9", "h1") != "new" {
 		t.Fatalf("index %+v", idx)
 	}
 	if added, _ := s.CatchUpIndex(); added != 0 {

@@ -128,9 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 type committer struct {
 	cfg        Config
 	states     *storage.States
-	intervals  map[string]time.Duration           // feed id -> its own polling interval
-	indexes    map[string]map[string]storage.Seen // feed id -> uid -> stored version
-	newByFetch map[string]int                     // fetch id -> entries stored new, until its record
+	intervals  map[string]time.Duration      // feed id -> its own polling interval
+	indexes    map[string]*storage.FeedIndex // by feed id
+	newByFetch map[string]int                // fetch id -> entries stored new, until its record
 }
 
 func newCommitter(cfg Config) (*committer, error) {
@@ -149,10 +149,10 @@ func newCommitter(cfg Config) (*committer, error) {
 		}
 	}
 	return &committer{cfg: cfg, states: states, intervals: intervals,
-		indexes: map[string]map[string]storage.Seen{}, newByFetch: map[string]int{}}, nil
+		indexes: map[string]*storage.FeedIndex{}, newByFetch: map[string]int{}}, nil
 }
 
-func (c *committer) index(feedID string) (map[string]storage.Seen, error) {
+func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
 	if idx, ok := c.indexes[feedID]; ok {
 		return idx, nil
 	}
@@ -196,8 +196,8 @@ func (c *committer) commit(batch []item) error {
 			out = append(out, ev)
 		case it.fetch != nil:
 			c.cfg.Summary.count(it.fetch)
-			if it.fetch.Due.FeedID != "" {
-				states = append(states, c.nextState(it.fetch))
+			if st, ok := c.nextState(it.fetch); ok {
+				states = append(states, st)
 			}
 		default:
 			out = append(out, it.raw)
@@ -263,16 +263,16 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		return nil, err
 	}
 	s := c.cfg.Summary
-	prev, known := idx[e.EntryUID]
-	if known && prev.Hash == e.ContentHash {
+	status := idx.Judge(e.EntryUID, e.ContentHash)
+	if status == "" {
 		s.Unchanged++
 		return nil, nil
 	}
 	evType := ndjson.TypeNewEntry
-	e.Status, e.FirstSeen, e.SeenCount = ndjson.StatusNew, ndjson.At(now), 1
-	if known {
+	e.Status, e.FirstSeen, e.SeenCount = status, ndjson.At(now), 1
+	if prev, ok := idx.Latest(e.EntryUID); ok {
 		evType = ndjson.TypeUpdatedEntry
-		e.Status, e.FirstSeen, e.SeenCount = ndjson.StatusUpdated, prev.FirstSeen, prev.SeenCount+1
+		e.FirstSeen, e.SeenCount = prev.FirstSeen, prev.SeenCount+1
 		s.Updated++
 	} else {
 		s.New++
@@ -280,7 +280,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 	}
 	e.LastSeen = ndjson.At(now)
 	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
-	idx[e.EntryUID] = rec
+	idx.Add(rec)
 	seen[e.FeedID] = append(seen[e.FeedID], rec)
 	return &ndjson.Event{
 		Header:        ndjson.Head(evType),
@@ -297,10 +297,15 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 }
 
 // nextState is the feed's state after the fetch f: its cache validators,
-// its counters and, at a fixed interval, when it is due again.
-func (c *committer) nextState(f *ndjson.Fetch) storage.FeedState {
+// its counters and, at a fixed interval, when it is due again. State only
+// moves forward: a fetch no later than the last one recorded (a replay of
+// stored fetch records) changes nothing, and ok is false.
+func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 	feedID := f.Due.FeedID
-	st := c.states.ByFeed[feedID]
+	st, known := c.states.ByFeed[feedID]
+	if feedID == "" || known && !f.FetchedAt.After(st.LastFetchAt.Time) {
+		return st, false
+	}
 	st.FeedID = feedID
 	st.LastFetchAt = f.FetchedAt
 	st.LastStatus = f.HTTPStatus
@@ -341,7 +346,8 @@ func (c *committer) nextState(f *ndjson.Fetch) storage.FeedState {
 		next = retry
 	}
 	st.NextFetchAt = ndjson.At(next)
-	return st
+	c.states.ByFeed[feedID] = st // later fetches in this batch build on it
+	return st, true
 }
 
 func (s *Summary) count(f *ndjson.Fetch) {

@@ -138,17 +138,27 @@ func TestFeedState(t *testing.T) {
 		}
 		return s.ByFeed[feed]
 	}
+	// Each step is a fetch a minute after the one before, at fetchedAt.
+	fetchedAt := t0
 	step := func(feed string, mutate func(*ndjson.Fetch)) storage.FeedState {
 		t.Helper()
-		if r := run(t, st, t0, fetchRec(feed, mutate)); r.err != nil {
+		fetchedAt = fetchedAt.Add(time.Minute)
+		at := fetchedAt
+		rec := fetchRec(feed, func(f *ndjson.Fetch) {
+			f.FetchedAt = ndjson.At(at)
+			if mutate != nil {
+				mutate(f)
+			}
+		})
+		if r := run(t, st, at, rec); r.err != nil {
 			t.Fatal(r.err)
 		}
 		return state(feed)
 	}
 
 	s := step("A", func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Title: "Feed A"}; f.BodySHA256 = "abc" })
-	if s.Validators.ETag != `"v1"` || s.LastStatus != 200 || !s.LastSuccessAt.Equal(t0) || s.ConsecutiveFailures != 0 ||
-		!s.NextFetchAt.Equal(t0.Add(DefaultInterval)) || s.Title != "Feed A" || s.LastBodySHA256 != "abc" || s.IntervalSec != 3600 {
+	if s.Validators.ETag != `"v1"` || s.LastStatus != 200 || !s.LastSuccessAt.Equal(fetchedAt) || s.ConsecutiveFailures != 0 ||
+		!s.NextFetchAt.Equal(fetchedAt.Add(DefaultInterval)) || s.Title != "Feed A" || s.LastBodySHA256 != "abc" || s.IntervalSec != 3600 {
 		t.Fatalf("after 200: %+v", s)
 	}
 	s = step("A", func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified, f.ResponseHeaders = 304, true, map[string]string{} })
@@ -172,15 +182,31 @@ func TestFeedState(t *testing.T) {
 			t.Fatalf("failure %d: %+v", i, s)
 		}
 	}
-	if s.Validators.ETag != `"v1"` || !s.NextFetchAt.Equal(t0.Add(2*time.Hour)) || !s.LastSuccessAt.Equal(t0) {
+	if s.Validators.ETag != `"v1"` || !s.NextFetchAt.Equal(fetchedAt.Add(2*time.Hour)) || !s.LastSuccessAt.Equal(t0.Add(3*time.Minute)) {
 		t.Fatalf("after errors: %+v (validators must not come from an error page; Retry-After beyond the interval wins)", s)
 	}
 	s = step("A", nil)
 	if s.ConsecutiveFailures != 0 || s.LastError != nil {
 		t.Fatalf("a success must reset the failures: %+v", s)
 	}
-	if s = step("own", nil); s.IntervalSec != 600 || !s.NextFetchAt.Equal(t0.Add(10*time.Minute)) {
+	if s = step("own", nil); s.IntervalSec != 600 || !s.NextFetchAt.Equal(fetchedAt.Add(10*time.Minute)) {
 		t.Fatalf("the subscription's own interval: %+v", s)
+	}
+}
+
+func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	later := func(f *ndjson.Fetch) {
+		f.FetchID, f.FetchedAt = "F2", ndjson.At(t0.Add(time.Hour))
+		f.ResponseHeaders = map[string]string{"Etag": `"v2"`}
+	}
+	run(t, st, t0, fetchRec("A", nil)+fetchRec("A", later))
+	// A replay of both, in order.
+	run(t, st, t0.Add(2*time.Hour), fetchRec("A", nil)+fetchRec("A", later))
+	s, _ := st.States()
+	got := s.ByFeed["A"]
+	if got.Validators.ETag != `"v2"` || !got.LastFetchAt.Equal(t0.Add(time.Hour)) || !got.NextFetchAt.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("state after replay: %+v", got)
 	}
 }
 

@@ -177,53 +177,43 @@ func jsonCandidates(data []byte) ([]candidate, error) {
 		return nil, err
 	}
 	var cands []candidate
-	var walk func(v any, label, where string) error
-	walk = func(v any, label, where string) error {
+	var walk func(v any, label, where string)
+	walk = func(v any, label, where string) {
 		switch v := v.(type) {
 		case []any:
 			for i, item := range v {
-				if err := walk(item, label, fmt.Sprintf("%s[%d]", where, i)); err != nil {
-					return err
-				}
+				walk(item, label, fmt.Sprintf("%s[%d]", where, i))
 			}
 		case string:
 			cands = append(cands, candidate{spec: Spec{URL: v, Labels: nonEmpty(label)}, where: where})
 		case map[string]any:
-			if _, ok := v["url"]; ok || v["xmlUrl"] != nil || v["feed"] != nil {
-				c, err := jsonCandidate(v, label, where)
-				if err != nil {
-					return err
-				}
-				cands = append(cands, c)
-				return nil
+			if v["url"] != nil || v["xmlUrl"] != nil || v["feed"] != nil {
+				cands = append(cands, jsonCandidate(v, label, where))
+				return
 			}
 			for _, key := range []string{"feeds", "sources", "subscriptions"} {
 				if list, ok := v[key]; ok {
-					return walk(list, label, where+"."+key)
+					walk(list, label, where+"."+key)
+					return
 				}
 			}
 			// An object of category name -> feeds, read in name order.
 			for _, key := range slices.Sorted(maps.Keys(v)) {
 				if list, ok := v[key].([]any); ok {
-					if err := walk(list, key, where+"."+key); err != nil {
-						return err
-					}
+					walk(list, key, where+"."+key)
 				}
 			}
 		}
-		return nil
 	}
-	if err := walk(top, "", "$"); err != nil {
-		return nil, err
-	}
+	walk(top, "", "$")
 	return cands, nil
 }
 
-func jsonCandidate(obj map[string]any, label, where string) (candidate, error) {
+func jsonCandidate(obj map[string]any, label, where string) candidate {
 	b, _ := json.Marshal(obj)
 	var f jsonFeed
 	if err := json.Unmarshal(b, &f); err != nil {
-		return candidate{where: where, err: fmt.Errorf("not a feed entry: %w", err)}, nil
+		return candidate{where: where, err: fmt.Errorf("not a feed entry: %w", err)}
 	}
 	spec := Spec{
 		URL:    firstNonEmpty(f.URL, f.XMLURL, f.Feed),
@@ -239,14 +229,14 @@ func jsonCandidate(obj map[string]any, label, where string) (candidate, error) {
 		case json.Unmarshal(f.Interval, &s) == nil:
 			d, err := time.ParseDuration(s)
 			if err != nil {
-				return candidate{where: where, err: fmt.Errorf("interval %q is not a duration such as 15m or 2h", s)}, nil
+				return candidate{where: where, err: fmt.Errorf("interval %q is not a duration such as 15m or 2h", s)}
 			}
 			spec.Interval = d
 		case json.Unmarshal(f.Interval, &secs) == nil:
 			spec.Interval = time.Duration(secs * float64(time.Second))
 		}
 	}
-	return candidate{spec: spec, where: where}, nil
+	return candidate{spec: spec, where: where}
 }
 
 func firstNonEmpty(ss ...string) string {

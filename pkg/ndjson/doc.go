@@ -162,8 +162,9 @@
 //	                        does not say or says it in a form we cannot read
 //	updated         time    when it was last updated; null if unknown
 //	content_hash    string  16 hex digits: xxhash64 of title, summary,
-//	                        content and links, white space collapsed; a new
-//	                        content_hash for a known entry_uid is an update
+//	                        content and links, white space collapsed; a
+//	                        content_hash never stored for a known entry_uid
+//	                        is an update
 //	raw_ref         object  {fetch_id, offset, length}: the fetch whose
 //	                        payload held the item; offset and length 0 when
 //	                        the item's place in the payload is not known
