@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		binDir = dir
+		if err := readSources(".."); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/...", "../tools/testserver")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -37,6 +41,26 @@ func TestMain(m *testing.M) {
 		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		return m.Run()
 	}())
+}
+
+// readSources reads every file the binaries and scripts are made of. The
+// go test cache keys a result on the files the test opened, and the
+// binaries are built by a subprocess it cannot see: without this, a change
+// to a binary could replay an old "ok".
+func readSources(root string) error {
+	for _, dir := range []string{"cmd", "internal", "pkg", "scripts", "tools"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Contains(path, string(filepath.Separator)+"testdata"+string(filepath.Separator)) {
+				return err
+			}
+			_, err = os.ReadFile(path)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func repoRoot(t testing.TB) string {

@@ -130,7 +130,7 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatalf("a README command failed: %v\n%s", err, out)
 	}
 	// What the examples should have left behind.
-	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "backup.opml", "saved-entries.ndjson"} {
+	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "subscriptions.opml", "saved-entries.ndjson", "one-off.ndjson"} {
 		if st, err := os.Stat(filepath.Join(work, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		} else if f == "new-entries.ndjson" && st.Size() == 0 {

@@ -22,7 +22,7 @@ counting its entries. feed-dedup never writes the index: an entry is seen
 only once feed-store has stored it. Records of other types pass through.`,
 		Flags: cmdkit.CommonFlags(),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c)
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}

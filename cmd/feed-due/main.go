@@ -27,14 +27,14 @@ A first fetch, or one after more than 15 days, carries item_limit 20.`,
 			&cli.StringFlag{Name: "now", Usage: "decide as if it were this RFC 3339 time (tests, replays)", EnvVars: []string{"FEEDPIPE_NOW"}},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c)
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}
 			now := time.Now()
 			if s := c.String("now"); s != "" {
 				if now, err = time.Parse(time.RFC3339, s); err != nil {
-					return cmdkit.Usagef("--now %q is not an RFC 3339 time such as 2026-11-21T08:00:00Z", s)
+					return cmdkit.Usagef("--now (or FEEDPIPE_NOW) %q is not an RFC 3339 time such as 2026-11-21T08:00:00Z", s)
 				}
 			}
 			err = due.Run(due.Config{

@@ -32,10 +32,10 @@ Records of other types pass through.`,
 			&cli.Int64Flag{Name: "max-body-bytes", Usage: "cap on a decoded body; longer ones are cut and flagged truncated", Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 			&cli.IntFlag{Name: "max-redirects", Usage: "redirects followed per fetch", Value: httpx.DefaultMaxRedirects, EnvVars: []string{"FEEDPIPE_MAX_REDIRECTS"}},
 			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent header", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
-			&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+			&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c)
+			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
 				return err
 			}
@@ -46,6 +46,16 @@ Records of other types pass through.`,
 					return cmdkit.Usagef("FETCH_TIMEOUT_MS=%q is not a positive number of milliseconds", ms)
 				}
 				timeout = time.Duration(n) * time.Millisecond
+			}
+			switch {
+			case timeout <= 0:
+				return cmdkit.Usagef("--timeout %s: it must be more than 0", timeout)
+			case c.Int("concurrency") < 1:
+				return cmdkit.Usagef("--concurrency %d: at least 1 feed must be fetched at a time", c.Int("concurrency"))
+			case c.Int64("max-body-bytes") < 1:
+				return cmdkit.Usagef("--max-body-bytes %d: it must be more than 0", c.Int64("max-body-bytes"))
+			case c.Int("max-redirects") < 0:
+				return cmdkit.Usagef("--max-redirects %d: it cannot be negative", c.Int("max-redirects"))
 			}
 			var line *progress.Line
 			if cmdkit.IsTerminal(c.App.ErrWriter) {

@@ -2,6 +2,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
@@ -32,7 +34,7 @@ feed's URL, from which relative links resolve and the feed id derives.`,
 			&cli.StringFlag{Name: "feed-id", Usage: "with FILE arguments: the feed id to give the entries (default: derived from --base-url)"},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c)
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}
@@ -47,7 +49,7 @@ feed's URL, from which relative links resolve and the feed id derives.`,
 			if base != "" {
 				norm, err := urlnorm.Normalize(base)
 				if err != nil {
-					return cmdkit.Usagef("--base-url: %v", err)
+					return cmdkit.Usagef("--base-url: %s", strings.TrimPrefix(err.Error(), "urlnorm: "))
 				}
 				if feedID == "" {
 					feedID = ids.FeedID(norm)

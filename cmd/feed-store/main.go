@@ -23,20 +23,22 @@ goes to entries/YYYY-MM-DD.ndjson (synced), then into the index, and a
 stdout. Each fetch record updates its feed's state: cache validators, last
 fetch and success, consecutive failures and the next fetch time, --interval
 after this one (or the subscription's own interval, or a longer Retry-After).
-Records of other types pass through.`,
+Records of other types pass through. One feed-store writes to a store at a
+time: a second one waits for the first (or, with --no-wait, exits).`,
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "interval", Usage: "time between fetches of a feed without an interval of its own", Value: store.DefaultInterval, EnvVars: []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"}},
+			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c)
+			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
 				return err
 			}
 			var sum store.Summary
 			err = store.Run(c.Context, store.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Interval: c.Duration("interval"), Summary: &sum,
+				Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum,
 			})
 			if path := c.String("summary-file"); path != "" {
 				line := fmt.Sprintf("feeds=%d not_modified=%d errors=%d new=%d updated=%d\n", sum.Feeds, sum.NotModified, sum.Errors, sum.New, sum.Updated)

@@ -33,10 +33,10 @@ of it (as ls shows), or its URL.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
 					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
-					&cli.StringFlag{Name: "type", Usage: "rss, atom, json or website (default: detected from the content)", Value: "auto"},
-					&cli.DurationFlag{Name: "interval", Usage: "time between fetches, 5m to 24h (default: feed-store's --interval)"},
+					&cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"},
+					&cli.DurationFlag{Name: "interval", Usage: "time between fetches, 5m to 24h", DefaultText: "feed-store's --interval"},
 				},
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
 					}
@@ -51,8 +51,8 @@ of it (as ls shows), or its URL.`,
 				Name:      "rm",
 				Usage:     "remove subscriptions (their stored entries stay)",
 				ArgsUsage: "FEED...",
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription)
+				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
@@ -62,7 +62,10 @@ of it (as ls shows), or its URL.`,
 					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON) instead of a table"},
 					&cli.StringFlag{Name: "label", Usage: "only subscriptions with this label"},
 				},
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
+					if c.NArg() > 0 {
+						return cmdkit.Usagef("ls takes no arguments (to pick feeds by label: --label)")
+					}
 					return sub.List(cfg, sub.ListOptions{JSON: c.Bool("json"), Label: c.String("label")})
 				}),
 			},
@@ -70,16 +73,16 @@ of it (as ls shows), or its URL.`,
 				Name:      "enable",
 				Usage:     "fetch these subscriptions again",
 				ArgsUsage: "FEED...",
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), false), storage.ErrNoSuchSubscription)
+				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), false), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
 				Name:      "disable",
 				Usage:     "stop fetching these subscriptions",
 				ArgsUsage: "FEED...",
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), storage.ErrNoSuchSubscription)
+				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
@@ -94,13 +97,16 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "label", Usage: "add this label to every imported feed (repeatable)"},
 				},
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("import takes one FILE (or - for stdin), got %d arguments", c.NArg())
 					}
 					name := c.Args().First()
 					var r io.Reader = c.App.Reader
 					if name != "-" {
+						if st, err := os.Stat(name); err == nil && st.IsDir() {
+							return cmdkit.Usagef("%s is a directory: name an OPML, JSON or text file", name)
+						}
 						f, err := os.Open(name)
 						if err != nil {
 							return cmdkit.Usage(err)
@@ -115,7 +121,10 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 			{
 				Name:  "export",
 				Usage: "write all subscriptions as OPML 2.0",
-				Action: withConfig(func(c *cli.Context, cfg sub.Config) error {
+				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
+					if c.NArg() > 0 {
+						return cmdkit.Usagef("export takes no arguments: it writes OPML to stdout")
+					}
 					return sub.Export(cfg)
 				}),
 			},
@@ -124,9 +133,9 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 }
 
 // withConfig opens the store and builds the feed-sub Config for a command.
-func withConfig(action func(*cli.Context, sub.Config) error) cli.ActionFunc {
+func withConfig(access cmdkit.Access, action func(*cli.Context, sub.Config) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		log, st, err := cmdkit.Setup(c)
+		log, st, err := cmdkit.Setup(c, access)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package cmdkit
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -42,10 +43,22 @@ func interleave(app *cli.App, args []string) []string {
 			positional = append(positional, rest[i+1:]...)
 			i = len(rest)
 		case a != "-" && strings.HasPrefix(a, "-"):
-			front = append(front, a)
-			if !strings.Contains(a, "=") && !isBoolFlag(flags, a) && i+1 < len(rest) {
+			// A flag of the app given after its subcommand (feed-sub ls
+			// --store X) goes back in front of the subcommand.
+			global := len(out) > 1 && lookup(flags, a) == nil && lookup(app.Flags, a) != nil
+			fl := flags
+			if global {
+				fl = app.Flags
+			}
+			taken := []string{a}
+			if !strings.Contains(a, "=") && !isBoolFlag(fl, a) && i+1 < len(rest) {
 				i++
-				front = append(front, rest[i])
+				taken = append(taken, rest[i])
+			}
+			if global {
+				out = slices.Insert(out, len(out)-1, taken...)
+			} else {
+				front = append(front, taken...)
 			}
 		default:
 			positional = append(positional, a)
@@ -68,21 +81,28 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-// isBoolFlag reports whether arg names a flag that takes no value. Unknown
-// flags (--help among them) are taken as booleans, which leaves their
-// neighbours in place for urfave/cli to report.
-func isBoolFlag(flags []cli.Flag, arg string) bool {
+// lookup returns the flag that arg names, or nil.
+func lookup(flags []cli.Flag, arg string) cli.Flag {
 	name := strings.TrimLeft(arg, "-")
 	if i := strings.IndexByte(name, '='); i >= 0 {
 		name = name[:i]
 	}
 	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return isBool
-			}
+		if slices.Contains(f.Names(), name) {
+			return f
 		}
 	}
-	return true
+	return nil
+}
+
+// isBoolFlag reports whether arg names a flag that takes no value. Unknown
+// flags (--help among them) are taken as booleans, which leaves their
+// neighbours in place for urfave/cli to report.
+func isBoolFlag(flags []cli.Flag, arg string) bool {
+	f := lookup(flags, arg)
+	if f == nil {
+		return true
+	}
+	_, isBool := f.(*cli.BoolFlag)
+	return isBool
 }

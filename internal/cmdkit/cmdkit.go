@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -56,11 +58,29 @@ func DefaultStore() string {
 	return "feedpipe-store"
 }
 
-// OpenStore opens (creating if needed) the store the flags name.
-func OpenStore(c *cli.Context) (*storage.Store, error) {
+// Access says whether a binary only reads the store or also writes it.
+type Access int
+
+const (
+	ReadOnly Access = iota
+	Writes
+)
+
+// OpenStore opens the store the flags name, creating it if needed (and
+// saying so: a mistyped path should not pass for an empty store). A writer
+// learns at once if the store cannot be written.
+func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	st, err := storage.Open(c.String(storeFlag))
 	if err != nil {
 		return nil, Usage(err)
+	}
+	if st.Created {
+		fmt.Fprintf(c.App.ErrWriter, "%s: note: created a new, empty store at %s\n", c.App.Name, st.Root)
+	}
+	if access == Writes {
+		if err := st.CheckWritable(); err != nil {
+			return nil, Usage(err)
+		}
 	}
 	return st, nil
 }
@@ -130,8 +150,20 @@ func Run(app *cli.App, args []string) int {
 		app.Reader = os.Stdin
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {} // statuses are decided below
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return Usage(err) }
 	app.HideHelpCommand = true
+	app.OnUsageError = usageHandler(app.Name, app.Flags)
+	if len(app.Commands) > 0 && app.Action == nil {
+		app.Action = func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return Usagef("unknown command %q (see %s --help)", c.Args().First(), app.Name)
+			}
+			cli.ShowAppHelp(c)
+			return Usagef("no command given")
+		}
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = usageHandler(app.Name+" "+cmd.Name, cmd.Flags)
+	}
 	sigs := []os.Signal{syscall.SIGTERM}
 	if !signal.Ignored(os.Interrupt) {
 		sigs = append(sigs, os.Interrupt)
@@ -156,21 +188,53 @@ func Run(app *cli.App, args []string) int {
 		return ExitUsage
 	case errors.As(err, &ce):
 		return ce.ExitCode()
-	case strings.HasPrefix(err.Error(), "flag provided but not defined"), strings.HasPrefix(err.Error(), "Required flag"):
-		return ExitUsage
 	}
 	return ExitFailed
+}
+
+var (
+	unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+	badValue    = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
+)
+
+// usageHandler turns the flag package's messages into one line that says
+// what was wrong and where to look.
+func usageHandler(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		msg := err.Error()
+		if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+			return Usagef("unknown flag --%s (see %s --help)", m[1], command)
+		}
+		if m := badValue.FindStringSubmatch(msg); m != nil {
+			what := m[3]
+			for _, f := range flags {
+				if !slices.Contains(f.Names(), m[2]) {
+					continue
+				}
+				switch f.(type) {
+				case *cli.DurationFlag:
+					what = "not a duration such as 90s, 30m or 2h"
+				case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+					what = "not a whole number"
+				case *cli.BoolFlag:
+					what = "not true or false"
+				}
+			}
+			return Usagef("--%s %q: %s", m[2], m[1], what)
+		}
+		return Usage(err)
+	}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Setup returns the logger and the opened store, as every stage needs.
-func Setup(c *cli.Context) (*slog.Logger, *storage.Store, error) {
+func Setup(c *cli.Context, access Access) (*slog.Logger, *storage.Store, error) {
 	log, err := Logger(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := OpenStore(c)
+	st, err := OpenStore(c, access)
 	if err != nil {
 		return nil, nil, err
 	}

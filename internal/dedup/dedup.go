@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type deduper struct {
-	store   *storage.Store
+	store *storage.Store
 	// The store's index of each feed seen, plus what this run passed on:
 	// a replay of many fetches of one feed yields each version once.
 	indexes map[string]*storage.FeedIndex

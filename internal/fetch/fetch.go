@@ -3,6 +3,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -83,6 +85,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if !pipe.Decode(line, &due, cfg.Log, &fails) {
 			return nil
 		}
+		if due.FeedID == "" {
+			// A due record written by hand ({"type":"due","url":"..."})
+			// gets the id a subscription to that URL would have. (An
+			// invalid URL fails the fetch, with its own message.)
+			u, _ := urlnorm.Normalize(due.URL)
+			due.FeedID = ids.FeedID(cmp.Or(u, due.URL))
+		}
 		if readCtx.Err() != nil {
 			return nil // a signal: no new fetches
 		}
@@ -105,6 +114,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write stdout: %w", err)
 	}
 	cfg.Progress.Done()
+	if ctx.Err() != nil {
+		cfg.Log.Warn("stopped early on a signal: the feeds not fetched stay due for the next run")
+	}
 	cfg.Log.Info("fetch done", "fetched", stats.fetched, "not_modified", stats.notModified, "failed", stats.failed)
 	fails.Records = stats.failed
 	return fails.Err("feed", "feeds")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testserver"
@@ -130,16 +131,19 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 		dueLine(t, "ftp", "ftp://example.org/feed", ndjson.Validators{}),
 		`{"type":"something_else","v":1,"x":[1,2]}`,
 		`not json`,
+		`{"type":"due","v":1,"feed_id":"no-url"}`,
+		`{"type":"due","v":1,"url":"` + srv.URL + `/feed.xml?by=hand"}`,
 	}, "\n") + "\n"
 	r := run(t, st, input)
-	if !errors.Is(r.err, pipe.ErrFailed) || !strings.Contains(r.err.Error(), "4 feeds failed, 1 malformed input line skipped") {
+	if !errors.Is(r.err, pipe.ErrFailed) || !strings.Contains(r.err.Error(), "4 feeds failed, 2 malformed input lines skipped") {
 		t.Fatalf("err %v", r.err)
 	}
 	by := map[string]ndjson.Fetch{}
 	for _, f := range r.fetches {
 		by[f.Due.FeedID] = f
 	}
-	if len(by) != 5 || by["ok"].Error != nil {
+	byHand := ids.FeedID(srv.URL + "/feed.xml?by=hand")
+	if len(by) != 6 || by["ok"].Error != nil || by[byHand].Error != nil {
 		t.Fatalf("fetches %v", by)
 	}
 	for id, want := range map[string]string{"err500": "transient/http_500", "gone": "permanent/http_404", "slow": "rate_limited/http_429", "ftp": "permanent/invalid_url"} {
@@ -161,7 +165,7 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 	if !passed {
 		t.Error("unknown record not passed through unchanged")
 	}
-	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "feed_id=err500") {
+	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record without url\"") || !strings.Contains(r.logs, "feed_id=err500") {
 		t.Errorf("logs lack the bad line or the failed feed:\n%s", r.logs)
 	}
 }

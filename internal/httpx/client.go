@@ -156,7 +156,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 
 	hresp, err := c.hc.Do(hr)
 	if err != nil {
-		resp.Err = classifyError(err)
+		resp.Err = c.classifyError(err)
 		return resp
 	}
 	defer hresp.Body.Close()
@@ -176,7 +176,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		return resp
 	}
 	if err != nil {
-		resp.Err = classifyError(fmt.Errorf("read body: %w", err))
+		resp.Err = c.classifyError(fmt.Errorf("read body: %w", err))
 		return resp
 	}
 	if truncated {
@@ -295,7 +295,7 @@ func classifyStatus(r *http.Response, hasRetryAfter bool) *ndjson.Error {
 }
 
 // classifyError turns a transport error into a fetch error.
-func classifyError(err error) *ndjson.Error {
+func (c *Client) classifyError(err error) *ndjson.Error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -313,6 +313,7 @@ func classifyError(err error) *ndjson.Error {
 	case errors.As(err, &dnsErr):
 		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "dns", Message: msg}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		msg = fmt.Sprintf("timed out after %s (--timeout)", c.opts.Timeout)
 		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "timeout", Message: msg}
 	case isCertificateError(err):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "tls_certificate", Message: msg}

@@ -175,7 +175,7 @@ func TestTimeout(t *testing.T) {
 	}))
 	defer close(release)
 	r := New(Options{AllowPrivate: true, Timeout: 100 * time.Millisecond}).Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "timeout" {
+	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "timeout" || r.Err.Message != "timed out after 100ms (--timeout)" {
 		t.Fatalf("err %+v", r.Err)
 	}
 }

@@ -86,7 +86,7 @@ func dialControl(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: %s", ErrAddressRefused, host)
 	}
 	if !publicAddr(a) {
-		return fmt.Errorf("%w: %s (use --allow-private to permit it)", ErrAddressRefused, a)
+		return fmt.Errorf("%w: %s (--allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it)", ErrAddressRefused, a)
 	}
 	return nil
 }

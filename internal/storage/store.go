@@ -35,6 +35,8 @@ func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
 // serialised by the store lock that scripts/feed-loop holds.
 type Store struct {
 	Root string
+	// Created is set when Open made the store directory: a new, empty store.
+	Created bool
 
 	zstdOnce sync.Once
 	zenc     *zstd.Encoder
@@ -48,13 +50,27 @@ func Open(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("storage: no store directory given (set --store or FEEDPIPE_STORE)")
 	}
+	_, err := os.Stat(root)
+	created := errors.Is(err, fs.ErrNotExist)
 	for _, dir := range []string{"", DirState, DirRaw, DirFetches, DirEntries, DirEvents, DirIndex} {
 		p := filepath.Join(root, dir)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, fmt.Errorf("storage: cannot create %s: %w", p, unwrapPathError(err))
 		}
 	}
-	return &Store{Root: root}, nil
+	return &Store{Root: root, Created: created}, nil
+}
+
+// CheckWritable fails when the store cannot be written to (read-only file
+// system, no permission), so that a writer learns it before it works, not
+// half-way through.
+func (s *Store) CheckWritable() error {
+	f, err := os.CreateTemp(s.Root, ".writable-*")
+	if err != nil {
+		return fmt.Errorf("storage: cannot write to the store %s: %w", s.Root, unwrapPathError(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // Path returns the absolute path of a store key such as

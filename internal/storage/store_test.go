@@ -252,3 +252,35 @@ func TestIndexAndCatchUp(t *testing.T) {
 		t.Fatalf("rebuild added %d, want 4", added)
 	}
 }
+
+func TestFindSubscription(t *testing.T) {
+	subs := []ndjson.Subscription{
+		{FeedID: "abcd1111-0000", URL: "https://example.org/a"},
+		{FeedID: "abcd2222-0000", URL: "https://example.org/b"},
+		{FeedID: "ef001111-0000", URL: "https://example.org/c"},
+	}
+	for _, tc := range []struct {
+		ref  string
+		want int
+		err  string
+	}{
+		{"abcd2222-0000", 1, ""},
+		{"abcd2", 1, ""},
+		{"https://EXAMPLE.org:443/c", 2, ""},
+		{"ef00", 2, ""},
+		{"abcd", -1, `"abcd" is ambiguous: it begins 2 feed ids (abcd1111-000…, abcd2222-000…)`},
+		{"ef0", -1, `"ef0" is too short: give at least 4 characters`},
+		{"9999", -1, `nothing matches "9999" (see feed-sub ls)`},
+	} {
+		i, err := FindSubscription(subs, tc.ref)
+		if tc.err != "" {
+			if i != -1 || err == nil || !errors.Is(err, ErrNoSuchSubscription) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %d, %v; want %q", tc.ref, i, err, tc.err)
+			}
+			continue
+		}
+		if i != tc.want || err != nil {
+			t.Errorf("%s: %d, %v; want %d", tc.ref, i, err, tc.want)
+		}
+	}
+}

@@ -68,20 +68,26 @@ var ErrNoSuchSubscription = errors.New("no such subscription")
 func FindSubscription(subs []ndjson.Subscription, ref string) (int, error) {
 	ref = strings.TrimSpace(ref)
 	norm, _ := urlnorm.Normalize(ref)
-	found := -1
+	var matches []int
 	for i, s := range subs {
 		if s.FeedID == ref || s.URL == ref || (norm != "" && s.URL == norm) {
 			return i, nil
 		}
-		if len(ref) >= 4 && strings.HasPrefix(s.FeedID, ref) {
-			if found >= 0 {
-				return -1, fmt.Errorf("%w: %q matches more than one: give more of the feed id", ErrNoSuchSubscription, ref)
-			}
-			found = i
+		if strings.HasPrefix(s.FeedID, ref) {
+			matches = append(matches, i)
 		}
 	}
-	if found < 0 {
-		return -1, fmt.Errorf("%w: nothing matches %q (see feed-sub ls)", ErrNoSuchSubscription, ref)
+	switch {
+	case len(matches) == 1 && len(ref) >= 4:
+		return matches[0], nil
+	case len(matches) > 0 && len(ref) < 4:
+		return -1, fmt.Errorf("%w: %q is too short: give at least 4 characters of the feed id", ErrNoSuchSubscription, ref)
+	case len(matches) > 1:
+		ids := make([]string, 0, 3)
+		for _, i := range matches[:min(3, len(matches))] {
+			ids = append(ids, subs[i].FeedID[:min(12, len(subs[i].FeedID))]+"…")
+		}
+		return -1, fmt.Errorf("%w: %q is ambiguous: it begins %d feed ids (%s)", ErrNoSuchSubscription, ref, len(matches), strings.Join(ids, ", "))
 	}
-	return found, nil
+	return -1, fmt.Errorf("%w: nothing matches %q (see feed-sub ls)", ErrNoSuchSubscription, ref)
 }

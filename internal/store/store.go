@@ -31,6 +31,9 @@ type Config struct {
 	Store    *storage.Store
 	Now      func() time.Time // default time.Now
 	Interval time.Duration    // default DefaultInterval
+	// NoWait makes Run fail at once, instead of waiting, when another
+	// feed-store holds the store's writer lock.
+	NoWait bool
 	// Summary, when set, receives the run's counts.
 	Summary *Summary
 }
@@ -70,6 +73,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Summary == nil {
 		cfg.Summary = &Summary{}
 	}
+	// One writer at a time: the index it checks entries against must not
+	// change under it.
+	unlock, err := cfg.Store.Lock(!cfg.NoWait, func() {
+		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storage.LockFile))
+	})
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	added, err := cfg.Store.CatchUpIndex()
 	if err != nil {
 		return err

@@ -3,6 +3,9 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -235,8 +238,46 @@ func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
 
 func TestBadInputIsReportedNotFatal(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	r := run(t, st, t0, "{oops\n"+entry("A", "u1", "h1", "One")+`{"type":"entry","v":1,"title":7}`+"\n")
-	if r.err == nil || !strings.Contains(r.err.Error(), "2 malformed input lines skipped") || r.sum.New != 1 {
+	r := run(t, st, t0, "{oops\n"+entry("A", "u1", "h1", "One")+`{"type":"entry","v":1,"title":7}`+"\n"+`{"type":"entry","v":1}`+"\n")
+	if r.err == nil || !strings.Contains(r.err.Error(), "3 malformed input lines skipped") || r.sum.New != 1 || len(storedEntries(t, st)) != 1 {
 		t.Fatalf("err %v, summary %+v", r.err, r.sum)
+	}
+}
+
+// TestTwoWritersStoreOnce runs two feed-stores at once on the same input,
+// as two pipelines started together would: the store lock makes the second
+// wait, and it finds the entries stored.
+func TestTwoWritersStoreOnce(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	var in strings.Builder
+	for i := range 200 {
+		in.WriteString(entry("A", fmt.Sprintf("u%d", i), "h", "T"))
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			errs <- Run(context.Background(), Config{In: strings.NewReader(in.String()), Out: ndjson.NewWriter(io.Discard), Store: st, Now: func() time.Time { return t0 }})
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(storedEntries(t, st)); n != 200 {
+		t.Fatalf("%d entries stored, want 200", n)
+	}
+}
+
+func TestNoWaitFailsWhenLocked(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	unlock, err := st.Lock(false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	err = Run(context.Background(), Config{In: strings.NewReader(""), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true})
+	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("err %v", err)
 	}
 }

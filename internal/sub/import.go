@@ -106,8 +106,8 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return res, err
 	}
-	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %d feeds found, %d added, %d duplicates skipped, %d invalid\n",
-		source, res.Format, res.Found, res.Added, res.Duplicates, res.Invalid)
+	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %s found, %d added, %s skipped, %d invalid\n",
+		source, res.Format, count(res.Found, "feed", "feeds"), res.Added, count(res.Duplicates, "duplicate", "duplicates"), res.Invalid)
 	return res, pipe.Failures{Records: res.Invalid}.Err("entry", "entries")
 }
 
@@ -116,7 +116,7 @@ func candidates(data []byte) (format string, cands []candidate, warnings []strin
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	lower := bytes.ToLower(trimmed[:min(len(trimmed), 4096)])
 	switch {
-	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && json.Valid(trimmed):
+	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{'):
 		cands, err = jsonCandidates(trimmed)
 		return "json", cands, nil, err
 	case bytes.Contains(lower, []byte("<opml")) || bytes.Contains(lower, []byte("<outline")) || bytes.HasPrefix(lower, []byte("<?xml")):
@@ -174,7 +174,7 @@ type jsonFeed struct {
 func jsonCandidates(data []byte) ([]candidate, error) {
 	var top any
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	var cands []candidate
 	var walk func(v any, label, where string)
@@ -237,6 +237,13 @@ func jsonCandidate(obj map[string]any, label, where string) candidate {
 		}
 	}
 	return candidate{spec: spec, where: where}
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -116,17 +116,24 @@ func human(d time.Duration) string {
 	}
 }
 
-// Export writes the subscriptions as an OPML 2.0 document, labels as
-// folders and categories, so that Import reads them back.
+// Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
+// the feeds' own titles), labels as folders and categories, so that Import
+// reads them back. Intervals, cron and disabled flags are not part of OPML;
+// subscriptions.ndjson keeps them.
 func Export(cfg Config) error {
 	cfg.defaults()
 	subs, _, err := cfg.Store.Subscriptions()
 	if err != nil {
 		return err
 	}
+	states, err := cfg.Store.States()
+	if err != nil {
+		return err
+	}
 	outlines := make([]opml.Outline, 0, len(subs))
 	for _, s := range subs {
-		outlines = append(outlines, opml.Outline{URL: s.URL, Title: s.Name, Labels: s.Labels, Type: "rss"})
+		title := cmp.Or(s.Name, states.ByFeed[s.FeedID].Title)
+		outlines = append(outlines, opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss"})
 	}
 	return opml.Write(cfg.Out, "feedpipe subscriptions", outlines)
 }

@@ -99,13 +99,13 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	}, nil
 }
 
+// cleanLabels trims labels and drops empty ones and repeats. A label is
+// kept whole, commas and all: an OPML folder may be named "LEA, GOV, CERT".
 func cleanLabels(labels []string) []string {
 	out := []string{}
 	for _, l := range labels {
-		for _, part := range strings.Split(l, ",") {
-			if part = strings.TrimSpace(part); part != "" && !slices.Contains(out, part) {
-				out = append(out, part)
-			}
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -130,7 +130,7 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 		return append(subs, sub), nil
 	})
 	if errors.Is(err, errUnchanged) {
-		fmt.Fprintf(cfg.Msg, "feed-sub: already subscribed to %s\n", sub.URL)
+		fmt.Fprintf(cfg.Msg, "feed-sub: already subscribed to %s; its settings are unchanged (feed-sub rm, then add, to change them)\n", sub.URL)
 		err = nil
 	} else if err == nil {
 		fmt.Fprintf(cfg.Msg, "feed-sub: subscribed to %s\n", sub.URL)
@@ -147,38 +147,45 @@ var errUnchanged = errors.New("unchanged")
 // Remove deletes the subscriptions refs name (ids, id prefixes or URLs).
 // Their stored entries stay.
 func Remove(cfg Config, refs []string) error {
-	cfg.defaults()
-	return edit(cfg, refs, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		fmt.Fprintf(cfg.Msg, "feed-sub: removed %s\n", subs[i].URL)
+	return edit(cfg, refs, "removed", func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
 		return slices.Delete(subs, i, i+1)
 	})
 }
 
 // SetDisabled disables or enables the subscriptions refs name.
 func SetDisabled(cfg Config, refs []string, disabled bool) error {
-	cfg.defaults()
 	verb := map[bool]string{true: "disabled", false: "enabled"}[disabled]
-	return edit(cfg, refs, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
+	return edit(cfg, refs, verb, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
 		subs[i].Disabled = disabled
-		fmt.Fprintf(cfg.Msg, "feed-sub: %s %s\n", verb, subs[i].URL)
 		return subs
 	})
 }
 
 // edit applies change to each subscription that refs name, in one atomic
-// rewrite: if any ref matches nothing, nothing changes.
-func edit(cfg Config, refs []string, change func([]ndjson.Subscription, int) []ndjson.Subscription) error {
+// rewrite: if any ref matches nothing, nothing changes, and only a change
+// made is reported, as "feed-sub: <verb> <url>".
+func edit(cfg Config, refs []string, verb string, change func([]ndjson.Subscription, int) []ndjson.Subscription) error {
+	cfg.defaults()
 	if len(refs) == 0 {
-		return fmt.Errorf("name at least one subscription (feed id, id prefix or URL)")
+		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
 	}
-	return cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	var done []string
+	err := cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		for _, ref := range refs {
 			i, err := storage.FindSubscription(subs, ref)
 			if err != nil {
 				return nil, err
 			}
+			done = append(done, subs[i].URL)
 			subs = change(subs, i)
 		}
 		return subs, nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, u := range done {
+		fmt.Fprintf(cfg.Msg, "feed-sub: %s %s\n", verb, u)
+	}
+	return nil
 }

@@ -42,12 +42,12 @@ func (e *env) subs(t *testing.T) []ndjson.Subscription {
 
 func TestAdd(t *testing.T) {
 	e := newEnv(t)
-	sub, added, err := Add(e.cfg, Spec{URL: " HTTPS://Example.org:443/feed.xml#top ", Name: "Ex", Labels: []string{"a,b", "a"}, Interval: 30 * time.Minute})
+	sub, added, err := Add(e.cfg, Spec{URL: " HTTPS://Example.org:443/feed.xml#top ", Name: "Ex", Labels: []string{" a ", "LEA, GOV", "a", ""}, Interval: 30 * time.Minute})
 	if err != nil || !added {
 		t.Fatal(err)
 	}
 	want := ndjson.Subscription{Header: ndjson.Head("subscription"), FeedID: ids.FeedID("https://example.org/feed.xml"), URL: "https://example.org/feed.xml",
-		Name: "Ex", Labels: []string{"a", "b"}, SourceType: "auto", IntervalSec: 1800, CreatedAt: ndjson.At(now)}
+		Name: "Ex", Labels: []string{"a", "LEA, GOV"}, SourceType: "auto", IntervalSec: 1800, CreatedAt: ndjson.At(now)}
 	got, _ := ndjson.Marshal(sub)
 	wantLine, _ := ndjson.Marshal(want)
 	if !bytes.Equal(got, wantLine) {
@@ -108,10 +108,11 @@ func TestRemoveEnableDisable(t *testing.T) {
 	if err := SetDisabled(e.cfg, []string{a.FeedID}, false); err != nil || e.subs(t)[0].Disabled {
 		t.Fatalf("enable: %v", err)
 	}
-	// One unknown reference changes nothing at all.
+	// One unknown reference changes nothing at all, and says nothing else.
+	e.msg.Reset()
 	err := Remove(e.cfg, []string{b.FeedID, "zzzzzzzz"})
-	if !errors.Is(err, storage.ErrNoSuchSubscription) || len(e.subs(t)) != 2 {
-		t.Fatalf("err %v, %d subs", err, len(e.subs(t)))
+	if !errors.Is(err, storage.ErrNoSuchSubscription) || len(e.subs(t)) != 2 || e.msg.Len() != 0 {
+		t.Fatalf("err %v, %d subs, messages %q", err, len(e.subs(t)), e.msg)
 	}
 	if err := Remove(e.cfg, []string{b.FeedID}); err != nil || len(e.subs(t)) != 1 {
 		t.Fatalf("remove: %v", err)

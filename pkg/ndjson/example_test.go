@@ -13,7 +13,7 @@ import (
 // A stage reads records, consumes the types it knows, passes the others on
 // unchanged, and reports bad lines without stopping.
 func Example() {
-	in := strings.NewReader(`{"type":"entry","v":1,"entry_uid":"9f86d081884c7d65","title":"Hello"}
+	in := strings.NewReader(`{"type":"entry","v":1,"entry_uid":"9f86d081884c7d65","feed_id":"f","content_hash":"60303ae22b998861","title":"Hello"}
 not json
 {"type":"something_else","v":1}
 `)

@@ -41,9 +41,15 @@ type Line struct {
 }
 
 // Decode unmarshals the line into v, reporting a failure as a LineError.
+// A record type with a Check method (Due, Fetch, Entry) must also pass it.
 func (l Line) Decode(v any) error {
 	if err := json.Unmarshal(l.Raw, v); err != nil {
 		return &LineError{Line: l.Num, Err: fmt.Errorf("bad %s record: %w", l.typeName(), err)}
+	}
+	if c, ok := v.(interface{ Check() error }); ok {
+		if err := c.Check(); err != nil {
+			return &LineError{Line: l.Num, Err: err}
+		}
 	}
 	return nil
 }

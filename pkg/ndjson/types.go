@@ -1,6 +1,9 @@
 package ndjson
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Version is the schema version this package writes in every record's "v".
 const Version = 1
@@ -229,4 +232,39 @@ type Event struct {
 	RawRefs       []RawRef `json:"raw_refs"`
 	IngestedAt    Time     `json:"ingested_at"`
 	StoredIn      string   `json:"stored_in"`
+}
+
+// Check reports what makes a due record unusable: it needs a url. (A
+// missing feed_id is derived from the url by feed-fetch.)
+func (d *Due) Check() error {
+	if d.URL == "" {
+		return errors.New("due record without url")
+	}
+	return nil
+}
+
+// Check reports what makes a fetch record unusable: it needs a fetch_id and
+// the feed_id of its due record.
+func (f *Fetch) Check() error {
+	switch {
+	case f.FetchID == "":
+		return errors.New("fetch record without fetch_id")
+	case f.Due.FeedID == "":
+		return errors.New("fetch record without due.feed_id")
+	}
+	return nil
+}
+
+// Check reports what makes an entry unusable: it needs an entry_uid, a
+// feed_id and a content_hash.
+func (e *Entry) Check() error {
+	switch {
+	case e.EntryUID == "":
+		return errors.New("entry without entry_uid")
+	case e.FeedID == "":
+		return errors.New("entry without feed_id")
+	case e.ContentHash == "":
+		return errors.New("entry without content_hash")
+	}
+	return nil
 }
