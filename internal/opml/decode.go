@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 )
@@ -20,6 +19,7 @@ type pass struct {
 	sawOPML    bool
 	sawOutline bool
 	notes      []note
+	nest       nesting // the open outlines; where the decoder gave up, what the scanner starts with
 
 	// Where the decoder gave up.
 	err      error
@@ -37,8 +37,7 @@ type pass struct {
 
 // frame is one open element.
 type frame struct {
-	name     string // lower-cased local name
-	addLabel bool   // this folder pushed a label
+	name string // lower-cased local name
 }
 
 // decode runs encoding/xml over data, strictly or leniently, collecting
@@ -55,8 +54,6 @@ func decode(data []byte, strict, transcoded bool) *pass {
 
 	var (
 		stack    []frame
-		folders  []string // labels of the enclosing folders
-		deep     bool     // warned about folders past maxFolderLabels
 		inTitle  bool
 		seenHead bool // the first <head><title> is the title
 	)
@@ -88,26 +85,21 @@ func decode(data []byte, strict, transcoded bool) *pass {
 				for _, at := range t.Attr {
 					a.set(at.Name.Local, at.Value)
 				}
-				switch {
-				case a.url != "":
-					p.outlines = append(p.outlines, a.outline(folders, line))
-				case a.name() == "":
-				case len(folders) < maxFolderLabels:
-					folders = append(folders, a.name())
-					f.addLabel = true
-				case !deep:
-					deep = true
-					p.notes = append(p.notes, note{line, fmt.Sprintf("line %d: folders nested more than %d deep; the deeper folder names are not used as labels", line, maxFolderLabels)})
+				if a.url != "" {
+					p.outlines = append(p.outlines, a.outline(p.nest.folders, line))
+				}
+				if w := p.nest.push(&a, line); w != "" {
+					p.notes = append(p.notes, note{line, w})
 				}
 			}
 			stack = append(stack, f)
 		case xml.EndElement:
 			// Token keeps start and end elements balanced, even leniently.
 			if n := len(stack); n > 0 {
-				if stack[n-1].addLabel {
-					folders = folders[:len(folders)-1]
-				}
-				if stack[n-1].name == "title" {
+				switch stack[n-1].name {
+				case "outline":
+					p.nest.pop()
+				case "title":
 					inTitle = false
 				}
 				stack = stack[:n-1]

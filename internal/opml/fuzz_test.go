@@ -91,6 +91,8 @@ func adversarial(n int) map[string]string {
 		"huge category":         `<outline xmlUrl="u" category="` + strings.Repeat(`/a/b,c,`, n) + `"/>`,
 		"huge category broken":  `<opml>&<outline xmlUrl="u" category="` + strings.Repeat(`/a/b,c,`, n) + `"/>`,
 		"unterminated comments": strings.Repeat(`<!-- <outline xmlUrl="u"`, n),
+		"deep folders scanned":  `<opml><outline a="b"c">` + strings.Repeat(`<outline text="f">`, n) + strings.Repeat(`<outline xmlUrl="u"/>`, n),
+		"stray closes scanned":  `<opml><outline a="b"c">` + strings.Repeat(`</outline>`, n) + strings.Repeat(`<outline text="f"><outline xmlUrl="u"/></outline>`, n),
 	}
 }
 

@@ -15,7 +15,7 @@ type Outline struct {
 	Title   string   // the title attribute, else the text attribute, trimmed
 	HTMLURL string   // htmlUrl attribute
 	Type    string   // type attribute as written ("rss", "atom", ...)
-	Labels  []string // names of the enclosing folder outlines, outermost first, then the entries of the OPML 2 `category` attribute (comma-separated; each entry may be a slash path like "/Tech/Go", which gives "Tech" and "Go"); trimmed, empty ones dropped, duplicates dropped, order kept. Never nil (empty slice).
+	Labels  []string // names of the enclosing folder outlines, each whole (never split at ',' or '/'), outermost first, then the entries of the OPML 2 `category` attribute (comma-separated; each entry may be a slash path like "/Tech/Go", which gives "Tech" and "Go"); trimmed, empty ones dropped, duplicates dropped, order kept. Never nil (empty slice).
 	Line    int      // 1-based line where the outline element starts, 0 if unknown
 }
 
@@ -78,7 +78,7 @@ func Parse(r io.Reader) (Result, error) {
 	notes = append(notes, p.notes...)
 	if p.err != nil {
 		notes = append(notes, note{p.errLine, fmt.Sprintf("line %d: not well-formed XML (%s); recovered the rest by scanning for <outline> tags", p.errLine, p.errMsg)})
-		sc := scanner{line: p.restLine}
+		sc := scanner{line: p.restLine, nest: p.nest}
 		sc.scan(p.rest())
 		p.outlines = append(p.outlines, sc.outlines...)
 		notes = append(notes, sc.notes...)
@@ -153,6 +153,47 @@ func (a *feedAttrs) outline(folders []string, line int) Outline {
 		Labels:  labels(folders, a.category),
 		Line:    line,
 	}
+}
+
+// nesting is the stack of open <outline> elements, with the labels of the
+// folders among them. The decoder keeps one while it reads; where it gives
+// up, the scanner carries on with it, so the feeds after the failure point
+// still get the labels of the folders they sit in.
+type nesting struct {
+	labeled []bool   // one per open outline, outermost first: whether it added a label
+	folders []string // those labels, outermost first; at most maxFolderLabels
+	deep    bool     // warned about folders past maxFolderLabels
+}
+
+// push opens the outline a, which starts on line. A folder (no xmlUrl)
+// gives its name, as it is, as a label to everything inside it; a feed
+// outline with children, or a folder without a name, gives none. It returns
+// a warning when folders first nest deeper than labels are kept for.
+func (n *nesting) push(a *feedAttrs, line int) string {
+	warn, label := "", false
+	switch {
+	case a.url != "" || a.name() == "":
+	case len(n.folders) < maxFolderLabels:
+		n.folders = append(n.folders, a.name())
+		label = true
+	case !n.deep:
+		n.deep = true
+		warn = fmt.Sprintf("line %d: folders nested more than %d deep; the deeper folder names are not used as labels", line, maxFolderLabels)
+	}
+	n.labeled = append(n.labeled, label)
+	return warn
+}
+
+// pop closes the innermost open outline; with none open it does nothing.
+func (n *nesting) pop() {
+	k := len(n.labeled)
+	if k == 0 {
+		return
+	}
+	if n.labeled[k-1] {
+		n.folders = n.folders[:len(n.folders)-1]
+	}
+	n.labeled = n.labeled[:k-1]
 }
 
 // labels joins folder labels and the OPML 2 category entries ("a,/b/c"

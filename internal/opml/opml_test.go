@@ -1,6 +1,7 @@
 package opml
 
 import (
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -198,7 +199,7 @@ var parseCases = []parseCase{
 <outline text="B" category="x" xmlUrl="https://b.example/" htmlU`,
 		want: []Outline{
 			feed(2, "https://a.example/", "A", "Folder"),
-			feed(3, "https://b.example/", "B", "x"),
+			feed(3, "https://b.example/", "B", "Folder", "x"),
 		},
 		warnings: []string{"line 3: not well-formed XML (unexpected EOF); recovered the rest"},
 	},
@@ -227,9 +228,9 @@ var parseCases = []parseCase{
 </outline></body></opml>`,
 		want: []Outline{
 			feed(2, "https://before.example/", "Before", "Folder"),
-			withType(feed(3, "https://q.example/?a=1&b=2", `Say "hi" there`), "rss", ""),
-			withType(feed(4, "https://k.example/", `Газета "Коммерсантъ". Главное`), "rss", ""),
-			feed(6, "https://s.example/", `Single "quoted"`),
+			withType(feed(3, "https://q.example/?a=1&b=2", `Say "hi" there`, "Folder"), "rss", ""),
+			withType(feed(4, "https://k.example/", `Газета "Коммерсантъ". Главное`, "Folder"), "rss", ""),
+			feed(6, "https://s.example/", `Single "quoted"`, "Folder"),
 		},
 		warnings: []string{"line 3: not well-formed XML (expected attribute name in element); recovered the rest"},
 	},
@@ -258,7 +259,7 @@ var parseCases = []parseCase{
 		in: `<opml><head><title>Links & more</title><link>https://x.example/</link></head><body>
 <outline text="F"><outline text="A" xmlUrl="https://a.example/"/></outline></body></opml>`,
 		title:    "Links & more",
-		want:     []Outline{feed(2, "https://a.example/", "A")},
+		want:     []Outline{feed(2, "https://a.example/", "A", "F")},
 		warnings: []string{"line 1: not well-formed XML (unexpected end element </link>); recovered the rest"},
 	},
 	{
@@ -267,9 +268,157 @@ var parseCases = []parseCase{
 <outline text="F"><outline text="A" xmlUrl="https://a.example/"/>
 <outline text="B & C" xmlUrl="https://b.example/"/></outline></body></opml>`,
 		title: "T",
-		want:  []Outline{feed(2, "https://a.example/", "A", "F"), feed(3, "https://b.example/", "B & C")},
+		want:  []Outline{feed(2, "https://a.example/", "A", "F"), feed(3, "https://b.example/", "B & C", "F")},
 		warnings: []string{
 			"line 3: not well-formed XML (invalid character entity & (no semicolon)); recovered the rest by scanning for <outline> tags",
+		},
+	},
+	{
+		name: "recovery inside nested folders",
+		in: `<opml><body>
+<outline text="Tech">
+<outline title="Go" text="ignored">
+<outline text="A" xmlUrl="https://a.example/"/>
+<outline text="B "broken"" xmlUrl="https://b.example/"/>
+<outline text="C" xmlUrl="https://c.example/" category="x,/y/z"/>
+</outline>
+<outline text="D" xmlUrl="https://d.example/"/>
+</outline>
+<outline text="E" xmlUrl="https://e.example/"/>
+</body></opml>`,
+		want: []Outline{
+			feed(4, "https://a.example/", "A", "Tech", "Go"),
+			feed(5, "https://b.example/", `B "broken"`, "Tech", "Go"),
+			feed(6, "https://c.example/", "C", "Tech", "Go", "x", "y", "z"),
+			feed(8, "https://d.example/", "D", "Tech"),
+			feed(10, "https://e.example/", "E"),
+		},
+		warnings: []string{"line 5: not well-formed XML (expected attribute name in element); recovered the rest"},
+	},
+	{
+		name: "folders opened and closed after the failure point",
+		in: `<opml><body>
+<outline text="Bro"ken" xmlUrl="https://0.example/"/>
+<outline text="LEA, GOV, CERT">
+<outline text="UI / UX">
+<outline text="A" xmlUrl="https://a.example/" category="x, y"/>
+</outline>
+<outline text="B" xmlUrl="https://b.example/"/>
+</outline>
+<outline text="Empty"/>
+<outline text="C" xmlUrl="https://c.example/"/>
+</body></opml>`,
+		want: []Outline{
+			feed(2, "https://0.example/", `Bro"ken`),
+			feed(5, "https://a.example/", "A", "LEA, GOV, CERT", "UI / UX", "x", "y"),
+			feed(7, "https://b.example/", "B", "LEA, GOV, CERT"),
+			feed(10, "https://c.example/", "C"),
+		},
+		warnings: []string{"line 2: not well-formed XML (expected attribute name in element); recovered the rest"},
+	},
+	{
+		name: "folder names are not split",
+		in: `<opml version="2.0"><body>
+<outline text="LEA, GOV, CERT" title="LEA, GOV, CERT">
+<outline text="UI / UX">
+<outline text="CERT-EU" xmlUrl="https://cert.example/" category="GOV,Security"/>
+</outline>
+</outline>
+</body></opml>`,
+		want: []Outline{feed(4, "https://cert.example/", "CERT-EU", "LEA, GOV, CERT", "UI / UX", "GOV", "Security")},
+	},
+	{
+		name: "feed outlines with children around the failure point",
+		in: `<opml><body>
+<outline text="Folder">
+<outline text="Parent" xmlUrl="https://p.example/">
+<outline text="Bro"ken" xmlUrl="https://0.example/"/>
+</outline>
+<outline text="Parent 2" xmlUrl="https://p2.example/">
+<outline text="Child" xmlUrl="https://c.example/"/>
+</outline>
+<outline text="Sibling" xmlUrl="https://s.example/"/>
+</outline>
+<outline text="Top" xmlUrl="https://t.example/"/>
+</body></opml>`,
+		want: []Outline{
+			feed(3, "https://p.example/", "Parent", "Folder"),
+			feed(4, "https://0.example/", `Bro"ken`, "Folder"),
+			feed(6, "https://p2.example/", "Parent 2", "Folder"),
+			feed(7, "https://c.example/", "Child", "Folder"),
+			feed(9, "https://s.example/", "Sibling", "Folder"),
+			feed(11, "https://t.example/", "Top"),
+		},
+		warnings: []string{"line 4: not well-formed XML (expected attribute name in element); recovered the rest"},
+	},
+	{
+		name: "stray </outline> with nothing open",
+		in: `<opml><body>
+<outline text="F">
+<outline text="Bro"ken" xmlUrl="https://0.example/"/>
+</outline></outline></outline>
+<outline text="G">
+<outline text="A" xmlUrl="https://a.example/"/>
+</outline>
+</outline>
+<outline text="B" xmlUrl="https://b.example/"/>
+</body></opml>`,
+		want: []Outline{
+			feed(3, "https://0.example/", `Bro"ken`, "F"),
+			feed(6, "https://a.example/", "A", "G"),
+			feed(9, "https://b.example/", "B"),
+		},
+		warnings: []string{"line 3: not well-formed XML (expected attribute name in element); recovered the rest"},
+	},
+	{
+		name: "failure in a folder's start tag",
+		in: `<opml><body>
+<outline text="Say "hi"">
+<outline text="A" xmlUrl="https://a.example/"/>
+</outline>
+<outline text="B" xmlUrl="https://b.example/"/>
+</body></opml>`,
+		want: []Outline{
+			feed(3, "https://a.example/", "A", `Say "hi"`),
+			feed(5, "https://b.example/", "B"),
+		},
+		warnings: []string{"line 2: not well-formed XML (expected attribute name in element); recovered the rest"},
+	},
+	{
+		name: "folders nested too deep, across the failure point",
+		in: "<opml><body>\n" + nestedFolders(1, 17) +
+			"<outline text=\"Bro\"ken\" xmlUrl=\"https://0.example/\"/>\n" +
+			nestedFolders(18, 18) +
+			"<outline text=\"A\" xmlUrl=\"https://a.example/\"/>\n" +
+			"</outline></outline>\n" +
+			"<outline text=\"B\" xmlUrl=\"https://b.example/\"/>\n" +
+			"</outline>\n" +
+			"<outline text=\"C\" xmlUrl=\"https://c.example/\"/>\n" +
+			"</body></opml>",
+		want: []Outline{
+			feed(19, "https://0.example/", `Bro"ken`, folderNames(16)...),
+			feed(21, "https://a.example/", "A", folderNames(16)...),
+			feed(23, "https://b.example/", "B", folderNames(16)...),
+			feed(25, "https://c.example/", "C", folderNames(15)...),
+		},
+		warnings: []string{
+			"line 18: folders nested more than 16 deep; the deeper folder names are not used as labels",
+			"line 19: not well-formed XML (expected attribute name in element); recovered the rest",
+		},
+	},
+	{
+		name: "folders nested too deep after the failure point",
+		in: "<opml><body>\n" +
+			"<outline text=\"Bro\"ken\" xmlUrl=\"https://0.example/\"/>\n" +
+			nestedFolders(1, 18) +
+			"<outline text=\"A\" xmlUrl=\"https://a.example/\"/>\n",
+		want: []Outline{
+			feed(2, "https://0.example/", `Bro"ken`),
+			feed(21, "https://a.example/", "A", folderNames(16)...),
+		},
+		warnings: []string{
+			"line 2: not well-formed XML (expected attribute name in element); recovered the rest",
+			"line 19: folders nested more than 16 deep; the deeper folder names are not used as labels",
 		},
 	},
 	{
@@ -313,6 +462,24 @@ var parseCases = []parseCase{
 		err:  "no <outline>",
 	},
 	{name: "broken html", in: `<html><body><p class="a>b</p></div></span>`, err: "no <outline>"},
+}
+
+// nestedFolders opens folders named f<from> to f<to>, one per line.
+func nestedFolders(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&b, "<outline text=\"f%d\">\n", i)
+	}
+	return b.String()
+}
+
+// folderNames is f1 to f<n>.
+func folderNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%d", i+1)
+	}
+	return names
 }
 
 func TestParse(t *testing.T) {

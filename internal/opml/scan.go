@@ -8,10 +8,13 @@ import (
 )
 
 // scanner recovers feed outlines from text encoding/xml gave up on, by
-// reading the attributes of every <outline> tag. Folder nesting is not
-// tracked: in broken markup it would give feeds wrong labels.
+// reading the attributes of every <outline> tag. It tracks folders by the
+// tags alone: an <outline> start tag that is not self-closing opens an
+// outline (a folder if it has no xmlUrl) and </outline> closes the
+// innermost open one, starting from the outlines the decoder left open.
 type scanner struct {
-	line       int // line of the first byte handed to scan
+	line       int     // line of the first byte handed to scan
+	nest       nesting // the open outlines
 	outlines   []Outline
 	notes      []note
 	sawOPML    bool
@@ -35,6 +38,8 @@ func (s *scanner) scan(b []byte) {
 			line += bytes.Count(b[counted:lt], []byte{'\n'})
 			counted = lt
 			i = s.outline(b, lt+1+len("outline"), line)
+		case tagIs(b[lt+1:], "/outline"):
+			s.nest.pop()
 		}
 	}
 }
@@ -64,12 +69,14 @@ func isBoundary(b []byte) bool {
 func (s *scanner) outline(b []byte, i int, line int) int {
 	var a feedAttrs
 	unterminatedURL := false
+	opens := false // the tag ends in '>', not "/>": the outline has content
 	t := tag{b: b}
 loop:
 	for i < len(b) {
 		c := b[i]
 		switch {
 		case c == '>':
+			opens = b[i-1] != '/'
 			i++
 			break loop
 		case c == '<':
@@ -106,9 +113,17 @@ loop:
 	}
 	switch {
 	case a.url != "":
-		s.outlines = append(s.outlines, a.outline(nil, line))
+		s.outlines = append(s.outlines, a.outline(s.nest.folders, line))
 	case unterminatedURL:
 		s.notes = append(s.notes, note{line, fmt.Sprintf("line %d: skipped an <outline> whose xmlUrl value is cut off", line)})
+	}
+	// A tag cut off by the next one or by the end opens nothing: whether
+	// it was self-closing is lost, and a wrong guess would mislabel every
+	// feed after it.
+	if opens {
+		if w := s.nest.push(&a, line); w != "" {
+			s.notes = append(s.notes, note{line, w})
+		}
 	}
 	return i
 }
