@@ -78,7 +78,7 @@ func TestLoopFinishesTheCycleOnSignal(t *testing.T) {
 				t.Fatalf("loop did not stop\n%s", stderr.String())
 			}
 			log := stderr.String()
-			if !strings.Contains(log, "cycle 1: feeds=1 not_modified=0 errors=0 new=1") || !strings.Contains(log, "feed-loop: stopping") {
+			if !strings.Contains(log, "cycle 1: feeds=1 not_modified=0 same_body=0 errors=0 new=1") || !strings.Contains(log, "feed-loop: stopping") {
 				t.Errorf("the cycle in flight did not finish:\n%s", log)
 			}
 			if !strings.Contains(stdout.String(), `"type":"new_entry"`) {

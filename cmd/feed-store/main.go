@@ -41,7 +41,8 @@ time: a second one waits for the first (or, with --no-wait, exits).`,
 				Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum,
 			})
 			if path := c.String("summary-file"); path != "" {
-				line := fmt.Sprintf("feeds=%d not_modified=%d errors=%d new=%d updated=%d\n", sum.Feeds, sum.NotModified, sum.Errors, sum.New, sum.Updated)
+				line := fmt.Sprintf("feeds=%d not_modified=%d same_body=%d errors=%d new=%d updated=%d bytes_saved=%d\n",
+					sum.Feeds, sum.NotModified, sum.SameBody, sum.Errors, sum.New, sum.Updated, sum.BytesSaved)
 				if werr := os.WriteFile(path, []byte(line), 0o644); werr != nil && err == nil {
 					err = werr
 				}

@@ -35,6 +35,9 @@ of it (as ls shows), or its URL.`,
 					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
 					&cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"},
 					&cli.DurationFlag{Name: "interval", Usage: "time between fetches, 5m to 24h", DefaultText: "feed-store's --interval"},
+					&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
+					&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable)`},
+					&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
 				},
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
@@ -43,6 +46,7 @@ of it (as ls shows), or its URL.`,
 					_, _, err := sub.Add(cfg, sub.Spec{
 						URL: c.Args().First(), Name: c.String("name"), Labels: c.StringSlice("label"),
 						Type: c.String("type"), Interval: c.Duration("interval"),
+						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
 					})
 					return cmdkit.UsageIf(err, sub.ErrInvalid)
 				}),

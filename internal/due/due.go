@@ -72,6 +72,13 @@ func Run(cfg Config) error {
 			Validators: st.Validators,
 			Fulltext:   sub.Fulltext,
 			Scrape:     sub.Scrape,
+			Access:     sub.Access,
+			Last: ndjson.LastFetch{
+				BodySHA256:    st.LastBodySHA256,
+				ContentLength: st.LastContentLength,
+				MovedTo:       st.MovedTo,
+				MovedCount:    st.MovedCount,
+			},
 		}
 		switch {
 		case forced[i]:

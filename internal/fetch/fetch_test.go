@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
@@ -54,13 +55,14 @@ type runResult struct {
 func run(t *testing.T, st *storage.Store, input string) runResult {
 	t.Helper()
 	var out, logs bytes.Buffer
-	clock := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	err := Run(context.Background(), Config{
 		In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Log:    slog.New(slog.NewTextHandler(&logs, nil)),
-		Client: httpx.New(httpx.Options{AllowPrivate: true}),
-		Now:    func() time.Time { return clock },
-		Rand:   rand.NewChaCha8([32]byte{1}),
+		Log:     slog.New(slog.NewTextHandler(&logs, nil)),
+		Client:  httpx.New(httpx.Options{AllowPrivate: true}),
+		Clock:   fake,
+		Limiter: httpx.NewLimiter(100, 0, fake), // politeness has tests of its own
+		Rand:    rand.NewChaCha8([32]byte{1}),
 	})
 	r := runResult{err: err, logs: logs.String()}
 	rd := ndjson.NewReader(&out)
@@ -232,7 +234,7 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Config{In: strings.NewReader(in.String()), Out: ndjson.NewWriter(&out), Store: st,
-			Client: httpx.New(httpx.Options{AllowPrivate: true}), Concurrency: 1})
+			Client: httpx.New(httpx.Options{AllowPrivate: true}), Concurrency: 1, Limiter: httpx.NewLimiter(1, 0, nil)})
 	}()
 	<-started
 	cancel()
@@ -245,5 +247,16 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"feed_id":"a"`) {
 		t.Fatal("the fetch in flight was not emitted")
+	}
+}
+
+func jsonDecode(t *testing.T, line string, v any) {
+	t.Helper()
+	l, err := ndjson.NewReader(strings.NewReader(line)).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Decode(v); err != nil {
+		t.Fatal(err)
 	}
 }

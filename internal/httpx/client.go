@@ -1,6 +1,7 @@
 // Package httpx is feedpipe's HTTP client: conditional GET, content
-// decoding under a size cap, SSRF-safe dialing, recorded redirects and a
-// classification of every failure.
+// decoding under a size cap, SSRF-safe dialing, timeouts per request and per
+// source, recorded redirects, per-host politeness, robots.txt, and a
+// classification of every failure. feed-fetch and the scraper share it.
 package httpx
 
 import (
@@ -10,11 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
-
-	"github.com/klauspost/compress/gzip"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -29,6 +26,7 @@ const DefaultUserAgent = "feedpipe/" + Version + " (+https://github.com/feedpipe
 // Defaults for Options (seed 001 §8.3, DESIGN.md §6).
 const (
 	DefaultTimeout      = 10 * time.Second
+	DefaultTotalTimeout = 60 * time.Second
 	DefaultMaxBodyBytes = 10 << 20
 	DefaultMaxRedirects = 5
 )
@@ -40,17 +38,23 @@ const acceptHeader = "application/rss+xml, application/atom+xml, application/fee
 // Options configure a Client. Zero fields take the defaults.
 type Options struct {
 	UserAgent    string
-	AllowPrivate bool          // permit loopback, private and link-local addresses
-	Timeout      time.Duration // per request, redirects and body included
-	MaxBodyBytes int64         // cap on the decoded body
+	AllowPrivate bool // permit loopback, private and link-local addresses
+	// Timeout bounds each request: connecting, the TLS handshake, the
+	// headers and the body of one hop of a redirect chain.
+	Timeout time.Duration
+	// TotalTimeout bounds a whole Get, redirects included, so that a
+	// server trickling bytes is cut off.
+	TotalTimeout time.Duration
+	MaxBodyBytes int64 // cap on the decoded body
 	MaxRedirects int
 	Now          func() time.Time // for Retry-After dates; default time.Now
 }
 
 // Client fetches URLs. It is safe for concurrent use.
 type Client struct {
-	opts Options
-	hc   *http.Client
+	opts   Options
+	hc     *http.Client
+	robots *robotsCache
 }
 
 // New returns a Client.
@@ -60,6 +64,9 @@ func New(opts Options) *Client {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.TotalTimeout <= 0 {
+		opts.TotalTimeout = DefaultTotalTimeout
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -79,7 +86,7 @@ func New(opts Options) *Client {
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
+		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   opts.Timeout,
@@ -87,16 +94,21 @@ func New(opts Options) *Client {
 		// Bodies are decoded here, under the size cap, not by the transport.
 		DisableCompression: true,
 	}
-	c := &Client{opts: opts}
-	c.hc = &http.Client{Transport: transport, CheckRedirect: c.checkRedirect}
+	c := &Client{opts: opts, robots: newRobotsCache()}
+	c.hc = &http.Client{Transport: hopTimeout{transport, opts.Timeout}, CheckRedirect: c.checkRedirect}
 	return c
 }
+
+// BasicAuth holds credentials for one feed.
+type BasicAuth struct{ Username, Password string }
 
 // Request is one GET.
 type Request struct {
 	URL        string
 	Validators ndjson.Validators // sent as If-None-Match / If-Modified-Since
 	Header     http.Header       // extra headers
+	UserAgent  string            // overrides Options.UserAgent
+	Auth       *BasicAuth
 }
 
 // Response is the outcome of a GET. Err is nil on success (2xx or 304).
@@ -116,6 +128,21 @@ type Response struct {
 	Err           *ndjson.Error
 }
 
+// PermanentRedirect returns where the response was permanently moved: the
+// final URL when every hop of the chain was a 301 or 308, else "".
+// Temporary redirects (302, 303, 307) never move a feed.
+func (r *Response) PermanentRedirect() string {
+	if len(r.Redirects) == 0 || r.Err != nil {
+		return ""
+	}
+	for _, h := range r.Redirects {
+		if h.Status != http.StatusMovedPermanently && h.Status != http.StatusPermanentRedirect {
+			return ""
+		}
+	}
+	return r.URL
+}
+
 type redirectsKey struct{}
 
 // Get fetches req.URL. It never returns a Go error: every failure is
@@ -130,10 +157,9 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, redirectsKey{}, &resp.Redirects)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	hr, err := http.NewRequestWithContext(context.WithValue(total, redirectsKey{}, &resp.Redirects), http.MethodGet, u.String(), nil)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
@@ -142,21 +168,27 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		hr.Header[http.CanonicalHeaderKey(k)] = vs
 	}
 	hr.Header.Set("User-Agent", c.opts.UserAgent)
+	if req.UserAgent != "" {
+		hr.Header.Set("User-Agent", req.UserAgent)
+	}
 	if hr.Header.Get("Accept") == "" {
 		hr.Header.Set("Accept", acceptHeader)
 	}
-	hr.Header.Set("Accept-Encoding", "gzip")
+	hr.Header.Set("Accept-Encoding", acceptEncoding)
 	if req.Validators.ETag != "" {
 		hr.Header.Set("If-None-Match", req.Validators.ETag)
 	}
 	if req.Validators.LastModified != "" {
 		hr.Header.Set("If-Modified-Since", req.Validators.LastModified)
 	}
-	resp.RequestHeader = sentHeaders(hr.Header)
+	resp.RequestHeader = redactHeaders(hr.Header)
+	if req.Auth != nil {
+		hr.SetBasicAuth(req.Auth.Username, req.Auth.Password)
+	}
 
 	hresp, err := c.hc.Do(hr)
 	if err != nil {
-		resp.Err = c.classifyError(err)
+		resp.Err = c.classifyError(err, total)
 		return resp
 	}
 	defer hresp.Body.Close()
@@ -169,14 +201,14 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		resp.NotModified = true
 		return resp
 	}
-	body, truncated, err := c.readBody(hresp)
+	body, truncated, err := decodeBody(hresp, c.opts.MaxBodyBytes)
 	resp.Body, resp.Truncated = body, truncated
 	if e := classifyStatus(hresp, resp.HasRetryAfter); e != nil {
 		resp.Err = e // keep the body: it is worth storing even when it is an error page
 		return resp
 	}
 	if err != nil {
-		resp.Err = c.classifyError(fmt.Errorf("read body: %w", err))
+		resp.Err = c.classifyError(fmt.Errorf("read body: %w", err), total)
 		return resp
 	}
 	if truncated {
@@ -184,29 +216,6 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 			Message: fmt.Sprintf("body over %d bytes: cut at the limit (raise --max-body-bytes)", c.opts.MaxBodyBytes)}
 	}
 	return resp
-}
-
-// readBody reads and decodes the body, stopping at the cap. The cap applies
-// to the decoded size, so a small gzip bomb cannot expand past it.
-func (c *Client) readBody(hresp *http.Response) (body []byte, truncated bool, err error) {
-	var r io.Reader = hresp.Body
-	switch enc := strings.ToLower(strings.TrimSpace(hresp.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(hresp.Body)
-		if err != nil {
-			return nil, false, fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		r = zr
-	default:
-		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", enc)
-	}
-	body, err = io.ReadAll(io.LimitReader(r, c.opts.MaxBodyBytes+1))
-	if int64(len(body)) > c.opts.MaxBodyBytes {
-		return body[:c.opts.MaxBodyBytes], true, nil
-	}
-	return body, false, err
 }
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
@@ -224,101 +233,33 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 
 var errTooManyRedirects = errors.New("too many redirects")
 
-// sentHeaders copies the request headers for the record, without
-// credentials.
-func sentHeaders(h http.Header) http.Header {
-	out := h.Clone()
-	out.Del("Authorization")
-	out.Del("Cookie")
-	out.Del("Proxy-Authorization")
-	return out
+// hopTimeout gives each request of a redirect chain its own deadline,
+// covering its body too.
+type hopTimeout struct {
+	base    http.RoundTripper
+	timeout time.Duration
 }
 
-// Flatten turns headers into the record's one-value-per-name map, joining
-// repeated values with ", ".
-func Flatten(h http.Header) map[string]string {
-	if h == nil {
-		return map[string]string{}
+func (h hopTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeoutCause(req.Context(), h.timeout, errHopTimeout)
+	resp, err := h.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
 	}
-	out := make(map[string]string, len(h))
-	for k, vs := range h {
-		out[k] = strings.Join(vs, ", ")
-	}
-	return out
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
 }
 
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var secs int64
-	if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && fmt.Sprint(secs) == v {
-		if secs < 0 {
-			return 0, false
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d < 0 {
-			d = 0
-		}
-		return d.Round(time.Second), true
-	}
-	return 0, false
+var errHopTimeout = errors.New("request timed out")
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
 }
 
-// classifyStatus returns the error for a status that is not a success.
-func classifyStatus(r *http.Response, hasRetryAfter bool) *ndjson.Error {
-	s := r.StatusCode
-	msg := fmt.Sprintf("HTTP %d %s", s, http.StatusText(s))
-	code := fmt.Sprintf("http_%d", s)
-	switch {
-	case s >= 200 && s < 300:
-		return nil
-	case s == http.StatusTooManyRequests:
-		return &ndjson.Error{Class: ndjson.ClassRateLimited, Code: code, Message: msg}
-	case s == http.StatusServiceUnavailable && hasRetryAfter:
-		return &ndjson.Error{Class: ndjson.ClassRateLimited, Code: code, Message: msg}
-	case s == http.StatusForbidden:
-		if r.Header.Get("Cf-Mitigated") == "challenge" {
-			msg += " (Cloudflare challenge)"
-		}
-		return &ndjson.Error{Class: ndjson.ClassBlocked, Code: code, Message: msg}
-	case s == http.StatusRequestTimeout || s >= 500:
-		return &ndjson.Error{Class: ndjson.ClassTransient, Code: code, Message: msg}
-	default: // other 4xx, and 1xx/3xx that were not followed
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: code, Message: msg}
-	}
-}
-
-// classifyError turns a transport error into a fetch error.
-func (c *Client) classifyError(err error) *ndjson.Error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	msg := err.Error()
-	var dnsErr *net.DNSError
-	var netErr net.Error
-	switch {
-	case errors.Is(err, ErrAddressRefused):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "address_refused", Message: msg}
-	case errors.Is(err, errTooManyRedirects):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "too_many_redirects", Message: msg}
-	case errors.Is(err, urlnorm.ErrScheme):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: msg}
-	case errors.As(err, &dnsErr):
-		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "dns", Message: msg}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		msg = fmt.Sprintf("timed out after %s (--timeout)", c.opts.Timeout)
-		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "timeout", Message: msg}
-	case isCertificateError(err):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "tls_certificate", Message: msg}
-	case errors.Is(err, context.Canceled):
-		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "canceled", Message: msg}
-	}
-	return &ndjson.Error{Class: ndjson.ClassTransient, Code: "network", Message: msg}
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }

@@ -50,8 +50,8 @@ func TestGetDecodesGzipAndSendsHeaders(t *testing.T) {
 	if ua := r.RequestHeader.Get("User-Agent"); !strings.Contains(ua, "feedpipe/") || !strings.Contains(ua, "https://") {
 		t.Errorf("User-Agent %q does not name feedpipe and a URL", ua)
 	}
-	if r.RequestHeader.Get("Authorization") != "" {
-		t.Error("credentials recorded in the request headers")
+	if got := r.RequestHeader.Get("Authorization"); got != "(redacted)" {
+		t.Errorf("Authorization recorded as %q", got)
 	}
 }
 
@@ -130,7 +130,7 @@ func TestStatusClassification(t *testing.T) {
 		{"/status/429?retry-after=120", ndjson.ClassRateLimited, "http_429", 120 * time.Second},
 		{"/503-date", ndjson.ClassRateLimited, "http_503", 10 * time.Minute},
 		{"/status/403", ndjson.ClassBlocked, "http_403", 0},
-		{"/cf", ndjson.ClassBlocked, "http_403", 0},
+		{"/cf", ndjson.ClassBlocked, "bot_challenge", 0},
 	} {
 		r := c.Get(context.Background(), Request{URL: srv.URL + tc.path})
 		if r.Err == nil || r.Err.Class != tc.class || r.Err.Code != tc.code {

@@ -71,8 +71,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 // parseable reports whether a fetch brought a feed body to parse. A body
 // cut at the size cap is still parsed: its complete items are worth having.
+// A body the same as the last one (unchanged) holds nothing new.
 func parseable(f *ndjson.Fetch) bool {
-	if f.BodyRef == nil || f.NotModified || f.HTTPStatus < 200 || f.HTTPStatus > 299 || f.Due.SourceType == ndjson.SourceWebsite {
+	if f.BodyRef == nil || f.NotModified || f.Unchanged || f.HTTPStatus < 200 || f.HTTPStatus > 299 || f.Due.SourceType == ndjson.SourceWebsite {
 		return false
 	}
 	return f.Error == nil || f.Error.Code == "body_too_large"

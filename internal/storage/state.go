@@ -30,7 +30,14 @@ type FeedState struct {
 	IntervalSec         int               `json:"interval_sec"`
 	NextFetchAt         ndjson.Time       `json:"next_fetch_at"`
 	LastBodySHA256      string            `json:"last_body_sha256"`
+	LastContentLength   int64             `json:"last_content_length"`
 	NewEntriesLastFetch int               `json:"new_entries_last_fetch"`
+	// MovedTo and MovedCount: the URL the last fetches were moved to
+	// permanently, and how many in a row.
+	MovedTo    string `json:"moved_to"`
+	MovedCount int    `json:"moved_count"`
+	// BytesSaved adds up the bytes that 304 answers spared.
+	BytesSaved int64 `json:"bytes_saved"`
 }
 
 // States is the state of every feed, loaded from the state log.

@@ -40,12 +40,15 @@ type Config struct {
 
 // Summary counts what one run stored.
 type Summary struct {
-	Feeds       int // fetch records seen
-	NotModified int
-	Errors      int // fetches that failed
-	New         int // entries stored for the first time
-	Updated     int // new versions of stored entries
-	Unchanged   int // entries already stored as they are
+	Feeds       int   // fetch records seen
+	NotModified int   // fetches answered 304
+	SameBody    int   // fetches answered 200 with the body of the last one
+	Errors      int   // fetches that failed
+	BytesSaved  int64 // bytes 304 answers spared
+	New         int   // entries stored for the first time
+	Updated     int   // new versions of stored entries
+	Known       int   // entries already stored as they are
+	Moved       int   // feeds whose URL was changed after permanent redirects
 }
 
 // item is one input record, decoded if feed-store consumes it.
@@ -132,7 +135,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s := cfg.Summary
-	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "errors", s.Errors, "new", s.New, "updated", s.Updated)
+	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
+		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved)
 	return fails.Err("record", "records")
 }
 
@@ -184,7 +188,8 @@ func (c *committer) commit(batch []item) error {
 		entryLines, eventLines []byte
 		seen                   = map[string][]storage.Seen{}
 		states                 []storage.FeedState
-		out                    []any // *ndjson.Event or []byte, in input order
+		moves                  []*ndjson.Fetch // proposing a feed's new URL
+		out                    []any           // *ndjson.Event or []byte, in input order
 	)
 	for _, it := range batch {
 		switch {
@@ -210,6 +215,9 @@ func (c *committer) commit(batch []item) error {
 			c.cfg.Summary.count(it.fetch)
 			if st, ok := c.nextState(it.fetch); ok {
 				states = append(states, st)
+				if it.fetch.NewURL != "" {
+					moves = append(moves, it.fetch)
+				}
 			}
 		default:
 			out = append(out, it.raw)
@@ -246,6 +254,9 @@ func (c *committer) commit(batch []item) error {
 			return err
 		}
 	}
+	if err := c.move(moves); err != nil {
+		return err
+	}
 	for _, o := range out {
 		var err error
 		switch o := o.(type) {
@@ -277,7 +288,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 	s := c.cfg.Summary
 	status := idx.Judge(e.EntryUID, e.ContentHash)
 	if status == "" {
-		s.Unchanged++
+		s.Known++
 		return nil, nil
 	}
 	evType := ndjson.TypeNewEntry
@@ -339,9 +350,11 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 			st.Validators.LastModified = v
 		}
 	}
-	if f.BodySHA256 != "" {
-		st.LastBodySHA256 = f.BodySHA256
+	if f.Error == nil && f.BodySHA256 != "" { // not an error page
+		st.LastBodySHA256, st.LastContentLength = f.BodySHA256, f.ContentLength
 	}
+	st.MovedTo, st.MovedCount = f.MovedTo, f.MovedCount
+	st.BytesSaved += f.BytesSaved
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
@@ -362,13 +375,48 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 	return st, true
 }
 
+// move saves the new URLs that feed-fetch proposed for feeds moved
+// permanently. The feed id stays: it names the feed, not the URL. A URL
+// that another subscription already has is left alone, with a warning.
+func (c *committer) move(moves []*ndjson.Fetch) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	return c.cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		taken := make(map[string]string, len(subs))
+		for _, s := range subs {
+			taken[s.URL] = s.FeedID
+		}
+		for _, f := range moves {
+			log := c.cfg.Log.With("feed_id", f.Due.FeedID, "fetch_id", f.FetchID)
+			if other, ok := taken[f.NewURL]; ok && other != f.Due.FeedID {
+				log.Warn("feed moved to a URL already subscribed as another feed; disable one of them", "new_url", f.NewURL, "other_feed_id", other)
+				continue
+			}
+			for i := range subs {
+				if subs[i].FeedID == f.Due.FeedID && subs[i].URL != f.NewURL {
+					log.Info("feed moved permanently: subscription URL changed", "url", subs[i].URL, "new_url", f.NewURL)
+					delete(taken, subs[i].URL)
+					subs[i].URL = f.NewURL
+					taken[f.NewURL] = f.Due.FeedID
+					c.cfg.Summary.Moved++
+				}
+			}
+		}
+		return subs, nil
+	})
+}
+
 func (s *Summary) count(f *ndjson.Fetch) {
 	s.Feeds++
-	if f.Error != nil {
+	s.BytesSaved += f.BytesSaved
+	switch {
+	case f.Error != nil:
 		s.Errors++
-	}
-	if f.NotModified {
+	case f.NotModified:
 		s.NotModified++
+	case f.Unchanged:
+		s.SameBody++
 	}
 }
 

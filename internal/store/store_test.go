@@ -94,7 +94,7 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 	if ev.EntryUID != "u1" || ev.Title != "One" || ev.StoredIn != "entries/2026-11-21.ndjson" || !ev.IngestedAt.Equal(t0) || len(ev.RawRefs) != 1 || ev.RawRefs[0].FetchID != "F-A" {
 		t.Errorf("event %+v", ev)
 	}
-	if s := first.sum; s.New != 2 || s.Feeds != 1 || s.Unchanged != 0 {
+	if s := first.sum; s.New != 2 || s.Feeds != 1 || s.Known != 0 {
 		t.Errorf("summary %+v", s)
 	}
 	stored := storedEntries(t, st)
@@ -108,7 +108,7 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 
 	// The same entries again, even without feed-dedup before: nothing new.
 	again := run(t, st, t0.Add(time.Hour), entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two"))
-	if len(again.lines) != 0 || again.sum.Unchanged != 2 || len(storedEntries(t, st)) != 2 {
+	if len(again.lines) != 0 || again.sum.Known != 2 || len(storedEntries(t, st)) != 2 {
 		t.Fatalf("replay stored %d, emitted %d", len(storedEntries(t, st))-2, len(again.lines))
 	}
 
@@ -279,5 +279,47 @@ func TestNoWaitFailsWhenLocked(t *testing.T) {
 	err = Run(context.Background(), Config{In: strings.NewReader(""), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true})
 	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "held by another process") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestMovedFeedGetsItsNewURL(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "A", URL: "https://old.example/feed"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "B", URL: "https://b.example/feed"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "C", URL: "https://c.example/feed"},
+		}, nil
+	})
+	r := run(t, st, t0, fetchRec("A", func(f *ndjson.Fetch) {
+		f.MovedTo, f.MovedCount, f.NewURL = "https://new.example/feed", 3, "https://new.example/feed"
+	})+fetchRec("B", func(f *ndjson.Fetch) {
+		f.MovedTo, f.MovedCount = "https://b2.example/feed", 1 // not yet
+	})+fetchRec("C", func(f *ndjson.Fetch) {
+		f.MovedTo, f.MovedCount, f.NewURL = "https://b.example/feed", 3, "https://b.example/feed" // taken by B
+	}))
+	if r.err != nil || r.sum.Moved != 1 {
+		t.Fatalf("err %v, moved %d", r.err, r.sum.Moved)
+	}
+	subs, _, _ := st.Subscriptions()
+	if subs[0].URL != "https://new.example/feed" || subs[0].FeedID != "A" || subs[1].URL != "https://b.example/feed" || subs[2].URL != "https://c.example/feed" {
+		t.Fatalf("subscriptions %+v", subs)
+	}
+	states, _ := st.States()
+	if b := states.ByFeed["B"]; b.MovedTo != "https://b2.example/feed" || b.MovedCount != 1 {
+		t.Fatalf("B's redirect count not kept: %+v", b)
+	}
+}
+
+func TestBytesSavedAndSameBodyCounted(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	r := run(t, st, t0, fetchRec("A", func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified, f.BytesSaved = 304, true, 5000 })+
+		fetchRec("B", func(f *ndjson.Fetch) { f.Unchanged, f.BodySHA256, f.ContentLength = true, "abc", 7000 }))
+	if r.sum.BytesSaved != 5000 || r.sum.NotModified != 1 || r.sum.SameBody != 1 {
+		t.Fatalf("summary %+v", r.sum)
+	}
+	states, _ := st.States()
+	if a, b := states.ByFeed["A"], states.ByFeed["B"]; a.BytesSaved != 5000 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" {
+		t.Fatalf("states %+v %+v", a, b)
 	}
 }

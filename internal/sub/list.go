@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -35,6 +36,11 @@ func List(cfg Config, o ListOptions) error {
 	if o.JSON {
 		out := ndjson.NewWriter(cfg.Out)
 		for i := range subs {
+			// A listing is for reading and passing around: no secrets.
+			if subs[i].Auth != nil {
+				subs[i].Auth = &ndjson.Auth{Username: subs[i].Auth.Username, Password: "(redacted)"}
+			}
+			subs[i].Headers = httpx.RedactHeaderMap(subs[i].Headers)
 			if err := out.Write(&subs[i]); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +54,11 @@ type Spec struct {
 	Type     string        // rss, atom, json, website; "" or auto: detected from content
 	Interval time.Duration // 0: the default
 	Cron     string        // a cron expression, kept for the scheduler
+	// Access: a User-Agent of its own, extra headers ("Name: value"),
+	// basic auth ("user:password").
+	UserAgent string
+	Headers   []string
+	BasicAuth string
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
@@ -86,7 +92,12 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		note(fmt.Sprintf("interval %s lowered to the maximum, %s", interval, MaxInterval))
 		interval = MaxInterval
 	}
+	access, err := spec.access()
+	if err != nil {
+		return ndjson.Subscription{}, err
+	}
 	return ndjson.Subscription{
+		Access:      access,
 		Header:      ndjson.Head(ndjson.TypeSubscription),
 		FeedID:      ids.FeedID(u),
 		URL:         u,
@@ -97,6 +108,29 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		Cron:        strings.TrimSpace(spec.Cron),
 		CreatedAt:   ndjson.At(now),
 	}, nil
+}
+
+func (spec Spec) access() (ndjson.Access, error) {
+	a := ndjson.Access{UserAgent: strings.TrimSpace(spec.UserAgent)}
+	for _, h := range spec.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+			return a, fmt.Errorf("%w: header %q is not \"Name: value\"", ErrInvalid, h)
+		}
+		if a.Headers == nil {
+			a.Headers = map[string]string{}
+		}
+		a.Headers[http.CanonicalHeaderKey(name)] = strings.TrimSpace(value)
+	}
+	if spec.BasicAuth != "" {
+		user, pass, ok := strings.Cut(spec.BasicAuth, ":")
+		if !ok || user == "" {
+			return a, fmt.Errorf("%w: --basic-auth wants user:password", ErrInvalid)
+		}
+		a.Auth = &ndjson.Auth{Username: user, Password: pass}
+	}
+	return a, nil
 }
 
 // cleanLabels trims labels and drops empty ones and repeats. A label is

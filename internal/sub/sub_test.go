@@ -3,6 +3,7 @@ package sub
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,31 @@ func TestAddRefusesBadInput(t *testing.T) {
 	}
 	if len(e.subs(t)) != 0 {
 		t.Fatal("a refused subscription was stored")
+	}
+}
+
+func TestAddAccess(t *testing.T) {
+	e := newEnv(t)
+	sub, _, err := Add(e.cfg, Spec{URL: "https://example.org/private", UserAgent: "mine/1", Headers: []string{"x-api-key: k1", "Accept: application/rss+xml"}, BasicAuth: "ann:pa:ss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.UserAgent != "mine/1" || sub.Headers["X-Api-Key"] != "k1" || sub.Headers["Accept"] != "application/rss+xml" || sub.Auth == nil || sub.Auth.Password != "pa:ss" {
+		t.Fatalf("access %+v", sub.Access)
+	}
+	for _, spec := range []Spec{{URL: "https://example.org/a", Headers: []string{"no colon"}}, {URL: "https://example.org/b", Headers: []string{"Bad Name: v"}}, {URL: "https://example.org/c", BasicAuth: "nocolon"}} {
+		if _, _, err := Add(e.cfg, spec); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v", spec, err)
+		}
+	}
+	e.out.Reset()
+	List(e.cfg, ListOptions{JSON: true})
+	if strings.Contains(e.out.String(), "pa:ss") || strings.Contains(e.out.String(), "k1") || !strings.Contains(e.out.String(), `"username":"ann"`) {
+		t.Errorf("ls --json shows secrets: %s", e.out)
+	}
+	info, _ := os.Stat(e.cfg.Store.Path(storage.SubscriptionsFile))
+	if info.Mode().Perm()&0o077 != 0 {
+		t.Errorf("subscriptions.ndjson, which holds passwords, has mode %v", info.Mode().Perm())
 	}
 }
 

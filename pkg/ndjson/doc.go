@@ -61,13 +61,20 @@
 //	fulltext      bool    fetch each new entry's page for its full text
 //	scrape        object  the scraper configuration of a website source;
 //	                      null for feeds
+//	user_agent    string  a User-Agent for this feed only; "" means
+//	                      feed-fetch's own
+//	headers       object  extra request headers, name -> value; null if none
+//	auth          object  {username, password} for HTTP basic
+//	                      authentication; null if none. Listings (feed-sub
+//	                      ls --json) and fetch records show the password as
+//	                      "(redacted)"
 //
 // # due (feed-due)
 //
 // One feed to fetch now.
 //
-//	feed_id, url, source_type, name, labels, fulltext, scrape
-//	                      as in the feed's subscription
+//	feed_id, url, source_type, name, labels, fulltext, scrape, user_agent,
+//	headers, auth         as in the feed's subscription
 //	scheduled_at  time    when the fetch became due: the feed's
 //	                      next_fetch_at, its creation for a feed never
 //	                      fetched, or now when forced; stable across
@@ -80,6 +87,13 @@
 //	item_limit    int     keep only this many most recent entries: 20 on a
 //	                      first fetch or one more than 15 days after the
 //	                      last success; 0 means no limit
+//	last          object  what the last fetches found, from the feed state:
+//	    body_sha256       string  the last body's SHA-256 ("" if none): a
+//	                              200 with the same body is "unchanged"
+//	    content_length    int     the last body's length: what a 304 saves
+//	    moved_to          string  the URL the last fetches were moved to
+//	                              permanently (301, 308); "" if not moved
+//	    moved_count       int     how many fetches in a row were moved there
 //
 // # fetch (feed-fetch, completed by feed-parse and feed-dedup)
 //
@@ -87,7 +101,8 @@
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
-//	due              object  the due record this fetch answers
+//	due              object  the due record this fetch answers, its password
+//	                         and secret-looking headers "(redacted)"
 //	requested_url    string  the URL asked for
 //	url              string  the final URL, after redirects
 //	redirects        [object] each hop: {url, status} of a response that
@@ -109,8 +124,20 @@
 //	content_type     string  the Content-Type header
 //	content_length   int     the body's length in bytes, decoded
 //	truncated        bool    the body was cut at the size limit
+//	unchanged        bool    a 200 whose body is the same as the last
+//	                         fetch's: nothing to parse
+//	bytes_saved      int     for a 304: the length of the body it spared
+//	                         (the last body's); 0 otherwise
 //	retry_after_sec  int     the Retry-After the server asked for, in
 //	                         seconds; 0 if none
+//	moved_to         string  where every hop of the redirect chain, all 301
+//	                         or 308, led; "" when not moved permanently
+//	moved_count      int     fetches in a row moved to moved_to, this one
+//	                         included
+//	new_url          string  moved_to, once moved_count reaches feed-fetch's
+//	                         --redirect-threshold: feed-store makes it the
+//	                         subscription's URL (the feed id stays); ""
+//	                         otherwise
 //	error            object  null on success, else {class, code, message}:
 //	                         class transient (timeouts, 5xx, resets, DNS),
 //	                         permanent (404, 410, bad URL, bad certificate),

@@ -68,6 +68,23 @@ type Subscription struct {
 	CreatedAt   Time            `json:"created_at"`
 	Fulltext    bool            `json:"fulltext"`
 	Scrape      json.RawMessage `json:"scrape"`
+	Access
+}
+
+// Access is how a feed is to be requested: its own User-Agent, extra
+// headers, and credentials. It travels from the subscription in the due
+// record to feed-fetch; the copy inside a fetch record has its secrets
+// redacted.
+type Access struct {
+	UserAgent string            `json:"user_agent"`
+	Headers   map[string]string `json:"headers"`
+	Auth      *Auth             `json:"auth"`
+}
+
+// Auth holds HTTP basic authentication credentials.
+type Auth struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
 }
 
 // Validators are the HTTP cache validators of a feed's last response that
@@ -91,6 +108,16 @@ type Due struct {
 	ItemLimit   int             `json:"item_limit"`
 	Fulltext    bool            `json:"fulltext"`
 	Scrape      json.RawMessage `json:"scrape"`
+	Access
+	Last LastFetch `json:"last"`
+}
+
+// LastFetch is what a due record carries from the feed's last fetches.
+type LastFetch struct {
+	BodySHA256    string `json:"body_sha256"`
+	ContentLength int64  `json:"content_length"`
+	MovedTo       string `json:"moved_to"`
+	MovedCount    int    `json:"moved_count"`
 }
 
 // Reasons a feed is due (Due.Reason).
@@ -140,7 +167,12 @@ type Fetch struct {
 	ContentType     string            `json:"content_type"`
 	ContentLength   int64             `json:"content_length"`
 	Truncated       bool              `json:"truncated"`
+	Unchanged       bool              `json:"unchanged"`
+	BytesSaved      int64             `json:"bytes_saved"`
 	RetryAfterSec   int               `json:"retry_after_sec"`
+	MovedTo         string            `json:"moved_to"`
+	MovedCount      int               `json:"moved_count"`
+	NewURL          string            `json:"new_url"`
 	Error           *Error            `json:"error"`
 	Parse           *Parse            `json:"parse"`
 	Dedup           *Dedup            `json:"dedup"`

@@ -1,0 +1,112 @@
+package fetch
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// fetchOne fetches one feed and stores its payload.
+func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
+	fetchedAt := cfg.Clock.Now()
+	f := &ndjson.Fetch{
+		Header:       ndjson.Head(ndjson.TypeFetch),
+		Due:          recordedDue(due),
+		RequestedURL: due.URL,
+		URL:          due.URL,
+		Redirects:    []ndjson.Redirect{},
+		FetchedAt:    ndjson.At(fetchedAt),
+	}
+	id, err := ids.FetchID(fetchedAt, cfg.Rand)
+	if err != nil {
+		f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "internal", Message: err.Error()}
+		return f
+	}
+	f.FetchID = id
+	log := cfg.Log.With("feed_id", due.FeedID, "fetch_id", id)
+
+	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent}
+	if len(due.Headers) > 0 {
+		req.Header = http.Header{}
+		for k, v := range due.Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	if due.Auth != nil {
+		req.Auth = &httpx.BasicAuth{Username: due.Auth.Username, Password: due.Auth.Password}
+	}
+	r := cfg.Client.Get(ctx, req)
+	f.URL = r.URL
+	if r.Redirects != nil {
+		f.Redirects = r.Redirects
+	}
+	f.DurationMS = r.Duration.Milliseconds()
+	f.HTTPStatus = r.Status
+	f.NotModified = r.NotModified
+	f.RequestHeaders = httpx.Flatten(r.RequestHeader)
+	f.ResponseHeaders = httpx.Flatten(r.Header)
+	f.ContentType = r.Header.Get("Content-Type")
+	f.Truncated = r.Truncated
+	if r.HasRetryAfter {
+		f.RetryAfterSec = int((r.RetryAfter + time.Second - 1) / time.Second)
+	}
+	f.Error = r.Err
+	if r.NotModified {
+		f.BytesSaved = due.Last.ContentLength // the body we did not download again
+	}
+	cfg.movedPermanently(f, r.PermanentRedirect(), due.Last)
+	if r.Status != 0 && !r.NotModified {
+		key, sum, err := cfg.Store.PutRaw(fetchedAt, r.Body)
+		if err != nil {
+			// The payload is lost, so the record must say so; the
+			// writer stops the run on the same broken store soon after.
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "store", Message: err.Error()}
+			log.Error("cannot store payload", "error", err)
+			return f
+		}
+		f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+		f.BodySHA256 = sum
+		f.ContentLength = int64(len(r.Body))
+		// A 200 with the very body we had: the server ignored our
+		// validators, or has none.
+		f.Unchanged = f.Error == nil && sum == due.Last.BodySHA256
+	}
+	if f.Error != nil {
+		log.Warn("fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "error", f.Error.Message, "elapsed_ms", f.DurationMS)
+	} else {
+		log.Debug("fetched", "url", due.URL, "status", r.Status, "bytes", f.ContentLength, "unchanged", f.Unchanged, "elapsed_ms", f.DurationMS)
+	}
+	return f
+}
+
+// movedPermanently counts the fetches in a row that were moved permanently
+// to one URL, and proposes it as the feed's new URL once the count reaches
+// the threshold. A temporary redirect, or none, starts the count again.
+func (cfg *Config) movedPermanently(f *ndjson.Fetch, to string, last ndjson.LastFetch) {
+	if to == "" {
+		return
+	}
+	f.MovedTo, f.MovedCount = to, 1
+	if to == last.MovedTo {
+		f.MovedCount = last.MovedCount + 1
+	}
+	if f.MovedCount >= cfg.RedirectThreshold {
+		f.NewURL = to
+		cfg.Log.Info("feed moved permanently", "feed_id", f.Due.FeedID, "url", f.RequestedURL, "new_url", to, "fetches", f.MovedCount)
+	}
+}
+
+// recordedDue is the due record as a fetch record keeps it: without the
+// password, and with secret-looking headers redacted.
+func recordedDue(due ndjson.Due) ndjson.Due {
+	due.Headers = httpx.RedactHeaderMap(due.Headers)
+	if due.Auth != nil {
+		due.Auth = &ndjson.Auth{Username: due.Auth.Username, Password: "(redacted)"}
+	}
+	return due
+}

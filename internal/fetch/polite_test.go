@@ -1,0 +1,181 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/clock"
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+func dues(t *testing.T, urls ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for i, u := range urls {
+		b.WriteString(dueLine(t, fmt.Sprintf("feed%d", i), u, ndjson.Validators{}) + "\n")
+	}
+	return b.String()
+}
+
+// TestPerHostRateSpreadsABurst sends three feeds of one host and one of
+// another through a fake clock: the second host is fetched at once, and
+// the first host's feeds a second apart, never two at a time.
+func TestPerHostRateSpreadsABurst(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(t0)
+	var mu sync.Mutex
+	seen := map[string][]time.Duration{} // host -> fake times of its requests
+	handler := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[name] = append(seen[name], fake.Now().Sub(t0))
+			mu.Unlock()
+			w.Write([]byte(feedBody))
+		})
+	}
+	a := httptest.NewServer(handler("a"))
+	defer a.Close()
+	b := httptest.NewServer(handler("b"))
+	defer b.Close()
+	st, _ := storage.Open(t.TempDir())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			In:  strings.NewReader(dues(t, a.URL+"/1", a.URL+"/2", a.URL+"/3", b.URL+"/1")),
+			Out: ndjson.NewWriter(&out), Store: st, Clock: fake,
+			Client:  httpx.New(httpx.Options{AllowPrivate: true}),
+			Limiter: httpx.NewLimiter(1, 1, fake),
+		})
+	}()
+	for range 2 { // a's second and third feeds wait a second each
+		fake.BlockUntil(1)
+		fake.Advance(time.Second)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(seen["a"]); got != "[0s 1s 2s]" {
+		t.Errorf("host a requested at %s, want [0s 1s 2s]", got)
+	}
+	if got := fmt.Sprint(seen["b"]); got != "[0s]" {
+		t.Errorf("host b requested at %s, want [0s]: it must not wait for a", got)
+	}
+}
+
+// TestSlowHostDoesNotHoldUpOthers keeps one host's request hanging until
+// the feeds of four other hosts have been fetched: were the slow host
+// holding the others up, they would never be.
+func TestSlowHostDoesNotHoldUpOthers(t *testing.T) {
+	release := make(chan struct{})
+	var served sync.WaitGroup
+	served.Add(4)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Write([]byte(feedBody))
+	}))
+	defer slow.Close()
+	urls := []string{slow.URL + "/1", slow.URL + "/2"}
+	for range 4 {
+		fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(feedBody))
+			served.Done()
+		}))
+		defer fast.Close()
+		urls = append(urls, fast.URL+"/feed")
+	}
+	allFast := make(chan struct{})
+	go func() { served.Wait(); close(allFast) }()
+	go func() {
+		select {
+		case <-allFast:
+		case <-time.After(10 * time.Second):
+			t.Error("the other hosts' feeds were not fetched while one host hung")
+		}
+		close(release)
+	}()
+	st, _ := storage.Open(t.TempDir())
+	var out bytes.Buffer
+	err := Run(context.Background(), Config{In: strings.NewReader(dues(t, urls...)), Out: ndjson.NewWriter(&out), Store: st,
+		Concurrency: 2, Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(1, 0, nil)})
+	if err != nil || strings.Count(out.String(), `"type":"fetch"`) != 6 {
+		t.Fatalf("err %v, output:\n%s", err, out.String())
+	}
+}
+
+func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	sum := sha256.Sum256([]byte(feedBody))
+	due := func(id, url string, last ndjson.LastFetch, v ndjson.Validators) string {
+		b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: id, URL: url, Last: last, Validators: v})
+		return string(b)
+	}
+	moved := srv.URL + "/redirect/301?to=/feed.xml"
+	first := run(t, st, due("etag", srv.URL+"/feed.xml", ndjson.LastFetch{}, ndjson.Validators{})).fetches[0]
+	in := due("third-move", moved, ndjson.LastFetch{MovedTo: srv.URL + "/feed.xml", MovedCount: 2}, ndjson.Validators{}) +
+		due("first-move", moved, ndjson.LastFetch{MovedTo: srv.URL + "/elsewhere", MovedCount: 5}, ndjson.Validators{}) +
+		due("temporary", srv.URL+"/redirect/302?to=/feed.xml", ndjson.LastFetch{MovedTo: srv.URL + "/feed.xml", MovedCount: 2}, ndjson.Validators{}) +
+		due("same-body", srv.URL+"/feed.xml", ndjson.LastFetch{BodySHA256: hex.EncodeToString(sum[:])}, ndjson.Validators{}) +
+		due("not-modified", srv.URL+"/feed.xml", ndjson.LastFetch{ContentLength: 4321}, ndjson.Validators{ETag: first.ResponseHeaders["Etag"]})
+	by := map[string]ndjson.Fetch{}
+	for _, f := range run(t, st, in).fetches {
+		by[f.Due.FeedID] = f
+	}
+	for id, want := range map[string]string{
+		"third-move":   "moved " + srv.URL + "/feed.xml 3 new " + srv.URL + "/feed.xml",
+		"first-move":   "moved " + srv.URL + "/feed.xml 1 new ",
+		"temporary":    "moved  0 new ",
+		"same-body":    "moved  0 new ",
+		"not-modified": "moved  0 new ",
+	} {
+		f := by[id]
+		if got := fmt.Sprintf("moved %s %d new %s", f.MovedTo, f.MovedCount, f.NewURL); got != want {
+			t.Errorf("%s: %s, want %s", id, got, want)
+		}
+	}
+	if !by["same-body"].Unchanged || by["third-move"].Unchanged {
+		t.Errorf("unchanged: same-body %v, third-move %v", by["same-body"].Unchanged, by["third-move"].Unchanged)
+	}
+	if nm := by["not-modified"]; !nm.NotModified || nm.BytesSaved != 4321 {
+		t.Errorf("304 saved %d bytes (not modified %v), want 4321", nm.BytesSaved, nm.NotModified)
+	}
+}
+
+func TestCredentialsNeverRecorded(t *testing.T) {
+	var gotAuth, gotKey string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotKey = r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	st, _ := storage.Open(t.TempDir())
+	b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "f", URL: srv.URL,
+		Access: ndjson.Access{UserAgent: "mine/1", Headers: map[string]string{"X-Api-Key": "k-e-y", "X-Plain": "p"}, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}}})
+	r := run(t, st, string(b))
+	if gotAuth == "" || gotKey != "k-e-y" {
+		t.Fatalf("the server got auth %q key %q", gotAuth, gotKey)
+	}
+	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
+	for _, secret := range []string{"s3cret", "k-e-y", gotAuth[len("Basic "):]} {
+		if strings.Contains(string(logged), secret) || strings.Contains(strings.Join(r.lines, ""), secret) || strings.Contains(r.logs, secret) {
+			t.Errorf("%q was recorded", secret)
+		}
+	}
+	f := r.fetches[0]
+	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Plain"] != "p" || f.RequestHeaders["User-Agent"] != "mine/1" {
+		t.Errorf("recorded due %+v, request headers %v", f.Due.Access, f.RequestHeaders)
+	}
+}

@@ -1,0 +1,137 @@
+package httpx
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// acceptEncoding is every content coding decodeBody reads.
+const acceptEncoding = "gzip, deflate, br, zstd"
+
+// decodeBody reads the body, undoing its content codings, and stops at max
+// decoded bytes: the cap applies after decoding, so that a small
+// compressed bomb cannot expand past it.
+func decodeBody(resp *http.Response, max int64) (body []byte, truncated bool, err error) {
+	var r io.Reader = resp.Body
+	// Codings are listed in the order they were applied; undo them in
+	// reverse.
+	codings := strings.Split(resp.Header.Get("Content-Encoding"), ",")
+	for i := len(codings) - 1; i >= 0; i-- {
+		dec, err := decoder(strings.ToLower(strings.TrimSpace(codings[i])), r)
+		if err != nil {
+			return nil, false, err
+		}
+		if c, ok := dec.(io.Closer); ok {
+			defer c.Close()
+		}
+		r = dec
+	}
+	body, err = io.ReadAll(io.LimitReader(r, max+1))
+	if int64(len(body)) > max {
+		return body[:max], true, nil
+	}
+	return body, false, err
+}
+
+func decoder(coding string, r io.Reader) (io.Reader, error) {
+	switch coding {
+	case "", "identity":
+		return r, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, nil
+	case "deflate":
+		// RFC 9110 means zlib-wrapped deflate, but some servers send raw
+		// deflate: tell them apart by the zlib header.
+		br := bufio.NewReader(r)
+		head, err := br.Peek(2)
+		if err == nil && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0 {
+			zr, err := zlib.NewReader(br)
+			if err != nil {
+				return nil, fmt.Errorf("deflate: %w", err)
+			}
+			return zr, nil
+		}
+		return flate.NewReader(br), nil
+	case "br":
+		return brotli.NewReader(r), nil
+	case "zstd":
+		// Bounded window: a frame asking for a huge one is refused, not
+		// allocated.
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zstdCloser{zr}, nil
+	default:
+		return nil, fmt.Errorf("unsupported Content-Encoding %q", coding)
+	}
+}
+
+// zstdCloser lets a zstd.Decoder be closed through io.Closer.
+type zstdCloser struct{ *zstd.Decoder }
+
+func (z zstdCloser) Close() error { z.Decoder.Close(); return nil }
+
+// sensitive reports whether a request header may carry a secret, and so
+// must never be recorded.
+func sensitive(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	return strings.Contains(n, "token") || strings.Contains(n, "secret") || strings.Contains(n, "api-key") || strings.Contains(n, "apikey")
+}
+
+// redactHeaders copies request headers for the record, with the values of
+// those that may carry secrets replaced.
+func redactHeaders(h http.Header) http.Header {
+	out := h.Clone()
+	for name := range out {
+		if sensitive(name) {
+			out[name] = []string{"(redacted)"}
+		}
+	}
+	return out
+}
+
+// RedactHeaderMap is redactHeaders for a subscription's extra headers.
+func RedactHeaderMap(h map[string]string) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if sensitive(k) {
+			v = "(redacted)"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Flatten turns headers into the record's one-value-per-name map, joining
+// repeated values with ", ".
+func Flatten(h http.Header) map[string]string {
+	if h == nil {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(h))
+	for k, vs := range h {
+		out[k] = strings.Join(vs, ", ")
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package httpx
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/clock"
+)
+
+// Politeness defaults (seed 001 §8.2): one request at a time, one a
+// second, per host.
+const (
+	DefaultHostConcurrency = 1
+	DefaultHostRPS         = 1.0
+)
+
+// HostKey is the key per-host limits are kept under: scheme, host and
+// port, so that http and https, or two ports, of one name are apart (seed
+// 000 §15).
+func HostKey(rawURL string) string {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || u.Host == "" {
+		return rawURL
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// Limiter keeps per-host politeness: at most PerHost requests in flight to
+// a host, and request starts to it at least 1/RPS apart. One slow or
+// rate-limited host holds back only its own requests.
+type Limiter struct {
+	perHost  int
+	interval time.Duration
+	clock    clock.Clock
+
+	mu      sync.Mutex
+	hosts   map[string]*hostState
+	release chan struct{} // closed and replaced when a slot frees
+}
+
+type hostState struct {
+	inFlight int
+	next     time.Time // earliest start of the next request
+}
+
+// NewLimiter returns a Limiter. perHost < 1 means 1; rps <= 0 means no
+// rate limit; a nil clock is the wall clock.
+func NewLimiter(perHost int, rps float64, c clock.Clock) *Limiter {
+	l := &Limiter{perHost: max(perHost, 1), clock: c, hosts: map[string]*hostState{}, release: make(chan struct{})}
+	if rps > 0 {
+		l.interval = time.Duration(float64(time.Second) / rps)
+	}
+	if l.clock == nil {
+		l.clock = clock.Real{}
+	}
+	return l
+}
+
+// TryAcquire takes a request slot for host if one is free now. If not, ok
+// is false and wait says how long until the rate allows the next request
+// (0 when the host is waiting for a request in flight to end instead).
+func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.hosts[host]
+	if h == nil {
+		h = &hostState{}
+		l.hosts[host] = h
+	}
+	if h.inFlight >= l.perHost {
+		return nil, 0, false
+	}
+	now := l.clock.Now()
+	if now.Before(h.next) {
+		return nil, h.next.Sub(now), false
+	}
+	h.inFlight++
+	h.next = now.Add(l.interval)
+	var once sync.Once
+	return func() { once.Do(func() { l.done(host) }) }, 0, true
+}
+
+func (l *Limiter) done(host string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hosts[host].inFlight--
+	close(l.release)
+	l.release = make(chan struct{})
+}
+
+// Acquire waits until a slot for host is free, for callers with one
+// request to make.
+func (l *Limiter) Acquire(ctx context.Context, host string) (release func(), err error) {
+	for {
+		l.mu.Lock()
+		freed := l.release
+		l.mu.Unlock()
+		release, wait, ok := l.TryAcquire(host)
+		if ok {
+			return release, nil
+		}
+		var timer <-chan time.Time
+		if wait > 0 {
+			timer = l.clock.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-freed:
+		case <-timer:
+		}
+	}
+}

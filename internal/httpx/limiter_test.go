@@ -1,0 +1,102 @@
+package httpx
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/clock"
+)
+
+func TestHostKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://Example.org/feed":        "https://example.org:443",
+		"http://example.org:80/a?b":       "http://example.org:80",
+		"http://example.org/":             "http://example.org:80",
+		"http://example.org:8080/x":       "http://example.org:8080",
+		"https://example.org:8443/":       "https://example.org:8443",
+		"http://127.0.0.5:9000/gen/1.xml": "http://127.0.0.5:9000",
+	} {
+		if got := HostKey(in); got != want {
+			t.Errorf("HostKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if HostKey("http://example.org/") == HostKey("https://example.org/") {
+		t.Error("http and https share a key")
+	}
+}
+
+func TestLimiterRateAndConcurrencyPerHost(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))
+	l := NewLimiter(1, 2, c) // one at a time, two a second
+	relA, _, ok := l.TryAcquire("a")
+	if !ok {
+		t.Fatal("first request to a refused")
+	}
+	if _, wait, ok := l.TryAcquire("a"); ok || wait != 0 {
+		t.Fatalf("second request to a while one is in flight: ok %v wait %v", ok, wait)
+	}
+	relB, _, ok := l.TryAcquire("b")
+	if !ok {
+		t.Fatal("another host was held back by a")
+	}
+	relA()
+	relA() // releasing twice is harmless
+	if _, wait, ok := l.TryAcquire("a"); ok || wait != 500*time.Millisecond {
+		t.Fatalf("a again at once: ok %v wait %v, want a 500ms wait", ok, wait)
+	}
+	c.Advance(500 * time.Millisecond)
+	if _, _, ok := l.TryAcquire("a"); !ok {
+		t.Fatal("a refused once its interval passed")
+	}
+	relB()
+}
+
+func TestLimiterUnlimitedRate(t *testing.T) {
+	l := NewLimiter(3, 0, clock.NewFake(time.Time{}))
+	for i := range 3 {
+		if _, _, ok := l.TryAcquire("a"); !ok {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	if _, _, ok := l.TryAcquire("a"); ok {
+		t.Fatal("a fourth request in flight")
+	}
+}
+
+func TestAcquireWaitsForTheClockAndForReleases(t *testing.T) {
+	c := clock.NewFake(time.Time{})
+	l := NewLimiter(1, 1, c)
+	rel, err := l.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error)
+	go func() {
+		r, err := l.Acquire(context.Background(), "a")
+		if r != nil {
+			r()
+		}
+		got <- err
+	}()
+	rel() // a slot frees, but the rate still says wait a second
+	c.BlockUntil(1)
+	select {
+	case <-got:
+		t.Fatal("acquired before the interval passed")
+	default:
+	}
+	c.Advance(time.Second)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	r, _ := l.Acquire(context.Background(), "b")
+	defer r()
+	go func() { _, err := l.Acquire(ctx, "b"); got <- err }()
+	cancel()
+	if err := <-got; err != context.Canceled {
+		t.Fatalf("cancelled Acquire returned %v", err)
+	}
+}

@@ -1,0 +1,200 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+const rss = `<?xml version="1.0"?><rss version="2.0"><channel><title>encoded</title></channel></rss>`
+
+func encode(t *testing.T, coding string, body []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w interface {
+		Write([]byte) (int, error)
+		Close() error
+	}
+	switch coding {
+	case "gzip":
+		w = gzip.NewWriter(&buf)
+	case "deflate":
+		w = zlib.NewWriter(&buf)
+	case "raw-deflate":
+		w, _ = flate.NewWriter(&buf, flate.DefaultCompression)
+	case "br":
+		w = brotli.NewWriter(&buf)
+	case "zstd":
+		w, _ = zstd.NewWriter(&buf)
+	}
+	w.Write(body)
+	w.Close()
+	return buf.Bytes()
+}
+
+func TestContentEncodings(t *testing.T) {
+	for _, tc := range []struct{ coding, header string }{
+		{"gzip", "gzip"}, {"deflate", "deflate"}, {"raw-deflate", "deflate"}, {"br", "br"}, {"zstd", "zstd"}, {"gzip", "x-gzip"},
+	} {
+		payload := encode(t, tc.coding, []byte(rss))
+		srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "zstd") || !strings.Contains(r.Header.Get("Accept-Encoding"), "br") {
+				t.Errorf("Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+			}
+			w.Header().Set("Content-Encoding", tc.header)
+			w.Write(payload)
+		}))
+		r := local().Get(context.Background(), Request{URL: srv.URL})
+		if r.Err != nil || string(r.Body) != rss {
+			t.Errorf("%s as %s: err %+v, body %q", tc.coding, tc.header, r.Err, r.Body)
+		}
+	}
+}
+
+func TestEveryCodingIsCappedAfterDecoding(t *testing.T) {
+	big := bytes.Repeat([]byte("A"), 4<<20)
+	for _, coding := range []string{"gzip", "deflate", "br", "zstd"} {
+		payload := encode(t, coding, big)
+		srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", coding)
+			w.Write(payload)
+		}))
+		r := New(Options{AllowPrivate: true, MaxBodyBytes: 1 << 20}).Get(context.Background(), Request{URL: srv.URL})
+		if !r.Truncated || len(r.Body) != 1<<20 || r.Err == nil || r.Err.Code != "body_too_large" {
+			t.Errorf("%s: %d compressed bytes gave truncated %v, %d bytes, err %+v", coding, len(payload), r.Truncated, len(r.Body), r.Err)
+		}
+	}
+}
+
+func TestUnknownEncodingIsAnError(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "compress")
+		w.Write([]byte("x"))
+	}))
+	r := local().Get(context.Background(), Request{URL: srv.URL})
+	if r.Err == nil || !strings.Contains(r.Err.Message, `unsupported Content-Encoding "compress"`) {
+		t.Fatalf("err %+v", r.Err)
+	}
+}
+
+func TestTotalTimeoutCutsATrickle(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		for i := 0; i < 1000; i++ {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}))
+	// Each request may take a second, the whole fetch only 200ms: the
+	// trickle keeps the request alive, the total cuts it off.
+	r := New(Options{AllowPrivate: true, Timeout: time.Second, TotalTimeout: 200 * time.Millisecond}).Get(context.Background(), Request{URL: srv.URL})
+	if r.Err == nil || r.Err.Code != "timeout" || r.Err.Message != "took longer than 200ms in all (--total-timeout)" {
+		t.Fatalf("err %+v", r.Err)
+	}
+	// And the per-request timeout covers the body too.
+	r = New(Options{AllowPrivate: true, Timeout: 150 * time.Millisecond, TotalTimeout: time.Minute}).Get(context.Background(), Request{URL: srv.URL})
+	if r.Err == nil || r.Err.Code != "timeout" || r.Err.Message != "timed out after 150ms (--timeout)" {
+		t.Fatalf("err %+v", r.Err)
+	}
+}
+
+func TestConnectionReset(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}))
+	r := local().Get(context.Background(), Request{URL: srv.URL})
+	if r.Err == nil || r.Err.Class != ndjson.ClassTransient {
+		t.Fatalf("err %+v", r.Err)
+	}
+}
+
+func TestPermanentRedirect(t *testing.T) {
+	srv, _ := feedServer(t)
+	c := local()
+	for _, tc := range []struct{ path, want string }{
+		{"/redirect/301?to=/feed.xml", srv.URL + "/feed.xml"},
+		{"/redirect/308?to=/redirect/301%3Fto%3D/feed.xml", srv.URL + "/feed.xml"},
+		{"/redirect/302?to=/feed.xml", ""},
+		{"/redirect/301?to=/redirect/307%3Fto%3D/feed.xml", ""},
+		{"/feed.xml", ""},
+		{"/redirect/301?to=/status/404", ""},
+	} {
+		if got := c.Get(context.Background(), Request{URL: srv.URL + tc.path}).PermanentRedirect(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestUserAgentAndBasicAuthPerRequest(t *testing.T) {
+	var gotUA, gotAuth string
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotUA, gotAuth = r.Header.Get("User-Agent"), r.Header.Get("Authorization")
+		w.Write([]byte(rss))
+	}))
+	r := local().Get(context.Background(), Request{URL: srv.URL, UserAgent: "special/1.0", Auth: &BasicAuth{"ann", "s3cret"},
+		Header: http.Header{"X-Api-Key": {"k"}, "X-Other": {"v"}}})
+	if gotUA != "special/1.0" || gotAuth != "Basic "+base64.StdEncoding.EncodeToString([]byte("ann:s3cret")) {
+		t.Fatalf("server saw UA %q auth %q", gotUA, gotAuth)
+	}
+	for name, want := range map[string]string{"Authorization": "", "X-Api-Key": "(redacted)", "X-Other": "v", "User-Agent": "special/1.0"} {
+		if got := r.RequestHeader.Get(name); got != want {
+			t.Errorf("recorded %s = %q, want %q", name, got, want)
+		}
+	}
+	for _, v := range Flatten(r.RequestHeader) {
+		if strings.Contains(v, "s3cret") || strings.Contains(v, base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))) {
+			t.Fatal("a credential reached the recorded headers")
+		}
+	}
+}
+
+func TestRobotsAllowed(t *testing.T) {
+	robotsFetches := 0
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			robotsFetches++
+			w.Write([]byte("User-agent: *\nDisallow: /private/\n\nUser-agent: feedpipe\nDisallow: /no-feedpipe/\n"))
+			return
+		}
+		w.Write([]byte("page"))
+	}))
+	c := local()
+	for path, want := range map[string]bool{"/": true, "/articles/1": true, "/no-feedpipe/x": false, "/private/x": true} {
+		ok, err := c.RobotsAllowed(context.Background(), srv.URL+path, nil)
+		if err != nil || ok != want {
+			t.Errorf("%s: %v, %v; want %v", path, ok, err, want)
+		}
+	}
+	if robotsFetches != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", robotsFetches)
+	}
+	for status, want := range map[int]bool{404: true, 500: false} {
+		srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
+		if ok, _ := local().RobotsAllowed(context.Background(), srv.URL+"/page", nil); ok != want {
+			t.Errorf("robots.txt answering %d: allowed %v, want %v", status, ok, want)
+		}
+	}
+}
