@@ -124,7 +124,8 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	cmd := exec.Command("bash", "-c", strings.Join(script, "\n"))
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "FEEDPIPE_STORE="+filepath.Join(work, "store"), "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "FEEDPIPE_STORE="+filepath.Join(work, "store"), "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_LOG_LEVEL=warn",
+		"FEEDPIPE_HOST_RPS=0") // example.org is one local server here
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("a README command failed: %v\n%s", err, out)
