@@ -28,9 +28,15 @@ of it (as ls shows), or its URL.`,
 		Commands: []*cli.Command{
 			{
 				Name:      "add",
-				Usage:     "subscribe to a feed; prints its feed id",
+				Usage:     "subscribe to a feed or a website; prints its feed id",
 				ArgsUsage: "URL",
-				Flags: []cli.Flag{
+				Description: `URL is a feed; with --discover, a page whose feed is found as feed-sub
+discover finds it; with --type website, a page to scrape (feed-scrape): in
+direct mode (the default) the page is the article, in list mode it links to
+the articles. The scraper configuration comes from --scrape-config FILE
+(JSON, see pkg/ndjson "scrape configuration" and README), the selector
+flags, or both.`,
+				Flags: append(append([]cli.Flag{
 					&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
 					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
 					&cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"},
@@ -38,19 +44,32 @@ of it (as ls shows), or its URL.`,
 					&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
 					&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable)`},
 					&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
-				},
+					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
+				}, scrapeFlags()...), fetchFlags()[:2]...),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
 					}
-					_, _, err := sub.Add(cfg, sub.Spec{
-						URL: c.Args().First(), Name: c.String("name"), Labels: c.StringSlice("label"),
+					scrape, err := scrapeConfig(c)
+					if err != nil {
+						return err
+					}
+					url := c.Args().First()
+					if c.Bool("discover") {
+						if url, err = discovered(c, url); err != nil {
+							return err
+						}
+					}
+					_, _, err = sub.Add(cfg, sub.Spec{
+						URL: url, Name: c.String("name"), Labels: c.StringSlice("label"),
 						Type: c.String("type"), Interval: c.Duration("interval"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
+						Scrape: scrape, Fulltext: c.Bool("fulltext"),
 					})
 					return cmdkit.UsageIf(err, sub.ErrInvalid)
 				}),
 			},
+			discoverCommand(),
 			{
 				Name:      "rm",
 				Usage:     "remove subscriptions (their stored entries stay)",

@@ -53,14 +53,18 @@ func Run(ctx context.Context, cfg Config) error {
 			if !pipe.Decode(line, &f, cfg.Log, &fails) {
 				return nil
 			}
-			c, ok := d.counts[f.FetchID]
-			if !ok && f.Parse == nil {
+			// A feed's entries come before its fetch record, so the counts
+			// since the feed's last fetch record are this fetch's. (They
+			// are kept by feed, not fetch id: a website's entries point
+			// at the page fetches they came from.)
+			c, ok := d.counts[f.Due.FeedID]
+			if !ok && f.Parse == nil && f.Scrape == nil {
 				return cfg.Out.WriteRaw(line.Raw) // nothing was parsed: nothing to count
 			}
 			if !ok {
 				c = &ndjson.Dedup{}
 			}
-			delete(d.counts, f.FetchID)
+			delete(d.counts, f.Due.FeedID)
 			f.Dedup = c
 			return cfg.Out.Write(&f)
 		default:
@@ -81,15 +85,15 @@ type deduper struct {
 	// The store's index of each feed seen, plus what this run passed on:
 	// a replay of many fetches of one feed yields each version once.
 	indexes map[string]*storage.FeedIndex
-	counts  map[string]*ndjson.Dedup // by fetch id, until its fetch record
+	counts  map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
 }
 
 // judge sets e.Status and reports whether e goes on.
 func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
-	c := d.counts[e.RawRef.FetchID]
+	c := d.counts[e.FeedID]
 	if c == nil {
 		c = &ndjson.Dedup{}
-		d.counts[e.RawRef.FetchID] = c
+		d.counts[e.FeedID] = c
 	}
 	idx, ok := d.indexes[e.FeedID]
 	if !ok {

@@ -76,6 +76,8 @@ func TestRun(t *testing.T) {
 			entry("A", "a3", "h3", "F") + fetch("A", "F", true) + entry("A", "a3", "h3b", "G") + fetch("A", "G", true),
 			"A/a3:new F:1/0/0 A/a3:updated G:0/1/0", false},
 		{"a parsed fetch without entries gets zero counts", fetch("C", "F", true), "F:0/0/0", false},
+		{"entries count for their feed's next fetch, whatever fetch they point at",
+			entry("W", "w1", "h", "page1") + entry("W", "w2", "h", "page2") + fetch("W", "F", true), "W/w1:new W/w2:new F:2/0/0", false},
 		{"an unparsed fetch (304) passes unchanged", fetch("A", "F", false), "F:-", false},
 		{"other records pass through", `{"type":"unknown","v":1}` + "\n" + entry("A", "a3", "h3", "F"), "unknown A/a3:new", false},
 		{"a malformed line is reported, the rest goes on", "garbage\n" + entry("A", "a3", "h3", "F"), "A/a3:new", true},

@@ -142,11 +142,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 // committer holds what feed-store knows across batches.
 type committer struct {
-	cfg        Config
-	states     *storage.States
-	intervals  map[string]time.Duration      // feed id -> its own polling interval
-	indexes    map[string]*storage.FeedIndex // by feed id
-	newByFetch map[string]int                // fetch id -> entries stored new, until its record
+	cfg       Config
+	states    *storage.States
+	intervals map[string]time.Duration      // feed id -> its own polling interval
+	indexes   map[string]*storage.FeedIndex // by feed id
+	newByFeed map[string]int                // feed id -> entries stored new since its last fetch record
 }
 
 func newCommitter(cfg Config) (*committer, error) {
@@ -165,7 +165,7 @@ func newCommitter(cfg Config) (*committer, error) {
 		}
 	}
 	return &committer{cfg: cfg, states: states, intervals: intervals,
-		indexes: map[string]*storage.FeedIndex{}, newByFetch: map[string]int{}}, nil
+		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}}, nil
 }
 
 func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
@@ -211,6 +211,9 @@ func (c *committer) commit(batch []item) error {
 			}
 			eventLines = append(eventLines, line...)
 			out = append(out, ev)
+		case it.fetch != nil && it.fetch.Page != nil:
+			// A page feed-scrape fetched for a source (in a replay of
+			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil:
 			c.cfg.Summary.count(it.fetch)
 			if st, ok := c.nextState(it.fetch); ok {
@@ -299,7 +302,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		s.Updated++
 	} else {
 		s.New++
-		c.newByFetch[e.RawRef.FetchID]++
+		c.newByFeed[e.FeedID]++
 	}
 	e.LastSeen = ndjson.At(now)
 	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
@@ -358,8 +361,8 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
-	st.NewEntriesLastFetch = c.newByFetch[f.FetchID]
-	delete(c.newByFetch, f.FetchID)
+	st.NewEntriesLastFetch = c.newByFeed[feedID]
+	delete(c.newByFeed, feedID)
 
 	interval, ok := c.intervals[feedID]
 	if !ok {

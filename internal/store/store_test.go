@@ -323,3 +323,30 @@ func TestBytesSavedAndSameBodyCounted(t *testing.T) {
 		t.Fatalf("states %+v %+v", a, b)
 	}
 }
+
+func TestPageFetchRecordsLeaveStateAlone(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	run(t, st, t0, fetchRec("W", nil))
+	r := run(t, st, t0.Add(time.Hour), fetchRec("W", func(f *ndjson.Fetch) {
+		f.FetchID, f.FetchedAt = "page1", ndjson.At(t0.Add(time.Hour))
+		f.Page = &ndjson.Page{Role: "article", SourceFetchID: "F-W"}
+		f.ResponseHeaders = map[string]string{"Etag": `"page-etag"`}
+	}))
+	states, _ := st.States()
+	if w := states.ByFeed["W"]; w.Validators.ETag != `"v1"` || !w.LastFetchAt.Equal(t0) || r.sum.Feeds != 0 {
+		t.Fatalf("a page fetch changed the source's state %+v (feeds counted %d)", w, r.sum.Feeds)
+	}
+}
+
+func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	// Scraped entries point at the pages they came from, not at the
+	// website's own fetch.
+	e1 := strings.Replace(entry("W", "u1", "h1", "One"), `"fetch_id":"F-W"`, `"fetch_id":"page1"`, 1)
+	e2 := strings.Replace(entry("W", "u2", "h2", "Two"), `"fetch_id":"F-W"`, `"fetch_id":"page2"`, 1)
+	run(t, st, t0, e1+e2+fetchRec("W", nil))
+	states, _ := st.States()
+	if n := states.ByFeed["W"].NewEntriesLastFetch; n != 2 {
+		t.Fatalf("new_entries_last_fetch %d, want 2", n)
+	}
+}

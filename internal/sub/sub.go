@@ -3,7 +3,9 @@
 package sub
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -59,6 +62,11 @@ type Spec struct {
 	UserAgent string
 	Headers   []string
 	BasicAuth string
+	// Scrape is the scraper configuration of a website, or of a feed's
+	// pages for Fulltext; nil for none.
+	Scrape *ndjson.ScrapeConfig
+	// Fulltext asks feed-scrape for the text of each new entry's page.
+	Fulltext bool
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
@@ -96,7 +104,16 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	if err != nil {
 		return ndjson.Subscription{}, err
 	}
+	if typ == ndjson.SourceAuto && spec.Scrape != nil && strings.TrimSpace(spec.Scrape.DiscoveryMode) != "" {
+		typ = ndjson.SourceWebsite // a discovery mode says it is a website
+	}
+	scrape, err := spec.scrape(typ)
+	if err != nil {
+		return ndjson.Subscription{}, err
+	}
 	return ndjson.Subscription{
+		Scrape:      scrape,
+		Fulltext:    spec.Fulltext,
 		Access:      access,
 		Header:      ndjson.Head(ndjson.TypeSubscription),
 		FeedID:      ids.FeedID(u),
@@ -108,6 +125,23 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		Cron:        strings.TrimSpace(spec.Cron),
 		CreatedAt:   ndjson.At(now),
 	}, nil
+}
+
+// scrape checks the scraper configuration and returns it as the
+// subscription keeps it.
+func (spec Spec) scrape(typ string) (json.RawMessage, error) {
+	if spec.Scrape == nil {
+		return nil, nil
+	}
+	c := *spec.Scrape
+	if err := extract.CheckConfig(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if c.DiscoveryMode != "" && typ != ndjson.SourceWebsite {
+		return nil, fmt.Errorf("%w: a discovery mode is for websites: add --type website", ErrInvalid)
+	}
+	b, err := ndjson.Marshal(c) // as records are written: "a > b" stays readable
+	return json.RawMessage(bytes.TrimSpace(b)), err
 }
 
 func (spec Spec) access() (ndjson.Access, error) {

@@ -33,6 +33,8 @@
 //	feed-due:   due
 //	feed-fetch: fetch (also appended to the store's fetches/YYYY-MM-DD.ndjson)
 //	feed-parse: entry, then the fetch record of the same feed with "parse"
+//	feed-scrape: entry for the articles of a website, then its fetch
+//	            record with "scrape"; entries of full-text feeds completed
 //	feed-dedup: entry with "status", fetch with "dedup"
 //	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
 //	            the stored entry goes to entries/YYYY-MM-DD.ndjson
@@ -58,9 +60,12 @@
 //	                      kept for the scheduler, "" if none
 //	disabled      bool    true: feed-due skips it (feed-sub disable)
 //	created_at    time    when it was added
-//	fulltext      bool    fetch each new entry's page for its full text
-//	scrape        object  the scraper configuration of a website source;
-//	                      null for feeds
+//	fulltext      bool    feed-scrape fetches each new entry's page for
+//	                      its full text
+//	scrape        object  the scraper configuration (see "scrape
+//	                      configuration" below) of a website source, or
+//	                      the content selector of a full-text feed's
+//	                      pages; null when there is none
 //	user_agent    string  a User-Agent for this feed only; "" means
 //	                      feed-fetch's own
 //	headers       object  extra request headers, name -> value; null if none
@@ -148,9 +153,31 @@
 //	                         one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json
-//	    version           string  the format's version as the document says
+//	    version           string  the format's version: 0.90, 0.91, 0.92,
+//	                              2.0 (as the rss element says), 1.0 (RSS
+//	                              1.0, RDF); 0.3 or 1.0 (Atom); 1.0 or 1.1
+//	                              (JSON Feed); "" when the document does
+//	                              not say
+//	    charset           string  the character encoding the body was read
+//	                              as: utf-8, utf-16le, windows-1251, ...
 //	    title, link, description, language
-//	                      string  the feed's own
+//	                      string  the feed's own; link is its home page,
+//	                              absolute and normalized
+//	    image             string  URL of the feed's image (RSS image,
+//	                              Atom logo or icon, itunes:image, JSON
+//	                              Feed icon); "" if none
+//	    publisher         string  who publishes the feed (seed 003):
+//	                              dc:publisher, else the feed's title,
+//	                              else its managingEditor or author
+//	    self              string  the feed's own URL as it states it (Atom
+//	                              link rel=self, JSON Feed feed_url); "" if
+//	                              it does not
+//	    hubs              [string] its WebSub hubs (link rel=hub, JSON
+//	                              Feed hubs)
+//	    prev_archive, next_archive, current
+//	                      string  RFC 5005 archive links: the previous and
+//	                              next archive document and the current
+//	                              feed; "" if none
 //	    ttl_minutes       int     RSS <ttl>; 0 if none
 //	    skip_hours        [int]   RSS <skipHours>, GMT hours 0-23
 //	    skip_days         [string] RSS <skipDays>
@@ -158,14 +185,59 @@
 //	    entries           int     entry records written (after item_limit)
 //	    newest_published, oldest_published
 //	                      time    range of the items' publication times
-//	    warnings          [string] what was recovered from
+//	    warnings          [string] what was recovered from, one line each:
+//	                              charset guesses, characters and entities
+//	                              repaired, a document cut short, dates
+//	                              that cannot be read or lie in the future
 //	    error             string  why the body could not be parsed; "" if it
 //	                              was
 //	dedup            object  null until feed-dedup saw the fetch, else
 //	                         {new, updated, unchanged}: how many of its
 //	                         entries were new, changed, or already stored
+//	scrape           object  null unless feed-scrape worked on the fetch (a
+//	                         website source, or a feed with fulltext), else:
+//	    mode              string  direct or list (a website's discovery
+//	                              mode), or fulltext
+//	    pages_fetched     int     pages feed-scrape fetched for the source:
+//	                              further list pages, articles, full-text
+//	                              pages (the source's own page is this
+//	                              fetch)
+//	    articles_found    int     article links found on the list pages
+//	                              (at most item_limit), 1 in direct mode,
+//	                              the feed's entries for fulltext
+//	    known             int     of those, already stored: not fetched
+//	    new               int     entries written from pages extracted
+//	    rejected          int     articles (or further list pages) left
+//	                              out, each for a reason
+//	    rejections        [object] {url, reason, message} of the first 50
+//	                              of them. reason is one of invalid_url,
+//	                              other_site, robots_disallowed,
+//	                              fetch_failed, not_html, missing_title,
+//	                              title_too_long, future_date, too_old,
+//	                              no_content; message is one line for
+//	                              people. A rejected article fails
+//	                              neither the source nor the run; a
+//	                              full-text entry whose page is rejected
+//	                              goes on as its feed gave it
+//	    error             string  why the source could not be scraped at
+//	                              all (an invalid scrape configuration, an
+//	                              unreadable payload), also set as the
+//	                              record's error of class parse; "" if it
+//	                              could
+//	page             object  null for the fetch of a subscription's own URL.
+//	                         Set in the fetch records feed-scrape appends to
+//	                         fetches/ for the pages it fetches itself, which
+//	                         it never writes to stdout (a feed's schedule
+//	                         follows its own fetches only) and drops when a
+//	                         replay brings them back:
+//	    role              string  list (a further list page), article (an
+//	                              article of a list page) or fulltext (a
+//	                              feed entry's page)
+//	    source_fetch_id   string  the fetch of the source it was fetched for
+//	    entry_uid         string  the entry the page was fetched for; "" for
+//	                              a list page
 //
-// # entry (feed-parse; feed-dedup adds status; feed-store adds lineage)
+// # entry (feed-parse, feed-scrape; feed-dedup adds status; feed-store adds lineage)
 //
 // One normalized item of a feed.
 //
@@ -175,8 +247,13 @@
 //	                        the feed id, link, title and publication time
 //	feed_id         string  the feed it came from
 //	native_id       string  the item's own id as the feed gives it; "" if
-//	                        none
-//	canonical_link  string  the item's link, absolute and normalized
+//	                        none. For an article scraped from a website,
+//	                        its URL (normalized, without tracking
+//	                        parameters): as the list page links it, or the
+//	                        canonical URL a direct page declares
+//	canonical_link  string  the item's link, absolute and normalized,
+//	                        without tracking parameters (utm_*, fbclid,
+//	                        ...; see feed-parse --help)
 //	title           string  the title, text or HTML as the feed gives it
 //	summary         string  the description or summary, HTML or text
 //	content         string  the full content when the feed gives it
@@ -191,10 +268,29 @@
 //	content_hash    string  16 hex digits: xxhash64 of title, summary,
 //	                        content and links, white space collapsed; a
 //	                        content_hash never stored for a known entry_uid
-//	                        is an update
+//	                        is an update. For an entry whose content
+//	                        feed-scrape filled in from its page, the hash
+//	                        of the entry as its feed gave it, so that the
+//	                        next fetch of the same item is known
 //	raw_ref         object  {fetch_id, offset, length}: the fetch whose
-//	                        payload held the item; offset and length 0 when
-//	                        the item's place in the payload is not known
+//	                        payload held the item, and the item's bytes in
+//	                        that payload as stored: body[offset:offset+
+//	                        length] is its item or entry element (for JSON
+//	                        Feed its object); offset and length 0 when the
+//	                        item's place in the payload is not known. An
+//	                        article of a website in list mode points at
+//	                        the fetch of its own page (a fetch record with
+//	                        "page", in fetches/)
+//	derivations     [object] what feed-scrape derived from the text of a
+//	                        website's article or a full-text entry (seed
+//	                        002); left out of the line when nothing was:
+//	    kind              string  keywords
+//	    extractor         string  the name of the extractor (feedpipe-tf)
+//	    version           string  its version: the same text and version
+//	                              always give the same keywords
+//	    keywords          [object] {term, score}, best first: the words of
+//	                              the title and text that are not stop
+//	                              words, score = occurrences / words
 //	status          string  set by feed-dedup and feed-store: new or
 //	                        updated; "" before dedup
 //	first_seen      time    set by feed-store: when the entry was first
@@ -214,4 +310,38 @@
 //	ingested_at time    when it was stored
 //	stored_in  string   the entries file holding the full entry, such as
 //	                    "entries/2026-11-21.ndjson"
+//
+// # scrape configuration
+//
+// The "scrape" object of a subscription and of its due records (seed 001
+// §5): how feed-scrape reads a website. Selectors are CSS selectors;
+// "a, b" tries a, then b, and the first that matches wins.
+//
+//	discovery_mode  string  direct: the subscription's URL is the article;
+//	                        list: it lists links to articles; "" means
+//	                        direct
+//	list_config     object  list mode:
+//	    article_selector    string  the article links: a elements, or
+//	                                elements holding one; required
+//	    pagination_selector string  the link to the next list page; "" for
+//	                                none
+//	    max_pages           int     list pages read per fetch, the first
+//	                                included; 0 means 1, at most 100
+//	article_config  object  how to read an article page; a selector ""
+//	                        means the page's own metadata (og:, article:,
+//	                        link rel=canonical) and readability for title
+//	                        and content:
+//	    title_selector      string  the title (the text of the first match)
+//	    content_selector    string  the content: every element it selects,
+//	                                as HTML
+//	    author_selector     string  the authors: the text of every match,
+//	                                split at ",", "&" and " and "
+//	    date_selector       string  the publication date: its datetime or
+//	                                content attribute, else its text
+//	    date_format         string  how the date is written: a Go layout
+//	                                ("2006-01-02") or strftime ("%Y-%m-%d");
+//	                                "" means any common form
+//	    image_selector      string  the lead image (src, content or href)
+//	    canonical_selector  string  the article's canonical link (href or
+//	                                content)
 package ndjson

@@ -176,6 +176,8 @@ type Fetch struct {
 	Error           *Error            `json:"error"`
 	Parse           *Parse            `json:"parse"`
 	Dedup           *Dedup            `json:"dedup"`
+	Scrape          *Scrape           `json:"scrape"`
+	Page            *Page             `json:"page"`
 }
 
 // Failed reports whether the fetch, or the parse of its body, failed.
@@ -185,10 +187,18 @@ func (f *Fetch) Failed() bool { return f.Error != nil }
 type Parse struct {
 	Format          string   `json:"format"`
 	Version         string   `json:"version"`
+	Charset         string   `json:"charset"`
 	Title           string   `json:"title"`
 	Link            string   `json:"link"`
 	Description     string   `json:"description"`
 	Language        string   `json:"language"`
+	Image           string   `json:"image"`
+	Publisher       string   `json:"publisher"`
+	Self            string   `json:"self"`
+	Hubs            []string `json:"hubs"`
+	PrevArchive     string   `json:"prev_archive"`
+	NextArchive     string   `json:"next_archive"`
+	Current         string   `json:"current"`
 	TTLMinutes      int      `json:"ttl_minutes"`
 	SkipHours       []int    `json:"skip_hours"`
 	SkipDays        []string `json:"skip_days"`
@@ -245,10 +255,13 @@ type Entry struct {
 	Updated       Time        `json:"updated"`
 	ContentHash   string      `json:"content_hash"`
 	RawRef        RawRef      `json:"raw_ref"`
-	Status        string      `json:"status"`
-	FirstSeen     Time        `json:"first_seen"`
-	LastSeen      Time        `json:"last_seen"`
-	SeenCount     int         `json:"seen_count"`
+	// Derivations is left out of the line when empty, so that entries
+	// nothing was derived from read as they did before it existed.
+	Derivations []Derivation `json:"derivations,omitempty"`
+	Status      string       `json:"status"`
+	FirstSeen   Time         `json:"first_seen"`
+	LastSeen    Time         `json:"last_seen"`
+	SeenCount   int          `json:"seen_count"`
 }
 
 // Event announces one entry durably stored by feed-store: type new_entry the
@@ -299,4 +312,98 @@ func (e *Entry) Check() error {
 		return errors.New("entry without content_hash")
 	}
 	return nil
+}
+
+// Discovery modes of a website's scraper configuration
+// (ScrapeConfig.DiscoveryMode, seed 001 §5.1).
+const (
+	ModeDirect = "direct" // the page is the article
+	ModeList   = "list"   // the page lists links to articles
+)
+
+// ScrapeConfig tells feed-scrape how to read a website (seed 001 §5, its
+// RFC 3 §2.2): Subscription.Scrape and Due.Scrape hold it as JSON. Every
+// selector is a CSS selector; "a, b" tries a, then b, the first that
+// matches winning.
+type ScrapeConfig struct {
+	DiscoveryMode string        `json:"discovery_mode"`
+	ListConfig    ListConfig    `json:"list_config"`
+	ArticleConfig ArticleConfig `json:"article_config"`
+}
+
+// ListConfig finds the articles of a list page.
+type ListConfig struct {
+	ArticleSelector    string `json:"article_selector"`
+	PaginationSelector string `json:"pagination_selector"`
+	MaxPages           int    `json:"max_pages"`
+}
+
+// ArticleConfig reads one article page. An empty selector means the
+// page's own metadata, or readability for the title and content.
+type ArticleConfig struct {
+	TitleSelector     string `json:"title_selector"`
+	ContentSelector   string `json:"content_selector"`
+	AuthorSelector    string `json:"author_selector"`
+	DateSelector      string `json:"date_selector"`
+	DateFormat        string `json:"date_format"`
+	ImageSelector     string `json:"image_selector"`
+	CanonicalSelector string `json:"canonical_selector"`
+}
+
+// Scrape is what feed-scrape did for the source of a fetch record: a
+// website's pages, or a feed's full-text pages.
+type Scrape struct {
+	Mode          string      `json:"mode"`
+	PagesFetched  int         `json:"pages_fetched"`
+	ArticlesFound int         `json:"articles_found"`
+	Known         int         `json:"known"`
+	New           int         `json:"new"`
+	Rejected      int         `json:"rejected"`
+	Rejections    []Rejection `json:"rejections"`
+	Error         string      `json:"error"`
+}
+
+// Scrape modes (Scrape.Mode): a website's discovery mode, or fulltext.
+const ScrapeFulltext = "fulltext"
+
+// Rejection is one article feed-scrape did not turn into an entry, and
+// why.
+type Rejection struct {
+	URL     string `json:"url"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Page marks the fetch record of a page feed-scrape fetched on behalf of a
+// source (Fetch.Page): it is not a fetch of the source itself.
+type Page struct {
+	Role          string `json:"role"`
+	SourceFetchID string `json:"source_fetch_id"`
+	EntryUID      string `json:"entry_uid"`
+}
+
+// Page roles (Page.Role).
+const (
+	PageList     = "list"     // a further list page, followed by pagination
+	PageArticle  = "article"  // an article linked from a list page
+	PageFulltext = "fulltext" // the page of a feed entry, for its full text
+)
+
+// Derivation is one set of features derived from an entry's text (seed
+// 002): what kind, and the name and version of the extractor that made
+// them, so that a better extractor can be told apart later.
+type Derivation struct {
+	Kind      string    `json:"kind"`
+	Extractor string    `json:"extractor"`
+	Version   string    `json:"version"`
+	Keywords  []Keyword `json:"keywords"`
+}
+
+// DerivationKeywords is the Kind of a keyword list.
+const DerivationKeywords = "keywords"
+
+// Keyword is one keyword and its score, higher meaning more telling.
+type Keyword struct {
+	Term  string  `json:"term"`
+	Score float64 `json:"score"`
 }

@@ -1,0 +1,317 @@
+// Package scrape is feed-scrape: it turns websites without feeds into
+// entries (seed 001 §5), fills in the full text of new entries of feeds
+// that ask for it (seed 004 stage 2), and derives keywords from their text
+// (seed 002).
+package scrape
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/feedpipe/feedpipe/internal/clock"
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/progress"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// DefaultConcurrency is how many sources are scraped at once.
+const DefaultConcurrency = 5
+
+// maxHeld bounds the records held back while waiting for the fetch record
+// that closes their group: entries arriving without one (feed-parse FILE
+// output) are passed on once this many wait.
+const maxHeld = 10000
+
+// Config is everything feed-scrape touches. Nil fields take the documented
+// defaults.
+type Config struct {
+	In    io.Reader
+	Out   *ndjson.Writer
+	Log   *slog.Logger
+	Store *storage.Store
+	// Client fetches the pages; default httpx.New(httpx.Options{}). Its
+	// robots.txt cache lasts as long as it does.
+	Client *httpx.Client
+	// Limiter keeps per-host politeness across all the sources scraped at
+	// once; default httpx.DefaultHostConcurrency and DefaultHostRPS.
+	Limiter     *httpx.Limiter
+	Clock       clock.Clock    // default the wall clock
+	Rand        io.Reader      // random bits of fetch ids; default crypto/rand
+	Concurrency int            // sources worked on at once; default DefaultConcurrency
+	Progress    *progress.Line // nil: no progress line
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Client == nil {
+		cfg.Client = httpx.New(httpx.Options{})
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = httpx.NewLimiter(httpx.DefaultHostConcurrency, httpx.DefaultHostRPS, cfg.Clock)
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	cfg.Rand = &lockedReader{r: cfg.Rand} // the jobs share it
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
+
+// output is one line to write: a record to encode, or one passed through.
+type output struct {
+	rec any
+	raw []byte
+}
+
+// slot is a place in the output: ready, or waiting for a job. Slots are
+// written in the order they were made, which is the input's order.
+type slot struct {
+	out  []output
+	err  error         // a job's fatal error (the store cannot be written)
+	done chan struct{} // nil when ready at once
+}
+
+// held is an input line held back until the fetch record of its group.
+type held struct {
+	raw   []byte
+	entry *ndjson.Entry // nil for other records
+}
+
+// stage is one run's shared state.
+type stage struct {
+	cfg     *Config
+	indexes sync.Map // feed id -> *feedIndex
+	access  map[string]ndjson.Access
+	stats   stats
+}
+
+type stats struct {
+	sources, pages, found, known, fresh, rejected, failed atomic.Int64
+}
+
+// Run reads the pipeline's records and writes them on, in order. A fetch
+// record of a website (source_type website) with a page is scraped: its
+// article (direct mode) or the articles it links to (list mode) are written
+// as entries before it, and it gets a scrape section. The entries before
+// the fetch record of a feed with fulltext get the text of their pages, if
+// they are new. Other records pass through unchanged. A source that cannot
+// be scraped at all gets an error in its fetch record and makes Run return
+// an error matching pipe.ErrFailed at the end; a rejected article is only
+// counted and logged. A store that cannot be written stops the run. A
+// signal (ctx) stops new page fetches; the sources in hand are finished
+// with what they have.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	s := &stage{cfg: &cfg, access: loadAccess(cfg.Store, cfg.Log)}
+	var fails pipe.Failures
+
+	slots := make(chan *slot, 4*cfg.Concurrency)
+	writeErr := make(chan error, 1)
+	readCtx, stop := context.WithCancel(pipe.Drain(ctx))
+	defer stop()
+	go func() { writeErr <- s.write(slots, stop) }()
+
+	sem := make(chan struct{}, cfg.Concurrency)
+	var pending []held
+	emit := func(out ...output) {
+		slots <- &slot{out: out}
+	}
+	flush := func() {
+		for _, h := range pending {
+			emit(output{raw: h.raw})
+		}
+		pending = nil
+	}
+	err := pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		raw := append([]byte(nil), line.Raw...)
+		switch line.Type {
+		case ndjson.TypeEntry:
+			var e ndjson.Entry
+			if !pipe.Decode(line, &e, cfg.Log, &fails) {
+				return nil
+			}
+			pending = append(pending, held{raw: raw, entry: &e})
+			if len(pending) >= maxHeld {
+				flush()
+			}
+			return nil
+		case ndjson.TypeFetch:
+			var f ndjson.Fetch
+			if !pipe.Decode(line, &f, cfg.Log, &fails) {
+				return nil
+			}
+			if f.Page != nil {
+				// A page feed-scrape fetched itself, come back in a replay
+				// of fetches/: it is not a fetch of its feed, and must not
+				// reach feed-store, which would take it for one.
+				cfg.Log.Debug("dropping the record of a page fetched by feed-scrape", "fetch_id", f.FetchID, "url", f.URL)
+				return nil
+			}
+			kind := s.kindOf(&f, pending)
+			if kind == kindNone {
+				flush()
+				emit(output{raw: raw})
+				return nil
+			}
+			group := pending
+			pending = nil
+			sl := &slot{done: make(chan struct{})}
+			select {
+			case sem <- struct{}{}:
+			case <-readCtx.Done():
+				return nil
+			}
+			slots <- sl
+			go func() {
+				defer func() { <-sem }()
+				defer close(sl.done)
+				sl.out, sl.err = s.runJob(ctx, &f, kind, group)
+			}()
+			return nil
+		default:
+			if len(pending) > 0 {
+				pending = append(pending, held{raw: raw})
+				return nil
+			}
+			emit(output{raw: raw})
+			return nil
+		}
+	})
+	flush()
+	close(slots)
+	if werr := <-writeErr; werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if err := cfg.Out.Flush(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	cfg.Progress.Done()
+	if ctx.Err() != nil {
+		cfg.Log.Warn("stopped early on a signal: the articles not fetched are fetched on the next run")
+	}
+	st := &s.stats
+	cfg.Log.Info("scrape done", "sources", st.sources.Load(), "pages_fetched", st.pages.Load(), "articles_found", st.found.Load(),
+		"known", st.known.Load(), "new", st.fresh.Load(), "rejected", st.rejected.Load(), "failed", st.failed.Load())
+	fails.Records = int(st.failed.Load())
+	return fails.Err("source", "sources")
+}
+
+// write writes the slots in order. After a fatal error it only drains, so
+// that the jobs can finish, and stop ends the reading.
+func (s *stage) write(slots <-chan *slot, stop func()) error {
+	var firstErr error
+	for sl := range slots {
+		if sl.done != nil {
+			<-sl.done
+		}
+		if firstErr != nil {
+			continue
+		}
+		if sl.err != nil {
+			firstErr = sl.err
+			stop()
+			continue
+		}
+		for _, o := range sl.out {
+			var err error
+			if o.rec != nil {
+				err = s.cfg.Out.Write(o.rec)
+			} else {
+				err = s.cfg.Out.WriteRaw(o.raw)
+			}
+			if err != nil {
+				firstErr = fmt.Errorf("write stdout: %w", err)
+				stop()
+				break
+			}
+		}
+		st := &s.stats
+		s.cfg.Progress.Show("feed-scrape: %d sources, %d pages fetched, %d new, %d rejected", st.sources.Load(), st.pages.Load(), st.fresh.Load(), st.rejected.Load())
+	}
+	return firstErr
+}
+
+// loadAccess returns each subscription's own User-Agent, headers and
+// credentials: the copies in fetch records have their secrets redacted.
+func loadAccess(st *storage.Store, log *slog.Logger) map[string]ndjson.Access {
+	m := map[string]ndjson.Access{}
+	if st == nil {
+		return m
+	}
+	subs, _, err := st.Subscriptions()
+	if err != nil {
+		log.Warn("cannot read the subscriptions: pages are fetched without their feeds' own headers and credentials", "error", err)
+		return m
+	}
+	for _, sub := range subs {
+		m[sub.FeedID] = sub.Access
+	}
+	return m
+}
+
+// feedIndex is a feed's index of stored entries, shared by the jobs of a
+// run, plus the entries this run has taken on already.
+type feedIndex struct {
+	mu    sync.Mutex
+	ix    *storage.FeedIndex
+	taken map[string]bool
+}
+
+func (s *stage) index(feedID string) (*feedIndex, error) {
+	if v, ok := s.indexes.Load(feedID); ok {
+		return v.(*feedIndex), nil
+	}
+	ix, err := s.cfg.Store.SeenEntries(feedID)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := s.indexes.LoadOrStore(feedID, &feedIndex{ix: ix, taken: map[string]bool{}})
+	return v.(*feedIndex), nil
+}
+
+// take reports whether the entry uid is neither stored nor taken by this
+// run already, and takes it if so.
+func (fi *feedIndex) take(uid string) bool {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	if _, stored := fi.ix.Latest(uid); stored || fi.taken[uid] {
+		return false
+	}
+	fi.taken[uid] = true
+	return true
+}
+
+// stored reports whether the entry uid is in the store.
+func (fi *feedIndex) stored(uid string) bool {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	_, ok := fi.ix.Latest(uid)
+	return ok
+}
