@@ -29,6 +29,7 @@ time: a second one waits for the first (or, with --no-wait, exits).`,
 			&cli.DurationFlag{Name: "interval", Usage: "time between fetches of a feed without an interval of its own", Value: store.DefaultInterval, EnvVars: []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"}},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
+			&cli.StringFlag{Name: "metrics-file", Usage: "write the store's figures here in the Prometheus text format after each run (node_exporter's textfile collector)", EnvVars: []string{"FEEDPIPE_METRICS_FILE"}},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
@@ -38,7 +39,7 @@ time: a second one waits for the first (or, with --no-wait, exits).`,
 			var sum store.Summary
 			err = store.Run(c.Context, store.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum,
+				Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
 			})
 			if path := c.String("summary-file"); path != "" {
 				line := fmt.Sprintf("feeds=%d not_modified=%d same_body=%d errors=%d new=%d updated=%d bytes_saved=%d\n",

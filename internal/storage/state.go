@@ -36,8 +36,42 @@ type FeedState struct {
 	// permanently, and how many in a row.
 	MovedTo    string `json:"moved_to"`
 	MovedCount int    `json:"moved_count"`
-	// BytesSaved adds up the bytes that 304 answers spared.
-	BytesSaved int64 `json:"bytes_saved"`
+	// Counts add up everything since the feed was first fetched.
+	Counts FeedCounts `json:"counts"`
+}
+
+// FeedCounts add up a feed's fetches, for feed-stats and metrics.
+type FeedCounts struct {
+	Fetches     int            `json:"fetches"`
+	OK          int            `json:"ok"` // 2xx, including unchanged bodies
+	NotModified int            `json:"not_modified"`
+	Errors      int            `json:"errors"`
+	ErrorCodes  map[string]int `json:"error_codes"`
+	BytesIn     int64          `json:"bytes_in"`    // bodies received, decoded
+	BytesSaved  int64          `json:"bytes_saved"` // bodies 304 answers spared
+	DurationMS  int64          `json:"duration_ms"` // summed
+	NewEntries  int            `json:"new_entries"`
+	Updated     int            `json:"updated"`
+}
+
+// Add counts one fetch.
+func (c *FeedCounts) Add(f *ndjson.Fetch) {
+	c.Fetches++
+	c.DurationMS += f.DurationMS
+	c.BytesIn += f.ContentLength
+	c.BytesSaved += f.BytesSaved
+	switch {
+	case f.Error != nil:
+		c.Errors++
+		if c.ErrorCodes == nil {
+			c.ErrorCodes = map[string]int{}
+		}
+		c.ErrorCodes[f.Error.Code]++
+	case f.NotModified:
+		c.NotModified++
+	default:
+		c.OK++
+	}
 }
 
 // States is the state of every feed, loaded from the state log.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -34,6 +35,10 @@ type Config struct {
 	// NoWait makes Run fail at once, instead of waiting, when another
 	// feed-store holds the store's writer lock.
 	NoWait bool
+	// MetricsFile, when set, gets the store's figures in the Prometheus
+	// text format at the end of the run (node_exporter's textfile
+	// collector).
+	MetricsFile string
 	// Summary, when set, receives the run's counts.
 	Summary *Summary
 }
@@ -134,6 +139,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := <-readErr; err != nil {
 		return err
 	}
+	if err := c.finish(); err != nil {
+		return err
+	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
 		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved)
@@ -143,10 +151,14 @@ func Run(ctx context.Context, cfg Config) error {
 // committer holds what feed-store knows across batches.
 type committer struct {
 	cfg       Config
+	subs      []ndjson.Subscription
+	durations *stats.Histogram // fetch_duration_seconds, across runs
 	states    *storage.States
 	intervals map[string]time.Duration      // feed id -> its own polling interval
 	indexes   map[string]*storage.FeedIndex // by feed id
-	newByFeed map[string]int                // feed id -> entries stored new since its last fetch record
+	// Entries stored new, and new versions, since the feed's last fetch
+	// record, by feed id.
+	newByFeed, updatedByFeed map[string]int
 }
 
 func newCommitter(cfg Config) (*committer, error) {
@@ -164,8 +176,8 @@ func newCommitter(cfg Config) (*committer, error) {
 			intervals[s.FeedID] = time.Duration(s.IntervalSec) * time.Second
 		}
 	}
-	return &committer{cfg: cfg, states: states, intervals: intervals,
-		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}}, nil
+	return &committer{cfg: cfg, subs: subs, durations: stats.LoadHistogram(cfg.Store), states: states, intervals: intervals,
+		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}}, nil
 }
 
 func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
@@ -216,6 +228,7 @@ func (c *committer) commit(batch []item) error {
 			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil:
 			c.cfg.Summary.count(it.fetch)
+			c.durations.Observe(float64(it.fetch.DurationMS) / 1000)
 			if st, ok := c.nextState(it.fetch); ok {
 				states = append(states, st)
 				if it.fetch.NewURL != "" {
@@ -300,6 +313,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		evType = ndjson.TypeUpdatedEntry
 		e.FirstSeen, e.SeenCount = prev.FirstSeen, prev.SeenCount+1
 		s.Updated++
+		c.updatedByFeed[e.FeedID]++
 	} else {
 		s.New++
 		c.newByFeed[e.FeedID]++
@@ -357,7 +371,10 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 		st.LastBodySHA256, st.LastContentLength = f.BodySHA256, f.ContentLength
 	}
 	st.MovedTo, st.MovedCount = f.MovedTo, f.MovedCount
-	st.BytesSaved += f.BytesSaved
+	st.Counts.Add(f)
+	st.Counts.NewEntries += c.newByFeed[feedID]
+	st.Counts.Updated += c.updatedByFeed[feedID]
+	delete(c.updatedByFeed, feedID)
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
@@ -376,6 +393,20 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 	st.NextFetchAt = ndjson.At(next)
 	c.states.ByFeed[feedID] = st // later fetches in this batch build on it
 	return st, true
+}
+
+// finish keeps the run's figures: the duration histogram, and the metrics
+// file when one is asked for.
+func (c *committer) finish() error {
+	if c.cfg.Summary.Feeds > 0 {
+		if err := stats.SaveHistogram(c.cfg.Store, c.durations); err != nil {
+			return err
+		}
+	}
+	if c.cfg.MetricsFile == "" {
+		return nil
+	}
+	return stats.WriteMetricsFile(c.cfg.MetricsFile, stats.Compute(c.subs, c.states), c.durations)
 }
 
 // move saves the new URLs that feed-fetch proposed for feeds moved

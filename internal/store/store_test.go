@@ -319,7 +319,7 @@ func TestBytesSavedAndSameBodyCounted(t *testing.T) {
 		t.Fatalf("summary %+v", r.sum)
 	}
 	states, _ := st.States()
-	if a, b := states.ByFeed["A"], states.ByFeed["B"]; a.BytesSaved != 5000 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" {
+	if a, b := states.ByFeed["A"], states.ByFeed["B"]; a.Counts.BytesSaved != 5000 || a.Counts.NotModified != 1 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" || b.Counts.BytesIn != 7000 || b.Counts.OK != 1 {
 		t.Fatalf("states %+v %+v", a, b)
 	}
 }

@@ -1,0 +1,140 @@
+package stats
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+)
+
+// durationBounds are the upper bounds, in seconds, of the fetch duration
+// histogram's buckets.
+var durationBounds = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Histogram counts fetch durations, for fetch_duration_seconds. It adds up
+// across runs: feed-store keeps it in the store.
+type Histogram struct {
+	Counts []uint64 `json:"counts"` // per bucket of durationBounds, then +Inf
+	Sum    float64  `json:"sum"`
+	Count  uint64   `json:"count"`
+}
+
+// Observe counts one duration in seconds.
+func (h *Histogram) Observe(secs float64) {
+	if len(h.Counts) != len(durationBounds)+1 {
+		h.Counts = make([]uint64, len(durationBounds)+1)
+	}
+	i, _ := slices.BinarySearch(durationBounds, secs)
+	h.Counts[i]++
+	h.Sum += secs
+	h.Count++
+}
+
+// histogramKey is where feed-store keeps the histogram.
+const histogramKey = storage.DirState + "/fetch-durations.json"
+
+// LoadHistogram reads the store's fetch duration histogram; an absent or
+// unreadable one starts empty.
+func LoadHistogram(st *storage.Store) *Histogram {
+	h := &Histogram{}
+	if b, err := os.ReadFile(st.Path(histogramKey)); err == nil {
+		json.Unmarshal(b, h)
+	}
+	if len(h.Counts) != len(durationBounds)+1 {
+		*h = Histogram{}
+	}
+	return h
+}
+
+// SaveHistogram writes it back.
+func SaveHistogram(st *storage.Store, h *Histogram) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return st.WriteFileAtomic(histogramKey, append(b, '\n'))
+}
+
+// WriteMetrics writes the store's figures in the Prometheus text format:
+// the names of seed 001 §10.2 and the totals of seed 000 §4.9.
+func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
+	var err error
+	p := func(format string, args ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, args...)
+		}
+	}
+	metric := func(name, typ, help string) {
+		p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	metric("sources_total", "gauge", "Subscriptions, by state.")
+	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\n", t.Enabled, t.Disabled, t.Failing)
+	metric("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).")
+	p("sources_fetched_total %d\n", t.Counts.OK+t.Counts.NotModified)
+	metric("sources_failed_total", "counter", "Fetches that failed.")
+	p("sources_failed_total %d\n", t.Counts.Errors)
+	metric("items_discovered_total", "counter", "Entries stored for the first time.")
+	p("items_discovered_total %d\n", t.Counts.NewEntries)
+	metric("feedpipe_items_updated_total", "counter", "New versions of stored entries.")
+	p("feedpipe_items_updated_total %d\n", t.Counts.Updated)
+	metric("feedpipe_fetches_total", "counter", "Fetches, by result.")
+	p("feedpipe_fetches_total{result=\"ok\"} %d\nfeedpipe_fetches_total{result=\"not_modified\"} %d\nfeedpipe_fetches_total{result=\"error\"} %d\n",
+		t.Counts.OK, t.Counts.NotModified, t.Counts.Errors)
+	metric("feedpipe_fetch_errors_total", "counter", "Failed fetches, by error code.")
+	for _, code := range sortedKeys(t.Counts.ErrorCodes) {
+		p("feedpipe_fetch_errors_total{code=%q} %d\n", code, t.Counts.ErrorCodes[code])
+	}
+	metric("feedpipe_bytes_in_total", "counter", "Body bytes received, decoded.")
+	p("feedpipe_bytes_in_total %d\n", t.Counts.BytesIn)
+	metric("feedpipe_bytes_saved_total", "counter", "Body bytes that conditional GET (304) spared.")
+	p("feedpipe_bytes_saved_total %d\n", t.Counts.BytesSaved)
+	metric("fetch_duration_seconds", "histogram", "How long fetches took, body included.")
+	var cum uint64
+	for i, bound := range durationBounds {
+		if i < len(h.Counts) {
+			cum += h.Counts[i]
+		}
+		p("fetch_duration_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(bound, 'f', -1, 64), cum)
+	}
+	p("fetch_duration_seconds_bucket{le=\"+Inf\"} %d\nfetch_duration_seconds_sum %g\nfetch_duration_seconds_count %d\n", h.Count, h.Sum, h.Count)
+	return err
+}
+
+// WriteMetricsFile writes the metrics to path atomically, as node_exporter's
+// textfile collector needs: it must never read a half-written file.
+func WriteMetricsFile(path string, t Totals, h *Histogram) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".metrics-*")
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := WriteMetrics(tmp, t, h); err != nil {
+		tmp.Close()
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

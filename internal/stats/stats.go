@@ -1,0 +1,256 @@
+// Package stats is feed-stats: per-feed and total figures from the store,
+// and the Prometheus metrics feed-store writes each cycle. It never touches
+// the network.
+package stats
+
+import (
+	"cmp"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Row is one feed's figures, or the total (FeedID "total").
+type Row struct {
+	ndjson.Header               // type "feed_stats"
+	FeedID          string      `json:"feed_id"`
+	Name            string      `json:"name"`
+	URL             string      `json:"url"`
+	State           string      `json:"state"` // enabled, disabled, failing; "" for the total
+	Fetches         int         `json:"fetches"`
+	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
+	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
+	ErrorRate       float64     `json:"error_rate"`
+	BytesIn         int64       `json:"bytes_in"`
+	BytesSaved      int64       `json:"bytes_saved"`
+	NewEntries      int         `json:"new_entries"`
+	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days
+	MedianArticle   int         `json:"median_article_bytes"` // content (else summary) of entries stored in the last Days days
+	IntervalSec     int         `json:"interval_sec"`
+	NextFetchAt     ndjson.Time `json:"next_fetch_at"`
+	LastError       string      `json:"last_error"`
+}
+
+// TypeStats is the record type of feed-stats --json rows.
+const TypeStats = "feed_stats"
+
+// Totals are the figures of the whole store.
+type Totals struct {
+	Enabled, Disabled, Failing int
+	Counts                     storage.FeedCounts
+}
+
+// Compute adds up the feed states of a store.
+func Compute(subs []ndjson.Subscription, states *storage.States) Totals {
+	var t Totals
+	for _, s := range subs {
+		switch st := states.ByFeed[s.FeedID]; {
+		case s.Disabled:
+			t.Disabled++
+		case st.ConsecutiveFailures > 0:
+			t.Failing++
+			t.Enabled++
+		default:
+			t.Enabled++
+		}
+	}
+	t.Counts.ErrorCodes = map[string]int{}
+	for _, st := range states.ByFeed {
+		c := st.Counts
+		t.Counts.Fetches += c.Fetches
+		t.Counts.OK += c.OK
+		t.Counts.NotModified += c.NotModified
+		t.Counts.Errors += c.Errors
+		t.Counts.BytesIn += c.BytesIn
+		t.Counts.BytesSaved += c.BytesSaved
+		t.Counts.DurationMS += c.DurationMS
+		t.Counts.NewEntries += c.NewEntries
+		t.Counts.Updated += c.Updated
+		for code, n := range c.ErrorCodes {
+			t.Counts.ErrorCodes[code] += n
+		}
+	}
+	return t
+}
+
+// Format is how Run writes its rows.
+type Format int
+
+const (
+	Table Format = iota
+	NDJSON
+	CSV
+)
+
+// Config is everything feed-stats touches.
+type Config struct {
+	Out    io.Writer
+	Store  *storage.Store
+	Now    time.Time
+	Days   int // window of new_per_day and median_article_bytes
+	Format Format
+}
+
+// Run writes a row per subscription and a total row.
+func Run(cfg Config) error {
+	if cfg.Days <= 0 {
+		cfg.Days = 7
+	}
+	subs, _, err := cfg.Store.Subscriptions()
+	if err != nil {
+		return err
+	}
+	states, err := cfg.Store.States()
+	if err != nil {
+		return err
+	}
+	recent, err := recentEntries(cfg.Store, cfg.Now, cfg.Days)
+	if err != nil {
+		return err
+	}
+	var rows []Row
+	var allSizes []int
+	for _, s := range subs {
+		st := states.ByFeed[s.FeedID]
+		r := row(st.Counts, cfg.Days, recent[s.FeedID])
+		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
+		r.State = "enabled"
+		switch {
+		case s.Disabled:
+			r.State = "disabled"
+		case st.ConsecutiveFailures > 0:
+			r.State = fmt.Sprintf("failing (%d)", st.ConsecutiveFailures)
+		}
+		r.IntervalSec, r.NextFetchAt = st.IntervalSec, st.NextFetchAt
+		if st.LastError != nil {
+			r.LastError = st.LastError.Code + ": " + st.LastError.Message
+		}
+		rows = append(rows, r)
+		allSizes = append(allSizes, recent[s.FeedID].sizes...)
+	}
+	t := Compute(subs, states)
+	var all feedRecent
+	for _, fr := range recent {
+		all.newEntries += fr.newEntries
+	}
+	all.sizes = allSizes
+	total := row(t.Counts, cfg.Days, all)
+	total.FeedID = "total"
+	rows = append(rows, total)
+	return write(cfg, rows)
+}
+
+func row(c storage.FeedCounts, days int, fr feedRecent) Row {
+	r := Row{Header: ndjson.Head(TypeStats), Fetches: c.Fetches, BytesIn: c.BytesIn, BytesSaved: c.BytesSaved, NewEntries: c.NewEntries}
+	if c.Fetches > 0 {
+		n := float64(c.Fetches)
+		r.OKRate, r.NotModifiedRate, r.ErrorRate = float64(c.OK)/n, float64(c.NotModified)/n, float64(c.Errors)/n
+	}
+	r.NewPerDay = float64(fr.newEntries) / float64(days)
+	r.MedianArticle = median(fr.sizes)
+	return r
+}
+
+// feedRecent is what the last days' entries files say of one feed.
+type feedRecent struct {
+	newEntries int
+	sizes      []int
+}
+
+// recentEntries reads the entries files of the last days: new entries and
+// article sizes per feed.
+func recentEntries(st *storage.Store, now time.Time, days int) (map[string]feedRecent, error) {
+	out := map[string]feedRecent{}
+	for d := range days {
+		key := storage.DayFile(storage.DirEntries, now.AddDate(0, 0, -d))
+		_, _, err := st.ReadLog(key, 0, func(l ndjson.Line) error {
+			var e ndjson.Entry
+			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
+				return nil
+			}
+			fr := out[e.FeedID]
+			if e.Status == ndjson.StatusNew {
+				fr.newEntries++
+			}
+			fr.sizes = append(fr.sizes, len(cmp.Or(e.Content, e.Summary)))
+			out[e.FeedID] = fr
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func median(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func write(cfg Config, rows []Row) error {
+	switch cfg.Format {
+	case NDJSON:
+		w := ndjson.NewWriter(cfg.Out)
+		for i := range rows {
+			if err := w.Write(&rows[i]); err != nil {
+				return err
+			}
+		}
+		return w.Flush()
+	case CSV:
+		w := csv.NewWriter(cfg.Out)
+		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error"})
+		for _, r := range rows {
+			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
+				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError})
+		}
+		w.Flush()
+		return w.Error()
+	}
+	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "FEED ID\tFETCHES\tOK\t304\tERR\tIN\tSAVED\tNEW\tNEW/DAY\tMEDIAN\tINTERVAL\tSTATE\t\n")
+	for _, r := range rows {
+		id := r.FeedID
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		interval := "-"
+		if r.IntervalSec > 0 {
+			interval = (time.Duration(r.IntervalSec) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", id, r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
+			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.State, "-"))
+	}
+	return tw.Flush()
+}
+
+func ratio(f float64) string { return strconv.FormatFloat(f, 'f', 4, 64) }
+func pct(f float64) string   { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// size renders a byte count the way people read it: 812B, 4.2K, 13M, 1.1G.
+func size(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fK", float64(n)/1024)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	}
+}
