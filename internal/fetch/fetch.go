@@ -216,26 +216,11 @@ func (s *counts) add(f *ndjson.Fetch) {
 
 // persist appends the batch's fetch records to their day files.
 func (cfg *Config) persist(batch []result) error {
-	byDay := map[string][]byte{}
-	var order []string
+	var records []*ndjson.Fetch
 	for _, r := range batch {
-		if r.fetch == nil {
-			continue
-		}
-		key := storage.DayFile(storage.DirFetches, r.fetch.FetchedAt.Time)
-		line, err := ndjson.Marshal(r.fetch)
-		if err != nil {
-			return err
-		}
-		if _, ok := byDay[key]; !ok {
-			order = append(order, key)
-		}
-		byDay[key] = append(byDay[key], line...)
-	}
-	for _, key := range order {
-		if _, err := cfg.Store.AppendLines(key, byDay[key], storage.Durable); err != nil {
-			return err
+		if r.fetch != nil {
+			records = append(records, r.fetch)
 		}
 	}
-	return nil
+	return cfg.Store.AppendFetches(records)
 }

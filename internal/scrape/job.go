@@ -565,25 +565,7 @@ func (j *job) request(rawURL string) httpx.Request {
 // persist appends the fetch records of the pages to their day files,
 // synced, before the entries that point at them go on.
 func (j *job) persist() error {
-	byDay := map[string][]byte{}
-	var order []string
-	for _, rec := range j.pages {
-		key := storage.DayFile(storage.DirFetches, rec.FetchedAt.Time)
-		line, err := ndjson.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		if _, ok := byDay[key]; !ok {
-			order = append(order, key)
-		}
-		byDay[key] = append(byDay[key], line...)
-	}
-	for _, key := range order {
-		if _, err := j.s.cfg.Store.AppendLines(key, byDay[key], storage.Durable); err != nil {
-			return err
-		}
-	}
-	return nil
+	return j.s.cfg.Store.AppendFetches(j.pages)
 }
 
 // pageDue is the due record a page's fetch record answers: the source's,

@@ -20,10 +20,11 @@ const (
 )
 
 // AppendLines appends data, which must be whole '\n'-terminated lines, to the
-// file at key in a single write, synced if d is Durable. It returns
-// the offset at which data begins. If a crash left the file ending in a torn
-// line, a newline is written first so that the torn fragment stays one bad
-// line that readers skip, instead of corrupting the first new record.
+// file at key in a single write, synced if d is Durable. It returns the
+// offset at which data begins. If a crash left the file ending in a torn
+// line, the torn fragment is cut off first: no reader ever meets a broken
+// line. The caller must hold the lock of the files it appends to (Lock):
+// with another writer at work, a line it is writing would look torn.
 func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64, err error) {
 	path := s.Path(key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -34,13 +35,9 @@ func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64
 		return 0, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	size, torn, err := tailState(f, path)
+	size, err := cutTornTail(f, path)
 	if err != nil {
 		return 0, err
-	}
-	if torn {
-		data = append([]byte{'\n'}, data...)
-		size++
 	}
 	if _, err := f.Write(data); err != nil {
 		return 0, fmt.Errorf("storage: append to %s: %w", key, unwrapPathError(err))
@@ -62,27 +59,42 @@ func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64
 	return size, nil
 }
 
-// tailState reports the file's size and whether its last byte is not a
-// newline.
-func tailState(f *os.File, path string) (size int64, torn bool, err error) {
+// cutTornTail truncates the file after its last newline, if anything
+// follows it, and returns the size it leaves.
+func cutTornTail(f *os.File, path string) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, false, fmt.Errorf("storage: %w", err)
+		return 0, fmt.Errorf("storage: %w", err)
 	}
-	size = st.Size()
+	size := st.Size()
 	if size == 0 {
-		return 0, false, nil
+		return 0, nil
 	}
 	r, err := os.Open(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("storage: %w", err)
+		return 0, fmt.Errorf("storage: %w", err)
 	}
 	defer r.Close()
-	last := make([]byte, 1)
-	if _, err := r.ReadAt(last, size-1); err != nil {
-		return 0, false, fmt.Errorf("storage: read end of %s: %w", path, err)
+	buf := make([]byte, 64<<10)
+	end := size
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := r.ReadAt(buf[:n], end-n); err != nil {
+			return 0, fmt.Errorf("storage: read end of %s: %w", path, err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
 	}
-	return size, last[0] != '\n', nil
+	if end == size {
+		return size, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, fmt.Errorf("storage: cut the torn last line of %s: %w", path, unwrapPathError(err))
+	}
+	return end, nil
 }
 
 // WriteFileAtomic replaces the file at key with data: write to a temporary

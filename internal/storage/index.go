@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -106,11 +107,13 @@ func (s *Store) PutSeen(feedID string, seen []Seen, d Durability) error {
 	return err
 }
 
-// IndexCheckpoint is how far into entries/ the index is known to be
-// complete and durable.
+// IndexCheckpoint is how far into entries/ and events/ the index and the
+// events are known to be complete and durable.
 type IndexCheckpoint struct {
-	File   string `json:"file"`
-	Offset int64  `json:"offset"`
+	File         string `json:"file"` // in entries/
+	Offset       int64  `json:"offset"`
+	EventsFile   string `json:"events_file"`
+	EventsOffset int64  `json:"events_offset"`
 }
 
 const checkpointKey = DirIndex + "/checkpoint.json"
@@ -131,7 +134,7 @@ func (s *Store) Checkpoint() (IndexCheckpoint, error) {
 	return cp, nil
 }
 
-// SetCheckpoint records that the index covers entries up to cp.
+// SetCheckpoint records that the index and events cover entries up to cp.
 func (s *Store) SetCheckpoint(cp IndexCheckpoint) error {
 	b, err := json.Marshal(cp)
 	if err != nil {
@@ -140,19 +143,27 @@ func (s *Store) SetCheckpoint(cp IndexCheckpoint) error {
 	return s.WriteFileAtomic(checkpointKey, append(b, '\n'))
 }
 
-// CatchUpIndex brings the index up to date with entries/ after the
-// checkpoint, as a crash between storing entries and indexing them leaves
-// it behind, makes it durable and moves the checkpoint to the end. It
-// returns how many index records it had to add.
-func (s *Store) CatchUpIndex() (added int, err error) {
+// Recover finishes what a run interrupted by a crash left undone. Entries
+// are made durable in entries/ first, and only then indexed and announced
+// in events/, so after a crash the entries past the checkpoint may lack
+// their index records or their events. Recover adds both, makes them
+// durable and moves the checkpoint to the end, and returns the events it
+// had to write (their consumers never saw them). The caller holds the
+// store lock.
+func (s *Store) Recover(now time.Time) (announced []ndjson.Event, err error) {
 	cp, err := s.Checkpoint()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	files, err := s.DayFiles(DirEntries)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	type stored struct {
+		entry ndjson.Entry
+		file  string
+	}
+	var recovered []stored
 	indexes := map[string]*FeedIndex{}
 	end := cp
 	for _, file := range files {
@@ -165,7 +176,7 @@ func (s *Store) CatchUpIndex() (added int, err error) {
 		}
 		off, _, err := s.ReadLog(file, from, func(l ndjson.Line) error {
 			var e ndjson.Entry
-			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil || e.EntryUID == "" {
+			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
 				return nil
 			}
 			idx, ok := indexes[e.FeedID]
@@ -181,19 +192,68 @@ func (s *Store) CatchUpIndex() (added int, err error) {
 			}
 			rec := Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
 			idx.Add(rec)
-			added++
+			recovered = append(recovered, stored{e, file})
 			return s.PutSeen(e.FeedID, []Seen{rec}, Lazy)
 		})
 		if err != nil {
-			return added, err
+			return nil, err
 		}
-		end = IndexCheckpoint{File: file, Offset: off}
+		end.File, end.Offset = file, off
 	}
 	if end == cp {
-		return added, nil
+		return nil, nil
+	}
+	if len(recovered) > 0 {
+		// Which of them had their event written before the crash?
+		have := map[[2]string]bool{}
+		evFiles, err := s.DayFiles(DirEvents)
+		if err != nil {
+			return nil, err
+		}
+		for _, file := range evFiles {
+			if file < cp.EventsFile {
+				continue
+			}
+			from := int64(0)
+			if file == cp.EventsFile {
+				from = cp.EventsOffset
+			}
+			off, _, err := s.ReadLog(file, from, func(l ndjson.Line) error {
+				var ev ndjson.Event
+				if l.Decode(&ev) == nil {
+					have[[2]string{ev.EntryUID, ev.ContentHash}] = true
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			end.EventsFile, end.EventsOffset = file, off
+		}
+		var lines []byte
+		for _, r := range recovered {
+			if have[[2]string{r.entry.EntryUID, r.entry.ContentHash}] {
+				continue
+			}
+			ev := ndjson.EventFor(&r.entry, ndjson.At(now), r.file)
+			line, err := ndjson.Marshal(ev)
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, line...)
+			announced = append(announced, ev)
+		}
+		if len(lines) > 0 {
+			key := DayFile(DirEvents, now)
+			off, err := s.AppendLines(key, lines, Lazy)
+			if err != nil {
+				return nil, err
+			}
+			end.EventsFile, end.EventsOffset = key, off+int64(len(lines))
+		}
 	}
 	if err := s.Sync(); err != nil {
-		return added, err
+		return nil, err
 	}
-	return added, s.SetCheckpoint(end)
+	return announced, s.SetCheckpoint(end)
 }

@@ -39,21 +39,25 @@ func lockFile(path string, wait bool) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// LockFile is the key of the store's writer lock.
-const LockFile = "lock"
+// The store's locks. Each guards the files one kind of writer appends to:
+// feed-store's entries, events, index and state; feed-fetch's fetches.
+const (
+	StoreLock = "lock"
+	FetchLock = "lock.fetch"
+)
 
-// Lock takes the store's writer lock, which feed-store holds while it
-// writes, so that two pipelines run at once cannot store one entry twice.
-// With wait false it fails at once with ErrLocked when another process
-// holds it; with wait true it blocks, after calling waiting (if not nil)
-// so that the caller can say why nothing happens.
-func (s *Store) Lock(wait bool, waiting func()) (unlock func(), err error) {
-	unlock, err = lockFile(s.Path(LockFile), false)
+// Lock takes one of the store's writer locks, so that two pipelines run at
+// once can neither store one entry twice nor tear each other's lines. With
+// wait false it fails at once with ErrLocked when another process holds
+// it; with wait true it blocks, after calling waiting (if not nil) so that
+// the caller can say why nothing happens.
+func (s *Store) Lock(name string, wait bool, waiting func()) (unlock func(), err error) {
+	unlock, err = lockFile(s.Path(name), false)
 	if err == nil || !wait || !errors.Is(err, ErrLocked) {
 		return unlock, err
 	}
 	if waiting != nil {
 		waiting()
 	}
-	return lockFile(s.Path(LockFile), true)
+	return lockFile(s.Path(name), true)
 }

@@ -84,7 +84,7 @@ func TestAppendAndReadLog(t *testing.T) {
 	}
 }
 
-func TestTornTailIsIgnoredThenIsolated(t *testing.T) {
+func TestTornTailIsIgnoredThenCut(t *testing.T) {
 	s := openTemp(t)
 	key := "events/2026-11-21.ndjson"
 	os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":"), 0o644)
@@ -98,13 +98,21 @@ func TestTornTailIsIgnoredThenIsolated(t *testing.T) {
 	if types, _, _ := readTypes(t, s, key, 0); len(types) != 1 {
 		t.Fatalf("unterminated line read: %v", types)
 	}
-	os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":"), 0o644)
-	if _, err := s.AppendLines(key, []byte("{\"type\":\"c\"}\n"), Durable); err != nil {
-		t.Fatal(err)
+	for _, torn := range []string{"{\"type\":\"b\",\"x\":", strings.Repeat("y", 200<<10), "{"} {
+		os.WriteFile(s.Path(key), []byte("{\"type\":\"a\"}\n"+torn), 0o644)
+		off, err := s.AppendLines(key, []byte("{\"type\":\"c\"}\n"), Durable)
+		if err != nil || off != 13 {
+			t.Fatalf("append after a torn tail of %d bytes: offset %d, %v", len(torn), off, err)
+		}
+		got, _ := os.ReadFile(s.Path(key))
+		if string(got) != "{\"type\":\"a\"}\n{\"type\":\"c\"}\n" {
+			t.Fatalf("file after cutting a torn tail of %d bytes: %q", len(torn), got)
+		}
 	}
-	types, _, bad = readTypes(t, s, key, 0)
-	if strings.Join(types, ",") != "a,c" || bad != 1 {
-		t.Fatalf("after append: %v bad %d; want a,c with the torn line counted bad", types, bad)
+	// A file that is one torn line is emptied.
+	os.WriteFile(s.Path(key), []byte("{\"type\":"), 0o644)
+	if off, err := s.AppendLines(key, []byte("{\"type\":\"d\"}\n"), Durable); err != nil || off != 0 {
+		t.Fatalf("offset %d, %v", off, err)
 	}
 }
 
@@ -216,40 +224,53 @@ func TestStatesLastWinsAndCompact(t *testing.T) {
 	}
 }
 
-func TestIndexAndCatchUp(t *testing.T) {
+func TestRecover(t *testing.T) {
 	s := openTemp(t)
 	entry := func(uid, hash string) string {
 		b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "feed1", EntryUID: uid, ContentHash: hash, SeenCount: 1})
 		return string(b)
 	}
-	// Entries stored but never indexed: a crash between the two steps.
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	// Entries stored but never indexed nor announced: a crash between the
+	// steps. One of them (u2) had its event written before the crash.
 	s.AppendLines("entries/2026-11-20.ndjson", []byte(entry("u1", "h1")+entry("u2", "h2")), Durable)
 	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u1", "h1b")), Durable)
-	added, err := s.CatchUpIndex()
-	if err != nil || added != 3 {
-		t.Fatalf("added %d, %v; want 3", added, err)
+	u2 := ndjson.Entry{EntryUID: "u2", ContentHash: "h2"}
+	ev, _ := ndjson.Marshal(ndjson.EventFor(&u2, ndjson.At(now), "entries/2026-11-20.ndjson"))
+	s.AppendLines("events/2026-11-20.ndjson", ev, Durable)
+
+	announced, err := s.Recover(now)
+	if err != nil || len(announced) != 2 || announced[0].EntryUID != "u1" || announced[1].ContentHash != "h1b" || announced[0].StoredIn != "entries/2026-11-20.ndjson" {
+		t.Fatalf("announced %+v, %v", announced, err)
 	}
 	idx, _ := s.SeenEntries("feed1")
 	u1, _ := idx.Latest("u1")
-	u2, _ := idx.Latest("u2")
-	if idx.Len() != 2 || u1.Hash != "h1b" || u2.Hash != "h2" || idx.Judge("u1", "h1") != "" || idx.Judge("u1", "h9") != "updated" || idx.Judge("u9", "h1") != "new" {
+	if idx.Len() != 2 || u1.Hash != "h1b" || idx.Judge("u1", "h1") != "" || idx.Judge("u1", "h9") != "updated" || idx.Judge("u9", "h1") != "new" {
 		t.Fatalf("index %+v", idx)
 	}
-	if added, _ := s.CatchUpIndex(); added != 0 {
-		t.Fatalf("second catch-up added %d", added)
+	events, _ := os.ReadFile(s.Path("events/2026-11-21.ndjson"))
+	if strings.Count(string(events), "\n") != 2 {
+		t.Fatalf("events written:\n%s", events)
+	}
+	if again, _ := s.Recover(now); len(again) != 0 {
+		t.Fatalf("second recovery announced %d", len(again))
 	}
 	cp, _ := s.Checkpoint()
-	if cp.File != "entries/2026-11-21.ndjson" || cp.Offset == 0 {
+	if cp.File != "entries/2026-11-21.ndjson" || cp.Offset == 0 || cp.EventsFile != "events/2026-11-21.ndjson" || cp.EventsOffset == 0 {
 		t.Fatalf("checkpoint %+v", cp)
 	}
 	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u3", "h3")), Durable)
-	if added, _ := s.CatchUpIndex(); added != 1 {
-		t.Fatalf("catch-up after checkpoint added %d, want 1", added)
+	if got, _ := s.Recover(now); len(got) != 1 {
+		t.Fatalf("recovery after the checkpoint announced %d, want 1", len(got))
 	}
-	// An index lost entirely is rebuilt.
+	// An index lost entirely is rebuilt; nothing is announced twice.
 	os.RemoveAll(s.Path(DirIndex))
-	if added, _ := s.CatchUpIndex(); added != 4 {
-		t.Fatalf("rebuild added %d, want 4", added)
+	if got, err := s.Recover(now); len(got) != 0 || err != nil {
+		t.Fatalf("rebuild announced %d, %v", len(got), err)
+	}
+	idx, _ = s.SeenEntries("feed1")
+	if idx.Len() != 3 {
+		t.Fatalf("rebuilt index has %d entries", idx.Len())
 	}
 }
 

@@ -81,27 +81,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Summary == nil {
 		cfg.Summary = &Summary{}
 	}
-	// One writer at a time: the index it checks entries against must not
-	// change under it.
-	unlock, err := cfg.Store.Lock(!cfg.NoWait, func() {
-		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storage.LockFile))
-	})
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	added, err := cfg.Store.CatchUpIndex()
-	if err != nil {
-		return err
-	}
-	if added > 0 {
-		cfg.Log.Warn("indexed entries an interrupted run had stored", "entries", added)
-	}
-	c, err := newCommitter(cfg)
-	if err != nil {
-		return err
-	}
-
 	var fails pipe.Failures
 	items := make(chan item, maxBatch)
 	readErr := make(chan error, 1)
@@ -126,10 +105,20 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}()
 
-	var commitErr error
+	var (
+		c         *committer
+		commitErr error
+	)
 	for first := range items {
 		if commitErr != nil {
 			continue // drain, so the reader can finish
+		}
+		if c == nil {
+			var unlock func()
+			if c, unlock, commitErr = start(cfg); commitErr != nil {
+				continue
+			}
+			defer unlock()
 		}
 		commitErr = c.commit(pipe.Batch(first, items, maxBatch))
 	}
@@ -139,13 +128,46 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := <-readErr; err != nil {
 		return err
 	}
-	if err := c.finish(); err != nil {
+	if err := finish(cfg, c); err != nil {
 		return err
 	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
 		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved)
 	return fails.Err("record", "records")
+}
+
+// start takes the store's writer lock, once there is something to write,
+// and holds it to the end of the run: the index entries are checked against
+// must not change under the run. Taking it only then, and not at start,
+// keeps a store waiting on the lock from holding up a pipeline that has
+// work. Then it indexes and announces what an interrupted run stored, and
+// loads the feed states.
+func start(cfg Config) (*committer, func(), error) {
+	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, func() {
+		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storage.StoreLock))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	announced, err := cfg.Store.Recover(cfg.Now())
+	if err == nil && len(announced) > 0 {
+		cfg.Log.Warn("announced entries an interrupted run had stored", "entries", len(announced))
+		for i := range announced {
+			if err = cfg.Out.Write(&announced[i]); err != nil {
+				break
+			}
+		}
+	}
+	var c *committer
+	if err == nil {
+		c, err = newCommitter(cfg)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return c, unlock, nil
 }
 
 // committer holds what feed-store knows across batches.
@@ -247,10 +269,13 @@ func (c *committer) commit(batch []item) error {
 		if err != nil {
 			return err
 		}
-		end = storage.IndexCheckpoint{File: entriesKey, Offset: off + int64(len(entryLines))}
-		if _, err := store.AppendLines(storage.DayFile(storage.DirEvents, now), eventLines, storage.Lazy); err != nil {
+		eventsKey := storage.DayFile(storage.DirEvents, now)
+		evOff, err := store.AppendLines(eventsKey, eventLines, storage.Lazy)
+		if err != nil {
 			return err
 		}
+		end = storage.IndexCheckpoint{File: entriesKey, Offset: off + int64(len(entryLines)),
+			EventsFile: eventsKey, EventsOffset: evOff + int64(len(eventLines))}
 		for feedID, recs := range seen {
 			if err := store.PutSeen(feedID, recs, storage.Lazy); err != nil {
 				return err
@@ -307,10 +332,8 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		s.Known++
 		return nil, nil
 	}
-	evType := ndjson.TypeNewEntry
 	e.Status, e.FirstSeen, e.SeenCount = status, ndjson.At(now), 1
 	if prev, ok := idx.Latest(e.EntryUID); ok {
-		evType = ndjson.TypeUpdatedEntry
 		e.FirstSeen, e.SeenCount = prev.FirstSeen, prev.SeenCount+1
 		s.Updated++
 		c.updatedByFeed[e.FeedID]++
@@ -322,18 +345,8 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
 	idx.Add(rec)
 	seen[e.FeedID] = append(seen[e.FeedID], rec)
-	return &ndjson.Event{
-		Header:        ndjson.Head(evType),
-		EntryUID:      e.EntryUID,
-		FeedID:        e.FeedID,
-		Title:         e.Title,
-		CanonicalLink: e.CanonicalLink,
-		Published:     e.Published,
-		ContentHash:   e.ContentHash,
-		RawRefs:       []ndjson.RawRef{e.RawRef},
-		IngestedAt:    ndjson.At(now),
-		StoredIn:      entriesKey,
-	}, nil
+	ev := ndjson.EventFor(e, ndjson.At(now), entriesKey)
+	return &ev, nil
 }
 
 // nextState is the feed's state after the fetch f: its cache validators,
@@ -396,17 +409,31 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 }
 
 // finish keeps the run's figures: the duration histogram, and the metrics
-// file when one is asked for.
-func (c *committer) finish() error {
-	if c.cfg.Summary.Feeds > 0 {
-		if err := stats.SaveHistogram(c.cfg.Store, c.durations); err != nil {
+// file when one is asked for (c is nil when nothing was stored).
+func finish(cfg Config, c *committer) error {
+	if c == nil {
+		if cfg.MetricsFile == "" {
+			return nil
+		}
+		subs, _, err := cfg.Store.Subscriptions()
+		if err != nil {
+			return err
+		}
+		states, err := cfg.Store.States()
+		if err != nil {
+			return err
+		}
+		return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, states), stats.LoadHistogram(cfg.Store))
+	}
+	if cfg.Summary.Feeds > 0 {
+		if err := stats.SaveHistogram(cfg.Store, c.durations); err != nil {
 			return err
 		}
 	}
-	if c.cfg.MetricsFile == "" {
+	if cfg.MetricsFile == "" {
 		return nil
 	}
-	return stats.WriteMetricsFile(c.cfg.MetricsFile, stats.Compute(c.subs, c.states), c.durations)
+	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(c.subs, c.states), c.durations)
 }
 
 // move saves the new URLs that feed-fetch proposed for feeds moved

@@ -224,15 +224,24 @@ func TestNewEntriesCountedInState(t *testing.T) {
 
 func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	// A crash left an entry in entries/ that never reached the index.
-	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "A", EntryUID: "u1", ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1}
+	// A crash left an entry in entries/ that was never indexed nor
+	// announced.
+	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "A", EntryUID: "u1", ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1, Status: "new"}
 	b, _ := ndjson.Marshal(e)
 	if _, err := st.AppendLines("entries/2026-11-21.ndjson", b, storage.Durable); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, st, t0.Add(time.Minute), entry("A", "u1", "h1", "One"))
-	if r.err != nil || len(r.lines) != 0 || len(storedEntries(t, st)) != 1 {
-		t.Fatalf("err %v, %d events, %d stored: the entry was stored twice", r.err, len(r.lines), len(storedEntries(t, st)))
+	if r.err != nil || len(storedEntries(t, st)) != 1 {
+		t.Fatalf("err %v, %d stored: the entry was stored twice", r.err, len(storedEntries(t, st)))
+	}
+	// Its event, which the crash kept from being written, comes now.
+	if len(r.lines) != 1 || r.lines[0].Type != "new_entry" {
+		t.Fatalf("output %v", r.lines)
+	}
+	events, _ := os.ReadFile(st.Path("events/2026-11-21.ndjson"))
+	if strings.Count(string(events), "\n") != 1 {
+		t.Fatalf("events file:\n%s", events)
 	}
 }
 
@@ -271,14 +280,18 @@ func TestTwoWritersStoreOnce(t *testing.T) {
 
 func TestNoWaitFailsWhenLocked(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	unlock, err := st.Lock(false, nil)
+	unlock, err := st.Lock(storage.StoreLock, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
-	err = Run(context.Background(), Config{In: strings.NewReader(""), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true})
+	err = Run(context.Background(), Config{In: strings.NewReader(entry("A", "u1", "h1", "One")), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true})
 	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "held by another process") {
 		t.Fatalf("err %v", err)
+	}
+	// With nothing to store, it never needs the lock.
+	if err := Run(context.Background(), Config{In: strings.NewReader(""), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true}); err != nil {
+		t.Fatalf("empty input: %v", err)
 	}
 }
 

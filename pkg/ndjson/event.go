@@ -1,0 +1,23 @@
+package ndjson
+
+// EventFor is the event announcing a stored entry: new_entry, or
+// updated_entry for an entry stored with status "updated". storedIn is the
+// entries file that holds it.
+func EventFor(e *Entry, ingestedAt Time, storedIn string) Event {
+	typ := TypeNewEntry
+	if e.Status == StatusUpdated {
+		typ = TypeUpdatedEntry
+	}
+	return Event{
+		Header:        Head(typ),
+		EntryUID:      e.EntryUID,
+		FeedID:        e.FeedID,
+		Title:         e.Title,
+		CanonicalLink: e.CanonicalLink,
+		Published:     e.Published,
+		ContentHash:   e.ContentHash,
+		RawRefs:       []RawRef{e.RawRef},
+		IngestedAt:    ingestedAt,
+		StoredIn:      storedIn,
+	}
+}
