@@ -40,6 +40,9 @@ func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64
 		return 0, err
 	}
 	if _, err := f.Write(data); err != nil {
+		// A write cut short (a full disk) leaves part of data behind:
+		// take it back, so that the file is as it was.
+		f.Truncate(size)
 		return 0, fmt.Errorf("storage: append to %s: %w", key, unwrapPathError(err))
 	}
 	if d == Durable {

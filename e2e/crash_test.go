@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testserver"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// pipeline starts the stages as processes connected by pipes, the last
+// writing to out.
+func pipeline(t *testing.T, env []string, out *bytes.Buffer, stages ...[]string) []*exec.Cmd {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var prevRead *os.File
+	for i, args := range stages {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = env
+		if prevRead != nil {
+			cmd.Stdin = prevRead
+		}
+		var w *os.File
+		if i < len(stages)-1 {
+			r, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout, w = pw, pw
+			defer func(r *os.File) { prevRead = r }(r)
+			prevRead = r
+		} else {
+			cmd.Stdout = out
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The parent's copies of the pipe ends must go, or a reader never
+		// sees the end of its input.
+		if w != nil {
+			w.Close()
+		}
+		if i > 0 {
+			cmd.Stdin.(*os.File).Close()
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds
+}
+
+// rssDoc writes a feed of items: each item i of the feed has guid
+// "<feed>-<i>" and a body that changes with its version.
+func rssDoc(feed string, items map[int]int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel><title>%s</title>\n", feed)
+	for i := len(items) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "<item><guid>%s-%d</guid><title>Item %d v%d</title><link>https://%s.example/%d</link><description>%s</description></item>\n",
+			feed, i, i, items[i], feed, i, strings.Repeat("text ", 50+items[i]))
+	}
+	b.WriteString("</channel></rss>\n")
+	return []byte(b.String())
+}
+
+// TestKill9AnywhereLosesAndDoublesNothing kills feed-store or feed-fetch
+// with SIGKILL at random moments of many pipeline runs, each followed by a
+// normal one, while the feeds keep changing; then checks the store against
+// what the feeds served: every entry version stored exactly once, every one
+// announced exactly once, no line a reader cannot read.
+func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const feeds, rounds = 60, 16
+	rnd := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	www := filepath.Join(dir, "www")
+	os.MkdirAll(www, 0o755)
+	srv := httptest.NewServer(testserver.New(www, nil))
+	defer srv.Close()
+	store := filepath.Join(dir, "store")
+	env := append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_HOST_RPS=0", "FEEDPIPE_LOG_LEVEL=error")
+
+	versions := make([]map[int]int, feeds) // feed -> item -> version
+	write := func() {
+		for f := range feeds {
+			name := fmt.Sprintf("f%02d", f)
+			if err := os.WriteFile(filepath.Join(www, name+".xml"), rssDoc(name, versions[f]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var subs strings.Builder
+	for f := range feeds {
+		versions[f] = map[int]int{}
+		for i := range 30 {
+			versions[f][i] = 1
+		}
+		fmt.Fprintf(&subs, "%s/f%02d.xml\n", srv.URL, f)
+	}
+	write()
+	imp := exec.Command("feed-sub", "import", "-")
+	imp.Env, imp.Stdin = env, strings.NewReader(subs.String())
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+
+	stages := [][]string{{"feed-due", "--all"}, {"feed-fetch"}, {"feed-parse"}, {"feed-dedup"}, {"feed-store"}}
+	var events bytes.Buffer // everything announced on stdout, over all runs
+	// How long a run takes here, so that the kills land all over it.
+	start := time.Now()
+	var first bytes.Buffer
+	for _, c := range pipeline(t, env, &first, stages...) {
+		c.Wait()
+	}
+	events.Write(first.Bytes())
+	span := max(time.Since(start), 50*time.Millisecond)
+	kills := 0
+	for round := range rounds {
+		// The publishers move on: new items on some feeds, edits on others.
+		for f := range feeds {
+			switch rnd.IntN(3) {
+			case 0:
+				versions[f][len(versions[f])] = 1
+			case 1:
+				versions[f][rnd.IntN(len(versions[f]))]++
+			}
+		}
+		write()
+
+		var out bytes.Buffer
+		cmds := pipeline(t, env, &out, stages...)
+		victim := cmds[4] // feed-store
+		if round%3 == 1 {
+			victim = cmds[1] // feed-fetch
+		}
+		time.Sleep(time.Duration(rnd.Int64N(int64(span))))
+		victim.Process.Signal(syscall.SIGKILL)
+		for _, c := range cmds {
+			c.Wait()
+		}
+		if ws, ok := victim.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			kills++ // it was still at work
+		}
+		events.Write(out.Bytes())
+
+		out.Reset()
+		for i, c := range pipeline(t, env, &out, stages...) {
+			if err := c.Wait(); err != nil {
+				t.Fatalf("round %d: stage %s of the run after the kill: %v", round, stages[i][0], err)
+			}
+		}
+		events.Write(out.Bytes())
+	}
+	t.Logf("%d rounds of about %v, %d processes killed at work", rounds, span.Round(time.Millisecond), kills)
+	if kills < rounds/2 {
+		t.Errorf("only %d of %d kills landed while the process worked: the test proves little", kills, rounds)
+	}
+
+	st, err := storage.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every line of every entries and events file reads.
+	type version [2]string // entry_uid, content_hash
+	stored := map[version]int{}
+	announcedInFile := map[version]int{}
+	for dir, into := range map[string]map[version]int{storage.DirEntries: stored, storage.DirEvents: announcedInFile} {
+		files, _ := st.DayFiles(dir)
+		for _, f := range files {
+			raw, _ := os.ReadFile(st.Path(f))
+			if len(raw) > 0 && raw[len(raw)-1] != '\n' {
+				t.Errorf("%s ends in a torn line", f)
+			}
+			sc := bufio.NewScanner(bytes.NewReader(raw))
+			sc.Buffer(nil, 1<<20)
+			for n := 1; sc.Scan(); n++ {
+				var rec struct {
+					EntryUID    string `json:"entry_uid"`
+					ContentHash string `json:"content_hash"`
+				}
+				l, err := ndjson.NewReader(strings.NewReader(sc.Text())).Next()
+				if err != nil || l.Decode(&rec) != nil {
+					t.Errorf("%s line %d does not read: %v", f, n, err)
+					continue
+				}
+				into[version{rec.EntryUID, rec.ContentHash}]++
+			}
+		}
+	}
+	// What the feeds serve now must all be stored (the last run was normal).
+	for f := range feeds {
+		name := fmt.Sprintf("f%02d", f)
+		cmd := exec.Command("feed-parse", "--base-url", srv.URL+"/"+name+".xml", filepath.Join(www, name+".xml"))
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd := ndjson.NewReader(bytes.NewReader(out))
+		for {
+			l, err := rd.Next()
+			if err != nil {
+				break
+			}
+			var e ndjson.Entry
+			l.Decode(&e)
+			if stored[version{e.EntryUID, e.ContentHash}] == 0 {
+				t.Errorf("%s: %q as served now was never stored", name, e.Title)
+			}
+		}
+	}
+	announcedOnStdout := map[version]int{}
+	rd := ndjson.NewReader(&events)
+	for {
+		l, err := rd.Next()
+		if err != nil {
+			break
+		}
+		var ev ndjson.Event
+		l.Decode(&ev)
+		announcedOnStdout[version{ev.EntryUID, ev.ContentHash}]++
+	}
+	for v, n := range stored {
+		if n != 1 {
+			t.Errorf("entry %s version %s stored %d times", v[0], v[1], n)
+		}
+		if announcedInFile[v] != 1 {
+			t.Errorf("entry %s version %s announced %d times in events/", v[0], v[1], announcedInFile[v])
+		}
+	}
+	for v, n := range announcedOnStdout {
+		if stored[v] != 1 || n != 1 {
+			t.Errorf("entry %s version %s announced %d times on stdout, stored %d times", v[0], v[1], n, stored[v])
+		}
+	}
+	for v := range announcedInFile {
+		if stored[v] != 1 {
+			t.Errorf("entry %s version %s announced but stored %d times", v[0], v[1], stored[v])
+		}
+	}
+	if len(stored) < feeds*30 {
+		t.Fatalf("only %d entry versions stored", len(stored))
+	}
+	t.Logf("%d entry versions stored and announced once each", len(stored))
+}
