@@ -1,6 +1,49 @@
-// Package testserver serves feed files over HTTP the way publishers do
-// (ETag, Last-Modified, gzip, 304) and misbehaves on request, for tests,
-// the demo and benchmarks.
+// Package testserver serves feed files and generated feeds over HTTP the way
+// publishers do (ETag, Last-Modified, gzip, 304) and misbehaves on request,
+// for tests, the demo and benchmarks.
+//
+// A Handler answers these paths; the Host header never matters, so one
+// server can stand for many publishers reached through many addresses:
+//
+//	/PATH                         the file PATH under Dir, with ETag,
+//	                              Last-Modified, 304 and gzip when accepted
+//	/gen/N.xml                    a generated RSS 2.0 feed for N >= 0: about
+//	                              5 KB, 10 items, deterministic for N and the
+//	                              handler's Revision; ETag, Last-Modified,
+//	                              304 and gzip as for files. Each Revision
+//	                              bump adds one newest item (and drops the
+//	                              oldest) in every generated feed.
+//	/status/NNN[?retry-after=V]   that status, with an optional Retry-After
+//	/redirect/NNN?to=PATH         a redirect with status NNN to PATH
+//
+// and these faults:
+//
+//	/fault/trickle?bytes=N&every=D[&chunk=C]
+//	                              a 200 with N bytes (default 1024) of feed
+//	                              text, C bytes (default 4) every D (default 1s)
+//	/fault/hang                   no answer until the client goes away
+//	/fault/reset                  the connection reset (TCP RST) before any response
+//	/fault/redirect-loop[?status=NNN]
+//	                              a redirect (default 302) to itself, forever
+//	/fault/gzip-bomb[?size=BYTES] Content-Encoding gzip: about BYTES/1000 bytes
+//	                              that decode to BYTES (default 1 GiB, at most
+//	                              16 GiB) spaces
+//	/fault/cloudflare             a 403 challenge page (server: cloudflare,
+//	                              cf-mitigated: challenge)
+//	/fault/huge[?size=BYTES]      a 200 with BYTES (default 64 MiB) of RSS,
+//	                              streamed
+//	/fault/wrong-length[?claim=N] Content-Length N (default 4096), then N/2
+//	                              bytes and the connection closes
+//	/fault/encoding/E             /gen/0.xml with Content-Encoding E
+//	                              (gzip, deflate, zstd or br), whatever the
+//	                              request accepts
+//	/fault/retry-after[?status=NNN&after=V]
+//	                              status 429 (or NNN) with Retry-After V
+//	                              (default 120; seconds or an HTTP date)
+//
+// Any request with ?delay=DURATION (such as 500ms) is answered that much
+// later. Files named gen, status, redirect or fault under Dir are hidden by
+// these routes.
 package testserver
 
 import (
@@ -17,55 +60,83 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
 
-// Handler serves the files under dir. Requests are logged, one line each,
-// to log when it is not nil:
+// Handler serves the files under Dir and the routes of the package comment.
+// Requests are logged, one line each, to Log when it is not nil:
 //
 //	GET /feed.xml if-none-match="abc" if-modified-since="" -> 304
 //
-// Besides files it answers these paths:
-//
-//	/status/NNN[?retry-after=V]   that status, with an optional Retry-After
-//	/redirect/NNN?to=PATH         a redirect with status NNN to PATH
-//
-// and any request with ?delay=DURATION (such as 500ms) is answered that
-// much later.
+// A request that gets no response (a hang, a reset, a delay the client did
+// not wait for) is logged with status 0.
 type Handler struct {
 	Dir string
 	Log io.Writer
 
-	mu sync.Mutex
+	mu       sync.Mutex // serialises writes to Log
+	revision atomic.Int64
+	inFlight atomic.Int64
+	bombs    bombCache
 }
 
 // New returns a Handler for dir.
 func New(dir string, log io.Writer) *Handler { return &Handler{Dir: dir, Log: log} }
 
+// SetRevision sets the revision of the generated feeds (0 at first); any
+// change gives every /gen/ feed new items, validators and a new body.
+func (h *Handler) SetRevision(n int) { h.revision.Store(int64(n)) }
+
+// Revision returns the revision of the generated feeds.
+func (h *Handler) Revision() int { return int(h.revision.Load()) }
+
+// InFlight returns the number of requests being handled, so that tests can
+// check that a client that gave up did not leave a handler running.
+func (h *Handler) InFlight() int { return int(h.inFlight.Load()) }
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inFlight.Add(1)
+	defer h.inFlight.Add(-1)
+	// The request is logged before the response leaves, so that a client
+	// that has its answer finds it in the log.
+	rec := &statusRecorder{ResponseWriter: w, log: func(status int) { h.logRequest(r, status) }}
+	defer func() {
+		if !rec.started {
+			// Nothing was written: net/http sends an empty 200 unless the
+			// client is gone.
+			status := http.StatusOK
+			if r.Context().Err() != nil {
+				status = 0
+			}
+			rec.logOnly(status)
+		}
+	}()
 	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
-		case <-time.After(d):
+		case <-t.C:
 		case <-r.Context().Done():
 			return
 		}
 	}
-	// The request is logged before the response leaves, so that a client
-	// that has its answer finds it in the log.
-	h.serve(&statusRecorder{ResponseWriter: w, log: func(status int) {
-		if h.Log == nil {
-			return
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		fmt.Fprintf(h.Log, "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
-			r.Method, r.URL.RequestURI(), r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), status)
-	}}, r)
+	h.serve(rec, r)
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) logRequest(r *http.Request, status int) {
+	if h.Log == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(h.Log, "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
+		r.Method, r.URL.RequestURI(), r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), status)
+}
+
+func (h *Handler) serve(w *statusRecorder, r *http.Request) {
 	p := path.Clean("/" + r.URL.Path)
 	switch {
 	case strings.HasPrefix(p, "/status/"):
@@ -79,7 +150,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(code)
 		fmt.Fprintf(w, "status %d\n", code)
-		return
 	case strings.HasPrefix(p, "/redirect/"):
 		code, err := strconv.Atoi(strings.TrimPrefix(p, "/redirect/"))
 		if err != nil || code < 300 || code > 399 {
@@ -87,9 +157,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.Redirect(w, r, r.URL.Query().Get("to"), code)
-		return
+	case strings.HasPrefix(p, "/gen/"):
+		h.serveGen(w, r, strings.TrimPrefix(p, "/gen/"))
+	case strings.HasPrefix(p, "/fault/"):
+		h.serveFault(w, r, strings.TrimPrefix(p, "/fault/"))
+	default:
+		h.serveFile(w, r, p)
 	}
-	h.serveFile(w, r, p)
 }
 
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
@@ -106,7 +180,23 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
 	}
 	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
-	modified := st.ModTime().UTC().Truncate(time.Second)
+	ctype := mime.TypeByExtension(filepath.Ext(file))
+	switch filepath.Ext(file) {
+	case ".xml", ".rss", ".atom":
+		ctype = "application/xml; charset=utf-8"
+	case ".json":
+		ctype = "application/feed+json; charset=utf-8"
+	}
+	if ctype == "" {
+		ctype = http.DetectContentType(body)
+	}
+	serveBody(w, r, body, ctype, etag, st.ModTime())
+}
+
+// serveBody answers with body, or 304 when the request's validators match
+// etag or modified, gzip-compressed when the client accepts it.
+func serveBody(w http.ResponseWriter, r *http.Request, body []byte, ctype, etag string, modified time.Time) {
+	modified = modified.UTC().Truncate(time.Second)
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Last-Modified", modified.Format(http.TimeFormat))
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
@@ -118,27 +208,27 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	ctype := mime.TypeByExtension(filepath.Ext(file))
-	switch filepath.Ext(file) {
-	case ".xml", ".rss", ".atom":
-		ctype = "application/xml; charset=utf-8"
-	case ".json":
-		ctype = "application/feed+json; charset=utf-8"
-	}
-	if ctype == "" {
-		ctype = http.DetectContentType(body)
-	}
 	w.Header().Set("Content-Type", ctype)
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(body)
-		zw.Close()
-		body = buf.Bytes()
+		body = gzipBytes(body)
 		w.Header().Set("Content-Encoding", "gzip")
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
+}
+
+// gzipWriters are reused because a compressor's state is large next to a
+// 5 KB feed, and a benchmark asks for thousands of them.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	zw.Write(b)
+	zw.Close()
+	gzipWriters.Put(zw)
+	return buf.Bytes()
 }
 
 // etagMatch is the weak comparison of If-None-Match (RFC 9110 §13.1.2).
@@ -160,10 +250,7 @@ type statusRecorder struct {
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if !s.started {
-		s.started = true
-		s.log(code)
-	}
+	s.logOnly(code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
@@ -173,3 +260,15 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return s.ResponseWriter.Write(b)
 }
+
+// logOnly logs status as this request's outcome without writing a response,
+// for requests that end with none.
+func (s *statusRecorder) logOnly(status int) {
+	if !s.started {
+		s.started = true
+		s.log(status)
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, Hijack).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

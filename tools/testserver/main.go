@@ -1,7 +1,19 @@
-// Command testserver serves a directory of feed files on loopback with
-// ETag and Last-Modified support, for scripts/demo and the benchmarks. It
-// writes its base URL to -url-file once it is listening, and runs until it
-// is killed.
+// Command testserver serves a directory of feed files, generated feeds
+// (/gen/N.xml) and faults (/fault/...) with the routes of
+// internal/testserver, for scripts/demo and scripts/bench-fetch. It writes
+// its base URL to -url-file once it is listening, and runs until it is
+// killed.
+//
+// GET /admin/revision?set=N sets the revision of the generated feeds, so
+// that a script can make every /gen/ feed change between two cycles (each
+// bump adds one item); without set= it answers the current revision. From
+// bash, without curl:
+//
+//	exec 3<>/dev/tcp/127.0.0.1/$port
+//	printf 'GET /admin/revision?set=1 HTTP/1.0\r\n\r\n' >&3 && cat <&3
+//
+// Listening on 0.0.0.0:PORT makes it reachable at every 127.x.y.z address,
+// which a benchmark uses to stand for many publishers.
 package main
 
 import (
@@ -12,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
@@ -21,6 +34,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	urlFile := flag.String("url-file", "", "write the base URL here once listening")
 	logFile := flag.String("log", "", "append a line per request to this file")
+	revision := flag.Int("revision", 0, "initial revision of the generated feeds")
 	flag.Parse()
 
 	var reqLog io.Writer
@@ -31,6 +45,8 @@ func main() {
 		}
 		reqLog = f
 	}
+	h := testserver.New(*dir, reqLog)
+	h.SetRevision(*revision)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
@@ -46,5 +62,19 @@ func main() {
 	} else {
 		fmt.Println(base)
 	}
-	log.Fatal(http.Serve(ln, testserver.New(*dir, reqLog)))
+	log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/admin/revision" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if s := r.URL.Query().Get("set"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				http.Error(w, "set= needs an integer", http.StatusBadRequest)
+				return
+			}
+			h.SetRevision(n)
+		}
+		fmt.Fprintln(w, h.Revision())
+	})))
 }
