@@ -2,7 +2,11 @@
 package main
 
 import (
+	"os"
+	"runtime/pprof"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,38 +16,77 @@ import (
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 )
 
-func main() {
-	cmdkit.Main(&cli.App{
+func main() { cmdkit.Main(app()) }
+
+// app is feed-parse's command line.
+func app() *cli.App {
+	return &cli.App{
 		Name:  "feed-parse",
 		Usage: "parse fetched RSS, Atom and JSON Feed payloads into entries",
 		UsageText: `feed-due | feed-fetch | feed-parse | feed-dedup | feed-store
    cat STORE/fetches/2026-11-20.ndjson | feed-parse | feed-dedup | feed-store   (replay)
-   feed-parse --base-url URL FILE...                                            (ad hoc)`,
+   feed-parse --base-url URL [--content-type TYPE] FILE...                      (ad hoc)`,
 		Description: `Reads "fetch" records, loads each payload from the raw store and writes the
 feed's "entry" records followed by the fetch record, now with its "parse"
 section. A first or stale fetch keeps only its item_limit most recent entries.
 Fetches with nothing to parse (304, errors, websites) and records of other
 types pass through unchanged. A payload that is not a feed gets a parse error
-in its fetch record; the run goes on and exits 1.
+in its fetch record; the run goes on and exits 1. Payloads are parsed
+--workers at a time; the output keeps the order of the input.
+
+Reads RSS 0.90-0.94, 1.0 and 2.0, Atom 0.3 and 1.0 and JSON Feed 1.0 and 1.1,
+told apart by their content, in any character set (byte order mark, then the
+Content-Type's charset, then the XML declaration; a body that is valid UTF-8
+is read as UTF-8). What it recovers from (illegal characters, HTML entities,
+a bare &, junk before the XML declaration, a document cut short, dates it
+cannot read or that lie in the future) is listed in parse.warnings. No DTD
+or external entity is ever read.
+
+Entry links lose their tracking parameters (` + strings.Join(urlnorm.DefaultTrackingParams, " ") + `;
+a name ending in * is a prefix): --tracking-params adds names,
+--keep-tracking-params keeps them all. Removing them changes the entry_uid
+of entries without an id of their own, once.
 
 With FILE arguments it parses those payload files instead (plain, or .zst as
 the store keeps them) and writes only their entries; --base-url gives the
-feed's URL, from which relative links resolve and the feed id derives.`,
+feed's URL, from which relative links resolve and the feed id derives, and
+--content-type the Content-Type the files were served with.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "base-url", Usage: "with FILE arguments: the feed's URL"},
 			&cli.StringFlag{Name: "feed-id", Usage: "with FILE arguments: the feed id to give the entries (default: derived from --base-url)"},
+			&cli.StringFlag{Name: "content-type", Usage: "with FILE arguments: the Content-Type they were served with, for its charset (e.g. \"text/xml; charset=windows-1251\")"},
+			&cli.IntFlag{Name: "workers", Usage: "payloads parsed at once (0: one per CPU)", EnvVars: []string{"FEEDPIPE_PARSE_WORKERS"}},
+			&cli.IntFlag{Name: "max-xml-depth", Usage: "deepest element nesting a document may have; deeper ones fail with too_deep", Value: parse.MaxXMLDepth, EnvVars: []string{"FEEDPIPE_MAX_XML_DEPTH", "MAX_XML_DEPTH"}},
+			&cli.IntFlag{Name: "max-items", Usage: "most items a document may have; more fail with too_many_items", Value: parse.MaxItems, EnvVars: []string{"FEEDPIPE_MAX_ITEMS"}},
+			&cli.Int64Flag{Name: "max-body-bytes", Usage: "largest payload parsed; larger ones fail with payload_too_large", Value: parse.MaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
+			&cli.StringFlag{Name: "tracking-params", Usage: "more query parameters to remove from entry links, comma-separated (name or prefix*)", EnvVars: []string{"FEEDPIPE_TRACKING_PARAMS"}},
+			&cli.BoolFlag{Name: "keep-tracking-params", Usage: "remove no query parameters from entry links", EnvVars: []string{"FEEDPIPE_KEEP_TRACKING_PARAMS"}},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to this file (scripts/bench-parse)", Hidden: true},
 		}, cmdkit.CommonFlags()...),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}
+			p, err := parser(c)
+			if err != nil {
+				return err
+			}
+			if name := c.String("cpuprofile"); name != "" {
+				stop, err := profile(name)
+				if err != nil {
+					return cmdkit.Usage(err)
+				}
+				defer stop()
+			}
 			out := cmdkit.Output(c.App.Writer)
 			if c.NArg() == 0 {
-				if c.IsSet("base-url") || c.IsSet("feed-id") {
-					return cmdkit.Usagef("--base-url and --feed-id go with FILE arguments")
+				for _, name := range []string{"base-url", "feed-id", "content-type"} {
+					if c.IsSet(name) {
+						return cmdkit.Usagef("--%s goes with FILE arguments", name)
+					}
 				}
-				return parse.Run(c.Context, parse.Config{In: c.App.Reader, Out: out, Log: log, Store: st})
+				return parse.Run(c.Context, parse.Config{In: c.App.Reader, Out: out, Log: log, Store: st, Parser: p, Workers: c.Int("workers")})
 			}
 			base, feedID := c.String("base-url"), c.String("feed-id")
 			if base != "" {
@@ -58,7 +101,47 @@ feed's URL, from which relative links resolve and the feed id derives.`,
 			if feedID == "" {
 				return cmdkit.Usagef("FILE arguments need --base-url URL (the feed's URL) or --feed-id ID")
 			}
-			return parse.RunFiles(c.Context, parse.FileConfig{Out: out, Log: log, Store: st, FeedID: feedID, BaseURL: base, Files: c.Args().Slice()})
+			return parse.RunFiles(c.Context, parse.FileConfig{
+				Out: out, Log: log, Store: st, Parser: p, Workers: c.Int("workers"),
+				FeedID: feedID, BaseURL: base, ContentType: c.String("content-type"), Now: time.Now,
+				Files: c.Args().Slice(),
+			})
 		},
-	})
+	}
+}
+
+// profile starts a CPU profile into the named file; stop ends it.
+func profile(name string) (stop func(), err error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// parser is the Parser the flags ask for.
+func parser(c *cli.Context) (*parse.Parser, error) {
+	for _, name := range []string{"max-xml-depth", "max-items", "workers"} {
+		if c.Int(name) < 0 || name != "workers" && c.Int(name) == 0 {
+			return nil, cmdkit.Usagef("--%s must be a positive number", name)
+		}
+	}
+	if c.Int64("max-body-bytes") <= 0 {
+		return nil, cmdkit.Usagef("--max-body-bytes must be a positive number")
+	}
+	p := &parse.Parser{MaxDepth: c.Int("max-xml-depth"), MaxItems: c.Int("max-items"), MaxBodyBytes: c.Int64("max-body-bytes")}
+	if !c.Bool("keep-tracking-params") {
+		params := slices.Clone(urlnorm.DefaultTrackingParams)
+		for _, name := range strings.Split(c.String("tracking-params"), ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				params = append(params, name)
+			}
+		}
+		p.Tracking = urlnorm.NewTracking(params)
+	}
+	return p, nil
 }

@@ -79,8 +79,9 @@ const (
 	wZone                   // val: seconds east of UTC
 	wAM
 	wPM
-	wZ // "Z" after a time: UTC
-	wT // "T" between an ISO date and its time
+	wZ        // "Z" after a time: UTC
+	wT        // "T" between an ISO date and its time
+	wLateZone // a zone only after the time; val: seconds east of UTC
 )
 
 // classify says what a lower-cased word names.
@@ -89,9 +90,9 @@ func classify(w string) (wordClass, int) {
 		return wMonth, m
 	}
 	switch w {
-	case "am":
+	case "am", "오전":
 		return wAM, 0
-	case "pm":
+	case "pm", "오후":
 		return wPM, 0
 	case "z":
 		return wZ, 0
@@ -100,6 +101,9 @@ func classify(w string) (wordClass, int) {
 	}
 	if off, ok := zoneNames[w]; ok {
 		return wZone, off
+	}
+	if off, ok := lateZones[w]; ok {
+		return wLateZone, off
 	}
 	return wOther, 0
 }
@@ -364,6 +368,10 @@ func (p *parser) parse(s string) (time.Time, bool) {
 				if tm != nil {
 					zone, haveZone = 0, true
 				}
+			case wLateZone:
+				if tm != nil && !haveZone {
+					zone, haveZone = t.val, true
+				}
 			case wZone:
 				// "+0100 (CET)" said it already, but GMT+1 says it next.
 				if !haveZone {
@@ -394,9 +402,11 @@ func (p *parser) parse(s string) (time.Time, bool) {
 		// 02 Jan 2006, Jan 2 2006, Jan 2, 2006, 2 January 2006.
 		switch len(nums) {
 		case 1:
+			// "January 2006"; not a day without a year, nor a month and
+			// year with a time, which lost its day.
 			n := toks[nums[0]]
-			if n.digits != 4 {
-				return time.Time{}, false // a day without a year
+			if n.digits != 4 || tm != nil {
+				return time.Time{}, false
 			}
 			year, yearDigits, day = n.val, 4, 1
 		case 2:

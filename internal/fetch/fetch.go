@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -169,7 +170,7 @@ func (cfg *Config) defaults() {
 func (cfg *Config) write(results <-chan result, stats *counts, stop func()) error {
 	var firstErr error
 	for first := range results {
-		batch := pipe.Batch(first, results, 512)
+		batch := pipe.Batch(first, results, 512, 20*time.Millisecond)
 		if firstErr != nil {
 			continue // keep draining so that the workers can finish
 		}

@@ -249,14 +249,3 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 		t.Fatal("the fetch in flight was not emitted")
 	}
 }
-
-func jsonDecode(t *testing.T, line string, v any) {
-	t.Helper()
-	l, err := ndjson.NewReader(strings.NewReader(line)).Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Decode(v); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -83,10 +83,12 @@ func New(opts Options) *Client {
 	}
 	transport := &http.Transport{
 		// No proxy: the address check must see the publisher's address.
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
+		Proxy:             nil,
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		// One idle connection per host is kept for its next feed, a
+		// second or more later (per-host rate), across thousands of hosts.
+		MaxIdleConns:          8192,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   opts.Timeout,

@@ -1,13 +1,18 @@
 package parse
 
 import (
+	"archive/zip"
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +36,36 @@ type timedResult struct {
 	feed    *Feed
 	err     error
 	elapsed time.Duration
+	peak    uint64 // the most heap the parse added to what was in use before
 	panic   any
+}
+
+// memBudget is how much heap a parse of body may use at once: a few
+// copies of the body (text, repaired text, strings, the garbage between
+// collections) and a fixed overhead, whatever the document's shape.
+func memBudget(body []byte) uint64 { return 64<<20 + 10*uint64(len(body)) }
+
+// peakHeap samples the heap until stop is closed and returns the most it
+// saw.
+func peakHeap(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
 }
 
 // timedParse parses body in a goroutine, so that a panic is reported with
@@ -46,9 +80,26 @@ func timedParse(t *testing.T, name string, body []byte) timedResult {
 			r.panic = recover()
 			done <- r
 		}()
+		// The heap is watched for documents big enough to matter; for
+		// the thousands of small ones the garbage collection that makes
+		// the measure exact would cost more than the parses.
+		measure := len(body) >= 256<<10
+		var peak <-chan uint64
+		var base []metrics.Sample
+		stop := make(chan struct{})
+		if measure {
+			runtime.GC()
+			base = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			metrics.Read(base)
+			peak = peakHeap(stop)
+		}
 		start := time.Now()
 		r.feed, r.err = ParseFeed(body, Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/feed"})
 		r.elapsed = time.Since(start)
+		close(stop)
+		if measure {
+			r.peak = max(<-peak, base[0].Value.Uint64()) - base[0].Value.Uint64()
+		}
 	}()
 	limit := 10 * parseBudget()
 	select {
@@ -58,6 +109,9 @@ func timedParse(t *testing.T, name string, body []byte) timedResult {
 		}
 		if r.elapsed > parseBudget() {
 			t.Errorf("%s: ParseFeed took %v, over the %v budget", name, r.elapsed, parseBudget())
+		}
+		if r.peak > memBudget(body) {
+			t.Errorf("%s: ParseFeed used %d MB of heap for %d bytes, over the %d MB budget", name, r.peak>>20, len(body), memBudget(body)>>20)
 		}
 		return r
 	case <-time.After(limit):
@@ -192,6 +246,25 @@ func hostileDocs(t *testing.T, canaryPath string) map[string][]byte {
 	docs["deep nesting in atom xhtml content"] = []byte(`<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">` +
 		nest("<div>", "</div>") + `</div></content></entry></feed>`)
 	docs["deep nesting unclosed"] = []byte(`<rss version="2.0"><channel><item>` + strings.Repeat("<a>", depth))
+	docs["deep nesting in utf-16"] = append([]byte{0xFF, 0xFE}, utf16le(`<rss version="2.0"><channel><item>`+strings.Repeat("<a>", depth)+`</item></channel></rss>`)...)
+	docs["deep nesting of items"] = []byte(`<rss version="2.0"><channel>` + strings.Repeat("<item>", depth) + `</channel></rss>`)
+
+	// Sizes and counts, each within the body cap.
+	docs["huge attribute"] = []byte(`<rss version="2.0"><channel><item><title>t</title><enclosure url="` + strings.Repeat("x", scaled(4<<20)) + `"/></item></channel></rss>`)
+	docs["huge attribute name"] = []byte(`<rss version="2.0"><channel><item><title ` + strings.Repeat("a", scaled(4<<20)) + `="1">t</title></item></channel></rss>`)
+	docs["many attributes"] = []byte(`<rss version="2.0"><channel><item><title ` + manyAttrs(scaled(200_000)) + `>t</title></item></channel></rss>`)
+	docs["huge element name"] = []byte(`<rss version="2.0"><channel><item><` + strings.Repeat("n", scaled(4<<20)) + `/></item></channel></rss>`)
+	docs["huge text"] = []byte(`<rss version="2.0"><channel><item><description>` + strings.Repeat("lorem ipsum ", scaled(1<<19)) + `</description></item></channel></rss>`)
+	docs["huge CDATA"] = []byte(`<rss version="2.0"><channel><item><description><![CDATA[` + strings.Repeat("<p>x</p>", scaled(1<<19)) + `]]></description></item></channel></rss>`)
+	docs["many tiny elements"] = []byte(`<rss version="2.0"><channel><item><title>t</title>` + strings.Repeat("<a/>", scaled(1<<19)) + `</item></channel></rss>`)
+	docs["many items over the cap"] = []byte(`<rss version="2.0"><channel>` + strings.Repeat("<item><title>t</title></item>", MaxItems+1) + `</channel></rss>`)
+	docs["many ampersands"] = []byte(`<rss version="2.0"><channel><item><title>` + strings.Repeat("& ", scaled(1<<20)) + `</title></item></channel></rss>`)
+	docs["many entities"] = []byte(`<rss version="2.0"><channel><item><title>` + strings.Repeat("&nbsp;&bogus;", scaled(1<<18)) + `</title></item></channel></rss>`)
+	docs["many control characters"] = []byte(`<rss version="2.0"><channel><item><title>` + strings.Repeat("\x01", scaled(1<<20)) + `</title></item></channel></rss>`)
+	docs["many unclosed elements"] = []byte(`<rss version="2.0"><channel>` + strings.Repeat("<item><title>t</title><description><p><b><i>x</description></item>", scaled(20_000/4)) + `</channel></rss>`)
+	docs["many broken items"] = []byte(`<rss version="2.0"><channel>` + strings.Repeat("<item><title>a < b</title></item>", scaled(5_000)) + `</channel></rss>`)
+	docs["huge json string"] = []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1","content_html":"` + strings.Repeat("x", scaled(8<<20)) + `"}]}`)
+	docs["many json items"] = []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[` + strings.Repeat(`{"id":"1"},`, MaxItems) + `{}]}`)
 	docs["deep nesting in json feed"] = []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1","_x":` + nest("[", "]") + `}]}`)
 	docs["deep nesting of json objects"] = []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1","_x":` + nest(`{"a":`, "}") + `}]}`)
 	return docs
@@ -227,8 +300,9 @@ func TestHostile(t *testing.T) {
 			}
 			parsed++
 			out := outputOf(t, r.feed)
-			if len(out) > 1<<20 {
-				t.Errorf("output is %d bytes: an expansion got through", len(out))
+			t.Logf("%v, %d MB of heap", r.elapsed.Round(time.Millisecond), r.peak>>20)
+			if len(out) > 2*len(docs[name])+1<<20+1024*len(r.feed.Entries) {
+				t.Errorf("output is %d bytes for a %d-byte document: an expansion got through", len(out), len(docs[name]))
 			}
 			for _, s := range forbidden {
 				if bytes.Contains(out, []byte(s)) {
@@ -274,4 +348,138 @@ func TestHostileEntitiesStayLiteral(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manyAttrs(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, ` a%d="%d"`, i, i)
+	}
+	return b.String()
+}
+
+func utf16le(s string) []byte {
+	var b []byte
+	for _, r := range s {
+		b = append(b, byte(r), byte(r>>8))
+	}
+	return b
+}
+
+// w3cSuite is the W3C XML conformance suite, unmodified, as its licence
+// asks: the tests read it from the zip.
+const w3cSuite = corpusDir + "/hostile-xml/w3c-xmlconf/xmlts20130923.zip"
+
+// testEntry matches a TEST element of the suite's catalogues.
+var testEntry = regexp.MustCompile(`(?s)<TEST\b[^>]*>`)
+var testAttr = regexp.MustCompile(`\b(TYPE|URI)="([^"]*)"`)
+
+// TestW3CConformance parses every document of the W3C XML conformance
+// suite: the not-well-formed ones above all, but the valid and invalid
+// ones too. Each must parse or fail cleanly, in time and memory.
+func TestW3CConformance(t *testing.T) {
+	zr, err := zip.OpenReader(w3cSuite)
+	if err != nil {
+		t.Skipf("no W3C suite: %v", err)
+	}
+	defer zr.Close()
+	refuseNetwork(t)
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		files[f.Name] = f
+	}
+	read := func(f *zip.File) []byte {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The type of each test document, from the catalogues.
+	types := map[string]string{}
+	for _, f := range zr.File {
+		if !strings.HasSuffix(f.Name, ".xml") {
+			continue
+		}
+		cat := read(f)
+		if !bytes.Contains(cat, []byte("<TEST")) {
+			continue
+		}
+		for _, m := range testEntry.FindAll(cat, -1) {
+			var typ, uri string
+			for _, a := range testAttr.FindAllSubmatch(m, -1) {
+				switch string(a[1]) {
+				case "TYPE":
+					typ = string(a[2])
+				case "URI":
+					uri = string(a[2])
+				}
+			}
+			if typ != "" && uri != "" {
+				types[pathJoin(f.Name, uri)] = typ
+			}
+		}
+	}
+	// Each document is parsed as it is (its root is no feed's, so it is
+	// refused at once), then with its root taken for an RSS channel, so
+	// that all of it goes through the parser.
+	counts := map[string][2]int{} // type -> parsed, failed
+	for _, anyRoot := range []bool{false, true} {
+		testAnyRoot = anyRoot
+		for name, typ := range types {
+			f := files[name]
+			if f == nil {
+				continue
+			}
+			r := timedParse(t, name, read(f))
+			checkResult(t, r.feed, r.err, Source{FeedID: testFeedID})
+			if !anyRoot {
+				if r.err == nil {
+					t.Errorf("%s: parsed as a feed", name)
+				}
+				continue
+			}
+			c := counts[typ]
+			if r.err == nil {
+				c[0]++
+			} else {
+				c[1]++
+			}
+			counts[typ] = c
+		}
+	}
+	testAnyRoot = false
+	total := 0
+	for _, typ := range slices.Sorted(maps.Keys(counts)) {
+		c := counts[typ]
+		total += c[0] + c[1]
+		t.Logf("%-8s %4d documents, read whole: %4d parsed, %4d failed cleanly", typ, c[0]+c[1], c[0], c[1])
+	}
+	if c := counts["not-wf"]; c[0]+c[1] < 900 {
+		t.Errorf("only %d not-wf documents found", c[0]+c[1])
+	}
+	if total < 2000 {
+		t.Errorf("only %d documents found", total)
+	}
+}
+
+// pathJoin resolves a catalogue's relative URI against its own path.
+func pathJoin(catalogue, uri string) string {
+	dir := catalogue[:strings.LastIndex(catalogue, "/")+1]
+	return filepath.ToSlash(filepath.Clean(dir + uri))
+}
+
+// scaled scales the size of a generated document down under the race
+// detector, which makes the parser some ten times slower: the documents
+// still show that time and memory grow with the size, not faster.
+func scaled(n int) int {
+	if raceEnabled {
+		return n / 8
+	}
+	return n
 }

@@ -6,27 +6,50 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mmcdole/gofeed"
-	"github.com/mmcdole/gofeed/rss"
-
-	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/charsets"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// ErrNotAFeed is returned for a body that is not RSS, Atom or JSON Feed.
-var ErrNotAFeed = errors.New("not an RSS, Atom or JSON feed")
+// Errors a parse fails with, for errors.Is. Each says what happened in
+// its message; the fetch record's error code names it.
+var (
+	// ErrNotAFeed: the body is not RSS, Atom or JSON Feed (not_a_feed).
+	ErrNotAFeed = errors.New("not an RSS, Atom or JSON feed")
+	// ErrTooDeep: elements nest deeper than the limit (too_deep).
+	ErrTooDeep = errors.New("the document nests elements too deep")
+	// ErrTooManyItems: more items than the limit (too_many_items).
+	ErrTooManyItems = errors.New("the document has too many items")
+	// ErrTooLarge: the body is over the size limit (payload_too_large).
+	ErrTooLarge = errors.New("the body is over the size limit")
+)
+
+// Limits, each overridable per Parser (and by feed-parse's flags).
+const (
+	// MaxXMLDepth caps how deeply a document may nest elements (DESIGN.md
+	// §6; MAX_XML_DEPTH). Real feeds stay under 20 levels; a cap keeps
+	// the work and memory of a hostile document in proportion to its
+	// size, whatever its shape.
+	MaxXMLDepth = 1000
+	// MaxItems caps the items of one document. Real feeds have tens,
+	// archives thousands; a million empty items in 64 MB would cost a
+	// gigabyte of entries.
+	MaxItems = 10_000
+	// MaxBodyBytes caps the payloads feed-parse will parse.
+	MaxBodyBytes = 64 << 20
+)
 
 // Source says where a body came from: it is what the ids and relative
 // links of its entries derive from.
 type Source struct {
-	FeedID  string
-	FetchID string
-	BaseURL string // the document's final URL
+	FeedID      string
+	FetchID     string
+	BaseURL     string    // the document's final URL
+	ContentType string    // the HTTP Content-Type, for its charset
+	Now         time.Time // when it was fetched: dates after it are flagged; zero for no check
 }
 
 // Feed is a parsed document in feedpipe's terms: the feed-level facts and
@@ -36,187 +59,206 @@ type Feed struct {
 	Entries []ndjson.Entry
 }
 
-// gofeed's Parser keeps no per-parse state, so one serves every goroutine.
-var parser = func() *gofeed.Parser {
-	p := gofeed.NewParser()
-	p.KeepOriginalFeed = true // for RSS ttl, skipHours, skipDays and guid isPermaLink
-	return p
-}()
+// Parser parses feed documents. The zero value uses the default limits
+// and strips no tracking parameters; it is safe for concurrent use.
+type Parser struct {
+	MaxDepth     int   // 0 means MaxXMLDepth
+	MaxItems     int   // 0 means MaxItems
+	MaxBodyBytes int64 // 0 means MaxBodyBytes
+	// Tracking removes tracking parameters from entry links; nil removes
+	// none.
+	Tracking *urlnorm.Tracking
+}
 
-// MaxXMLDepth caps how deeply a document may nest elements (DESIGN.md §6).
-// Real feeds stay under 20 levels. gofeed walks some elements recursively:
-// a document a hundred thousand levels deep takes seconds, and one a few
-// million deep (15 MB) overflows the goroutine stack, a fatal error that
-// no recover catches and that would end the whole stage.
-const MaxXMLDepth = 1000
+// DefaultParser is the Parser of ParseFeed: the default limits, and the
+// default tracking parameters removed.
+var DefaultParser = &Parser{Tracking: urlnorm.NewTracking(urlnorm.DefaultTrackingParams)}
 
-// ParseFeed parses an RSS, Atom or JSON Feed body.
-func ParseFeed(body []byte, src Source) (*Feed, error) {
+// ParseFeed parses an RSS, Atom or JSON Feed body with DefaultParser.
+func ParseFeed(body []byte, src Source) (*Feed, error) { return DefaultParser.Parse(body, src) }
+
+// Parse parses an RSS, Atom or JSON Feed body. What it recovers from is
+// in Info.Warnings; a body it cannot read as a feed is an error, with no
+// Feed.
+func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
+	if limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes); int64(len(body)) > limit {
+		return nil, fmt.Errorf("parse: %w: %d bytes, over %d", ErrTooLarge, len(body), limit)
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, fmt.Errorf("parse: %w: the body is empty", ErrNotAFeed)
 	}
-	if tooDeep(body, MaxXMLDepth) {
-		return nil, fmt.Errorf("parse: the document nests elements more than %d deep", MaxXMLDepth)
+	base, _ := url.Parse(src.BaseURL)
+	if base != nil && !base.IsAbs() {
+		base = nil
 	}
-	gf, err := parser.Parse(bytes.NewReader(body))
-	if errors.Is(err, gofeed.ErrFeedTypeNotDetected) {
-		return nil, fmt.Errorf("parse: %w (it starts %q)", ErrNotAFeed, snippet(body))
+	text := charsets.Body(body, src.ContentType, true)
+	w := &warnings{}
+	for _, msg := range text.Warnings {
+		w.add(warnCharset, msg)
+	}
+	buf := text.UTF8
+	start := 0
+	for start < len(buf) && isSpace(buf[start]) {
+		start++
+	}
+	var rf *rawFeed
+	var err error
+	if start < len(buf) && buf[start] == '{' {
+		rf, err = parseJSON(buf, base, cmpOr(p.MaxItems, MaxItems))
+		if err != nil {
+			if errors.Is(err, errTooMany) {
+				return nil, p.xmlError(err, body)
+			}
+			if errors.Is(err, ErrNotAFeed) {
+				return nil, fmt.Errorf("parse: %w (it starts %q)", err, snippet(body))
+			}
+			return nil, fmt.Errorf("parse: JSON Feed: %w", err)
+		}
+	} else {
+		var changed bool
+		if buf, changed = repair(buf, w); changed {
+			text.Map.TextChanged()
+		}
+		rf, err = p.parseXML(buf, base, w)
+		if err != nil {
+			return nil, p.xmlError(err, body)
+		}
+	}
+	a := &adapter{p: p, src: src, w: w, span: func(s, e int) (int, int, bool) { return text.Map.Span(buf, s, e) }}
+	return a.feed(rf, text.Charset), nil
+}
+
+// parseXML reads an RSS or Atom document.
+func (p *Parser) parseXML(text []byte, base *url.URL, w *warnings) (*rawFeed, error) {
+	xp := &xmlParser{text: text, maxDepth: cmpOr(p.MaxDepth, MaxXMLDepth), maxItems: cmpOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
+	at := prolog(text, w)
+	err := xp.parse(at)
+	if err != nil && xp.feed.format == "" && !errors.Is(err, errTooDeep) {
+		// No feed's root element came first (or before an error): junk
+		// before the feed (an error page of the publisher's software) is
+		// skipped.
+		if later := laterRoot(text, max(at, xp.rootAt)+1); later > 0 {
+			w.add(warnRepair, fmt.Sprintf("%d bytes before the feed's root element skipped: %s", later, quote(string(text[:min(later, 60)]))))
+			xp = &xmlParser{text: text, maxDepth: xp.maxDepth, maxItems: xp.maxItems, feed: &rawFeed{}, warn: w, docBase: base}
+			err = xp.parse(later)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
+		return nil, err
 	}
-	// gofeed takes any body starting with "{" for a JSON Feed, so an API
-	// error such as {"error":"rate limited"} would pass as an empty feed.
-	// A JSON Feed names its version or at least has items.
-	if gf.FeedType == "json" && !strings.Contains(gf.FeedVersion, "jsonfeed.org/version/") && len(gf.Items) == 0 {
-		return nil, fmt.Errorf("parse: %w: JSON without a JSON Feed version or items (it starts %q)", ErrNotAFeed, snippet(body))
-	}
-	return adapt(gf, src), nil
+	return xp.feed, nil
 }
 
-// adapt converts gofeed's universal feed into feedpipe's Feed. It is the one
-// place gofeed's types are read.
-func adapt(gf *gofeed.Feed, src Source) *Feed {
-	base, _ := url.Parse(src.BaseURL)
-	f := &Feed{Info: ndjson.Parse{
-		Format:      gf.FeedType,
-		Version:     gf.FeedVersion,
-		Title:       strings.TrimSpace(gf.Title),
-		Link:        resolve(base, gf.Link),
-		Description: strings.TrimSpace(gf.Description),
-		Language:    strings.TrimSpace(gf.Language),
-		SkipHours:   []int{},
-		SkipDays:    []string{},
-		Warnings:    []string{},
-		Items:       len(gf.Items),
-	}}
-	var rssItems []*rss.Item
-	if orig, ok := gf.OriginalFeed().(*rss.Feed); ok {
-		f.Info.TTLMinutes, _ = strconv.Atoi(strings.TrimSpace(orig.TTL))
-		for _, h := range orig.SkipHours {
-			if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n >= 0 && n <= 24 {
-				f.Info.SkipHours = append(f.Info.SkipHours, n%24)
-			}
-		}
-		for _, d := range orig.SkipDays {
-			if d = strings.TrimSpace(d); d != "" {
-				f.Info.SkipDays = append(f.Info.SkipDays, d)
-			}
-		}
-		if len(orig.Items) == len(gf.Items) {
-			rssItems = orig.Items
-		}
+// xmlError words a failed XML parse.
+func (p *Parser) xmlError(err error, body []byte) error {
+	switch {
+	case errors.Is(err, errNotAFeed):
+		return fmt.Errorf("parse: %w (it starts %q)", ErrNotAFeed, snippet(body))
+	case errors.Is(err, errTooDeep):
+		return fmt.Errorf("parse: %w: it nests elements more than %d deep", ErrTooDeep, cmpOr(p.MaxDepth, MaxXMLDepth))
+	case errors.Is(err, errTooMany):
+		return fmt.Errorf("parse: %w: more than %d", ErrTooManyItems, cmpOr(p.MaxItems, MaxItems))
 	}
-
-	guidCount := map[string]int{}
-	for _, it := range gf.Items {
-		if g := strings.TrimSpace(it.GUID); g != "" {
-			guidCount[urlnorm.Key(g)]++
-		}
-	}
-	f.Entries = make([]ndjson.Entry, 0, len(gf.Items))
-	for i, it := range gf.Items {
-		var ri *rss.Item
-		if rssItems != nil {
-			ri = rssItems[i]
-		}
-		f.Entries = append(f.Entries, adaptItem(it, ri, base, src, guidCount))
-	}
-	return f
+	return fmt.Errorf("parse: XML: %s", errText(err))
 }
 
-func adaptItem(it *gofeed.Item, ri *rss.Item, base *url.URL, src Source, guidCount map[string]int) ndjson.Entry {
-	guid := strings.TrimSpace(it.GUID)
-	e := ndjson.Entry{
-		Header:        ndjson.Head(ndjson.TypeEntry),
-		FeedID:        src.FeedID,
-		NativeID:      guid,
-		CanonicalLink: resolve(base, entryLink(it, ri)),
-		Title:         strings.TrimSpace(it.Title),
-		Summary:       strings.TrimSpace(it.Description),
-		Content:       strings.TrimSpace(it.Content),
-		Authors:       []ndjson.Author{},
-		Categories:    []string{},
-		Enclosures:    []ndjson.Enclosure{},
-		Published:     ndjson.At(deref(it.PublishedParsed)),
-		Updated:       ndjson.At(deref(it.UpdatedParsed)),
-		RawRef:        ndjson.RawRef{FetchID: src.FetchID},
-	}
-	for _, p := range it.Authors {
-		if p != nil && (p.Name != "" || p.Email != "") {
-			e.Authors = append(e.Authors, ndjson.Author{Name: strings.TrimSpace(p.Name), Email: strings.TrimSpace(p.Email)})
-		}
-	}
-	for _, c := range it.Categories {
-		if c = strings.TrimSpace(c); c != "" && !slices.Contains(e.Categories, c) {
-			e.Categories = append(e.Categories, c)
-		}
-	}
-	links := []string{e.CanonicalLink}
-	for _, enc := range it.Enclosures {
-		if enc == nil || strings.TrimSpace(enc.URL) == "" {
+// prolog returns where the parse begins: after the XML declaration, which
+// the bytes before it (white space, junk from the publisher's software)
+// must not hide.
+func prolog(text []byte, w *warnings) int {
+	i := 0
+	for i < len(text) {
+		switch {
+		case isSpace(text[i]):
+			i++
+			continue
+		case bytes.HasPrefix(text[i:], []byte("\uFEFF")):
+			i += 3
 			continue
 		}
-		length, _ := strconv.ParseInt(strings.TrimSpace(enc.Length), 10, 64)
-		u := resolve(base, enc.URL)
-		e.Enclosures = append(e.Enclosures, ndjson.Enclosure{URL: u, Type: strings.TrimSpace(enc.Type), Length: max(length, 0)})
-		links = append(links, u)
+		break
 	}
-	e.EntryUID = ids.EntryUID(ids.EntryKey{
-		FeedID:         src.FeedID,
-		NativeID:       guid,
-		NativeIDShared: guid != "" && guidCount[urlnorm.Key(guid)] > 1,
-		Link:           e.CanonicalLink,
-		Title:          e.Title,
-		Published:      e.Published.Time,
-		Body:           e.Summary + e.Content,
-	})
-	e.ContentHash = ids.ContentHash(e.Title, e.Summary, e.Content, links)
-	return e
-}
-
-// entryLink picks the entry's link: FeedBurner's origLink over its proxy
-// link, then the item link, then an RSS guid that is a permalink.
-func entryLink(it *gofeed.Item, ri *rss.Item) string {
-	if orig := extensionValue(it, "feedburner", "origLink"); orig != "" {
-		return orig
-	}
-	if l := strings.TrimSpace(it.Link); l != "" {
-		return l
-	}
-	if ri != nil && ri.GUID != nil && !strings.EqualFold(strings.TrimSpace(ri.GUID.IsPermalink), "false") {
-		if g := strings.TrimSpace(ri.GUID.Value); strings.HasPrefix(g, "http://") || strings.HasPrefix(g, "https://") {
-			return g
+	decl := findDecl(text, i, i+1)
+	if decl < 0 && !markupStart(text[i:]) {
+		decl = findDecl(text, i, min(len(text), 64<<10))
+		if decl < 0 {
+			return i
 		}
 	}
-	return ""
+	if decl < 0 {
+		return i
+	}
+	switch {
+	case decl > 0 && len(bytes.TrimLeft(text[:decl], " \t\r\n\uFEFF")) == 0:
+		w.add(warnRepair, fmt.Sprintf("%d %s of white space before the XML declaration skipped", decl, plural(decl, "byte", "bytes")))
+	case decl > 0:
+		w.add(warnRepair, fmt.Sprintf("%d bytes before the XML declaration skipped: %s", decl, quote(string(text[:min(decl, 60)]))))
+	}
+	end := bytes.Index(text[decl:], []byte("?>"))
+	if end < 0 {
+		return decl
+	}
+	return decl + end + 2
 }
 
-func extensionValue(it *gofeed.Item, ns, name string) string {
-	for _, e := range it.Extensions[ns][name] {
-		if v := strings.TrimSpace(e.Value); v != "" {
-			return v
+// markupStart reports whether text starts as a feed may: with a
+// declaration, comment, processing instruction or root element.
+func markupStart(text []byte) bool {
+	for _, p := range []string{"<?", "<!", "<rss", "<feed", "<rdf:RDF", "<RDF", "<channel"} {
+		if bytes.HasPrefix(text, []byte(p)) {
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
-// resolve makes ref absolute against base and canonicalises it; a link
-// that is not http(s) after resolution is kept as written.
-func resolve(base *url.URL, ref string) string {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return ""
+// findDecl returns the offset of the first XML declaration that begins
+// in text[from:to], or -1.
+func findDecl(text []byte, from, to int) int {
+	for i := from; i < to && i < len(text); {
+		j := bytes.Index(text[i:min(len(text), to+5)], []byte("<?xml"))
+		if j < 0 {
+			return -1
+		}
+		k := i + j + 5
+		if k < len(text) && (isSpace(text[k]) || text[k] == '?') {
+			return i + j
+		}
+		i = k
 	}
-	if base != nil {
-		if r, err := url.Parse(ref); err == nil {
-			ref = base.ResolveReference(r).String()
+	return -1
+}
+
+// laterRoot finds a feed's root element after from: "<rss", "<feed" or
+// "<rdf:RDF", followed by white space or ">".
+func laterRoot(text []byte, from int) int {
+	best := -1
+	for _, tag := range []string{"<rss", "<feed", "<rdf:RDF", "<RDF:RDF"} {
+		for i := from; i < len(text); {
+			j := bytes.Index(text[i:], []byte(tag))
+			if j < 0 {
+				break
+			}
+			k := i + j + len(tag)
+			if k < len(text) && (isSpace(text[k]) || text[k] == '>') {
+				if best < 0 || i+j < best {
+					best = i + j
+				}
+				break
+			}
+			i = k
 		}
 	}
-	if n, err := urlnorm.Normalize(ref); err == nil {
-		return n
+	return best
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func cmpOr[T int | int64](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	return ref
+	return def
 }
 
 // snippet is the start of a body, for an error message.
@@ -241,18 +283,18 @@ func newestFirst(entries []ndjson.Entry) []ndjson.Entry {
 
 // newestOrder is newestFirst as indexes into entries.
 func newestOrder(entries []ndjson.Entry) []int {
-	when := func(e ndjson.Entry) time.Time {
-		if !e.Published.IsZero() {
+	when := func(i int) time.Time {
+		if e := &entries[i]; !e.Published.IsZero() {
 			return e.Published.Time
 		}
-		return e.Updated.Time
+		return entries[i].Updated.Time
 	}
 	order := make([]int, len(entries))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		ta, tb := when(entries[a]), when(entries[b])
+		ta, tb := when(a), when(b)
 		switch {
 		case ta.IsZero() && tb.IsZero():
 			return 0
@@ -264,102 +306,4 @@ func newestOrder(entries []ndjson.Entry) []int {
 		return tb.Compare(ta)
 	})
 	return order
-}
-
-// tooDeep reports whether an XML body nests elements more than limit
-// deep. It scans bytes rather than tokens, so that no encoding or
-// character the decoder would stop at can hide what follows from it.
-// Like gofeed's non-strict decoder, an end tag closes the elements left
-// open inside its own; an end tag that closes nothing ends the scan, as
-// the parser fails there too. JSON needs no scan (encoding/json caps
-// nesting at 10000), nor does UTF-16, which gofeed cannot read: a body
-// decoded from UTF-16 before parsing must be scanned after decoding.
-func tooDeep(body []byte, limit int) bool {
-	if b := bytes.TrimLeft(body, " \t\r\n\ufeff"); len(b) == 0 || b[0] == '{' || bytes.IndexByte(b[:min(len(b), 4)], 0) >= 0 {
-		return false
-	}
-	var open [][]byte // names of the open elements
-	for i := 0; i < len(body); {
-		lt := bytes.IndexByte(body[i:], '<')
-		if lt < 0 {
-			return false
-		}
-		i += lt + 1
-		rest := body[i:]
-		var skipTo string
-		switch {
-		case bytes.HasPrefix(rest, []byte("!--")):
-			skipTo = "-->"
-		case bytes.HasPrefix(rest, []byte("![CDATA[")):
-			skipTo = "]]>"
-		case bytes.HasPrefix(rest, []byte("?")):
-			skipTo = "?>"
-		case bytes.HasPrefix(rest, []byte("!")), bytes.HasPrefix(rest, []byte("/")): // declarations, end tags
-			skipTo = ">"
-		}
-		if skipTo != "" {
-			if rest[0] == '/' {
-				name := tagName(rest[1:])
-				k := len(open) - 1
-				for k >= 0 && !bytes.Equal(open[k], name) {
-					k--
-				}
-				if k < 0 {
-					return false
-				}
-				open = open[:k]
-			}
-			end := bytes.Index(rest, []byte(skipTo))
-			if end < 0 {
-				return false
-			}
-			i += end + len(skipTo)
-			continue
-		}
-		name := tagName(rest)
-		if len(name) == 0 {
-			continue // a stray "<" in text
-		}
-		// The start tag ends at the first ">" outside a quoted value.
-		var quote byte
-		end := -1
-		for j := len(name); j < len(rest) && end < 0; j++ {
-			switch c := rest[j]; {
-			case quote != 0:
-				if c == quote {
-					quote = 0
-				}
-			case c == '"' || c == '\'':
-				quote = c
-			case c == '>':
-				end = j
-			}
-		}
-		if end < 0 {
-			return false
-		}
-		if rest[end-1] != '/' {
-			if open = append(open, name); len(open) > limit {
-				return true
-			}
-		}
-		i += end + 1
-	}
-	return false
-}
-
-// tagName is the name at the start of b, up to white space, "/" or ">".
-func tagName(b []byte) []byte {
-	n := bytes.IndexAny(b, " \t\r\n/>")
-	if n < 0 {
-		return b
-	}
-	return b[:n]
-}
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -49,14 +50,18 @@ func goldenInputs(t *testing.T) map[string]string {
 		}
 		inputs[name] = p
 	}
-	if len(inputs) < 15 {
+	if len(inputs) < 60 {
 		t.Fatalf("found only %d golden inputs; is the working directory the package?", len(inputs))
 	}
 	return inputs
 }
 
+// testNow is when the goldens' documents were "fetched": dates after it
+// are flagged as in the future.
+var testNow = time.Date(2026, 11, 21, 8, 30, 0, 0, time.UTC)
+
 func testSource(name string) Source {
-	return Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/" + name}
+	return Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/" + name, Now: testNow}
 }
 
 // renderFeed is what a golden file holds: the Info record and then one line

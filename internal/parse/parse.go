@@ -3,21 +3,22 @@
 package parse
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
-
-// MaxBodyBytes caps the payloads feed-parse will load from the store.
-const MaxBodyBytes = 64 << 20
 
 // Config is everything feed-parse touches.
 type Config struct {
@@ -25,6 +26,23 @@ type Config struct {
 	Out   *ndjson.Writer
 	Log   *slog.Logger
 	Store *storage.Store
+	// Parser parses the payloads; nil means DefaultParser.
+	Parser *Parser
+	// Workers is how many payloads are parsed at once; 0 means one per
+	// CPU (GOMAXPROCS). The output is in input order whatever it is.
+	Workers int
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Parser == nil {
+		cfg.Parser = DefaultParser
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
 }
 
 // Run reads fetch records, and for each one whose payload is a feed, writes
@@ -33,40 +51,66 @@ type Config struct {
 // pass through unchanged. A payload that is not a feed gets a parse error
 // in its record and makes Run return an error matching pipe.ErrFailed at
 // the end.
+//
+// Payloads are parsed by cfg.Workers at once; each feed's records are
+// written together, and all in the order of the input.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.defaults()
 	var fails pipe.Failures
+	failed := 0
+	o := startOrdered(cfg.Workers, func(j *job) error {
+		if j.failed {
+			failed++
+		}
+		return cfg.Out.WriteRaw(j.out)
+	})
 	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		j := &job{}
 		if line.Type != ndjson.TypeFetch {
-			return cfg.Out.WriteRaw(line.Raw)
+			j.out = bytes.Clone(line.Raw)
+			return o.submit(j)
 		}
 		var f ndjson.Fetch
 		if !pipe.Decode(line, &f, cfg.Log, &fails) {
 			return nil
 		}
 		if !parseable(&f) {
-			return cfg.Out.WriteRaw(line.Raw)
+			j.out = bytes.Clone(line.Raw)
+			return o.submit(j)
 		}
-		entries := cfg.parseFetch(&f)
-		if f.Parse.Error != "" {
-			fails.Records++
-		}
-		for i := range entries {
-			if err := cfg.Out.Write(&entries[i]); err != nil {
-				return err
-			}
-		}
-		return cfg.Out.Write(&f)
+		j.run = func() { cfg.parseJob(j, &f) }
+		return o.submit(j)
 	})
+	if werr := o.close(); werr != nil && err == nil {
+		err = werr
+	}
 	if err != nil {
 		return err
 	}
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
+	fails.Records += failed
 	return fails.Err("payload", "payloads")
+}
+
+// parseJob parses one fetch's payload into j.out: its entries, then the
+// record.
+func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
+	entries := cfg.parseFetch(f)
+	j.failed = f.Parse.Error != ""
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as ndjson.Writer writes
+	for i := range entries {
+		if err := enc.Encode(&entries[i]); err != nil {
+			cfg.Log.Error("cannot encode an entry", "fetch_id", f.FetchID, "error", err)
+		}
+	}
+	if err := enc.Encode(f); err != nil {
+		cfg.Log.Error("cannot encode the fetch record", "fetch_id", f.FetchID, "error", err)
+	}
+	j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // parseable reports whether a fetch brought a feed body to parse. A body
@@ -79,33 +123,51 @@ func parseable(f *ndjson.Fetch) bool {
 	return f.Error == nil || f.Error.Code == "body_too_large"
 }
 
+// errorCode is the fetch record's error code for a failed parse.
+func errorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrNotAFeed):
+		return "not_a_feed"
+	case errors.Is(err, ErrTooDeep):
+		return "too_deep"
+	case errors.Is(err, ErrTooManyItems):
+		return "too_many_items"
+	case errors.Is(err, ErrTooLarge), errors.Is(err, storage.ErrRawTooLarge):
+		return "payload_too_large"
+	}
+	return "parse_failed"
+}
+
 // parseFetch loads and parses the fetch's payload, fills f.Parse (and
 // f.Error when it fails) and returns the entries to emit.
 func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 	log := cfg.Log.With("feed_id", f.Due.FeedID, "fetch_id", f.FetchID)
 	fail := func(code string, err error) []ndjson.Entry {
-		f.Parse = &ndjson.Parse{SkipHours: []int{}, SkipDays: []string{}, Warnings: []string{}, Error: err.Error()}
+		f.Parse = &ndjson.Parse{SkipHours: []int{}, SkipDays: []string{}, Hubs: []string{}, Warnings: []string{}, Error: err.Error()}
 		if f.Error == nil {
 			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: err.Error()}
 		}
 		log.Warn("cannot parse payload", "url", f.URL, "error", err)
 		return nil
 	}
-	body, err := cfg.Store.GetRaw(f.BodyRef.Key, MaxBodyBytes)
+	start := time.Now()
+	body, err := cfg.Store.GetRaw(f.BodyRef.Key, cmpOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
+	if errors.Is(err, storage.ErrRawTooLarge) {
+		return fail("payload_too_large", err)
+	}
 	if err != nil {
 		return fail("payload_unreadable", err)
 	}
-	feed, err := ParseFeed(body, Source{FeedID: f.Due.FeedID, FetchID: f.FetchID, BaseURL: f.URL})
+	feed, err := cfg.Parser.Parse(body, Source{FeedID: f.Due.FeedID, FetchID: f.FetchID, BaseURL: f.URL, ContentType: f.ContentType, Now: f.FetchedAt.Time})
 	if err != nil {
-		code := "parse_failed"
-		if errors.Is(err, ErrNotAFeed) {
-			code = "not_a_feed"
-		}
-		return fail(code, err)
+		return fail(errorCode(err), err)
 	}
 	entries := limit(feed, f.Due.ItemLimit)
 	f.Parse = &feed.Info
-	log.Debug("parsed", "format", feed.Info.Format, "items", feed.Info.Items, "entries", feed.Info.Entries)
+	for _, w := range feed.Info.Warnings {
+		log.Debug("recovered", "url", f.URL, "warning", w)
+	}
+	log.Debug("parsed", "format", feed.Info.Format, "items", feed.Info.Items, "entries", feed.Info.Entries, "elapsed_ms", time.Since(start).Milliseconds())
 	return entries
 }
 
@@ -140,54 +202,116 @@ func limit(feed *Feed, itemLimit int) []ndjson.Entry {
 
 // FileConfig is feed-parse run over payload files instead of fetch records.
 type FileConfig struct {
-	Out     *ndjson.Writer
-	Log     *slog.Logger
-	Store   *storage.Store // reads .zst payloads; may be nil for plain files
-	FeedID  string
-	BaseURL string
-	Files   []string
+	Out         *ndjson.Writer
+	Log         *slog.Logger
+	Store       *storage.Store // reads .zst payloads; may be nil for plain files
+	Parser      *Parser        // nil means DefaultParser
+	Workers     int            // files parsed at once; 0 means one per CPU
+	FeedID      string
+	BaseURL     string
+	ContentType string           // the Content-Type the files were served with, for its charset
+	Now         func() time.Time // the clock dates are checked against; nil for no check
+	Files       []string
 }
 
 // RunFiles parses each file (a raw payload, plain or .zst as the store
-// keeps it) and writes its entries. A file that cannot be read or parsed
-// is reported and skipped; the others go on.
+// keeps it) and writes its entries, in the order of the files. A file that
+// cannot be read or parsed is reported and skipped; the others go on.
 func RunFiles(ctx context.Context, cfg FileConfig) error {
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+	c := Config{Log: cfg.Log, Parser: cfg.Parser, Workers: cfg.Workers}
+	c.defaults()
+	failed := 0
+	o := startOrdered(c.Workers, func(j *job) error {
+		if j.failed {
+			failed++
+		}
+		if len(j.out) == 0 {
+			return nil
+		}
+		return cfg.Out.WriteRaw(j.out)
+	})
+	var now time.Time
+	if cfg.Now != nil {
+		now = cfg.Now()
 	}
-	var fails pipe.Failures
+	var err error
 	for _, name := range cfg.Files {
 		if ctx.Err() != nil {
 			break
 		}
-		feed, err := parseFile(cfg, name)
-		if err != nil {
-			fails.Records++
-			cfg.Log.Error("cannot parse file", "file", name, "error", err)
-			continue
-		}
-		for i := range feed.Entries {
-			if err := cfg.Out.Write(&feed.Entries[i]); err != nil {
-				return err
+		j := &job{}
+		j.run = func() {
+			feed, err := parseFile(cfg, c.Parser, name, now)
+			if err != nil {
+				j.failed = true
+				c.Log.Error("cannot parse file", "file", name, "error", err)
+				return
 			}
+			for _, w := range feed.Info.Warnings {
+				c.Log.Debug("recovered", "file", name, "warning", w)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			for i := range feed.Entries {
+				if err := enc.Encode(&feed.Entries[i]); err != nil {
+					c.Log.Error("cannot encode an entry", "file", name, "error", err)
+				}
+			}
+			j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		}
+		if err = o.submit(j); err != nil {
+			break
+		}
+	}
+	if werr := o.close(); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
 	}
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	return fails.Err("file", "files")
+	return pipe.Failures{Records: failed}.Err("file", "files")
 }
 
-func parseFile(cfg FileConfig, name string) (*Feed, error) {
+func parseFile(cfg FileConfig, p *Parser, name string, now time.Time) (*Feed, error) {
 	var body []byte
 	var err error
+	limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes)
 	if strings.HasSuffix(name, ".zst") && cfg.Store != nil {
-		body, err = cfg.Store.GetRawFile(name, MaxBodyBytes)
+		body, err = cfg.Store.GetRawFile(name, limit)
 	} else {
-		body, err = os.ReadFile(name)
+		body, err = readFileMax(name, limit)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return ParseFeed(body, Source{FeedID: cfg.FeedID, BaseURL: cfg.BaseURL})
+	return p.Parse(body, Source{FeedID: cfg.FeedID, BaseURL: cfg.BaseURL, ContentType: cfg.ContentType, Now: now})
+}
+
+// readFileMax reads a file of at most limit bytes.
+func readFileMax(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	if size > limit {
+		return nil, fmt.Errorf("parse: %w: %s is over %d bytes", ErrTooLarge, name, limit)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+		return nil, err
+	}
+	body := buf.Bytes()
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("parse: %w: %s is over %d bytes", ErrTooLarge, name, limit)
+	}
+	return body, nil
 }

@@ -298,20 +298,23 @@ func TestRunFetchCases(t *testing.T) {
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "over 64 bytes"}
 			return f
 		}, 20, false, "body_too_large", false, false},
-		{"a body cut at the cap keeps its fetch error", func() ndjson.Fetch {
+		{"a body cut at the cap keeps its complete items and its fetch error", func() ndjson.Fetch {
 			f := fetchRec(1, putBody(t, st, techcrunch[:len(techcrunch)/2]))
 			f.Truncated = true
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "over the cap"}
 			return f
-		}, 0, true, "body_too_large", true, false},
+		}, 9, false, "body_too_large", false, false},
 		{"a payload missing from the store", func() ndjson.Fetch {
 			return fetchRec(1, &ndjson.BlobRef{Storage: storage.RawStorage, Key: "raw/2026-11-21/" + strings.Repeat("0", 64) + ".zst"})
 		}, 0, true, "payload_unreadable", true, false},
 		{"JSON that is not a feed", func() ndjson.Fetch {
 			return fetchRec(1, putBody(t, st, []byte(`{"error":"rate limited"}`)))
 		}, 0, true, "not_a_feed", true, false},
-		{"a truncated feed fails to parse", func() ndjson.Fetch {
+		{"a truncated feed keeps its complete items", func() ndjson.Fetch {
 			return fetchRec(1, putBody(t, st, techcrunch[:len(techcrunch)/2]))
+		}, 9, false, "", false, false},
+		{"a feed cut before its first item ends fails", func() ndjson.Fetch {
+			return fetchRec(1, putBody(t, st, techcrunch[:bytes.Index(techcrunch, []byte("</item>"))]))
 		}, 0, true, "parse_failed", true, false},
 		{"404", func() ndjson.Fetch {
 			f := fetchRec(1, putBody(t, st, []byte("<html>not found</html>")))
@@ -442,5 +445,194 @@ func TestRunFiles(t *testing.T) {
 	}
 	if stdout.String() != want.String() {
 		t.Errorf("RunFiles over the .zst differs from ParseFeed over the body")
+	}
+}
+
+// TestRunParallel checks that parsing payloads in parallel changes
+// nothing in the output: each feed's entries together, followed by its
+// fetch record, everything in input order, byte for byte as with one
+// worker.
+func TestRunParallel(t *testing.T) {
+	st := openStore(t)
+	var lines []string
+	for i := range 40 {
+		var body []byte
+		switch i % 5 {
+		case 0:
+			body = readFile(t, "../../testdata/feeds/TechCrunch.xml")
+		case 1:
+			var items []string
+			for k := range 300 + i {
+				items = append(items, fmt.Sprintf(`<item><title>f%d item %d</title><guid>g%d-%d</guid></item>`, i, k, i, k))
+			}
+			body = rssDoc(items...)
+		case 2:
+			body = []byte("not a feed at all")
+		case 3:
+			body = readFile(t, "../../testdata/feeds/json_feed.json")
+		case 4:
+			lines = append(lines, fmt.Sprintf(`{"type":"mystery","v":1,"n":%d}`+"\n", i))
+			body = rssDoc(`<item><title>small</title></item>`)
+		}
+		lines = append(lines, marshalLine(t, fetchRec(i+1, putBody(t, st, body))))
+	}
+	run := func(workers int) (string, error) {
+		var stdout bytes.Buffer
+		err := Run(context.Background(), Config{In: strings.NewReader(strings.Join(lines, "")), Out: ndjson.NewWriter(&stdout), Store: st, Workers: workers})
+		return stdout.String(), err
+	}
+	one, err1 := run(1)
+	many, errMany := run(4)
+	if one != many {
+		t.Errorf("4 workers wrote something else than 1 worker")
+	}
+	if err1 == nil || errMany == nil || err1.Error() != errMany.Error() || !strings.Contains(err1.Error(), "8 payloads failed") {
+		t.Errorf("errors %v and %v, want 8 payloads failed", err1, errMany)
+	}
+	// Entries come in runs closed by their fetch record.
+	open := ""
+	for _, line := range strings.SplitAfter(many, "\n") {
+		if line == "" {
+			continue
+		}
+		r := decode(t, line)
+		switch r.Type {
+		case ndjson.TypeEntry:
+			if open != "" && open != r.RawRef.FetchID {
+				t.Fatalf("entries of %s among those of %s", r.RawRef.FetchID, open)
+			}
+			open = r.RawRef.FetchID
+		case ndjson.TypeFetch:
+			if open != "" && open != r.FetchID {
+				t.Fatalf("fetch record %s closes the entries of %s", r.FetchID, open)
+			}
+			open = ""
+		}
+	}
+}
+
+// failingWriter fails once it has taken n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("broken pipe")
+	}
+	return len(p), nil
+}
+
+// TestRunWriteError checks that a failing stdout stops the run with its
+// error, whatever the workers were doing.
+func TestRunWriteError(t *testing.T) {
+	st := openStore(t)
+	ref := putBody(t, st, readFile(t, "../../testdata/feeds/TechCrunch.xml"))
+	var in strings.Builder
+	for i := range 200 {
+		in.WriteString(marshalLine(t, fetchRec(i+1, ref)))
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{In: strings.NewReader(in.String()), Out: ndjson.NewWriter(&failingWriter{n: 300 << 10}), Store: st, Workers: 3})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+			t.Errorf("Run error = %v, want the write error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its output failed")
+	}
+}
+
+// TestRunFetchContext checks what the fetch record tells the parse: the
+// Content-Type's charset, the final URL, and the fetch time that dates
+// are judged against.
+func TestRunFetchContext(t *testing.T) {
+	st := openStore(t)
+	body := encodeAs(t, "windows-1251", `<rss version="2.0"><channel><title>Новости</title><item><title>Сегодня</title><link>/n/1</link><pubDate>Sat, 21 Nov 2026 20:00:00 GMT</pubDate></item></channel></rss>`)
+	f := fetchRec(1, putBody(t, st, body))
+	f.ContentType = "application/rss+xml; charset=windows-1251"
+	f.URL = "https://news.example/rss"
+	out, _, err := runParse(t, st, marshalLine(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d lines", len(out))
+	}
+	var e ndjson.Entry
+	var got ndjson.Fetch
+	if err := json.Unmarshal([]byte(out[0]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out[1]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if e.Title != "Сегодня" || got.Parse.Title != "Новости" || got.Parse.Charset != "windows-1251" {
+		t.Errorf("title %q, feed title %q, charset %q", e.Title, got.Parse.Title, got.Parse.Charset)
+	}
+	if e.CanonicalLink != "https://news.example/n/1" {
+		t.Errorf("canonical_link %q", e.CanonicalLink)
+	}
+	// Fetched at 08:30, the item says 20:00 the same day.
+	if w := strings.Join(got.Parse.Warnings, "\n"); !strings.Contains(w, "in the future") {
+		t.Errorf("warnings %q lack the future date", w)
+	}
+	if e.Published.String() != "2026-11-21T20:00:00Z" {
+		t.Errorf("published %s: a future date is kept", e.Published)
+	}
+}
+
+// TestRunLimits checks that each limit fails a payload with its own code.
+func TestRunLimits(t *testing.T) {
+	st := openStore(t)
+	deep := []byte(`<rss version="2.0"><channel><item>` + strings.Repeat("<a>", 50) + `</item></channel></rss>`)
+	many := rssDoc(slices.Repeat([]string{`<item><title>x</title></item>`}, 11)...)
+	big := rssDoc(`<item><title>` + strings.Repeat("x", 2000) + `</title></item>`)
+	p := &Parser{MaxDepth: 20, MaxItems: 10, MaxBodyBytes: 1000}
+	for _, tt := range []struct {
+		body []byte
+		code string
+	}{{deep, "too_deep"}, {many, "too_many_items"}, {big, "payload_too_large"}} {
+		var stdout bytes.Buffer
+		err := Run(context.Background(), Config{In: strings.NewReader(marshalLine(t, fetchRec(1, putBody(t, st, tt.body)))), Out: ndjson.NewWriter(&stdout), Store: st, Parser: p})
+		if !errors.Is(err, pipe.ErrFailed) {
+			t.Errorf("%s: Run error %v", tt.code, err)
+		}
+		var f ndjson.Fetch
+		if err := json.Unmarshal(stdout.Bytes(), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Error == nil || f.Error.Code != tt.code || f.Parse == nil || f.Parse.Error == "" {
+			t.Errorf("error %+v, want code %s", f.Error, tt.code)
+		}
+	}
+}
+
+// TestRunFilesParallel is TestRunParallel for payload files.
+func TestRunFilesParallel(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := range 30 {
+		name := filepath.Join(dir, fmt.Sprintf("f%02d.xml", i))
+		body := rssDoc(fmt.Sprintf(`<item><title>file %d</title></item>`, i), fmt.Sprintf(`<item><title>file %d again</title></item>`, i))
+		if i%7 == 3 {
+			body = []byte("<html></html>")
+		}
+		if err := os.WriteFile(name, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, name)
+	}
+	run := func(workers int) string {
+		var stdout bytes.Buffer
+		err := RunFiles(context.Background(), FileConfig{Out: ndjson.NewWriter(&stdout), FeedID: testFeedID, BaseURL: "https://example.org/feed", Files: files, Workers: workers})
+		if err == nil || !strings.Contains(err.Error(), "4 files failed") {
+			t.Errorf("RunFiles error %v, want 4 files failed", err)
+		}
+		return stdout.String()
+	}
+	if one, many := run(1), run(5); one != many {
+		t.Errorf("5 workers wrote something else than 1 worker:\n%s\n%s", one, many)
 	}
 }

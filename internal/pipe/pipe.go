@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -93,11 +94,18 @@ func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn f
 // between them is lost; a second signal still kills the process.
 func Drain(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// Batch returns first followed by whatever else is already waiting in ch,
-// up to max items in all, without blocking. A stage that makes each batch
-// durable with one sync thus syncs rarely when busy and promptly when not.
-func Batch[T any](first T, ch <-chan T, max int) []T {
+// Batch returns first followed by what else comes from ch within linger,
+// up to max items in all; with linger 0, only what is already waiting. A
+// stage that makes each batch durable with one sync thus syncs once per
+// many records when they flow, and promptly when one comes alone.
+func Batch[T any](first T, ch <-chan T, max int, linger time.Duration) []T {
 	batch := []T{first}
+	var deadline <-chan time.Time
+	if linger > 0 {
+		timer := time.NewTimer(linger)
+		defer timer.Stop()
+		deadline = timer.C
+	}
 	for len(batch) < max {
 		select {
 		case it, ok := <-ch:
@@ -105,7 +113,19 @@ func Batch[T any](first T, ch <-chan T, max int) []T {
 				return batch
 			}
 			batch = append(batch, it)
+			continue
 		default:
+		}
+		if deadline == nil {
+			return batch
+		}
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, it)
+		case <-deadline:
 			return batch
 		}
 	}

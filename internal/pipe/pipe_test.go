@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -99,14 +100,19 @@ func TestBatchTakesOnlyWhatIsWaiting(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		ch <- i
 	}
-	if got := Batch(0, ch, 4); len(got) != 4 || got[0] != 0 || got[3] != 3 {
+	if got := Batch(0, ch, 4, 0); len(got) != 4 || got[0] != 0 || got[3] != 3 {
 		t.Fatalf("capped batch %v", got)
 	}
-	if got := Batch(9, ch, 100); len(got) != 3 || got[2] != 5 {
+	if got := Batch(9, ch, 100, 0); len(got) != 3 || got[2] != 5 {
 		t.Fatalf("rest %v", got)
 	}
+	// With a linger, what comes a little later joins the batch.
+	go func() { ch <- 6 }()
+	if got := Batch(9, ch, 2, time.Minute); len(got) != 2 || got[1] != 6 {
+		t.Fatalf("lingering batch %v", got)
+	}
 	close(ch)
-	if got := Batch(7, ch, 100); len(got) != 1 {
+	if got := Batch(7, ch, 100, time.Minute); len(got) != 1 {
 		t.Fatalf("closed channel: %v", got)
 	}
 }

@@ -7,7 +7,9 @@ import (
 // AppendFetches appends fetch records to their day files in fetches/,
 // synced, each append under the fetch lock: feed-fetch and feed-scrape
 // (and two pipelines) append to the same files, and the lock keeps one
-// from taking another's line in progress for a torn one.
+// from taking another's line in progress for a torn one. It first syncs the
+// store, so that the payloads the records point at (PutRaw) are on disk
+// before any record is: no record ever names a payload a crash lost.
 func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
 	byDay := map[string][]byte{}
 	var order []string
@@ -24,6 +26,9 @@ func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
 	}
 	if len(order) == 0 {
 		return nil
+	}
+	if err := s.Sync(); err != nil {
+		return err
 	}
 	unlock, err := s.Lock(FetchLock, true, nil)
 	if err != nil {

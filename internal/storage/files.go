@@ -104,10 +104,10 @@ func cutTornTail(f *os.File, path string) (int64, error) {
 // file beside it, sync, rename over the old one, sync the directory. A
 // reader sees the old file or the new one, never a mix.
 func (s *Store) WriteFileAtomic(key string, data []byte) error {
-	return writeFileAtomic(s.Path(key), data)
+	return writeFileAtomic(s.Path(key), data, Durable)
 }
 
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(path string, data []byte, d Durability) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("storage: %w", err)
@@ -116,22 +116,30 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
+	fail := func(err error) error {
 		tmp.Close()
+		os.Remove(tmp.Name())
 		return fmt.Errorf("storage: write %s: %w", path, unwrapPathError(err))
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("storage: sync %s: %w", path, unwrapPathError(err))
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if d == Durable {
+		if err := tmp.Sync(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("storage: close %s: %w", path, unwrapPathError(err))
+		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
 		return fmt.Errorf("storage: %w", err)
 	}
-	return syncDir(dir)
+	if d == Durable {
+		return syncDir(dir)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

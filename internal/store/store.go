@@ -107,20 +107,21 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var (
 		c         *committer
+		unlock    = func() {}
 		commitErr error
 	)
+	defer func() { unlock() }()
 	for first := range items {
 		if commitErr != nil {
 			continue // drain, so the reader can finish
 		}
 		if c == nil {
-			var unlock func()
 			if c, unlock, commitErr = start(cfg); commitErr != nil {
+				unlock = func() {}
 				continue
 			}
-			defer unlock()
 		}
-		commitErr = c.commit(pipe.Batch(first, items, maxBatch))
+		commitErr = c.commit(pipe.Batch(first, items, maxBatch, 50*time.Millisecond))
 	}
 	if commitErr != nil {
 		return commitErr

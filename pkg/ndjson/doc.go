@@ -153,11 +153,11 @@
 //	                         one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json
-//	    version           string  the format's version: 0.90, 0.91, 0.92,
-//	                              2.0 (as the rss element says), 1.0 (RSS
-//	                              1.0, RDF); 0.3 or 1.0 (Atom); 1.0 or 1.1
-//	                              (JSON Feed); "" when the document does
-//	                              not say
+//	    version           string  the format's version: for RSS what the
+//	                              rss element says (0.91, 0.92, 2.0, ...),
+//	                              0.90 and 1.0 for RDF, 1.1 for RSS 1.1;
+//	                              0.3 or 1.0 for Atom; 1.0 or 1.1 for JSON
+//	                              Feed; "" when the document does not say
 //	    charset           string  the character encoding the body was read
 //	                              as: utf-8, utf-16le, windows-1251, ...
 //	    title, link, description, language

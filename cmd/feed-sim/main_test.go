@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+)
+
+// TestCLI runs feed-sim as people call it.
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.ndjson")
+	if err := os.WriteFile(trace, []byte(`{"type":"period","start":"2026-06-01T00:00:00Z","end":"2026-06-03T00:00:00Z"}
+{"type":"feed","feed_id":"a","window":10,"ttl_minutes":30,"skip_hours":[3]}
+{"type":"post","feed_id":"a","at":"2026-05-31T10:00:00Z"}
+{"type":"post","feed_id":"a","at":"2026-06-01T10:00:00Z"}
+{"type":"post","feed_id":"a","at":"2026-06-02T10:00:00Z"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.ndjson")
+	if err := os.WriteFile(bad, []byte("{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-01T10:00:00Z\"}\n{oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		stdin  string
+		status int
+		stdout []string
+		stderr string
+	}{
+		{"help", []string{"--help"}, "", 0, []string{`{"type":"post","feed_id":"a"`, "SCHED_MIN_INTERVAL_SEC", "--budget-of", "oracle"}, ""},
+		{"trace table", []string{trace}, "", 0, []string{"1 feeds, 2 days", "fixed:15m", "oracle", "violations"}, ""},
+		{"trace json", []string{"--json", "--policies", "adaptive@12,fixed:1h", trace}, "", 0, []string{`"policy":"adaptive@12"`, `"budget_per_feed_day":12`, `"policy":"fixed:1h"`}, ""},
+		{"stdin", []string{"--policies", "seed", "-"}, "{\"type\":\"post\",\"feed_id\":\"z\",\"at\":\"2026-06-01T10:00:00Z\"}\n", 0, []string{"seed"}, ""},
+		{"generate", []string{"--generate", "--feeds", "15", "--days", "2", "--json", "--budget-of", "fixed:1h"}, "", 0, []string{`"policy":"oracle"`, `"feeds":15`}, ""},
+		{"targets", []string{"--generate", "--feeds", "15", "--days", "2", "--targets"}, "", -1, []string{"adaptive@0.4*fixed:15m", "limit"}, ""},
+		{"write trace", []string{"--generate", "--feeds", "2", "--days", "1", "--write-trace", "-"}, "", 0, []string{`"type":"period"`, `"type":"feed","feed_id":"g0001"`}, ""},
+		{"env", []string{"--policies", "seed", trace}, "", 0, nil, ""},
+		{"no trace", nil, "", 2, nil, "no TRACE given"},
+		{"two traces", []string{trace, trace}, "", 2, nil, "one TRACE at a time"},
+		{"missing file", []string{filepath.Join(dir, "nope")}, "", 2, nil, "no such file"},
+		{"bad trace", []string{bad}, "", 2, nil, "line 2"},
+		{"bad policy", []string{"--policies", "sometimes", trace}, "", 2, nil, `policy "sometimes"`},
+		{"budget twice", []string{"--budget", "10", "--budget-of", "fixed:1h", trace}, "", 2, nil, "exclude each other"},
+		{"generate and trace", []string{"--generate", trace}, "", 2, nil, "takes no TRACE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "env" {
+				t.Setenv("SCHED_JITTER_RATIO", "2")
+				tt.status, tt.stderr = 2, "SCHED_JITTER_RATIO"
+			}
+			var stdout, stderr bytes.Buffer
+			a := app()
+			a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader(tt.stdin)
+			status := cmdkit.Run(a, append([]string{"feed-sim"}, tt.args...))
+			if tt.status >= 0 && status != tt.status || tt.status < 0 && status > 1 {
+				t.Errorf("status %d, want %d; stderr:\n%s", status, tt.status, stderr.String())
+			}
+			for _, want := range tt.stdout {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %s:\n%s", want, stdout.String())
+				}
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
+			}
+		})
+	}
+}

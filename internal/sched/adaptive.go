@@ -1,0 +1,499 @@
+package sched
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// The adaptive policy.
+//
+// Polling a feed that posts r items a day every I seconds costs 86400/I
+// requests a day and finds an item I/2 after it appeared, on average. Over
+// many feeds, the item-weighted mean delay Σ r·I/2 under a fixed total of
+// requests Σ 1/I is smallest when I ∝ 1/sqrt(r) (a Lagrange multiplier
+// away). So interval = clamp(s/sqrt(r), min, max), with s one number for all
+// feeds, chosen by the caller (Scale) to meet a request budget. The same
+// argument within one feed, whose rate varies over the week, gives a poll
+// rate ∝ sqrt(r(t)): the next poll comes when the integral of
+// sqrt(r(t))/s since the last one reaches 1.
+
+const (
+	secsPerDay = 86400.0
+	// priorWeight is the evidence, in items, of the prior rate, which is
+	// the one that gives a feed without history the interval I0 at the
+	// default scale. It is small so that a day of watching outweighs it.
+	priorWeight = 0.1
+	// profileFloor is the share of a bin's average count added to every
+	// bin, so that an hour without items so far still gets polled, just
+	// less: no hour is ever more than about 1/sqrt(profileFloor) slower.
+	profileFloor = 0.15
+	// profilePrior is the least pseudo-count added to every bin, so that a
+	// young profile (20 items in 24 bins) stays close to flat.
+	profilePrior = 2.0
+	// profileMinItems is the decayed item count below which the profile
+	// is not used: a handful of items says nothing about the week.
+	profileMinItems = 8
+	// windowFill is the share of the feed's window that a poll should find
+	// new at most, at the rate expected now or the recent peak rate:
+	// Poisson arrivals with mean W/2 rarely exceed W.
+	windowFill = 0.5
+	// peakHalfLife is how long a burst is remembered: bursty feeds burst
+	// again, and a week covers the habits of the generator's bursty feeds.
+	peakHalfLife = 7 * 24 * time.Hour
+	// overflowFactor raises a peak rate measured from a poll that found
+	// the whole window new: more items came than the window could show.
+	overflowFactor = 1.5
+)
+
+// observe updates the publication times, the EWMA, the rate evidence and
+// the profile with a fetch's new entries, and decays them for the time
+// since the previous fetch. It returns the number of new entries.
+func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
+	st, p := &r.st, r.p
+	t0 := r.t0.Unix()
+	n := min(max(o.NewEntries, len(o.Published), 0), 100000)
+	var pubs []int64
+	if n > 0 {
+		pubs = make([]int64, n)
+		for i := range pubs {
+			t := t0
+			if i < len(o.Published) {
+				// A missing or future publication time counts as first_seen
+				// (seed 000 §7): feeds misdate items, and a future date
+				// would make the feed look busier than it is.
+				if pt := o.Published[i]; !pt.IsZero() && !pt.After(r.t0) {
+					t = max(pt.Unix(), minUnix+1)
+				}
+			}
+			pubs[i] = t
+		}
+		// A new slice: the old one may be the caller's.
+		all := make([]int64, 0, len(st.Pub)+len(pubs))
+		all = append(append(all, st.Pub...), pubs...)
+		slices.Sort(all)
+		if len(all) > PubWindow {
+			all = slices.Clone(all[len(all)-PubWindow:])
+		}
+		st.Pub = all
+		st.EWMASec = ewma(st.Pub, p.Alpha)
+	}
+
+	tau := p.RateHalfLife.Seconds() / math.Ln2
+	tauB := p.BurstHalfLife.Seconds() / math.Ln2
+	tauP := p.ProfileHalfLife.Seconds() / math.Ln2
+	if !prev.IsZero() {
+		// The profile ages with time whatever the fetches bring.
+		kp := float32(math.Exp(-math.Max(float64(t0-prev.Unix()), 0) / tauP))
+		for i := range st.Hours {
+			st.Hours[i] *= kp
+		}
+		for i := range st.Days {
+			st.Days[i] *= kp
+		}
+	}
+	switch {
+	case st.RateT == 0 && st.RateN == 0 && n > 0:
+		// The first answer with items shows the feed's recent history:
+		// watch it from its oldest item on, which is then the start, not
+		// an arrival. (Time before it, failing or empty, saw nothing.)
+		oldest := slices.Min(pubs)
+		span := math.Max(float64(t0-oldest), 1)
+		st.RateT = tau * -math.Expm1(-span/tau)
+		st.BurstT = tauB * -math.Expm1(-span/tauB)
+		skipped := false
+		for _, pt := range pubs {
+			if pt == oldest && !skipped {
+				skipped = true
+				continue
+			}
+			age := float64(t0 - pt)
+			st.RateN += math.Exp(-age / tau)
+			st.BurstN += math.Exp(-age / tauB)
+		}
+	case st.RateT == 0 && st.RateN == 0:
+		// An empty feed that answered: watching starts now, so that the
+		// time it stays empty counts against its rate. A failure before
+		// any answer starts nothing: it showed no history.
+		if answered {
+			st.RateT, st.BurstT = 1, 1
+		}
+	default:
+		dt := math.Max(float64(t0-prev.Unix()), 0)
+		k, kb := math.Exp(-dt/tau), math.Exp(-dt/tauB)
+		st.RateN, st.RateT = st.RateN*k, st.RateT*k+tau*-math.Expm1(-dt/tau)
+		st.BurstN, st.BurstT = st.BurstN*kb, st.BurstT*kb+tauB*-math.Expm1(-dt/tauB)
+		for _, pt := range pubs {
+			age := math.Max(float64(t0-pt), 0)
+			st.RateN += math.Exp(-age / tau)
+			st.BurstN += math.Exp(-age / tauB)
+		}
+	}
+	// The peak rate: how fast the feed has posted in a burst lately,
+	// from the publication times of the items one poll found. Items
+	// published closer together than the min interval count as one batch,
+	// which no polling could split.
+	if !prev.IsZero() {
+		st.Peak = st.peakAt(p, math.Max(float64(t0-prev.Unix()), 0))
+	}
+	if n >= 3 && len(o.Published) > 0 {
+		sorted := slices.Clone(pubs)
+		slices.Sort(sorted)
+		span := float64(sorted[len(sorted)-1] - sorted[0])
+		if span >= r.lo.Seconds() {
+			rate := float64(n-1) / span * secsPerDay
+			if st.Window > 0 && n >= st.Window { // the window overflowed: it was faster
+				rate *= overflowFactor
+			}
+			st.Peak = math.Max(st.Peak, rate)
+		}
+	}
+	for _, pt := range pubs {
+		w := float32(math.Exp(-math.Max(float64(t0-pt), 0) / tauP))
+		h, d := hourDay(pt)
+		st.Hours[h] += w
+		st.Days[d] += w
+	}
+	return n
+}
+
+// ewma is seed 000 §4.6's EWMA of the gaps between sorted times.
+func ewma(ts []int64, alpha float64) float64 {
+	if len(ts) < 2 {
+		return 0
+	}
+	e := float64(ts[1] - ts[0])
+	for i := 2; i < len(ts); i++ {
+		e = alpha*float64(ts[i]-ts[i-1]) + (1-alpha)*e
+	}
+	return e
+}
+
+// hourDay returns the UTC hour and weekday (Sunday = 0) of Unix time t.
+func hourDay(t int64) (int, int) {
+	h := floorDiv(t, 3600)
+	d := floorDiv(t, 86400)
+	return int(floorMod(h, 24)), int(floorMod(d+4, 7)) // 1970-01-01 was a Thursday
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// windowCap is the longest interval, seconds, that keeps a poll from
+// finding more than WindowFill of the feed's window new, at rate (items a
+// day) or the peak rate dt seconds after the last fetch, whichever is
+// higher. +Inf without a window.
+func (st *State) windowCap(p Params, rate, dt float64) float64 {
+	r := math.Max(rate, st.peakAt(p, dt))
+	if st.Window <= 0 || r <= 0 {
+		return math.Inf(1)
+	}
+	return windowFill * float64(st.Window) / r * secsPerDay
+}
+
+// peakAt is the peak rate, items a day, decayed for dt more seconds.
+func (st *State) peakAt(p Params, dt float64) float64 {
+	if dt <= 0 {
+		return st.Peak
+	}
+	return st.Peak * math.Exp(-dt*math.Ln2/peakHalfLife.Seconds())
+}
+
+// priorRate is the rate, items a day, that gives interval I0 at the
+// default scale. It does not follow Params.Scale: the scale is computed
+// from the rates, and a prior that moved with it would feed back.
+func priorRate(p Params) float64 {
+	i0 := min(max(p.Initial, p.Min), p.Max).Seconds()
+	return math.Pow(DefaultScale/i0, 2)
+}
+
+// rates returns the long-term and the burst rate estimates, items a day,
+// dt seconds after the state's last fetch.
+func (st *State) rates(p Params, dt float64) (long, burst float64) {
+	tau := p.RateHalfLife.Seconds() / math.Ln2
+	tauB := p.BurstHalfLife.Seconds() / math.Ln2
+	n, t, bn, bt := st.RateN, st.RateT, st.BurstN, st.BurstT
+	if dt > 0 {
+		k, kb := math.Exp(-dt/tau), math.Exp(-dt/tauB)
+		n, t = n*k, t*k+tau*-math.Expm1(-dt/tau)
+		bn, bt = bn*kb, bt*kb+tauB*-math.Expm1(-dt/tauB)
+	}
+	// Gamma-Poisson: the prior is priorWeight items at the prior rate.
+	prior := priorRate(p)
+	long = (priorWeight + n) / (priorWeight/prior + t/secsPerDay)
+	// The burst estimate gets a pseudo-exposure of one time constant and
+	// no prior, so that it only exceeds the long one for a real burst.
+	burst = bn / ((bt + tauB) / secsPerDay)
+	return long, burst
+}
+
+// RatePerDay is the adaptive policy's posting-rate estimate, items a day,
+// at time at: the long-term estimate, or the short-term one while a burst
+// or a wake-up makes it higher.
+func (st State) RatePerDay(p Params, at time.Time) float64 {
+	p = p.withDefaults()
+	st = st.clean(p)
+	return st.rateAt(p, at)
+}
+
+func (st *State) rateAt(p Params, at time.Time) float64 {
+	dt := 0.0
+	if !st.FetchedAt.IsZero() && at.After(st.FetchedAt.Time) {
+		dt = at.Sub(st.FetchedAt.Time).Seconds()
+	}
+	long, burst := st.rates(p, dt)
+	return math.Max(long, burst)
+}
+
+// weights returns the polling weight by UTC hour and by weekday, each with
+// mean 1, from the profile: sqrt of the smoothed relative posting rate,
+// since the poll rate should follow sqrt(rate(t)). ok is false while the
+// profile holds too little to use.
+func (st *State) weights() (gh [24]float64, gd [7]float64, fh [24]float64, fd [7]float64, ok bool) {
+	var sh, sd float64
+	for _, v := range st.Hours {
+		sh += float64(v)
+	}
+	for _, v := range st.Days {
+		sd += float64(v)
+	}
+	if sh < profileMinItems || sd < profileMinItems {
+		return gh, gd, fh, fd, false
+	}
+	smooth := func(counts []float32, f, g []float64, total float64) {
+		mean := total / float64(len(counts))
+		k := math.Max(profileFloor*mean, profilePrior)
+		var gs float64
+		for i, c := range counts {
+			f[i] = (float64(c) + k) / (mean + k)
+			g[i] = math.Sqrt(f[i])
+			gs += g[i]
+		}
+		gm := gs / float64(len(counts))
+		for i := range g {
+			g[i] /= gm
+		}
+	}
+	smooth(st.Hours[:], fh[:], gh[:], sh)
+	smooth(st.Days[:], fd[:], gd[:], sd)
+	return gh, gd, fh, fd, true
+}
+
+// adaptive returns the adaptive policy's interval.
+func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
+	st, p, in := &r.st, r.p, r.in()
+	s := p.scale()
+	rate := st.rateAt(p, r.t0)
+	in.RatePerDay = math.Round(rate*1000) / 1000
+	in.Scale = math.Round(s)
+	hi := r.hi.Seconds()
+	base := hi
+	if rate > 0 {
+		// Jitter spreads gaps evenly around the interval, which makes more
+		// requests than the interval (E[1/gap] > 1/E[gap]); stretching the
+		// interval by that much keeps the spend at the budget Scale met.
+		base = math.Min(s/math.Sqrt(rate)*jitterBias(p.Jitter), hi)
+	}
+	in.BaseSec = int(base)
+	gap := base
+	gh, gd, fh, fd, ok := st.weights()
+	now := r.t0.Unix()
+	if ok && !p.NoProfile {
+		gap = integrate(now, base, hi, gh, gd)
+		in.ProfileFactor = math.Round(gap/base*100) / 100
+	}
+	// A feed shows only its last Window items: keep the expected number of
+	// new items per poll well inside it, at the rate expected now, and at
+	// the feed's recent peak rate.
+	if w := float64(st.Window); w > 0 {
+		perSec := rate / secsPerDay
+		if ok && !p.NoProfile {
+			h, d := hourDay(now)
+			perSec *= fh[h] * fd[d]
+		}
+		if c := st.windowCap(p, perSec*secsPerDay, 0); c < gap {
+			gap = c
+			in.WindowCapSec = int(math.Max(c, r.lo.Seconds()))
+		}
+	}
+	return time.Duration(gap * float64(time.Second)), ReasonPostingRate
+}
+
+// jitterBias is E[1/x] for x uniform on [1-j, 1+j]: how many more requests
+// jittered gaps make than the interval itself.
+func jitterBias(j float64) float64 {
+	if j <= 0 {
+		return 1
+	}
+	return math.Log((1+j)/(1-j)) / (2 * j)
+}
+
+// integrate returns the time after t0 (Unix seconds) at which the integral
+// of the weight g(hour, weekday) reaches base, at most hi seconds.
+func integrate(t0 int64, base, hi float64, gh [24]float64, gd [7]float64) float64 {
+	u := float64(t0)
+	rem, elapsed := base, 0.0
+	for elapsed < hi {
+		h, d := hourDay(int64(math.Floor(u)))
+		w := gh[h] * gd[d]
+		end := (math.Floor(u/3600) + 1) * 3600
+		span := end - u
+		if w*span >= rem {
+			return math.Min(elapsed+rem/w, hi)
+		}
+		rem -= w * span
+		elapsed += span
+		u = end
+	}
+	return hi
+}
+
+// Demand is one feed's share of the request budget, as Scale sees it.
+type Demand struct {
+	Rate     float64       // estimated items a day
+	Min, Max time.Duration // the feed's clamps, its publisher floors included
+	// Fixed: the feed's requests do not depend on the scale (a fixed
+	// interval, a cron, a disabled feed's probes); PerDay says how many.
+	Fixed  bool
+	PerDay float64
+}
+
+// Demand is the feed's share of the request budget at time now, for
+// ScaleFor.
+func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
+	p = p.withDefaults()
+	st = st.clean(p)
+	r := &run{p: p, ov: ov}
+	r.clamps()
+	lo := max(r.lo, min(time.Duration(st.Hints.TTLMinutes)*time.Minute, r.hi))
+	fixed := func(iv time.Duration) Demand {
+		iv = min(max(iv, lo), r.hi)
+		return Demand{Fixed: true, PerDay: secsPerDay / iv.Seconds(), Min: iv, Max: iv}
+	}
+	switch {
+	case st.FetchedAt.IsZero():
+		// Never fetched: one fetch now, and nothing known to scale by.
+		return Demand{Fixed: true}
+	case st.Lifecycle == StateDisabled:
+		if p.NoProbe {
+			return Demand{Fixed: true}
+		}
+		return fixed(r.hi)
+	case ov.Cron != "":
+		sch, err := ParseCron(ov.Cron)
+		if err != nil {
+			return fixed(r.hi)
+		}
+		n, t := 0, now
+		for ; n < 2000; n++ {
+			if t = sch.Next(t); t.IsZero() || t.Sub(now) > 7*24*time.Hour {
+				break
+			}
+		}
+		return Demand{Fixed: true, PerDay: math.Min(float64(n)/7, secsPerDay/lo.Seconds())}
+	case ov.Interval > 0:
+		return fixed(min(max(ov.Interval, MinPollingInterval), MaxPollingInterval))
+	case p.Policy.Kind == PolicyFixed:
+		return fixed(p.Policy.Every)
+	case p.Policy.Kind == PolicySeed:
+		return fixed(st.Interval())
+	}
+	dt := 0.0
+	if now.After(st.FetchedAt.Time) {
+		dt = now.Sub(st.FetchedAt.Time).Seconds()
+	}
+	rate := st.rateAt(p, now)
+	hi := min(r.hi, max(lo, time.Duration(math.Min(st.windowCap(p, rate, dt), r.hi.Seconds())*float64(time.Second))))
+	return Demand{Rate: rate, Min: lo, Max: hi}
+}
+
+// BudgetFeedback returns the factor to multiply the budget given to Scale
+// by, from the last factor (1 to start) and what the last day really cost;
+// call it once a day. Scale's model of a feed's requests leaves out
+// backoffs, jitter cut at floors and clamps, the hour-of-week profile
+// against the clamps, and caps that change between runs; this closes the
+// loop so that the spend meets the budget. It moves halfway (in ratio) to
+// the correction the day asks for and stays in [0.5, 2].
+func BudgetFeedback(factor, spentPerDay, budgetPerDay float64) float64 {
+	if !(factor > 0) || math.IsInf(factor, 0) {
+		factor = 1
+	}
+	if spentPerDay > 0 && budgetPerDay > 0 {
+		factor *= math.Sqrt(budgetPerDay / spentPerDay)
+	}
+	return math.Min(math.Max(factor, 0.5), 2)
+}
+
+// Scale returns the adaptive scale s at which feeds posting rates[i] items
+// a day, polled every clamp(s/sqrt(rate), Min, Max), make budgetPerDay
+// requests a day in all. feed-store computes it once per run from every
+// feed's RatePerDay; with no budget set, use p.BudgetPerFeedDay()·len(rates),
+// the requests of a fixed 1h interval.
+func Scale(rates []float64, budgetPerDay float64, p Params) float64 {
+	p = p.withDefaults()
+	ds := make([]Demand, len(rates))
+	for i, r := range rates {
+		ds[i] = Demand{Rate: r, Min: p.Min, Max: p.Max}
+	}
+	return ScaleFor(ds, budgetPerDay)
+}
+
+// ScaleFor is Scale with each feed's own clamps and fixed loads (Demand).
+// When the budget cannot be met it returns the scale nearest to it: every
+// feed at its Min when the budget is larger than that, at its Max when it
+// is smaller.
+func ScaleFor(ds []Demand, budgetPerDay float64) float64 {
+	type feed struct{ sq, lo, hi float64 } // sqrt(rate), clamps in seconds
+	var fixed float64
+	feeds := make([]feed, 0, len(ds))
+	var lo, hi float64 = math.Inf(1), 0 // the scales where every feed hits Min, Max
+	for _, d := range ds {
+		switch {
+		case d.Fixed:
+			fixed += d.PerDay
+		case d.Min <= 0 || d.Max <= 0:
+		case d.Rate <= 0:
+			fixed += secsPerDay / d.Max.Seconds()
+		default:
+			f := feed{math.Sqrt(d.Rate), d.Min.Seconds(), d.Max.Seconds()}
+			feeds = append(feeds, f)
+			lo = math.Min(lo, f.lo*f.sq)
+			hi = math.Max(hi, f.hi*f.sq)
+		}
+	}
+	if len(feeds) == 0 {
+		return DefaultScale
+	}
+	total := func(s float64) float64 {
+		sum := fixed
+		for _, f := range feeds {
+			sum += secsPerDay / math.Min(math.Max(s/f.sq, f.lo), f.hi)
+		}
+		return sum
+	}
+	lo = math.Max(lo, 1e-6)
+	if total(lo) <= budgetPerDay {
+		return lo
+	}
+	if total(hi) >= budgetPerDay {
+		return hi
+	}
+	// total is non-increasing in s: bisect on log s, to a relative 1e-6.
+	a, b := math.Log(lo), math.Log(hi)
+	for b-a > 1e-6 {
+		m := (a + b) / 2
+		if total(math.Exp(m)) > budgetPerDay {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return math.Exp((a + b) / 2)
+}

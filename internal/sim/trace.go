@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// TraceFormat documents the trace file, for feed-sim --help and docs.
+const TraceFormat = `A trace is NDJSON, one record per line, in any order:
+
+  {"type":"period","start":"2026-06-01T00:00:00Z","end":"2026-07-01T00:00:00Z"}
+      the measured period: polls start at start; delays and requests are
+      counted for posts and polls in [start, end). Default: from the first
+      post to one day after the last. Posts before start are history: the
+      first poll sees the last <window> of them.
+  {"type":"feed","feed_id":"a","window":20,"ttl_minutes":60,"skip_hours":[1,2,3],
+   "skip_days":["Sunday"],"etag":true,"bytes":8000,"max_age_sec":600,"no_dates":false}
+      a feed and its server: window = how many items the feed shows (20); a
+      post pushed out of the window before any poll saw it is missed; ttl,
+      skip_hours (GMT), skip_days and max_age_sec (Cache-Control) are the
+      publisher's hints; etag = the server answers 304 when nothing changed
+      (else 200 with the same body); bytes = body size (10000); no_dates =
+      items carry no publication time. A post for an undeclared feed
+      declares it with these defaults.
+  {"type":"post","feed_id":"a","at":"2026-06-03T07:24:00Z"}
+      one item published at that time.
+  {"type":"outage","feed_id":"a","from":"...","to":"...","status":503,
+   "retry_after_sec":600,"retry_after_at":"...","fail_ratio":0}
+      from <= t < to the server answers status (429 and 503 rate-limit,
+      403 blocks, 404/410 are permanent, other 5xx transient), with a
+      Retry-After in seconds or as a date when given; fail_ratio in (0,1)
+      makes only that share of requests fail (a flapping server).
+
+Unknown fields and record types are ignored.`
+
+// Feed is one feed of a workload and the behaviour of its server.
+type Feed struct {
+	ID         string
+	Kind       string // the generator's label: regular, bursty, dormant, dead, batch, sparse
+	Window     int
+	TTLMinutes int
+	SkipHours  []int
+	SkipDays   []string
+	ETag       bool
+	Bytes      int
+	MaxAgeSec  int
+	NoDates    bool
+	Posts      []int64 // Unix seconds, ascending
+	Outages    []Outage
+}
+
+// Outage is a time when a feed's server fails.
+type Outage struct {
+	From, To      time.Time
+	Status        int
+	RetryAfterSec int
+	RetryAfterAt  time.Time
+	FailRatio     float64
+}
+
+// Workload is the feeds of a simulation and its measured period.
+type Workload struct {
+	Start, End time.Time
+	Feeds      []*Feed
+}
+
+// Days is the length of the measured period in days.
+func (w *Workload) Days() float64 { return w.End.Sub(w.Start).Hours() / 24 }
+
+type traceRecord struct {
+	Type          string    `json:"type"`
+	FeedID        string    `json:"feed_id,omitempty"`
+	Kind          string    `json:"kind,omitempty"`
+	At            time.Time `json:"at,omitzero"`
+	Start         time.Time `json:"start,omitzero"`
+	End           time.Time `json:"end,omitzero"`
+	Window        int       `json:"window,omitempty"`
+	TTLMinutes    int       `json:"ttl_minutes,omitempty"`
+	SkipHours     []int     `json:"skip_hours,omitempty"`
+	SkipDays      []string  `json:"skip_days,omitempty"`
+	ETag          bool      `json:"etag,omitempty"`
+	Bytes         int       `json:"bytes,omitempty"`
+	MaxAgeSec     int       `json:"max_age_sec,omitempty"`
+	NoDates       bool      `json:"no_dates,omitempty"`
+	From          time.Time `json:"from,omitzero"`
+	To            time.Time `json:"to,omitzero"`
+	Status        int       `json:"status,omitempty"`
+	RetryAfterSec int       `json:"retry_after_sec,omitempty"`
+	RetryAfterAt  time.Time `json:"retry_after_at,omitzero"`
+	FailRatio     float64   `json:"fail_ratio,omitempty"`
+}
+
+// ErrTrace wraps every error in a trace file.
+var ErrTrace = errors.New("sim: trace")
+
+// Load reads a trace.
+func Load(r io.Reader) (*Workload, error) {
+	w := &Workload{}
+	byID := map[string]*Feed{}
+	feed := func(id string) *Feed {
+		f := byID[id]
+		if f == nil {
+			f = &Feed{ID: id}
+			byID[id] = f
+			w.Feeds = append(w.Feeds, f)
+		}
+		return f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var rec traceRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, line, err)
+		}
+		if rec.Type != "period" && rec.Type != "feed" && rec.Type != "post" && rec.Type != "outage" {
+			continue
+		}
+		if rec.Type != "period" && rec.FeedID == "" {
+			return nil, fmt.Errorf("%w: line %d: %s record without feed_id", ErrTrace, line, rec.Type)
+		}
+		switch rec.Type {
+		case "period":
+			if rec.Start.IsZero() || !rec.End.After(rec.Start) {
+				return nil, fmt.Errorf("%w: line %d: period needs start before end", ErrTrace, line)
+			}
+			w.Start, w.End = rec.Start.UTC(), rec.End.UTC()
+		case "feed":
+			f := feed(rec.FeedID)
+			f.Kind, f.Window, f.TTLMinutes, f.SkipHours, f.SkipDays = rec.Kind, rec.Window, rec.TTLMinutes, rec.SkipHours, rec.SkipDays
+			f.ETag, f.Bytes, f.MaxAgeSec, f.NoDates = rec.ETag, rec.Bytes, rec.MaxAgeSec, rec.NoDates
+		case "post":
+			if rec.At.IsZero() {
+				return nil, fmt.Errorf("%w: line %d: post without at", ErrTrace, line)
+			}
+			f := feed(rec.FeedID)
+			f.Posts = append(f.Posts, rec.At.Unix())
+		case "outage":
+			if rec.From.IsZero() || !rec.To.After(rec.From) || rec.Status < 100 || rec.Status > 599 {
+				return nil, fmt.Errorf("%w: line %d: outage needs from before to and a status 100-599", ErrTrace, line)
+			}
+			f := feed(rec.FeedID)
+			f.Outages = append(f.Outages, Outage{From: rec.From.UTC(), To: rec.To.UTC(), Status: rec.Status,
+				RetryAfterSec: max(rec.RetryAfterSec, 0), RetryAfterAt: rec.RetryAfterAt.UTC(), FailRatio: rec.FailRatio})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, line+1, err)
+	}
+	if len(w.Feeds) == 0 {
+		return nil, fmt.Errorf("%w: no feeds", ErrTrace)
+	}
+	w.normalize()
+	if w.Start.IsZero() {
+		first, last := int64(1<<62), int64(-1<<62)
+		for _, f := range w.Feeds {
+			if len(f.Posts) > 0 {
+				first, last = min(first, f.Posts[0]), max(last, f.Posts[len(f.Posts)-1])
+			}
+		}
+		if first > last {
+			return nil, fmt.Errorf("%w: no posts and no period", ErrTrace)
+		}
+		w.Start, w.End = time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC().Add(24*time.Hour)
+	}
+	return w, nil
+}
+
+// normalize sorts posts and outages and fills defaults.
+func (w *Workload) normalize() {
+	for _, f := range w.Feeds {
+		if f.Window <= 0 {
+			f.Window = 20
+		}
+		if f.Bytes <= 0 {
+			f.Bytes = 10000
+		}
+		slices.Sort(f.Posts)
+		sort.Slice(f.Outages, func(i, j int) bool { return f.Outages[i].From.Before(f.Outages[j].From) })
+	}
+}
+
+// Write writes w as a trace: the period, then each feed, its outages and
+// its posts. Posts too old for any poll to see (beyond the window before
+// the start) are left out: they cannot change a result.
+func (w *Workload) Write(out io.Writer) error {
+	bw := bufio.NewWriterSize(out, 64*1024)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(traceRecord{Type: "period", Start: w.Start, End: w.End}); err != nil {
+		return err
+	}
+	start := w.Start.Unix()
+	for _, f := range w.Feeds {
+		rec := traceRecord{Type: "feed", FeedID: f.ID, Kind: f.Kind, Window: f.Window, TTLMinutes: f.TTLMinutes,
+			SkipHours: f.SkipHours, SkipDays: f.SkipDays, ETag: f.ETag, Bytes: f.Bytes, MaxAgeSec: f.MaxAgeSec, NoDates: f.NoDates}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		for _, o := range f.Outages {
+			if err := enc.Encode(traceRecord{Type: "outage", FeedID: f.ID, From: o.From, To: o.To, Status: o.Status,
+				RetryAfterSec: o.RetryAfterSec, RetryAfterAt: o.RetryAfterAt, FailRatio: o.FailRatio}); err != nil {
+				return err
+			}
+		}
+		before, _ := slices.BinarySearch(f.Posts, start)
+		for _, p := range f.Posts[max(0, before-f.Window):] {
+			if err := enc.Encode(traceRecord{Type: "post", FeedID: f.ID, At: time.Unix(p, 0).UTC()}); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
