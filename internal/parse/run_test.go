@@ -132,6 +132,17 @@ func TestRunStream(t *testing.T) {
 	website.Due.SourceType = ndjson.SourceWebsite
 	websiteLine := marshalLine(t, website)
 
+	// The page feed-scrape fetched for an entry of an RSS source, and an
+	// article of a website: HTML for feed-scrape, passed on as they are.
+	fulltext := fetchRec(6, putBody(t, st, []byte("<html><body><article>the full text</article></body></html>")))
+	fulltext.Due.SourceType = ndjson.SourceRSS
+	fulltext.Page = &ndjson.Page{Role: ndjson.PageFulltext, SourceFetchID: feedA.FetchID, EntryUID: "0123456789abcdef"}
+	fulltextLine := marshalLine(t, fulltext)
+	article := fetchRec(7, putBody(t, st, techcrunch))
+	article.Due.SourceType = ndjson.SourceAuto
+	article.Page = &ndjson.Page{Role: ndjson.PageArticle, SourceFetchID: website.FetchID}
+	articleLine := marshalLine(t, article)
+
 	unknownLine := `{"type":"mystery","v":7, "feed_id":"x", "nested":{"a":[1,2.50,"\u00e9"]}}` + "\n"
 
 	garbage := fetchRec(4, putBody(t, st, []byte("\x00\x01binary garbage\xff\xfe")))
@@ -144,6 +155,8 @@ func TestRunStream(t *testing.T) {
 		notModifiedLine,
 		"{this is not json\n",
 		websiteLine,
+		fulltextLine,
+		articleLine,
 		marshalLine(t, garbage),
 		marshalLine(t, limited),
 	)
@@ -166,7 +179,7 @@ func TestRunStream(t *testing.T) {
 	var want []string
 	want = append(want, unknownLine)
 	want = append(want, slices.Repeat([]string{"e:" + feedA.FetchID}, 20)...)
-	want = append(want, "f:"+feedA.FetchID, notModifiedLine, websiteLine, "f:"+garbage.FetchID)
+	want = append(want, "f:"+feedA.FetchID, notModifiedLine, websiteLine, fulltextLine, articleLine, "f:"+garbage.FetchID)
 	want = append(want, slices.Repeat([]string{"e:" + limited.FetchID}, 20)...)
 	want = append(want, "f:"+limited.FetchID)
 
