@@ -129,9 +129,13 @@ func Usage(err error) error { return usageError{err} }
 // Usagef is Usage with a formatted message.
 func Usagef(format string, args ...any) error { return Usage(fmt.Errorf(format, args...)) }
 
-// Main runs app with the process's arguments and exits with its status.
+// Main runs app with the process's arguments and exits with its status,
+// profiling the run when ProfileEnv asks for it.
 func Main(app *cli.App) {
-	os.Exit(Run(app, os.Args))
+	stop := startProfile(app.Name)
+	code := Run(app, os.Args)
+	stop()
+	os.Exit(code)
 }
 
 // Run runs app and returns its exit status, having reported any error on
