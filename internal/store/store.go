@@ -123,6 +123,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		commitErr = c.commit(pipe.Batch(first, items, maxBatch, 50*time.Millisecond))
 	}
+	if c != nil && commitErr == nil && len(c.held) > 0 {
+		c.final = true // entries no fetch record followed: seen now
+		commitErr = c.commit(nil)
+	}
 	if commitErr != nil {
 		return commitErr
 	}
@@ -182,6 +186,10 @@ type committer struct {
 	// Entries stored new, and new versions, since the feed's last fetch
 	// record, by feed id.
 	newByFeed, updatedByFeed map[string]int
+	// Entries waiting for the fetch record of their feed, which says when
+	// they were seen (hold); final releases them at the end of the input.
+	held  []item
+	final bool
 }
 
 func newCommitter(cfg Config) (*committer, error) {
@@ -219,6 +227,7 @@ func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
 func (c *committer) commit(batch []item) error {
 	now := c.cfg.Now()
 	entriesKey := storage.DayFile(storage.DirEntries, now)
+	batch, seenAt := c.hold(batch, now)
 	var (
 		entryLines, eventLines []byte
 		seen                   = map[string][]storage.Seen{}
@@ -229,7 +238,7 @@ func (c *committer) commit(batch []item) error {
 	for _, it := range batch {
 		switch {
 		case it.entry != nil:
-			ev, err := c.stage(it.entry, now, entriesKey, seen)
+			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey, seen)
 			if err != nil {
 				return err
 			}
@@ -321,8 +330,10 @@ func (c *committer) commit(batch []item) error {
 // stored as an update, or dropped as already stored. For a stored one it
 // fills in the lineage fields, queues its index record and returns its
 // event. feed-store checks the index itself, so a pipeline without
-// feed-dedup, or a replay, never stores a version twice.
-func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, seen map[string][]storage.Seen) (*ndjson.Event, error) {
+// feed-dedup, or a replay, never stores a version twice. first_seen and
+// last_seen are at, when the entry was fetched, not now: a replay of the
+// same fetches stores the same bytes.
+func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string, seen map[string][]storage.Seen) (*ndjson.Event, error) {
 	idx, err := c.index(e.FeedID)
 	if err != nil {
 		return nil, err
@@ -333,7 +344,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		s.Known++
 		return nil, nil
 	}
-	e.Status, e.FirstSeen, e.SeenCount = status, ndjson.At(now), 1
+	e.Status, e.FirstSeen, e.SeenCount = status, ndjson.At(at), 1
 	if prev, ok := idx.Latest(e.EntryUID); ok {
 		e.FirstSeen, e.SeenCount = prev.FirstSeen, prev.SeenCount+1
 		s.Updated++
@@ -342,7 +353,7 @@ func (c *committer) stage(e *ndjson.Entry, now time.Time, entriesKey string, see
 		s.New++
 		c.newByFeed[e.FeedID]++
 	}
-	e.LastSeen = ndjson.At(now)
+	e.LastSeen = ndjson.At(at)
 	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
 	idx.Add(rec)
 	seen[e.FeedID] = append(seen[e.FeedID], rec)
