@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { writeErr <- cfg.write(results, &stats, stop) }()
 
 	readErr := make(chan error, 1)
+	rs := newRuns(cfg.Store)
 	go func() {
 		defer close(input)
 		readErr <- pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
@@ -92,6 +93,13 @@ func Run(ctx context.Context, cfg Config) error {
 				// invalid URL fails the fetch, with its own message.)
 				u, _ := urlnorm.Normalize(due.URL)
 				due.FeedID = ids.FeedID(cmp.Or(u, due.URL))
+			}
+			fetch, record, err := cfg.check(rs, due)
+			if err != nil || !fetch {
+				if record != nil {
+					results <- result{raw: record}
+				}
+				return err
 			}
 			select {
 			case input <- due:
@@ -117,7 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log.Warn("stopped early on a signal: the feeds not fetched stay due for the next run", "not_fetched", skipped)
 	}
 	cfg.Log.Info("fetch done", "fetched", stats.fetched, "not_modified", stats.notModified, "unchanged", stats.unchanged,
-		"failed", stats.failed, "bytes_saved", stats.bytesSaved)
+		"failed", stats.failed, "bytes_saved", stats.bytesSaved, "skipped", rs.skipped, "resumed", rs.resumed)
 	fails.Records = stats.failed
 	return fails.Err("feed", "feeds")
 }

@@ -1,0 +1,136 @@
+package fetch
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testserver"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// countingServer is the test server, counting the requests it answers.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "feed.xml"), []byte(feedBody), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	h := testserver.New(dir, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func scheduledDue(t *testing.T, feedID, url string, at time.Time) string {
+	t.Helper()
+	d := ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feedID, URL: url, Labels: []string{}, Reason: ndjson.ReasonScheduled}
+	if !at.IsZero() {
+		d.ScheduledAt = ndjson.At(at)
+	}
+	b, err := ndjson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReplayedDueRecords replays due records through feed-fetch against a
+// real server: a scheduled run is fetched once, whether feed-store stored
+// it (then nothing is emitted) or not (then its stored record is passed
+// on again, without a request).
+func TestReplayedDueRecords(t *testing.T) {
+	s0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	const feed = "a1b2c3d4-0000-5000-8000-000000000001"
+	tests := []struct {
+		name   string
+		first  []time.Time // scheduled_at of the due records of the first run
+		commit bool        // feed-store committed the first run's fetches
+		second []time.Time // ... and of the replay
+		// Requests made, fetch records emitted and of those passed on
+		// again, in the second run; and its log.
+		requests, emitted, resumed int
+		log                        string
+	}{
+		{name: "stored run replayed", first: []time.Time{s0}, commit: true, second: []time.Time{s0},
+			log: "skipped: this scheduled run was fetched and stored already"},
+		{name: "unstored run replayed", first: []time.Time{s0}, second: []time.Time{s0},
+			emitted: 1, resumed: 1, log: "not fetched again"},
+		{name: "next run", first: []time.Time{s0}, commit: true, second: []time.Time{s0.Add(time.Hour)},
+			requests: 1, emitted: 1},
+		{name: "older run after a later one", first: []time.Time{s0}, commit: true, second: []time.Time{s0.Add(-time.Hour)},
+			log: "skipped: this scheduled run"},
+		{name: "no scheduled_at names no run", first: []time.Time{{}}, commit: true, second: []time.Time{{}},
+			requests: 1, emitted: 1},
+		{name: "repeated in one input", first: nil, second: []time.Time{s0, s0},
+			requests: 1, emitted: 1, log: "skipped a repeated due record"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, requests := countingServer(t)
+			st, err := storage.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			input := func(ats []time.Time) string {
+				var b strings.Builder
+				for _, at := range ats {
+					b.WriteString(scheduledDue(t, feed, srv.URL+"/feed.xml", at))
+				}
+				return b.String()
+			}
+			var first runResult
+			if tt.first != nil {
+				first = run(t, st, input(tt.first))
+				if first.err != nil || len(first.fetches) != len(tt.first) {
+					t.Fatalf("first run: %v, %d fetches\n%s", first.err, len(first.fetches), first.logs)
+				}
+				if tt.commit {
+					var cs []storage.Committed
+					for _, f := range first.fetches {
+						cs = append(cs, storage.Committed{FeedID: f.Due.FeedID, FetchID: f.FetchID, FetchedAt: f.FetchedAt.Time})
+					}
+					if err := st.RecordCommitted(cs); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := requests.Load()
+			second := run(t, st, input(tt.second))
+			if second.err != nil {
+				t.Fatalf("second run: %v\n%s", second.err, second.logs)
+			}
+			if got := requests.Load() - before; got != int64(tt.requests) {
+				t.Errorf("%d requests, want %d", got, tt.requests)
+			}
+			if len(second.fetches) != tt.emitted {
+				t.Errorf("%d fetch records, want %d", len(second.fetches), tt.emitted)
+			}
+			if tt.resumed > 0 && second.lines[0] != strings.TrimSuffix(first.lines[0], "\n") {
+				t.Errorf("passed on\n%s\nwant the first run's record\n%s", second.lines[0], first.lines[0])
+			}
+			if !strings.Contains(second.logs, tt.log) || strings.Count(second.logs, "msg=skipped")+strings.Count(second.logs, "not fetched again") > 1 {
+				t.Errorf("log lacks %q, or says it more than once:\n%s", tt.log, second.logs)
+			}
+			// fetches/ holds one record per request made.
+			n := 0
+			files, _ := st.DayFiles(storage.DirFetches)
+			for _, f := range files {
+				st.ReadLog(f, 0, func(ndjson.Line) error { n++; return nil })
+			}
+			if int64(n) != requests.Load() {
+				t.Errorf("fetches/ holds %d records for %d requests", n, requests.Load())
+			}
+		})
+	}
+}
