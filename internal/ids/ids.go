@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
@@ -85,7 +87,7 @@ func EntryUID(k EntryKey) string {
 func ContentHash(title, summary, content string, links []string) string {
 	h := xxhash.New()
 	for _, s := range []string{title, summary, content} {
-		h.WriteString(CollapseSpace(s))
+		writeCollapsed(h, s)
 		h.Write([]byte{0})
 	}
 	for _, l := range links {
@@ -111,7 +113,112 @@ func FetchID(now time.Time, rand io.Reader) (string, error) {
 }
 
 // CollapseSpace trims s and replaces every run of white space with one
-// space.
-func CollapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+// space: strings.Join(strings.Fields(s), " "), without the copy when s is
+// already so.
+func CollapseSpace(s string) string {
+	if collapsed(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	writeCollapsed(&b, s)
+	return b.String()
+}
 
-func hex16(v uint64) string { return fmt.Sprintf("%016x", v) }
+// collapsed reports whether CollapseSpace(s) is s: no white space at
+// either end, and only single ASCII spaces inside.
+func collapsed(s string) bool {
+	prevSpace := true // no white space at the start
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				if c != ' ' || prevSpace {
+					return false
+				}
+				prevSpace = true
+			} else {
+				prevSpace = false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			return false
+		}
+		prevSpace = false
+		i += n
+	}
+	return !prevSpace || s == ""
+}
+
+// asciiSpace is unicode.IsSpace for the ASCII bytes.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// writeCollapsed writes CollapseSpace(s) to w without building it: the
+// runs of s between white space that is more than one ASCII space are
+// written as they are, with one space between them. The hashes depend on
+// these bytes being exactly those of strings.Join(strings.Fields(s), " "):
+// white space is what unicode.IsSpace says of each rune (an invalid byte
+// is not), as for strings.Fields.
+func writeCollapsed(w io.StringWriter, s string) {
+	start := -1 // where the run being kept began; -1 before the first word
+	sep := false
+	for i := 0; i < len(s); {
+		// Find the white space starting at i, if any: [i, j).
+		j := i
+		for j < len(s) {
+			c := s[j]
+			if c < utf8.RuneSelf {
+				if !asciiSpace[c] {
+					break
+				}
+				j++
+				continue
+			}
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsSpace(r) {
+				break
+			}
+			j += n
+		}
+		if j == i { // not white space: part of a word
+			if start < 0 {
+				start = i
+			}
+			if c := s[i]; c < utf8.RuneSelf {
+				i++
+			} else {
+				_, n := utf8.DecodeRuneInString(s[i:])
+				i += n
+			}
+			continue
+		}
+		if start >= 0 && (j-i != 1 || s[i] != ' ' || j == len(s)) {
+			if sep {
+				w.WriteString(" ")
+			}
+			w.WriteString(s[start:i])
+			start, sep = -1, true
+		}
+		i = j
+	}
+	if start >= 0 {
+		if sep {
+			w.WriteString(" ")
+		}
+		w.WriteString(s[start:])
+	}
+}
+
+// hex16 is v as 16 lower-case hex digits.
+func hex16(v uint64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 func TestFeedIDIsStableUUIDv5(t *testing.T) {
@@ -99,4 +101,74 @@ func TestFetchIDIsUUIDv7InTimeOrder(t *testing.T) {
 	if _, err := FetchID(pub, bytes.NewReader(nil)); err == nil {
 		t.Error("no error from an empty random source")
 	}
+}
+
+// collapseRef is CollapseSpace as first written; the hashes depend on its
+// output, byte for byte.
+func collapseRef(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+var collapseCases = []string{
+	"", " ", "a", " a ", "a b", "a  b", "a\tb", "a \nb", "\u00a0a\u00a0b\u00a0", "a\u2003b", "a\u0085b",
+	"a b c d", "a b  c d ", "  lead", "trail  ", "a\xffb", "\xff \xfe", "a\u200bb", "é à ü", "x\r\ny",
+	"one two\tthree\n\nfour \u3000five", "a \u00a0b", "\v\f", "  \t  ",
+}
+
+// TestCollapseSpace checks CollapseSpace and the streaming writer of
+// ContentHash against the first definition.
+func TestCollapseSpace(t *testing.T) {
+	for _, s := range collapseCases {
+		want := collapseRef(s)
+		if got := CollapseSpace(s); got != want {
+			t.Errorf("CollapseSpace(%q) = %q, want %q", s, got, want)
+		}
+		var b strings.Builder
+		writeCollapsed(&b, s)
+		if b.String() != want {
+			t.Errorf("writeCollapsed(%q) = %q, want %q", s, b.String(), want)
+		}
+	}
+}
+
+// TestContentHashUnchanged pins ContentHash to its first definition: a
+// faster one must give every stored hash again.
+func TestContentHashUnchanged(t *testing.T) {
+	ref := func(title, summary, content string, links []string) string {
+		h := xxhash.New()
+		for _, s := range []string{title, summary, content} {
+			h.WriteString(collapseRef(s))
+			h.Write([]byte{0})
+		}
+		for _, l := range links {
+			h.WriteString(strings.TrimSpace(l))
+			h.Write([]byte{0})
+		}
+		return fmt.Sprintf("%016x", h.Sum64())
+	}
+	for i, s := range collapseCases {
+		title, summary := s, collapseCases[(i+1)%len(collapseCases)]
+		links := []string{" https://example.org/" + s}
+		if got, want := ContentHash(title, summary, s+s, links), ref(title, summary, s+s, links); got != want {
+			t.Errorf("ContentHash(%q, %q, ...) = %s, want %s", title, summary, got, want)
+		}
+	}
+	if got, want := ContentHash("T", "", "", nil), ref("T", "", "", nil); got != want {
+		t.Errorf("ContentHash = %s, want %s", got, want)
+	}
+}
+
+func FuzzCollapseSpace(f *testing.F) {
+	for _, s := range collapseCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := collapseRef(s)
+		if got := CollapseSpace(s); got != want {
+			t.Fatalf("CollapseSpace(%q) = %q, want %q", s, got, want)
+		}
+		var b strings.Builder
+		writeCollapsed(&b, s)
+		if b.String() != want {
+			t.Fatalf("writeCollapsed(%q) = %q, want %q", s, b.String(), want)
+		}
+	})
 }
