@@ -1,0 +1,71 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// RawFile is one stored payload, as the raw store lists it.
+type RawFile struct {
+	Key     string // raw/YYYY-MM-DD/<sha256>.zst
+	Day     string // YYYY-MM-DD
+	Size    int64
+	ModTime time.Time
+}
+
+// RawFiles lists the stored payloads, oldest day first.
+func (s *Store) RawFiles() ([]RawFile, error) {
+	days, err := filepath.Glob(filepath.Join(s.Root, DirRaw, "????-??-??"))
+	if err != nil {
+		return nil, err
+	}
+	var files []RawFile
+	for _, dir := range days {
+		day := filepath.Base(dir)
+		list, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		for _, d := range list {
+			if d.IsDir() || !strings.HasSuffix(d.Name(), ".zst") {
+				continue
+			}
+			info, err := d.Info()
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("storage: %w", err)
+			}
+			files = append(files, RawFile{Key: DirRaw + "/" + day + "/" + d.Name(), Day: day, Size: info.Size(), ModTime: info.ModTime()})
+		}
+	}
+	return files, nil
+}
+
+// Size is the size in bytes of the file at key; 0 if there is none.
+func (s *Store) Size(key string) int64 {
+	info, err := os.Stat(s.Path(key))
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+// Remove deletes the file at key, and its directory if that leaves it
+// empty (a day of raw/). A file already gone is not an error.
+func (s *Store) Remove(key string) error {
+	path := s.Path(key)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
+	}
+	dir := filepath.Dir(path)
+	if filepath.Dir(dir) == filepath.Join(s.Root, DirRaw) {
+		os.Remove(dir) // fails, as it should, unless empty
+	}
+	return nil
+}
