@@ -20,6 +20,11 @@ type Config struct {
 	Out   *ndjson.Writer
 	Log   *slog.Logger
 	Store *storage.Store
+	// CrossFeed turns a new entry whose canonical link was stored first
+	// from another feed into an alias of that entry (status "alias",
+	// alias_of), for feed-store to record instead of storing it (seed
+	// 001 §6, seed 000 §12).
+	CrossFeed bool
 }
 
 // Run passes on each entry that is new (status "new") or a version never
@@ -34,6 +39,9 @@ func Run(ctx context.Context, cfg Config) error {
 		store:   cfg.Store,
 		indexes: map[string]*storage.FeedIndex{},
 		counts:  map[string]*ndjson.Dedup{},
+	}
+	if cfg.CrossFeed {
+		d.urls = cfg.Store.URLs()
 	}
 	var fails pipe.Failures
 	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
@@ -86,6 +94,9 @@ type deduper struct {
 	// a replay of many fetches of one feed yields each version once.
 	indexes map[string]*storage.FeedIndex
 	counts  map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
+	// urls, with --cross-feed: the store's URL index, plus the links of
+	// the entries this run passed on (never written).
+	urls *storage.URLIndex
 }
 
 // judge sets e.Status and reports whether e goes on.
@@ -110,8 +121,45 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 	case ndjson.StatusUpdated:
 		c.Updated++
 	default:
-		c.New++
+		keep, err := d.crossFeed(e, c)
+		if err != nil || !keep {
+			return false, err
+		}
 	}
 	idx.Add(storage.Seen{UID: e.EntryUID, Hash: e.ContentHash})
 	return true, nil
+}
+
+// crossFeed judges a new entry by its canonical link, with --cross-feed:
+// a link stored first from another feed makes the entry an alias of that
+// entry, and one already recorded as such is dropped as unchanged.
+func (d *deduper) crossFeed(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
+	h, ok := "", false
+	if d.urls != nil {
+		h, ok = storage.URLHash(e.CanonicalLink)
+	}
+	if !ok {
+		c.New++
+		return true, nil
+	}
+	o, err := d.urls.Lookup(h)
+	if err != nil {
+		return false, err
+	}
+	ref := ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}
+	switch {
+	case !o.Known() || o.First.FeedID == e.FeedID:
+		// The first with this link, or its own feed's (which dedups by
+		// entry_uid alone).
+		c.New++
+		return true, d.urls.Add(h, ref, false)
+	case o.Has(ref):
+		e.Status = ""
+		c.Unchanged++
+		return false, nil
+	default:
+		e.Status, e.AliasOf = ndjson.StatusAlias, &o.First
+		c.Aliases++
+		return true, d.urls.Add(h, ref, true)
+	}
 }

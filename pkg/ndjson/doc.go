@@ -192,8 +192,10 @@
 //	    error             string  why the body could not be parsed; "" if it
 //	                              was
 //	dedup            object  null until feed-dedup saw the fetch, else
-//	                         {new, updated, unchanged}: how many of its
-//	                         entries were new, changed, or already stored
+//	                         {new, updated, unchanged, aliases}: how many
+//	                         of its entries were new, changed, already
+//	                         stored, or (--cross-feed) passed on as
+//	                         aliases of another feed's entry
 //	scrape           object  null unless feed-scrape worked on the fetch (a
 //	                         website source, or a feed with fulltext), else:
 //	    mode              string  direct or list (a website's discovery
@@ -292,7 +294,14 @@
 //	                              the title and text that are not stop
 //	                              words, score = occurrences / words
 //	status          string  set by feed-dedup and feed-store: new or
-//	                        updated; "" before dedup
+//	                        updated; "" before dedup. feed-dedup
+//	                        --cross-feed sets alias on a new entry whose
+//	                        canonical link was stored from another feed:
+//	                        feed-store records an alias record for it
+//	                        instead of storing it
+//	alias_of        object  with status alias: {feed_id, entry_uid} of the
+//	                        entry first stored with the link; left out of
+//	                        the line otherwise
 //	first_seen      time    set by feed-store: when the entry was first
 //	                        stored (kept across updates)
 //	last_seen       time    set by feed-store: when this version was stored
@@ -310,6 +319,22 @@
 //	ingested_at time    when it was stored
 //	stored_in  string   the entries file holding the full entry, such as
 //	                    "entries/2026-11-21.ndjson"
+//
+// # alias (feed-store)
+//
+// An entry not stored because its canonical link had been stored first
+// from another feed (feed-dedup --cross-feed; seed 001 §6): the duplicate
+// is recorded, never dropped silently. feed-store writes it to stdout and
+// to the store's aliases/YYYY-MM-DD.ndjson, once per feed_id and
+// entry_uid; later versions of the entry are not recorded again.
+//
+//	feed_id, entry_uid, canonical_link, title, published, content_hash,
+//	raw_ref            as in the entry that was not stored
+//	alias_of   object   {feed_id, entry_uid}: the entry stored first with
+//	                    this canonical link, from another feed
+//	recorded_at time    when the alias was recorded
+//	stored_in  string   the aliases file holding this record, such as
+//	                    "aliases/2026-11-21.ndjson"
 //
 // # scrape configuration
 //

@@ -215,6 +215,8 @@ type Dedup struct {
 	New       int `json:"new"`
 	Updated   int `json:"updated"`
 	Unchanged int `json:"unchanged"`
+	// Aliases: entries of status alias (feed-dedup --cross-feed).
+	Aliases int `json:"aliases"`
 }
 
 // Author is one author of an entry; any field may be empty.
@@ -258,6 +260,9 @@ type Entry struct {
 	// Derivations is left out of the line when empty, so that entries
 	// nothing was derived from read as they did before it existed.
 	Derivations []Derivation `json:"derivations,omitempty"`
+	// AliasOf is set by feed-dedup --cross-feed on an entry of status
+	// "alias"; left out of the line otherwise, as Derivations.
+	AliasOf *EntryRef `json:"alias_of,omitempty"`
 	Status      string       `json:"status"`
 	FirstSeen   Time         `json:"first_seen"`
 	LastSeen    Time         `json:"last_seen"`

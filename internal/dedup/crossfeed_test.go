@@ -1,0 +1,112 @@
+package dedup
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+func linked(feed, uid, link string) string {
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: "h", CanonicalLink: link})
+	return string(b)
+}
+
+// TestCrossFeed: with --cross-feed, a new entry whose canonical link was
+// stored first from another feed becomes an alias of that entry.
+func TestCrossFeed(t *testing.T) {
+	const link = "https://example.org/post/1"
+	// Stored already, in every case: A/a1 with link, and B/b9 recorded as
+	// its alias.
+	tests := []struct {
+		name, in string
+		cross    bool
+		want     string // feed/uid:status>alias_of ... then the dedup counts n/u/c/a
+	}{
+		{"without the flag: new", linked("B", "b1", link) + fetch("B", "G", true), false, "B/b1:new G:1/0/0/0"},
+		{"known link of another feed: alias", linked("B", "b1", link) + fetch("B", "G", true), true, "B/b1:alias>A/a1 G:0/0/0/1"},
+		{"http/https flip is the same link", linked("B", "b1", "http://EXAMPLE.org/post/1") + fetch("B", "G", true), true, "B/b1:alias>A/a1 G:0/0/0/1"},
+		{"alias recorded already: dropped", linked("B", "b9", link) + fetch("B", "G", true), true, "G:0/0/1/0"},
+		{"own feed's link under a new uid: new", linked("A", "a7", link) + fetch("A", "F", true), true, "A/a7:new F:1/0/0/0"},
+		{"unknown link: new", linked("B", "b1", "https://example.org/other") + fetch("B", "G", true), true, "B/b1:new G:1/0/0/0"},
+		{"no link: new", linked("B", "b1", "") + fetch("B", "G", true), true, "B/b1:new G:1/0/0/0"},
+		{"two feeds with one new link in one run", linked("C", "c1", "https://x.test/a") + linked("D", "d1", "https://x.test/a") + fetch("D", "H", true),
+			true, "C/c1:new D/d1:alias>C/c1 H:0/0/0/1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			x := st.URLs()
+			h, _ := storage.URLHash(link)
+			if err := x.Add(h, ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Add(h, ndjson.EntryRef{FeedID: "B", EntryUID: "b9"}, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			before := urlFiles(t, st)
+			var out bytes.Buffer
+			err := Run(context.Background(), Config{In: strings.NewReader(tt.in), Out: ndjson.NewWriter(&out), Store: st, CrossFeed: tt.cross})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := crossSummary(t, out.Bytes()); got != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			if after := urlFiles(t, st); after != before {
+				t.Fatalf("feed-dedup wrote the URL index:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}
+
+func crossSummary(t *testing.T, out []byte) string {
+	t.Helper()
+	var got []string
+	rd := ndjson.NewReader(bytes.NewReader(out))
+	for {
+		line, err := rd.Next()
+		if err != nil {
+			break
+		}
+		switch line.Type {
+		case ndjson.TypeEntry:
+			var e ndjson.Entry
+			line.Decode(&e)
+			s := e.FeedID + "/" + e.EntryUID + ":" + e.Status
+			if e.AliasOf != nil {
+				s += ">" + e.AliasOf.FeedID + "/" + e.AliasOf.EntryUID
+			}
+			got = append(got, s)
+		case ndjson.TypeFetch:
+			var f ndjson.Fetch
+			line.Decode(&f)
+			d := f.Dedup
+			got = append(got, f.FetchID+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
+		}
+	}
+	return strings.Join(got, " ")
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+func urlFiles(t *testing.T, st *storage.Store) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(st.Path(storage.DirURLs), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			data, _ := os.ReadFile(p)
+			b.WriteString(p + ":" + string(data))
+		}
+		return nil
+	})
+	return b.String()
+}

@@ -1,0 +1,348 @@
+package storage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// The URL index finds, across all feeds, the first entry stored with a
+// canonical link, for cross-feed dedup (feed-dedup --cross-feed; seed 001
+// §6, seed 000 §12). The link is compared as urlnorm.Key makes it (an
+// http/https flip is the same link), and named by the first 16 bytes of its
+// SHA-256 (32 hex): no collision in any store one machine holds. Lines
+// live in 65,536 shards named by the first four hex digits, so that at 10
+// million entries a shard holds about 150 lines (13 KB) and a lookup reads
+// one of them:
+//
+//	urls/<2 hex>/<2 hex>.tsv   url_hash  feed_id  entry_uid
+//
+// The first line of a hash is the entry stored first; the lines after it
+// are aliases recorded (aliases/), entries of other feeds with the same
+// link that were not stored again. feed-store writes it, under the store
+// lock, after the entries and aliases it describes; urls/checkpoint.json
+// says how far into entries/ and aliases/ it is complete, and
+// CatchUpURLs adds what a crash kept from being written.
+const (
+	DirURLs           = "urls"
+	DirAliases        = "aliases"
+	urlsCheckpointKey = DirURLs + "/checkpoint.json"
+)
+
+// EntryRef names one stored entry.
+type EntryRef = ndjson.EntryRef
+
+// URLHash is the index's name of a canonical link; ok is false for a link
+// that is not an http(s) URL, which the index does not hold.
+func URLHash(link string) (hash string, ok bool) {
+	k := urlnorm.Key(link)
+	if !strings.HasPrefix(k, "//") {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:16]), true
+}
+
+func urlShard(hash string) string {
+	return DirURLs + "/" + hash[:2] + "/" + hash[2:4] + ".tsv"
+}
+
+// URLIndex looks links up in the store's URL index and queues additions
+// to it. It reads a shard for each lookup and keeps only what this process
+// added, so its memory does not grow with the store. It is not safe for
+// concurrent use.
+type URLIndex struct {
+	s       *Store
+	added   map[string][]EntryRef // by hash: first, then aliases, added here
+	pending map[string][]byte     // by shard key: lines not yet written
+}
+
+// URLs returns the store's URL index.
+func (s *Store) URLs() *URLIndex {
+	return &URLIndex{s: s, added: map[string][]EntryRef{}, pending: map[string][]byte{}}
+}
+
+// URLOwners is what the index knows of one link: the entry stored first
+// with it, and the entries recorded as its aliases.
+type URLOwners struct {
+	First   EntryRef
+	Aliases []EntryRef
+}
+
+// Known reports whether the link has a first entry.
+func (o URLOwners) Known() bool { return o.First.FeedID != "" }
+
+// Has reports whether ref is the link's first entry or one of its aliases.
+func (o URLOwners) Has(ref EntryRef) bool {
+	if o.First == ref {
+		return true
+	}
+	for _, a := range o.Aliases {
+		if a == ref {
+			return true
+		}
+	}
+	return false
+}
+
+// Lookup returns what the index, and what this process added, hold for a
+// URL hash.
+func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
+	var o URLOwners
+	add := func(r EntryRef) {
+		if !o.Known() {
+			o.First = r
+		} else if !o.Has(r) {
+			o.Aliases = append(o.Aliases, r)
+		}
+	}
+	b, err := os.ReadFile(x.s.Path(urlShard(hash)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return o, fmt.Errorf("storage: %w", err)
+	}
+	prefix := []byte(hash + "\t")
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break // a torn last line
+		}
+		line := b[:i]
+		b = b[i+1:]
+		if !bytes.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Split(string(line[len(prefix):]), "\t")
+		if len(f) == 2 && f[0] != "" && f[1] != "" {
+			add(EntryRef{FeedID: f[0], EntryUID: f[1]})
+		}
+	}
+	for _, r := range x.added[hash] {
+		add(r)
+	}
+	return o, nil
+}
+
+// Add queues ref as the link's first entry when it has none, or as an
+// alias when alias is set, unless the index already holds it. Flush
+// writes what was queued.
+func (x *URLIndex) Add(hash string, ref EntryRef, alias bool) error {
+	if !clean(ref.FeedID) || !clean(ref.EntryUID) {
+		return nil
+	}
+	o, err := x.Lookup(hash)
+	if err != nil || o.Has(ref) || (o.Known() && !alias) || (!o.Known() && alias) {
+		return err
+	}
+	x.added[hash] = append(x.added[hash], ref)
+	key := urlShard(hash)
+	x.pending[key] = append(x.pending[key], hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	return nil
+}
+
+// Flush appends the queued lines, not synced: the caller syncs the store
+// (feed-store's commit does). The caller holds the store lock.
+func (x *URLIndex) Flush() error {
+	for key, data := range x.pending {
+		if _, err := x.s.AppendLines(key, data, Lazy); err != nil {
+			return err
+		}
+		delete(x.pending, key)
+	}
+	return nil
+}
+
+// URLCheckpoint is how far into entries/ and aliases/ the URL index is
+// complete.
+type URLCheckpoint struct {
+	File          string `json:"file"` // in entries/
+	Offset        int64  `json:"offset"`
+	AliasesFile   string `json:"aliases_file"`
+	AliasesOffset int64  `json:"aliases_offset"`
+}
+
+// CatchUpURLs adds to the URL index the entries and aliases stored past its
+// checkpoint (those a crash kept from being indexed), and moves the
+// checkpoint to the end. A store without a URL checkpoint (made before the
+// URL index existed) starts it at the end of entries/ and aliases/: older
+// entries are not in the index. The caller holds the store lock.
+func (s *Store) CatchUpURLs() error {
+	cp, exists, err := s.urlCheckpoint()
+	if err != nil {
+		return err
+	}
+	x := s.URLs()
+	end := cp
+	entries, err := s.DayFiles(DirEntries)
+	if err != nil {
+		return err
+	}
+	for _, file := range entries {
+		if file < cp.File {
+			continue
+		}
+		from := int64(0)
+		if file == cp.File {
+			from = cp.Offset
+		}
+		off, err := s.logEnd(file, from, exists, func(l ndjson.Line) error {
+			var e ndjson.Entry
+			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
+				return nil
+			}
+			if h, ok := URLHash(e.CanonicalLink); ok {
+				return x.Add(h, EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}, false)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		end.File, end.Offset = file, off
+	}
+	aliases, err := s.DayFiles(DirAliases)
+	if err != nil {
+		return err
+	}
+	for _, file := range aliases {
+		if file < cp.AliasesFile {
+			continue
+		}
+		from := int64(0)
+		if file == cp.AliasesFile {
+			from = cp.AliasesOffset
+		}
+		off, err := s.logEnd(file, from, exists, func(l ndjson.Line) error {
+			var a ndjson.Alias
+			if l.Type != ndjson.TypeAlias || l.Decode(&a) != nil {
+				return nil
+			}
+			if h, ok := URLHash(a.CanonicalLink); ok {
+				if err := x.Add(h, a.AliasOf, false); err != nil {
+					return err
+				}
+				return x.Add(h, EntryRef{FeedID: a.FeedID, EntryUID: a.EntryUID}, true)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		end.AliasesFile, end.AliasesOffset = file, off
+	}
+	if exists && end == cp {
+		return nil
+	}
+	if err := x.Flush(); err != nil {
+		return err
+	}
+	if len(x.added) > 0 {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+	}
+	return s.setURLCheckpoint(end)
+}
+
+// logEnd reads a log from an offset with fn, or, when read is false, only
+// finds where its complete lines end.
+func (s *Store) logEnd(key string, from int64, read bool, fn func(ndjson.Line) error) (int64, error) {
+	if !read {
+		fn = func(ndjson.Line) error { return nil }
+	}
+	end, _, err := s.ReadLog(key, from, fn)
+	return end, err
+}
+
+// SaveURLCheckpoint records that the URL index covers entries/ and
+// aliases/ as far as they go now: feed-store calls it at the end of a run,
+// once what it indexed is synced. The caller holds the store lock.
+func (s *Store) SaveURLCheckpoint() error {
+	var cp URLCheckpoint
+	for _, log := range []struct {
+		dir  string
+		file *string
+		off  *int64
+	}{{DirEntries, &cp.File, &cp.Offset}, {DirAliases, &cp.AliasesFile, &cp.AliasesOffset}} {
+		files, err := s.DayFiles(log.dir)
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			continue
+		}
+		last := files[len(files)-1]
+		end, err := completeEnd(s.Path(last))
+		if err != nil {
+			return err
+		}
+		*log.file, *log.off = last, end
+	}
+	return s.setURLCheckpoint(cp)
+}
+
+// completeEnd is where the last complete line of a log ends: its size,
+// unless it ends in a torn line.
+func completeEnd(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0, err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	if last[0] == '\n' {
+		return st.Size(), nil
+	}
+	return cutTornTail(f, path) // nothing else appends: the caller holds the lock
+}
+
+func (s *Store) urlCheckpoint() (cp URLCheckpoint, exists bool, err error) {
+	b, err := os.ReadFile(s.Path(urlsCheckpointKey))
+	if errors.Is(err, os.ErrNotExist) {
+		return cp, false, nil
+	}
+	if err != nil {
+		return cp, false, fmt.Errorf("storage: %w", err)
+	}
+	if json.Unmarshal(b, &cp) != nil {
+		return URLCheckpoint{}, true, nil // unreadable: catch up from the start
+	}
+	return cp, true, nil
+}
+
+func (s *Store) setURLCheckpoint(cp URLCheckpoint) error {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return s.WriteFileAtomic(urlsCheckpointKey, append(b, '\n'))
+}
+
+// AppendAliases appends alias records to aliases/ by the day of at, not
+// synced (the caller's commit syncs the store). The caller holds the store
+// lock.
+func (s *Store) AppendAliases(key string, aliases []ndjson.Alias) error {
+	if len(aliases) == 0 {
+		return nil
+	}
+	data, err := encodeLines(aliases)
+	if err != nil {
+		return err
+	}
+	_, err = s.AppendLines(key, data, Lazy)
+	return err
+}
