@@ -29,8 +29,8 @@ func app() *cli.App {
 		Description: `Reads "fetch" records, loads each payload from the raw store and writes the
 feed's "entry" records followed by the fetch record, now with its "parse"
 section. A first or stale fetch keeps only its item_limit most recent entries.
-Fetches with nothing to parse (304, errors, websites) and records of other
-types pass through unchanged. A payload that is not a feed gets a parse error
+Fetches with nothing to parse (304, errors, websites, the pages feed-scrape
+fetched) and records of other types pass through unchanged. A payload that is not a feed gets a parse error
 in its fetch record; the run goes on and exits 1. Payloads are parsed
 --workers at a time; the output keeps the order of the input.
 

@@ -47,8 +47,8 @@ func (cfg *Config) defaults() {
 
 // Run reads fetch records, and for each one whose payload is a feed, writes
 // its entries followed by the record with its parse section. Records of
-// other types, and fetches with nothing to parse (304s, errors, websites),
-// pass through unchanged. A payload that is not a feed gets a parse error
+// other types, and fetches with nothing to parse (304s, errors, websites,
+// pages feed-scrape fetched), pass through unchanged. A payload that is not a feed gets a parse error
 // in its record and makes Run return an error matching pipe.ErrFailed at
 // the end.
 //
