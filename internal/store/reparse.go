@@ -1,8 +1,18 @@
 package store
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/dedup"
+	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -52,4 +62,195 @@ func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry
 		}
 	}
 	return ready, seenAt
+}
+
+// ReparseConfig is what feed-store reparse re-parses.
+type ReparseConfig struct {
+	Store *storage.Store
+	Out   *ndjson.Writer // the events of the versions stored
+	Log   *slog.Logger
+	Now   func() time.Time // default time.Now
+	// Since is the first day of fetches/ re-parsed.
+	Since time.Time
+	// Parser parses the payloads again; nil means parse.DefaultParser.
+	Parser  *parse.Parser
+	NoWait  bool
+	Summary *ReparseSummary
+}
+
+// ReparseSummary counts what a re-parse found.
+type ReparseSummary struct {
+	Fetches   int // fetch records read
+	Entries   int // entries the payloads hold now (the newest of each)
+	Unchanged int // entries parsed as they are stored
+	Updated   int // new versions stored
+	New       int // entries never stored before (a payload that failed to parse, say)
+	Renamed   int // entries whose id the parser now makes differently: not stored again
+	Store     Summary
+}
+
+// Reparse parses the payloads of the fetch records of fetches/ since
+// cfg.Since again, through the code of feed-parse and feed-dedup, and
+// stores what a parser change made of them. Of each entry only its newest
+// parse counts (the last fetch that held it): an entry that parses as it
+// is stored now is not touched; one that parses differently is stored as
+// a new version in place of the stored one and announced as updated_entry.
+// An entry whose id changed (its item sits in the payload where a stored
+// entry's did) is not stored again under its new id: the next fetch of
+// the feed brings it, once. Versions made now were seen now.
+func Reparse(ctx context.Context, cfg ReparseConfig) error {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Parser == nil {
+		cfg.Parser = parse.DefaultParser
+	}
+	if cfg.Summary == nil {
+		cfg.Summary = &ReparseSummary{}
+	}
+	sum := cfg.Summary
+	st := cfg.Store
+	since := storage.DirFetches + "/" + storage.Day(cfg.Since)
+	files, err := st.DayFiles(storage.DirFetches)
+	if err != nil {
+		return err
+	}
+	var fetches bytes.Buffer
+	for _, f := range files {
+		if f < since {
+			continue
+		}
+		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
+			if l.Type == ndjson.TypeFetch {
+				sum.Fetches++
+				fetches.Write(l.Raw)
+				fetches.WriteByte('\n')
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+
+	var parsed bytes.Buffer
+	err = parse.Run(ctx, parse.Config{In: &fetches, Out: ndjson.NewWriter(&parsed), Log: cfg.Log, Store: st, Parser: cfg.Parser})
+	if err != nil && !errors.Is(err, pipe.ErrFailed) { // a payload that fails is reported and skipped
+		return err
+	}
+	changed, err := reparsed(cfg, &parsed)
+	if err != nil {
+		return err
+	}
+	var deduped bytes.Buffer
+	if err := dedup.Run(ctx, dedup.Config{In: changed, Out: ndjson.NewWriter(&deduped), Log: cfg.Log, Store: st}); err != nil {
+		return err
+	}
+	err = Run(ctx, Config{In: &deduped, Out: cfg.Out, Log: cfg.Log, Store: st, Now: cfg.Now, NoWait: cfg.NoWait, Summary: &sum.Store})
+	sum.Updated, sum.New = sum.Store.Updated, sum.Store.New
+	cfg.Log.Info("reparsed", "fetches", sum.Fetches, "entries", sum.Entries, "unchanged", sum.Unchanged,
+		"updated", sum.Updated, "new", sum.New, "renamed", sum.Renamed)
+	return err
+}
+
+// reparsed keeps, of feed-parse's output, the newest parse of each entry
+// that differs from the entry's stored latest version.
+func reparsed(cfg ReparseConfig, parsed io.Reader) (io.Reader, error) {
+	type key struct{ feed, uid string }
+	var order []key
+	newest := map[key][]byte{}
+	entries := map[key]*ndjson.Entry{}
+	refs := map[key][]ndjson.RawRef{} // where each parse of it came from
+	rd := ndjson.NewReader(parsed)
+	for {
+		l, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if l.Type != ndjson.TypeEntry {
+			continue
+		}
+		var e ndjson.Entry
+		if l.Decode(&e) != nil || e.Check() != nil {
+			continue
+		}
+		k := key{e.FeedID, e.EntryUID}
+		if _, ok := newest[k]; !ok {
+			order = append(order, k)
+		}
+		newest[k] = bytes.Clone(l.Raw)
+		entries[k] = &e
+		refs[k] = append(refs[k], e.RawRef)
+	}
+	sum := cfg.Summary
+	sum.Entries = len(order)
+	st := cfg.Store
+	indexes := map[string]*storage.FeedIndex{}
+	var stored map[ndjson.RawRef]bool // raw refs of the entries stored since
+	var out bytes.Buffer
+	for _, k := range order {
+		idx, ok := indexes[k.feed]
+		if !ok {
+			var err error
+			if idx, err = st.SeenEntries(k.feed); err != nil {
+				return nil, err
+			}
+			indexes[k.feed] = idx
+		}
+		e := entries[k]
+		latest, known := idx.Latest(k.uid)
+		switch {
+		case known && latest.Hash == e.ContentHash:
+			sum.Unchanged++
+			continue
+		case !known:
+			if stored == nil {
+				var err error
+				if stored, err = storedRawRefs(st, cfg.Since); err != nil {
+					return nil, err
+				}
+			}
+			if slices.ContainsFunc(refs[k], func(r ndjson.RawRef) bool { return stored[r] }) {
+				sum.Renamed++
+				cfg.Log.Debug("entry id changed: not stored again", "feed_id", k.feed, "entry_uid", k.uid, "fetch_id", e.RawRef.FetchID)
+				continue
+			}
+		}
+		out.Write(newest[k])
+		out.WriteByte('\n')
+	}
+	return &out, nil
+}
+
+// storedRawRefs is where in their payloads the entries stored since a day
+// came from.
+func storedRawRefs(st *storage.Store, since time.Time) (map[ndjson.RawRef]bool, error) {
+	refs := map[ndjson.RawRef]bool{}
+	first := storage.DirEntries + "/" + storage.Day(since)
+	files, err := st.DayFiles(storage.DirEntries)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if f < first {
+			continue
+		}
+		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
+			var e struct {
+				RawRef ndjson.RawRef `json:"raw_ref"`
+			}
+			if l.Type == ndjson.TypeEntry && l.Decode(&e) == nil && e.RawRef.FetchID != "" {
+				refs[e.RawRef] = true
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
 }
