@@ -213,8 +213,9 @@ func TestRawRef(t *testing.T) {
 	}
 }
 
-// checkSpans checks the raw_ref of every entry: the span decodes to the
-// item's element, which yields the same entry when parsed alone.
+// checkSpans checks the raw_ref of every entry: the span lies in the
+// body and decodes to a whole item or entry element (for JSON Feed, an
+// object with the entry's id).
 func checkSpans(t *testing.T, body []byte, feed *Feed, cs string) {
 	t.Helper()
 	for i, e := range feed.Entries {
