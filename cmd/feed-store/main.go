@@ -31,6 +31,7 @@ time: a second one waits for the first (or, with --no-wait, exits).`,
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
 			&cli.StringFlag{Name: "metrics-file", Usage: "write the store's figures here in the Prometheus text format after each run (node_exporter's textfile collector)", EnvVars: []string{"FEEDPIPE_METRICS_FILE"}},
 		}, cmdkit.CommonFlags()...),
+		Commands: maintenance(),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {

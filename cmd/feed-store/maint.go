@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/urlnorm"
+)
+
+// maintenance are feed-store's subcommands: work on the store itself, run
+// by hand or from cron, not in the pipeline.
+func maintenance() []*cli.Command {
+	return []*cli.Command{pruneCommand(), reparseCommand()}
+}
+
+func pruneCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "prune",
+		Usage: "delete old raw payloads, and, when asked, old metadata and entries",
+		UsageText: `feed-store prune --raw-keep 30d --raw-keep-per-feed 5
+   feed-store prune --raw-keep 30d --articles-keep 365d --metadata-keep 90d --dry-run`,
+		Description: `Deletes what the flags allow and nothing else; with no flag, nothing goes.
+Ages are Go durations (36h) or days and weeks (30d, 2w).
+
+A raw payload goes when it was last fetched more than --raw-keep ago and is
+not among the --raw-keep-per-feed newest payloads of a feed that fetched
+it, and no stored entry comes from it (its raw_ref), unless
+--even-referenced. --articles-keep deletes the day files of entries/
+(and with them their versions), --metadata-keep those of events/ and the
+fetch records of fetches/ no stored entry points at: the TTLs of seed 004.
+Nothing of the current UTC day goes, nor anything a crash recovery would
+still read. The key of each file deleted (--dry-run: to delete) goes to
+stdout; a summary line to stderr. It takes the store's lock, as feed-store
+does.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "raw-keep", Usage: "keep raw payloads fetched within this age (e.g. 30d)"},
+			&cli.IntFlag{Name: "raw-keep-per-feed", Usage: "keep the newest N raw payloads of each feed, whatever their age"},
+			&cli.BoolFlag{Name: "even-referenced", Usage: "delete raw payloads that stored entries come from too"},
+			&cli.StringFlag{Name: "articles-keep", Usage: "keep entries/ day files within this age (default: forever)"},
+			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/ and fetches/ day files within this age (default: forever)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "list what would go, delete nothing"},
+			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
+		},
+		Action: func(c *cli.Context) error {
+			cfg := store.PruneConfig{RawKeepPerFeed: c.Int("raw-keep-per-feed"), EvenReferenced: c.Bool("even-referenced"),
+				DryRun: c.Bool("dry-run"), NoWait: c.Bool("no-wait"), Out: c.App.Writer}
+			for name, dst := range map[string]*time.Duration{"raw-keep": &cfg.RawKeep, "articles-keep": &cfg.ArticlesKeep, "metadata-keep": &cfg.MetadataKeep} {
+				if !c.IsSet(name) {
+					continue
+				}
+				d, err := store.ParseAge(c.String(name))
+				if err != nil {
+					return cmdkit.Usagef("--%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
+				}
+				*dst = d
+			}
+			if cfg.RawKeepPerFeed < 0 {
+				return cmdkit.Usagef("--raw-keep-per-feed must not be negative")
+			}
+			if cfg.EvenReferenced && cfg.RawKeep == 0 && cfg.RawKeepPerFeed == 0 {
+				return cmdkit.Usagef("--even-referenced goes with --raw-keep or --raw-keep-per-feed")
+			}
+			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
+			if err != nil {
+				return err
+			}
+			cfg.Store, cfg.Log = st, log
+			sum, err := store.Prune(c.Context, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "feed-store prune: %s\n", sum)
+			return nil
+		},
+	}
+}
+
+func reparseCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reparse",
+		Usage:     "parse stored payloads again after a parser change; store what changed as new versions",
+		UsageText: `feed-store reparse --since 2026-11-01 > updates.ndjson`,
+		Description: `Reads the fetch records of fetches/ from the day --since on, parses their
+payloads again with feed-parse's code (and its tracking parameter flags),
+and passes the entries through feed-dedup's and feed-store's code. Of each
+entry the newest parse counts: one that parses as it is stored is left
+alone; one that parses differently is stored as a new version, in place of
+the old one, and announced on stdout as "updated_entry". An entry the
+parser now gives another id (one without an id of its own whose link
+changed) is not stored twice. Payloads pruned away are reported and
+skipped.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "since", Usage: "first day to re-parse, YYYY-MM-DD (UTC)", Required: true},
+			&cli.StringFlag{Name: "tracking-params", Usage: "as feed-parse: more query parameters to remove from entry links", EnvVars: []string{"FEEDPIPE_TRACKING_PARAMS"}},
+			&cli.BoolFlag{Name: "keep-tracking-params", Usage: "as feed-parse: remove no query parameters from entry links", EnvVars: []string{"FEEDPIPE_KEEP_TRACKING_PARAMS"}},
+			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
+		},
+		Action: func(c *cli.Context) error {
+			since, err := time.Parse(time.DateOnly, c.String("since"))
+			if err != nil {
+				return cmdkit.Usagef("--since: %q is not a day such as 2026-11-01", c.String("since"))
+			}
+			p := &parse.Parser{}
+			if !c.Bool("keep-tracking-params") {
+				params := slices.Clone(urlnorm.DefaultTrackingParams)
+				for _, name := range strings.Split(c.String("tracking-params"), ",") {
+					if name = strings.TrimSpace(name); name != "" {
+						params = append(params, name)
+					}
+				}
+				p.Tracking = urlnorm.NewTracking(params)
+			}
+			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
+			if err != nil {
+				return err
+			}
+			var sum store.ReparseSummary
+			err = store.Reparse(c.Context, store.ReparseConfig{Store: st, Out: cmdkit.Output(c.App.Writer), Log: log,
+				Since: since, Parser: p, NoWait: c.Bool("no-wait"), Summary: &sum})
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again\n",
+				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed)
+			return err
+		},
+	}
+}
