@@ -128,13 +128,14 @@ func (l *Ledger) LastCommitted(feedID string) (Committed, bool, error) {
 }
 
 // IsCommitted reports whether feed-store has committed the fetch of a feed
-// made at fetchedAt, or a later one.
+// made at fetchedAt, or a later one (which supersedes it: a feed's state
+// only moves forward). fetchID is not compared: fetched_at says it all.
 func (l *Ledger) IsCommitted(feedID, fetchID string, fetchedAt time.Time) (bool, error) {
 	c, ok, err := l.LastCommitted(feedID)
 	if err != nil || !ok {
 		return false, err
 	}
-	return c.FetchID == fetchID || !c.FetchedAt.Before(fetchedAt), nil
+	return !c.FetchedAt.Before(fetchedAt), nil
 }
 
 // NoteCommitted records a commit in memory only (RecordCommitted writes

@@ -54,6 +54,8 @@ type Summary struct {
 	Updated     int   // new versions of stored entries
 	Known       int   // entries already stored as they are
 	Moved       int   // feeds whose URL was changed after permanent redirects
+	Aliases     int   // entries recorded as aliases of another feed's (crossfeed.go)
+	Replayed    int   // fetch records committed by an earlier run, skipped
 }
 
 // item is one input record, decoded if feed-store consumes it.
@@ -138,7 +140,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
-		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved)
+		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved,
+		"aliases", s.Aliases, "replayed", s.Replayed)
 	return fails.Err("record", "records")
 }
 
@@ -156,6 +159,9 @@ func start(cfg Config) (*committer, func(), error) {
 		return nil, nil, err
 	}
 	announced, err := cfg.Store.Recover(cfg.Now())
+	if err == nil {
+		err = cfg.Store.CatchUpURLs()
+	}
 	if err == nil && len(announced) > 0 {
 		cfg.Log.Warn("announced entries an interrupted run had stored", "entries", len(announced))
 		for i := range announced {
@@ -183,6 +189,7 @@ type committer struct {
 	states    *storage.States
 	intervals map[string]time.Duration      // feed id -> its own polling interval
 	indexes   map[string]*storage.FeedIndex // by feed id
+	idem      *ledgers                      // run ledger, URL index, aliases (crossfeed.go)
 	// Entries stored new, and new versions, since the feed's last fetch
 	// record, by feed id.
 	newByFeed, updatedByFeed map[string]int
@@ -238,6 +245,14 @@ func (c *committer) commit(batch []item) error {
 	for _, it := range batch {
 		switch {
 		case it.entry != nil:
+			if a, skip, err := c.crossFeed(it.entry, now); err != nil {
+				return err
+			} else if a != nil || skip {
+				if a != nil {
+					out = append(out, a)
+				}
+				continue
+			}
 			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey, seen)
 			if err != nil {
 				return err
@@ -245,6 +260,7 @@ func (c *committer) commit(batch []item) error {
 			if ev == nil {
 				continue
 			}
+			c.noteURL(it.entry)
 			line, err := ndjson.Marshal(it.entry)
 			if err != nil {
 				return err
@@ -258,6 +274,8 @@ func (c *committer) commit(batch []item) error {
 		case it.fetch != nil && it.fetch.Page != nil:
 			// A page feed-scrape fetched for a source (in a replay of
 			// fetches/): not a fetch of the source, nothing to record.
+		case it.fetch != nil && c.replayed(it.fetch):
+			// Committed by an earlier run (crossfeed.go): not twice.
 		case it.fetch != nil:
 			c.cfg.Summary.count(it.fetch)
 			c.durations.Observe(float64(it.fetch.DurationMS) / 1000)
@@ -292,10 +310,13 @@ func (c *committer) commit(batch []item) error {
 			}
 		}
 	}
+	if err := c.flushCross(); err != nil {
+		return err
+	}
 	if err := c.states.Put(storage.Lazy, states...); err != nil {
 		return err
 	}
-	if len(entryLines) > 0 || len(states) > 0 {
+	if len(entryLines) > 0 || len(states) > 0 || c.wroteCross() {
 		if err := store.Sync(); err != nil {
 			return err
 		}
@@ -304,6 +325,9 @@ func (c *committer) commit(batch []item) error {
 		if err := store.SetCheckpoint(end); err != nil {
 			return err
 		}
+	}
+	if err := c.afterSync(); err != nil {
+		return err
 	}
 	if err := c.move(moves); err != nil {
 		return err
