@@ -129,8 +129,8 @@ func TestReplayedFetchNotCommittedTwice(t *testing.T) {
 	}
 	in := linkedEntry("A", "a1", "", nil) + fetch("F1", at)
 	for i, tt := range []struct {
-		in               string
-		want             string
+		in              string
+		want            string
 		feeds, replayed int
 	}{
 		{in, "a1:new", 1, 0},
