@@ -102,15 +102,6 @@ func (l *Ledger) LastRun(feedID string) (Run, bool, error) {
 	return r, ok, nil
 }
 
-// NoteRun records a run in memory only (RecordRuns writes it).
-func (l *Ledger) NoteRun(r Run) {
-	if shard, ok := l.fetched[ledgerShard(ledgerFetched, r.FeedID)]; ok {
-		if old, ok := shard[r.FeedID]; !ok || !r.ScheduledAt.Before(old.ScheduledAt) {
-			shard[r.FeedID] = r
-		}
-	}
-}
-
 // LastCommitted returns the last fetch of the feed that feed-store
 // committed.
 func (l *Ledger) LastCommitted(feedID string) (Committed, bool, error) {
