@@ -16,16 +16,24 @@ func main() {
 	cmdkit.Main(&cli.App{
 		Name:      "feed-due",
 		Usage:     "list the subscriptions due for a fetch, as due records",
-		UsageText: "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-dedup | feed-store",
+		UsageText: "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-dedup | feed-store\n   feed-due --explain ID",
 		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
 writes one "due" record (see pkg/ndjson) for each enabled subscription that
 was never fetched or whose next fetch time has passed, most overdue first.
-A first fetch, or one after more than 15 days, carries item_limit 20.`,
+A first fetch, or one after more than 15 days, carries item_limit 20.
+The next fetch time is the scheduler's (docs/scheduler.md): a feed the
+scheduler disabled for errors is still due for its probes, a feed paused
+with feed-sub pause is not, and feed-sub refetch makes one due now.
+--explain ID prints, for people, a feed's scheduler state, the inputs of
+its last decision and the decision in words.
+
+` + cmdkit.SchedEnvHelp(),
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every enabled subscription, due or not"},
 			&cli.StringSliceFlag{Name: "feed", Usage: "only this subscription (feed id, id prefix or URL), due or not; repeatable"},
 			&cli.StringFlag{Name: "now", Usage: "decide as if it were this RFC 3339 time (tests, replays)", EnvVars: []string{"FEEDPIPE_NOW"}},
-		}, cmdkit.CommonFlags()...),
+			&cli.StringFlag{Name: "explain", Usage: "print the scheduler's state and decision for this subscription (feed id, id prefix or URL) in words, and nothing else"},
+		}, append(cmdkit.CommonFlags(), cmdkit.SchedFlags()...)...),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
@@ -37,10 +45,18 @@ A first fetch, or one after more than 15 days, carries item_limit 20.`,
 					return cmdkit.Usagef("--now (or FEEDPIPE_NOW) %q is not an RFC 3339 time such as 2026-11-21T08:00:00Z", s)
 				}
 			}
-			err = due.Run(due.Config{
+			p, err := cmdkit.SchedParams(c)
+			if err != nil {
+				return err
+			}
+			cfg := due.Config{
 				Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"),
-			})
+				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"), Sched: p,
+			}
+			if ref := c.String("explain"); ref != "" {
+				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), storage.ErrNoSuchSubscription)
+			}
+			err = due.Run(cfg)
 			return cmdkit.UsageIf(err, storage.ErrNoSuchSubscription)
 		},
 	})

@@ -21,26 +21,34 @@ func main() {
 goes to entries/YYYY-MM-DD.ndjson (synced), then into the index, and a
 "new_entry" or "updated_entry" event goes to events/YYYY-MM-DD.ndjson and to
 stdout. Each fetch record updates its feed's state: cache validators, last
-fetch and success, consecutive failures and the next fetch time, --interval
-after this one (or the subscription's own interval, or a longer Retry-After).
+fetch and success, consecutive failures, and the scheduler's state and
+decision (docs/scheduler.md): a "decision" record follows on stdout, and a
+"feed_disabled" or "feed_reenabled" event when a feed leaves or re-enters
+service.
 Records of other types pass through. One feed-store writes to a store at a
-time: a second one waits for the first (or, with --no-wait, exits).`,
+time: a second one waits for the first (or, with --no-wait, exits).
+
+` + cmdkit.SchedEnvHelp(),
 		Flags: append([]cli.Flag{
-			&cli.DurationFlag{Name: "interval", Usage: "time between fetches of a feed without an interval of its own", Value: store.DefaultInterval, EnvVars: []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"}},
+			&cli.DurationFlag{Name: "interval", Usage: "poll every feed without an interval of its own at this fixed interval, such as 1h (the policy fixed:1h); default: the scheduler's policy", EnvVars: []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"}},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
 			&cli.StringFlag{Name: "metrics-file", Usage: "write the store's figures here in the Prometheus text format after each run (node_exporter's textfile collector)", EnvVars: []string{"FEEDPIPE_METRICS_FILE"}},
-		}, cmdkit.CommonFlags()...),
+		}, append(cmdkit.CommonFlags(), cmdkit.SchedFlags()...)...),
 		Commands: maintenance(),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
 				return err
 			}
+			p, err := cmdkit.SchedParams(c)
+			if err != nil {
+				return err
+			}
 			var sum store.Summary
 			err = store.Run(c.Context, store.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
+				Sched: p, Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
 			})
 			if path := c.String("summary-file"); path != "" {
 				line := fmt.Sprintf("feeds=%d not_modified=%d same_body=%d errors=%d new=%d updated=%d bytes_saved=%d\n",

@@ -13,12 +13,15 @@ import (
 )
 
 func main() {
+	sc := schedCommands()
 	cmdkit.Main(&cli.App{
 		Name:  "feed-sub",
 		Usage: "add, remove, list, import and export subscriptions",
 		UsageText: `feed-sub add https://example.org/feed.xml --label news
    feed-sub import my-subscriptions.opml
    feed-sub ls
+   feed-sub refetch 1b4e28ba
+   feed-sub set 1b4e28ba --interval 30m
    feed-sub export > backup.opml`,
 		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
 record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
@@ -40,7 +43,8 @@ flags, or both.`,
 					&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
 					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
 					&cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"},
-					&cli.DurationFlag{Name: "interval", Usage: "time between fetches, 5m to 24h", DefaultText: "feed-store's --interval"},
+					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
+					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
 					&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
 					&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable)`},
 					&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
@@ -62,7 +66,7 @@ flags, or both.`,
 					}
 					_, _, err = sub.Add(cfg, sub.Spec{
 						URL: url, Name: c.String("name"), Labels: c.StringSlice("label"),
-						Type: c.String("type"), Interval: c.Duration("interval"),
+						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
 						Scrape: scrape, Fulltext: c.Bool("fulltext"),
 					})
@@ -94,10 +98,10 @@ flags, or both.`,
 			},
 			{
 				Name:      "enable",
-				Usage:     "fetch these subscriptions again",
+				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now)",
 				ArgsUsage: "FEED...",
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), false), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
@@ -108,6 +112,7 @@ flags, or both.`,
 					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
+			sc[0], sc[1], sc[2], sc[3], // refetch, set, pause, resume
 			{
 				Name:  "import",
 				Usage: "subscribe to every feed of an OPML file, a JSON feed list or a list of URLs",

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -29,6 +30,9 @@ type Config struct {
 	Now   time.Time // the moment to decide for
 	All   bool      // every enabled subscription, due or not
 	Feeds []string  // these subscriptions (ids, id prefixes or URLs), due or not
+	// Sched are the scheduler's parameters, for the decision on a feed
+	// never fetched (and for Explain).
+	Sched sched.Params
 }
 
 // Run writes a due record for every enabled subscription whose
@@ -88,9 +92,21 @@ func Run(cfg Config) error {
 			d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
 		case len(cfg.Feeds) > 0 || sub.Disabled:
 			continue
+		case pausedByHand(sub, cfg.Now):
+			if cfg.All {
+				d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
+			} else {
+				continue
+			}
+		case st.Sched != nil && st.Sched.Due(cfg.Now) && st.Sched.Reason == sched.ReasonManual:
+			d.Reason, d.ScheduledAt = ndjson.ReasonManual, st.Sched.NextAt
 		case !fetched:
 			d.Reason, d.ScheduledAt = ndjson.ReasonNew, sub.CreatedAt
-		case !cfg.Now.Before(st.NextFetchAt.Time):
+		case st.Sched != nil && st.Sched.Due(cfg.Now):
+			// A feed the scheduler disabled for errors is due too: its
+			// probes are how it comes back.
+			d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.Sched.NextAt
+		case st.Sched == nil && !cfg.Now.Before(st.NextFetchAt.Time):
 			d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.NextFetchAt
 		case cfg.All:
 			d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
@@ -118,6 +134,11 @@ func Run(cfg Config) error {
 	}
 	cfg.Log.Debug("due", "feeds", len(due), "subscriptions", len(subs))
 	return nil
+}
+
+// pausedByHand reports whether feed-sub pause holds the feed at now.
+func pausedByHand(sub ndjson.Subscription, now time.Time) bool {
+	return now.Before(sub.PausedUntil.Time)
 }
 
 func nonNil(s []string) []string {

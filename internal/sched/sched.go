@@ -389,12 +389,20 @@ func (r *run) cron() {
 		return
 	}
 	from := later(r.t0.Add(max(r.floor, r.lo)), r.notBefore).Add(-time.Second)
-	t := from
-	for range 1000 {
-		t = sch.Next(t)
-		if t.IsZero() || r.skip.empty() || r.skip.total() || !r.skip.in(t) {
+	// The first fire time outside the skip windows. The windows repeat
+	// every week, so a search is bounded by eight days of fire times (and
+	// a count, for expressions that fire every minute): an expression
+	// whose fire times all fall in the windows keeps its first one, which
+	// settle then moves out of the window. Unbounded, an @daily inside
+	// skipHours 0 searched 1,000 days on every decision.
+	t := sch.Next(from)
+	first, horizon := t, from.Add(8*24*time.Hour)
+	for n := 0; !t.IsZero() && !r.skip.empty() && !r.skip.total() && r.skip.in(t); n++ {
+		if n >= cronSearchMax || t.After(horizon) {
+			t = first
 			break
 		}
+		t = sch.Next(t)
 	}
 	if t.IsZero() {
 		in.CronError = "no fire time ahead"
@@ -404,6 +412,10 @@ func (r *run) cron() {
 	st.IntervalSec = int(min(max(t.Sub(r.t0), r.lo), r.hi) / time.Second)
 	r.setNext(r.settle(t, 0))
 }
+
+// cronSearchMax bounds how many fire times cron tries to find one outside
+// the skip windows.
+const cronSearchMax = 600
 
 // jitter draws the gap from iv·[1-j, 1+j] cut to [lo, hi], and records how
 // far the draw moved it. Without a random source it is iv cut to [lo, hi].

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -38,6 +39,12 @@ type FeedState struct {
 	MovedCount int    `json:"moved_count"`
 	// Counts add up everything since the feed was first fetched.
 	Counts FeedCounts `json:"counts"`
+	// Sched is the scheduler's state (internal/sched, docs/scheduler.md
+	// §6); nil before the first decision. NextFetchAt and IntervalSec
+	// repeat its next_at and interval_sec.
+	Sched *sched.State `json:"sched,omitempty"`
+	// Decision is the scheduler's last decision, for feed-due --explain.
+	Decision *sched.Decision `json:"decision,omitempty"`
 }
 
 // FeedCounts add up a feed's fetches, for feed-stats and metrics.

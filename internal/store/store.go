@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -26,12 +28,19 @@ const maxBatch = 4096
 
 // Config is everything feed-store touches.
 type Config struct {
-	In       io.Reader
-	Out      *ndjson.Writer
-	Log      *slog.Logger
-	Store    *storage.Store
-	Now      func() time.Time // default time.Now
-	Interval time.Duration    // default DefaultInterval
+	In    io.Reader
+	Out   *ndjson.Writer
+	Log   *slog.Logger
+	Store *storage.Store
+	Now   func() time.Time // default time.Now
+	// Sched are the scheduler's parameters (zero: sched.Defaults, the
+	// adaptive policy); feed-store sets Sched.Scale itself, once per run.
+	Sched sched.Params
+	// Interval, when set, polls every feed without an interval of its own
+	// at this fixed interval: the policy fixed:Interval.
+	Interval time.Duration
+	// Rand draws the scheduler's jitter; nil: seeded from the clock.
+	Rand *rand.Rand
 	// NoWait makes Run fail at once, instead of waiting, when another
 	// feed-store holds the store's writer lock.
 	NoWait bool
@@ -74,9 +83,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
+	cfg = schedDefaults(cfg)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -187,7 +194,7 @@ type committer struct {
 	subs      []ndjson.Subscription
 	durations *stats.Histogram // fetch_duration_seconds, across runs
 	states    *storage.States
-	intervals map[string]time.Duration      // feed id -> its own polling interval
+	sch       *scheduling                   // the scheduler's part (schedule.go)
 	indexes   map[string]*storage.FeedIndex // by feed id
 	idem      *ledgers                      // run ledger, URL index, aliases (crossfeed.go)
 	// Entries stored new, and new versions, since the feed's last fetch
@@ -208,14 +215,10 @@ func newCommitter(cfg Config) (*committer, error) {
 	if err != nil {
 		return nil, err
 	}
-	intervals := map[string]time.Duration{}
-	for _, s := range subs {
-		if s.IntervalSec > 0 {
-			intervals[s.FeedID] = time.Duration(s.IntervalSec) * time.Second
-		}
-	}
-	return &committer{cfg: cfg, subs: subs, durations: stats.LoadHistogram(cfg.Store), states: states, intervals: intervals,
-		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}}, nil
+	c := &committer{cfg: cfg, subs: subs, durations: stats.LoadHistogram(cfg.Store), states: states,
+		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}}
+	c.startScheduling()
+	return c, nil
 }
 
 func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
@@ -279,11 +282,16 @@ func (c *committer) commit(batch []item) error {
 		case it.fetch != nil:
 			c.cfg.Summary.count(it.fetch)
 			c.durations.Observe(float64(it.fetch.DurationMS) / 1000)
-			if st, ok := c.nextState(it.fetch); ok {
+			st, recs, ok, err := c.nextState(it.fetch)
+			if err != nil {
+				return err
+			}
+			if ok {
 				states = append(states, st)
 				if it.fetch.NewURL != "" {
 					moves = append(moves, it.fetch)
 				}
+				out = append(out, recs...)
 			}
 		default:
 			out = append(out, it.raw)
@@ -309,6 +317,9 @@ func (c *committer) commit(batch []item) error {
 				return err
 			}
 		}
+	}
+	if err := c.appendFeedEvents(now, out); err != nil {
+		return err
 	}
 	if err := c.flushCross(); err != nil {
 		return err
@@ -376,6 +387,7 @@ func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string,
 	} else {
 		s.New++
 		c.newByFeed[e.FeedID]++
+		c.sch.published(e)
 	}
 	e.LastSeen = ndjson.At(at)
 	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
@@ -386,14 +398,16 @@ func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string,
 }
 
 // nextState is the feed's state after the fetch f: its cache validators,
-// its counters and, at a fixed interval, when it is due again. State only
-// moves forward: a fetch no later than the last one recorded (a replay of
-// stored fetch records) changes nothing, and ok is false.
-func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
+// its counters and the scheduler's decision on when it is due again, with
+// the records that announce it (schedule). State only moves forward: a
+// fetch no later than the last one recorded (a replay of stored fetch
+// records) changes nothing, and ok is false.
+func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any, ok bool, err error) {
 	feedID := f.Due.FeedID
 	st, known := c.states.ByFeed[feedID]
 	if feedID == "" || known && !f.FetchedAt.After(st.LastFetchAt.Time) {
-		return st, false
+		c.sch.forget(feedID)
+		return st, nil, false, nil
 	}
 	st.FeedID = feedID
 	st.LastFetchAt = f.FetchedAt
@@ -429,19 +443,11 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, ok bool) {
 	}
 	st.NewEntriesLastFetch = c.newByFeed[feedID]
 	delete(c.newByFeed, feedID)
-
-	interval, ok := c.intervals[feedID]
-	if !ok {
-		interval = c.cfg.Interval
+	if recs, err = c.schedule(&st, f); err != nil {
+		return st, nil, false, err
 	}
-	st.IntervalSec = int(interval / time.Second)
-	next := f.FetchedAt.Add(interval)
-	if retry := f.FetchedAt.Add(time.Duration(f.RetryAfterSec) * time.Second); retry.After(next) {
-		next = retry
-	}
-	st.NextFetchAt = ndjson.At(next)
 	c.states.ByFeed[feedID] = st // later fetches in this batch build on it
-	return st, true
+	return st, recs, true, nil
 }
 
 // finish keeps the run's figures: the duration histogram, and the metrics
@@ -463,6 +469,9 @@ func finish(cfg Config, c *committer) error {
 	}
 	if cfg.Summary.Feeds > 0 {
 		if err := stats.SaveHistogram(cfg.Store, c.durations); err != nil {
+			return err
+		}
+		if err := c.saveBudget(cfg.Summary.Feeds); err != nil {
 			return err
 		}
 	}

@@ -11,11 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// hourly is the scheduler of the tests that are not about it: every hour,
+// no jitter. schedule_test.go tests the default, adaptive policy.
+var hourly = sched.Params{Policy: sched.Policy{Kind: sched.PolicyFixed, Every: time.Hour}, Jitter: -1}
 
 func entry(feed, uid, hash, title string) string {
 	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: hash, Title: title,
@@ -45,7 +50,7 @@ func run(t *testing.T, st *storage.Store, at time.Time, input string) runOut {
 	var out bytes.Buffer
 	var sum Summary
 	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Now: func() time.Time { return at }, Summary: &sum})
+		Now: func() time.Time { return at }, Summary: &sum, Sched: hourly})
 	r := runOut{sum: sum, err: err}
 	rd := ndjson.NewReader(&out)
 	for {
@@ -86,7 +91,7 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 	for _, l := range first.lines {
 		types = append(types, l.Type)
 	}
-	if strings.Join(types, ",") != "new_entry,new_entry,note" {
+	if strings.Join(types, ",") != "new_entry,new_entry,note,decision" {
 		t.Fatalf("output %v", types)
 	}
 	var ev ndjson.Event

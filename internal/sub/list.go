@@ -57,16 +57,18 @@ func List(cfg Config, o ListOptions) error {
 	for _, s := range subs {
 		st, fetched := states.ByFeed[s.FeedID]
 		status, last, next := "enabled", "never", "now"
-		switch {
-		case s.Disabled:
+		if s.Disabled {
 			status, next = "disabled", "-"
-		case fetched && st.ConsecutiveFailures > 0:
-			status = fmt.Sprintf("failing (%d): %s", st.ConsecutiveFailures, errorCode(st.LastError))
+		} else {
+			status = schedStatus(s, st, now)
 		}
 		if fetched && !st.LastFetchAt.IsZero() {
 			last = ago(now, st.LastFetchAt.Time)
-			if !s.Disabled {
-				next = until(now, st.NextFetchAt.Time)
+		}
+		if fetched && !s.Disabled && (!st.LastFetchAt.IsZero() || st.Sched != nil) {
+			next = until(now, st.NextFetchAt.Time)
+			if st.Sched != nil && st.Sched.NextAt.IsZero() {
+				next = "-"
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -89,16 +90,14 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	if !slices.Contains(sourceTypes, typ) {
 		return ndjson.Subscription{}, fmt.Errorf("%w: type %q is not one of %s", ErrInvalid, spec.Type, strings.Join(sourceTypes, ", "))
 	}
-	interval := spec.Interval
-	switch {
-	case interval < 0:
-		return ndjson.Subscription{}, fmt.Errorf("%w: interval %s is negative", ErrInvalid, interval)
-	case interval > 0 && interval < MinInterval:
-		note(fmt.Sprintf("interval %s raised to the minimum, %s", interval, MinInterval))
-		interval = MinInterval
-	case interval > MaxInterval:
-		note(fmt.Sprintf("interval %s lowered to the maximum, %s", interval, MaxInterval))
-		interval = MaxInterval
+	interval, err := clampInterval(spec.Interval, note)
+	if err != nil {
+		return ndjson.Subscription{}, err
+	}
+	if c := strings.TrimSpace(spec.Cron); c != "" {
+		if _, err := sched.ParseCron(c); err != nil {
+			return ndjson.Subscription{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
 	}
 	access, err := spec.access()
 	if err != nil {

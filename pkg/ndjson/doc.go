@@ -37,7 +37,8 @@
 //	            record with "scrape"; entries of full-text feeds completed
 //	feed-dedup: entry with "status", fetch with "dedup"
 //	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
-//	            the stored entry goes to entries/YYYY-MM-DD.ndjson
+//	            the stored entry goes to entries/YYYY-MM-DD.ndjson;
+//	            decision for each fetch; feed_disabled, feed_reenabled
 //
 // Within one feed the entry records come before the fetch record that
 // closes the group.
@@ -54,10 +55,11 @@
 //	labels        [string] user labels (OPML folders become labels)
 //	source_type   string  rss, atom, json, website, or auto (detect from
 //	                      the content; "" means auto)
-//	interval_sec  int     seconds between fetches; 0 means the default
-//	                      (feed-store --interval)
-//	cron          string  a cron expression from an imported feed list;
-//	                      kept for the scheduler, "" if none
+//	interval_sec  int     a fixed polling interval in seconds, clamped to
+//	                      [300, 86400]; 0 means the scheduler's policy
+//	cron          string  a cron expression (five fields or @hourly,
+//	                      @every 2h, ...; UTC): the feed is fetched at its
+//	                      fire times; wins over interval_sec; "" if none
 //	disabled      bool    true: feed-due skips it (feed-sub disable)
 //	created_at    time    when it was added
 //	fulltext      bool    feed-scrape fetches each new entry's page for
@@ -73,6 +75,12 @@
 //	                      authentication; null if none. Listings (feed-sub
 //	                      ls --json) and fetch records show the password as
 //	                      "(redacted)"
+//	min_interval_sec int  the shortest interval the scheduler may choose
+//	                      for this feed; 0 means the global one; it can
+//	                      narrow the global clamps, never widen them
+//	max_interval_sec int  the longest; 0 means the global one
+//	paused_until  time    no fetch before this time (feed-sub pause); null
+//	                      when not paused
 //
 // # due (feed-due)
 //
@@ -85,7 +93,9 @@
 //	                      fetched, or now when forced; stable across
 //	                      replays of the same due record
 //	reason        string  new (never fetched), scheduled (its time has
-//	                      come) or forced (--all, --feed)
+//	                      come, also the probe of a feed disabled for
+//	                      errors), manual (feed-sub refetch) or forced
+//	                      (--all, --feed)
 //	validators    object  {etag, last_modified}: the cache validators of
 //	                      the last response that carried them, sent as
 //	                      If-None-Match and If-Modified-Since; "" if none
@@ -335,6 +345,96 @@
 //	recorded_at time    when the alias was recorded
 //	stored_in  string   the aliases file holding this record, such as
 //	                    "aliases/2026-11-21.ndjson"
+//
+// # decision (feed-store)
+//
+// The scheduler's decision for one feed, written after each fetch record
+// feed-store stores (docs/scheduler.md §7), and logged with the same
+// fields. It is data for people and tools (feed-due --explain prints the
+// stored one in words); nothing in the pipeline reads it.
+//
+//	feed_id          string  the feed
+//	fetch_id         string  the fetch the decision follows
+//	decision         string  fetch_now, defer, backoff or pause
+//	reason           string  new_feed, retry_after, http_error, parse_error,
+//	                         budget_exceeded, ewma_stable, manual (seed
+//	                         002 §7), or new_entries, not_modified,
+//	                         no_new_entries, posting_rate, fixed, cron,
+//	                         paused, disabled
+//	at               time    when it was decided
+//	next_at          time    when the feed is due next; null: never
+//	                         (disabled and not probed)
+//	until            time    the end of a backoff or pause; null otherwise
+//	state            string  healthy, cooling_down, backoff, paused or
+//	                         disabled: the feed's state after the decision
+//	event            string  feed_disabled, feed_reenabled, circuit_open,
+//	                         or "" for none
+//	disabled_reason  string  why the feed is disabled; "" when it is not
+//	inputs           object  what the decision used; durations in seconds,
+//	                         0 / "" / false / [] when it did not apply:
+//	    policy               string  adaptive, seed or fixed:DURATION
+//	    override             string  the feed's override that applied, such
+//	                                 as "interval 1h", "cron 0 * * * *",
+//	                                 "min 10m", "paused"
+//	    outcome              string  fetch, manual or new
+//	    http_status          int     the fetch's status; 0 without response
+//	    not_modified         bool    a 304 answer
+//	    error_class          string  the fetch's error class
+//	    error_code           string  the fetch's error code
+//	    new_entries          int     entries stored new from the fetch
+//	    items                int     items in the feed document
+//	    interval_before_sec  int     the interval before the decision
+//	    interval_after_sec   int     the interval after it (before jitter
+//	                                 and skip windows)
+//	    min_sec, max_sec     int     the clamps in force
+//	    ewma_secs            number  EWMA of the gaps between publication
+//	                                 times; 0 without two
+//	    rate_per_day         number  adaptive: the estimated posting rate
+//	    scale                number  adaptive: the global scale s
+//	    base_sec             int     adaptive: s/sqrt(rate_per_day)
+//	    profile_factor       number  adaptive: how much the hour-of-week
+//	                                 profile stretched (>1) or shortened
+//	                                 (<1) the interval
+//	    window_cap_sec       int     adaptive: the cap that keeps items
+//	                                 from leaving the feed's window unseen,
+//	                                 when it bound
+//	    cron_next_at         string  cron: the fire time chosen
+//	    cron_error           string  cron: why the expression was not used
+//	    ttl_sec              int     the feed's RSS ttl (capped at max_sec)
+//	    max_age_sec          int     the response's Cache-Control max-age or
+//	                                 Expires (capped at max_sec)
+//	    floor_sec            int     the floor they set: no fetch sooner
+//	    retry_after_secs     int     Retry-After honoured
+//	    skip_hours           [int]   the feed's skipHours (GMT)
+//	    skip_days            [string] the feed's skipDays
+//	    skip_moved_from      time    where a skip window moved next_at from
+//	    skip_ignored         bool    the skip windows cover every hour and
+//	                                 were ignored
+//	    backoff_step         int     the backoff step
+//	    backoff_sec          int     the backoff delay
+//	    jitter_sec           int     the jitter added (may be negative)
+//	    consecutive_failures int     failed fetches in a row
+//	    error_budget         number  tokens left of the error budget
+//	    error_budget_size    number  its size
+//	    probe                bool    the next fetch probes a disabled feed
+//
+// # feed_disabled and feed_reenabled (feed-store)
+//
+// A feed left service (feed_disabled: a permanent error such as 404 or
+// 410, or too many failures in a row) or came back (feed_reenabled: a
+// probe of a feed disabled for errors answered). Also written to
+// events/YYYY-MM-DD.ndjson. feed-sub ls shows a disabled feed and why;
+// feed-sub enable puts it back in service.
+//
+//	feed_id          string  the feed
+//	fetch_id         string  the fetch that disabled or re-enabled it
+//	url              string  the feed's URL
+//	at               time    when it happened
+//	disabled_reason  string  why it was disabled; "" for feed_reenabled
+//	error            object  the fetch's error {class, code, message}
+//	                         (see fetch); null for feed_reenabled
+//	next_at          time    the next fetch (a probe of a disabled feed);
+//	                         null when it is not probed
 //
 // # scrape configuration
 //

@@ -69,6 +69,11 @@ type Subscription struct {
 	Fulltext    bool            `json:"fulltext"`
 	Scrape      json.RawMessage `json:"scrape"`
 	Access
+	// Scheduler overrides (feed-sub set): clamps of this feed's interval,
+	// narrower than the global ones, and a pause.
+	MinIntervalSec int  `json:"min_interval_sec"`
+	MaxIntervalSec int  `json:"max_interval_sec"`
+	PausedUntil    Time `json:"paused_until"`
 }
 
 // Access is how a feed is to be requested: its own User-Agent, extra
@@ -125,6 +130,7 @@ const (
 	ReasonNew       = "new"       // never fetched
 	ReasonScheduled = "scheduled" // its next_fetch_at has passed
 	ReasonForced    = "forced"    // asked for by --all or --feed
+	ReasonManual    = "manual"    // a nudge: feed-sub refetch
 )
 
 // Redirect is one hop of a redirect chain: the URL that answered with a

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/sub"
+)
+
+// schedCommands are the commands that talk to the scheduler: refetch,
+// set, pause and resume.
+func schedCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:      "refetch",
+			Usage:     "make feeds due now (a manual nudge; a running Retry-After still holds)",
+			ArgsUsage: "FEED...",
+			Description: `Asks the scheduler for a fetch now (reason manual): the next feed-due lists
+the feed, also one the scheduler disabled for errors. Only a Retry-After
+the server sent holds it back. Waits while feed-store holds the store lock.`,
+			Flags: cmdkit.SchedFlags(),
+			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				p, err := cmdkit.SchedParams(c)
+				if err != nil {
+					return err
+				}
+				return cmdkit.UsageIf(sub.Refetch(cfg, c.Args().Slice(), p), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+			}),
+		},
+		{
+			Name:      "set",
+			Usage:     "set a feed's own schedule: a fixed interval, clamps or a cron expression",
+			ArgsUsage: "FEED...",
+			Description: `Overrides the scheduler's policy for these feeds from their next decision
+(feed-sub refetch applies it at once). A cron expression wins over an
+interval; a pause (feed-sub pause) wins over both. 0 or "" clears a setting.
+Publisher hints (ttl, max-age, Retry-After, skipHours/skipDays) are kept
+whatever is set.`,
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "interval", Usage: "poll at this fixed interval, 5m to 24h (0: the policy's)"},
+				&cli.DurationFlag{Name: "min-interval", Usage: "never poll more often than this (0: the global min)"},
+				&cli.DurationFlag{Name: "max-interval", Usage: "never poll less often than this (0: the global max)"},
+				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h ("" clears)`},
+			},
+			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				var o sub.Overrides
+				dur := func(name string) *time.Duration {
+					if !c.IsSet(name) {
+						return nil
+					}
+					d := c.Duration(name)
+					return &d
+				}
+				o.Interval, o.Min, o.Max = dur("interval"), dur("min-interval"), dur("max-interval")
+				if c.IsSet("cron") {
+					s := c.String("cron")
+					o.Cron = &s
+				}
+				return cmdkit.UsageIf(sub.SetOverrides(cfg, c.Args().Slice(), o), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+			}),
+		},
+		{
+			Name:      "pause",
+			Usage:     "pause feeds until a time (--until 2026-12-01T00:00:00Z, or --for 72h)",
+			ArgsUsage: "FEED...",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "until", Usage: "an RFC 3339 time"},
+				&cli.DurationFlag{Name: "for", Usage: "a duration from now"},
+			},
+			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				var until time.Time
+				switch {
+				case c.IsSet("until") == c.IsSet("for"):
+					return cmdkit.Usagef("pause takes one of --until TIME and --for DURATION")
+				case c.IsSet("for"):
+					until = time.Now().Add(c.Duration("for"))
+				default:
+					t, err := time.Parse(time.RFC3339, c.String("until"))
+					if err != nil {
+						return cmdkit.Usagef("--until %q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", c.String("until"))
+					}
+					until = t
+				}
+				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), until), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+			}),
+		},
+		{
+			Name:      "resume",
+			Usage:     "lift a pause",
+			ArgsUsage: "FEED...",
+			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), time.Time{}), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+			}),
+		},
+	}
+}

@@ -1,0 +1,135 @@
+package due
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Explain writes to w, for people, what the scheduler knows and decided
+// about the subscription ref (id, id prefix or URL): its state, the inputs
+// of the last decision, and that decision in words. A feed never fetched
+// gets the decision the scheduler makes for a new feed.
+func Explain(cfg Config, ref string, w io.Writer) error {
+	subs, _, err := cfg.Store.Subscriptions()
+	if err != nil {
+		return err
+	}
+	i, err := storage.FindSubscription(subs, ref)
+	if err != nil {
+		return err
+	}
+	sub := subs[i]
+	states, err := cfg.Store.States()
+	if err != nil {
+		return err
+	}
+	fs := states.ByFeed[sub.FeedID]
+	var b strings.Builder
+	fmt.Fprintf(&b, "Feed %s\n  %s\n", sub.FeedID, sub.URL)
+	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {
+		fmt.Fprintf(&b, "  %s\n", name)
+	}
+	if sub.Disabled {
+		b.WriteString("Disabled by hand (feed-sub disable): feed-due skips it; feed-sub enable puts it back.\n")
+	}
+	if ov := overridesText(sub); ov != "" {
+		fmt.Fprintf(&b, "Overrides: %s.\n", ov)
+	}
+
+	var d sched.Decision
+	switch {
+	case fs.Decision != nil:
+		d = *fs.Decision
+	default:
+		// Never decided: what the scheduler says of a new feed.
+		st := sched.State{}
+		if fs.Sched != nil {
+			st = *fs.Sched
+		}
+		_, d = sched.Next(st, sched.Outcome{Kind: sched.NeverFetched}, cfg.Sched, sched.OverridesOf(sub), cfg.Now, nil)
+	}
+	b.WriteString("\nDecision:\n")
+	for _, line := range strings.Split(d.Explain(), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	now := cfg.Now
+	b.WriteString("\nState:\n")
+	if fs.LastFetchAt.IsZero() {
+		b.WriteString("  never fetched\n")
+	} else {
+		fmt.Fprintf(&b, "  last fetch      %s (%s ago), HTTP %d\n", fs.LastFetchAt, ago(now, fs.LastFetchAt.Time), fs.LastStatus)
+		if !fs.LastSuccessAt.IsZero() {
+			fmt.Fprintf(&b, "  last success    %s\n", fs.LastSuccessAt)
+		}
+		if fs.LastError != nil {
+			fmt.Fprintf(&b, "  last error      %s/%s: %s\n", fs.LastError.Class, fs.LastError.Code, fs.LastError.Message)
+		}
+	}
+	if st := fs.Sched; st != nil {
+		fmt.Fprintf(&b, "  state           %s (reason %s)\n", st.Lifecycle, st.Reason)
+		if st.NextAt.IsZero() {
+			b.WriteString("  next fetch      never (disabled, not probed)\n")
+		} else if st.Due(now) {
+			fmt.Fprintf(&b, "  next fetch      %s: due now, %s overdue\n", st.NextAt, st.Overdue(now).Round(time.Second))
+		} else {
+			fmt.Fprintf(&b, "  next fetch      %s (in %s)\n", st.NextAt, st.NextAt.Sub(now).Round(time.Second))
+		}
+		fmt.Fprintf(&b, "  interval        %s\n", st.Interval())
+		fmt.Fprintf(&b, "  failures        %d in a row, backoff step %d, error budget used %.2g\n", st.Failures, st.Step, st.ErrorsSpent)
+		if st.DisabledReason != "" {
+			fmt.Fprintf(&b, "  disabled        %s, since %s\n", st.DisabledReason, st.DisabledAt)
+		}
+		fmt.Fprintf(&b, "  posting rate    %.3g a day (%d publication times kept, EWMA gap %s)\n",
+			st.RatePerDay(cfg.Sched, now), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
+		if h := st.Hints; h.TTLMinutes > 0 || len(h.SkipHours) > 0 || len(h.SkipDays) > 0 {
+			fmt.Fprintf(&b, "  hints           ttl %dm, skipHours %v, skipDays %v\n", h.TTLMinutes, h.SkipHours, h.SkipDays)
+		}
+	}
+	in := d.Inputs
+	b.WriteString("\nInputs of the decision:\n")
+	fmt.Fprintf(&b, "  policy %s, outcome %s, HTTP %d, not modified %t, new entries %d, items %d\n",
+		in.Policy, in.Outcome, in.HTTPStatus, in.NotModified, in.NewEntries, in.Items)
+	fmt.Fprintf(&b, "  interval %ds -> %ds, clamps [%ds, %ds], EWMA %.0fs\n", in.IntervalBeforeSec, in.IntervalAfterSec, in.MinSec, in.MaxSec, in.EWMASecs)
+	if in.RatePerDay > 0 || in.Scale > 0 {
+		fmt.Fprintf(&b, "  rate %.3g a day, scale %.3g, base %ds, profile factor %.3g\n", in.RatePerDay, in.Scale, in.BaseSec, in.ProfileFactor)
+	}
+	fmt.Fprintf(&b, "  floors: ttl %ds, max-age %ds, Retry-After %ds; jitter %ds; backoff step %d (%ds); error budget %.3g of %.3g\n",
+		in.TTLSec, in.MaxAgeSec, in.RetryAfterSecs, in.JitterSec, in.BackoffStep, in.BackoffSec, in.ErrorBudget, in.ErrorBudgetSize)
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func overridesText(s ndjson.Subscription) string {
+	var parts []string
+	if s.IntervalSec > 0 {
+		parts = append(parts, fmt.Sprintf("every %s", time.Duration(s.IntervalSec)*time.Second))
+	}
+	if s.Cron != "" {
+		parts = append(parts, fmt.Sprintf("cron %q", s.Cron))
+	}
+	if s.MinIntervalSec > 0 {
+		parts = append(parts, fmt.Sprintf("min %s", time.Duration(s.MinIntervalSec)*time.Second))
+	}
+	if s.MaxIntervalSec > 0 {
+		parts = append(parts, fmt.Sprintf("max %s", time.Duration(s.MaxIntervalSec)*time.Second))
+	}
+	if !s.PausedUntil.IsZero() {
+		parts = append(parts, fmt.Sprintf("paused until %s", s.PausedUntil))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ago(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

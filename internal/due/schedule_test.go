@@ -1,0 +1,118 @@
+package due
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// schedFixture: feeds whose state holds the scheduler's.
+//
+//	probe     disabled for a 404 a day and a minute ago: its probe is due
+//	dead      disabled, not probed: never due
+//	nudged    next in an hour, then feed-sub refetch: due now, manual
+//	waiting   next in 10 minutes
+//	paused    due, but its subscription is paused for a day
+//	late      due 2h ago
+func schedFixture(t *testing.T) *storage.Store {
+	t.Helper()
+	st, _ := storage.Open(t.TempDir())
+	paused := sub("paused", false)
+	paused.PausedUntil = ndjson.At(now.Add(24 * time.Hour))
+	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false)}, nil
+	})
+	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) storage.FeedState {
+		s, d := sched.Next(st, out, p, sched.Overrides{}, at, nil)
+		fs := storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+		fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
+		return fs
+	}
+	gone := sched.Outcome{Status: 404, ErrorClass: "permanent", ErrorCode: "http_404"}
+	fixed := func(d time.Duration) sched.Params {
+		return sched.Params{Policy: sched.Policy{Kind: sched.PolicyFixed, Every: d}, Jitter: -1}
+	}
+	ok := sched.Outcome{Status: 200}
+	nudged := decide("nudged", sched.State{}, ok, fixed(time.Hour), now.Add(-time.Minute))
+	s, d := sched.Next(*nudged.Sched, sched.Outcome{Kind: sched.Nudged}, fixed(time.Hour), sched.Overrides{}, now.Add(-time.Second), nil)
+	nudged.Sched, nudged.Decision, nudged.NextFetchAt = &s, &d, s.NextAt
+	states, _ := st.States()
+	states.Put(storage.Durable,
+		decide("probe", sched.State{}, gone, sched.Params{}, now.Add(-24*time.Hour-time.Minute)),
+		decide("dead", sched.State{}, gone, sched.Params{NoProbe: true}, now.Add(-time.Hour)),
+		nudged,
+		decide("waiting", sched.State{}, ok, fixed(time.Hour), now.Add(-50*time.Minute)),
+		decide("paused", sched.State{}, ok, fixed(time.Hour), now.Add(-2*time.Hour)),
+		decide("late", sched.State{}, ok, fixed(time.Hour), now.Add(-3*time.Hour)),
+	)
+	return st
+}
+
+func TestRunSched(t *testing.T) {
+	st := schedFixture(t)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
+		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual dead:forced paused:forced waiting:forced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Store = st
+			dues, err := run(t, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range dues {
+				got = append(got, d.FeedID+":"+d.Reason)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	st := schedFixture(t)
+	for _, tc := range []struct {
+		ref  string
+		want []string
+	}{
+		{"probe", []string{"Feed probe", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive"}},
+		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
+		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
+		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z"}},
+		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
+	} {
+		var b bytes.Buffer
+		if err := Explain(Config{Store: st, Now: now}, tc.ref, &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: explanation lacks %q:\n%s", tc.ref, w, b.String())
+			}
+		}
+	}
+	// A feed never fetched: the decision for a new feed.
+	st2, _ := storage.Open(t.TempDir())
+	st2.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{sub("fresh", false)}, nil
+	})
+	var b bytes.Buffer
+	if err := Explain(Config{Store: st2, Now: now}, "fresh", &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
+		!strings.Contains(b.String(), "never fetched\n") {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if err := Explain(Config{Store: st2, Now: now}, "nope", &b); err == nil {
+		t.Fatal("unknown feed explained")
+	}
+}

@@ -1,0 +1,295 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// BudgetFile keeps the adaptive policy's budget feedback between runs: the
+// factor the request budget is multiplied by, and what was spent since the
+// day it was last corrected.
+const BudgetFile = storage.DirState + "/sched-budget.json"
+
+type budgetState struct {
+	Factor  float64     `json:"factor"`
+	Since   ndjson.Time `json:"since"`
+	Fetches int         `json:"fetches"`
+}
+
+// OverridesOf is the scheduler's view of a subscription's own settings.
+func OverridesOf(s ndjson.Subscription) sched.Overrides { return sched.OverridesOf(s) }
+
+// SchedState is a feed's scheduler state, zero before its first decision.
+func SchedState(fs storage.FeedState) sched.State {
+	if fs.Sched == nil {
+		return sched.State{}
+	}
+	return *fs.Sched
+}
+
+// SetSched stores the scheduler's new state and decision in fs, and the
+// fields feed-due and feed-stats read: next_fetch_at and interval_sec.
+func SetSched(fs *storage.FeedState, st sched.State, d sched.Decision) {
+	fs.Sched, fs.Decision = &st, &d
+	fs.NextFetchAt = st.NextAt
+	fs.IntervalSec = st.IntervalSec
+}
+
+// NewRand is the random source of a run's jitter, seeded from the clock.
+func NewRand(now time.Time) *rand.Rand {
+	n := uint64(now.UnixNano())
+	return rand.New(rand.NewPCG(n, n^0x9e3779b97f4a7c15))
+}
+
+// DecisionRecord is d as a decision record for feed feedID after fetch
+// fetchID.
+func DecisionRecord(feedID, fetchID string, d sched.Decision) (*ndjson.Decision, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	rec := &ndjson.Decision{}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return nil, err
+	}
+	rec.Header, rec.FeedID, rec.FetchID = ndjson.Head(ndjson.TypeDecision), feedID, fetchID
+	if rec.Inputs.SkipHours == nil {
+		rec.Inputs.SkipHours = []int{}
+	}
+	if rec.Inputs.SkipDays == nil {
+		rec.Inputs.SkipDays = []string{}
+	}
+	return rec, nil
+}
+
+// outcome is what the fetch record f, with the published times of the
+// entries stored new from it, tells the scheduler.
+func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outcome {
+	o := sched.Outcome{
+		Kind:          sched.Fetched,
+		At:            f.FetchedAt.Time,
+		Status:        f.HTTPStatus,
+		NotModified:   f.NotModified,
+		Unchanged:     f.Unchanged,
+		Truncated:     f.Truncated,
+		RetryAfterSec: f.RetryAfterSec,
+		NewEntries:    newEntries,
+		Published:     published,
+		MaxAgeSec:     maxAge(f.ResponseHeaders),
+	}
+	if f.Dedup != nil && f.Dedup.New > o.NewEntries {
+		o.NewEntries = f.Dedup.New
+	}
+	parsed := f.Parse != nil && f.Parse.Error == ""
+	if e := f.Error; e != nil {
+		if e.Code == "body_too_large" && parsed {
+			o.Truncated = true // the part that came parsed: not a failure
+		} else {
+			o.ErrorClass, o.ErrorCode = e.Class, e.Code
+		}
+	}
+	if parsed {
+		o.Parsed = true
+		o.Items = f.Parse.Items
+		o.TTLMinutes, o.SkipHours, o.SkipDays = f.Parse.TTLMinutes, f.Parse.SkipHours, f.Parse.SkipDays
+	}
+	return o
+}
+
+// maxAge is a response's freshness lifetime in seconds: Cache-Control
+// max-age (s-maxage is for shared caches), else Expires minus Date; 0 when
+// it has none, or no-cache/no-store.
+func maxAge(h map[string]string) int {
+	if cc := header(h, "Cache-Control"); cc != "" {
+		for _, d := range strings.Split(cc, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(d), "=")
+			switch strings.ToLower(name) {
+			case "no-cache", "no-store":
+				return 0
+			case "max-age":
+				n, err := strconv.Atoi(strings.Trim(val, `"`))
+				if err == nil && n > 0 {
+					return n
+				}
+				return 0
+			}
+		}
+	}
+	exp, date := header(h, "Expires"), header(h, "Date")
+	if exp == "" || date == "" {
+		return 0
+	}
+	e, err1 := time.Parse(time.RFC1123, exp)
+	d, err2 := time.Parse(time.RFC1123, date)
+	if err1 != nil || err2 != nil || !e.After(d) {
+		return 0
+	}
+	return int(min(e.Sub(d), 365*24*time.Hour) / time.Second)
+}
+
+// scheduling is what the committer keeps for the scheduler during a run.
+type scheduling struct {
+	subByID map[string]ndjson.Subscription
+	// pub holds the publication times of the entries stored new since the
+	// feed's last fetch record, by feed id.
+	pub    map[string][]time.Time
+	budget *budgetState // the adaptive policy's budget feedback
+}
+
+// schedDefaults fills in the scheduler's part of cfg.
+func schedDefaults(cfg Config) Config {
+	if cfg.Interval > 0 {
+		cfg.Sched.Policy = sched.Policy{Kind: sched.PolicyFixed, Every: cfg.Interval}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = NewRand(cfg.Now())
+	}
+	return cfg
+}
+
+// startScheduling prepares the run's scheduling: the subscriptions by id
+// and the adaptive scale.
+func (c *committer) startScheduling() {
+	c.sch = &scheduling{subByID: make(map[string]ndjson.Subscription, len(c.subs)), pub: map[string][]time.Time{}}
+	for _, s := range c.subs {
+		c.sch.subByID[s.FeedID] = s
+	}
+	c.scale(c.cfg.Now())
+}
+
+// published notes the publication time of an entry stored new.
+func (s *scheduling) published(e *ndjson.Entry) {
+	s.pub[e.FeedID] = append(s.pub[e.FeedID], e.Published.Time)
+}
+
+// forget drops what was noted for a feed whose fetch record is not used.
+func (s *scheduling) forget(feedID string) { delete(s.pub, feedID) }
+
+// appendFeedEvents appends the feed_disabled and feed_reenabled events
+// among out to the day's events file.
+func (c *committer) appendFeedEvents(now time.Time, out []any) error {
+	var lines []byte
+	for _, o := range out {
+		if ev, ok := o.(*ndjson.FeedEvent); ok {
+			line, err := ndjson.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, line...)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	_, err := c.cfg.Store.AppendLines(storage.DayFile(storage.DirEvents, now), lines, storage.Lazy)
+	return err
+}
+
+// scale computes the adaptive policy's scale once per run, from every
+// enabled feed's demand, at the request budget corrected by the last days'
+// spend; and once a day it corrects that factor.
+func (c *committer) scale(now time.Time) {
+	p := c.cfg.Sched
+	if p.Policy.Kind != "" && p.Policy.Kind != sched.PolicyAdaptive {
+		return
+	}
+	b := c.loadBudget(now)
+	var ds []sched.Demand
+	for _, s := range c.subs {
+		if s.Disabled {
+			continue
+		}
+		ds = append(ds, SchedState(c.states.ByFeed[s.FeedID]).Demand(p, OverridesOf(s), now))
+	}
+	if len(ds) == 0 {
+		return
+	}
+	budget := p.BudgetPerFeedDay() * float64(len(ds))
+	if elapsed := now.Sub(b.Since.Time); elapsed >= 24*time.Hour {
+		spent := float64(b.Fetches) * 86400 / elapsed.Seconds()
+		b.Factor = sched.BudgetFeedback(b.Factor, spent, budget)
+		b.Since, b.Fetches = ndjson.At(now), 0
+	}
+	c.sch.budget = &b
+	c.cfg.Sched.Scale = sched.ScaleFor(ds, b.Factor*budget)
+	c.cfg.Log.Debug("scheduler scale", "scale", c.cfg.Sched.Scale, "feeds", len(ds), "budget_per_day", budget, "factor", b.Factor)
+}
+
+func (c *committer) loadBudget(now time.Time) budgetState {
+	b := budgetState{Factor: 1, Since: ndjson.At(now)}
+	data, err := os.ReadFile(c.cfg.Store.Path(BudgetFile))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.cfg.Log.Warn("cannot read the scheduler's budget file; starting again", "file", c.cfg.Store.Path(BudgetFile), "err", err)
+		}
+		return b
+	}
+	var got budgetState
+	if json.Unmarshal(data, &got) != nil || !(got.Factor > 0) || math.IsInf(got.Factor, 0) || got.Since.IsZero() || got.Since.After(now) || got.Fetches < 0 {
+		c.cfg.Log.Warn("the scheduler's budget file is damaged; starting again", "file", c.cfg.Store.Path(BudgetFile))
+		return b
+	}
+	return got
+}
+
+// saveBudget counts the run's fetches towards the day's spend.
+func (c *committer) saveBudget(fetches int) error {
+	if c.sch.budget == nil || fetches == 0 {
+		return nil
+	}
+	c.sch.budget.Fetches += fetches
+	data, err := json.Marshal(c.sch.budget)
+	if err != nil {
+		return err
+	}
+	return c.cfg.Store.WriteFileAtomic(BudgetFile, append(data, '\n'))
+}
+
+// schedule runs the scheduler on the fetch f of the feed whose state is fs
+// and records the result in fs. It returns the records to write: the
+// decision, and a feed_disabled or feed_reenabled event.
+func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any, err error) {
+	feedID := fs.FeedID
+	sub := c.sch.subByID[feedID]
+	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
+	delete(c.sch.pub, feedID)
+	st, d := sched.Next(SchedState(*fs), out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
+	SetSched(fs, st, d)
+
+	rec, err := DecisionRecord(feedID, f.FetchID, d)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, rec)
+	c.cfg.Log.Info("scheduled", "feed_id", feedID, "fetch_id", f.FetchID, "state", string(d.State), "decision", string(d.Kind),
+		"next_at", d.NextAt.String(), "reason", string(d.Reason), "ewma_secs", d.Inputs.EWMASecs,
+		"error_budget", d.Inputs.ErrorBudget, "retry_after_secs", d.Inputs.RetryAfterSecs)
+
+	switch d.Event {
+	case sched.EventDisabled, sched.EventReenabled:
+		ev := &ndjson.FeedEvent{Header: ndjson.Head(string(d.Event)), FeedID: feedID, FetchID: f.FetchID,
+			URL: f.Due.URL, At: d.At, NextAt: d.NextAt}
+		if ev.URL == "" {
+			ev.URL = sub.URL
+		}
+		if d.Event == sched.EventDisabled {
+			ev.DisabledReason, ev.Error = d.DisabledReason, f.Error
+			c.cfg.Log.Warn("feed disabled", "feed_id", feedID, "fetch_id", f.FetchID, "reason", d.DisabledReason, "next_probe", d.NextAt.String())
+		} else {
+			c.cfg.Log.Info("feed re-enabled: a probe answered", "feed_id", feedID, "fetch_id", f.FetchID)
+		}
+		recs = append(recs, ev)
+	}
+	return recs, nil
+}

@@ -1,0 +1,327 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// runSched is run with the scheduler's parameters p and no jitter.
+func runSched(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
+	t.Helper()
+	var out bytes.Buffer
+	p.Jitter = -1
+	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
+		Now: func() time.Time { return at }, Sched: p})
+	r := runOut{err: err}
+	rd := ndjson.NewReader(&out)
+	for {
+		l, err := rd.Next()
+		if err != nil {
+			break
+		}
+		l.Raw = append([]byte(nil), l.Raw...)
+		r.lines = append(r.lines, l)
+	}
+	return r
+}
+
+func (r runOut) decision(t *testing.T) ndjson.Decision {
+	t.Helper()
+	for _, l := range r.lines {
+		if l.Type == ndjson.TypeDecision {
+			var d ndjson.Decision
+			if err := l.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no decision record in %d lines", len(r.lines))
+	return ndjson.Decision{}
+}
+
+func (r runOut) types() string {
+	var ts []string
+	for _, l := range r.lines {
+		ts = append(ts, l.Type)
+	}
+	return strings.Join(ts, ",")
+}
+
+// TestSchedule runs sequences of fetches through feed-store and checks the
+// decisions, the stored state and the events, one rule per case.
+func TestSchedule(t *testing.T) {
+	ok200 := func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 10} }
+	notMod := func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified = 304, true }
+	gone := func(f *ndjson.Fetch) {
+		f.HTTPStatus = 404
+		f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "http_404", Message: "HTTP 404"}
+	}
+	fail := func(f *ndjson.Fetch) {
+		f.HTTPStatus = 500
+		f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_500", Message: "HTTP 500"}
+	}
+	limited := func(f *ndjson.Fetch) {
+		f.HTTPStatus, f.RetryAfterSec = 503, 5400
+		f.Error = &ndjson.Error{Class: ndjson.ClassRateLimited, Code: "http_503", Message: "HTTP 503"}
+	}
+	maxAge := func(f *ndjson.Fetch) {
+		ok200(f)
+		f.ResponseHeaders = map[string]string{"Cache-Control": "public, max-age=7200"}
+	}
+	ttl := func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 10, TTLMinutes: 180} }
+	type step struct {
+		fetch   func(*ndjson.Fetch)
+		entries int // new entries before the fetch record
+		check   func(t *testing.T, r runOut, fs storage.FeedState, at time.Time)
+	}
+	wantNext := func(kind, reason string, after time.Duration) func(*testing.T, runOut, storage.FeedState, time.Time) {
+		return func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			t.Helper()
+			d := r.decision(t)
+			if d.Decision != kind || d.Reason != reason {
+				t.Errorf("decision %s/%s, want %s/%s", d.Decision, d.Reason, kind, reason)
+			}
+			if after >= 0 && !d.NextAt.Equal(at.Add(after)) {
+				t.Errorf("next_at %s, want %s", d.NextAt, at.Add(after))
+			}
+		}
+	}
+	cases := []struct {
+		name  string
+		p     sched.Params
+		sub   ndjson.Subscription // FeedID "A"
+		steps []step
+	}{
+		{name: "fixed policy", p: hourly, steps: []step{{fetch: ok200, check: wantNext("defer", "fixed", time.Hour)}}},
+		{name: "own interval clamped", p: hourly, sub: ndjson.Subscription{IntervalSec: 60},
+			steps: []step{{fetch: ok200, check: wantNext("defer", "fixed", 5*time.Minute)}}},
+		{name: "cron", sub: ndjson.Subscription{Cron: "30 * * * *"},
+			steps: []step{{fetch: ok200, check: wantNext("defer", "cron", 30*time.Minute)}}},
+		{name: "paused by hand", sub: ndjson.Subscription{PausedUntil: ndjson.At(t0.Add(48 * time.Hour))},
+			steps: []step{{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.Decision != "pause" || d.Reason != "paused" || !d.NextAt.Equal(t0.Add(48*time.Hour)) {
+					t.Errorf("decision %+v", d)
+				}
+			}}}},
+		{name: "max interval override", sub: ndjson.Subscription{MaxIntervalSec: 600},
+			steps: []step{{fetch: notMod}, {fetch: notMod}, {fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.Inputs.MaxSec != 600 || fs.IntervalSec > 600 {
+					t.Errorf("max %d, interval %d: want at most 600", d.Inputs.MaxSec, fs.IntervalSec)
+				}
+			}}}},
+		{name: "304s stretch the interval", p: sched.Params{Policy: sched.Policy{Kind: sched.PolicySeed}}, steps: []step{
+			{fetch: ok200},
+			{fetch: notMod}, {fetch: notMod},
+			{fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				d := r.decision(t)
+				if d.Inputs.IntervalAfterSec <= d.Inputs.IntervalBeforeSec || d.Reason != "not_modified" {
+					t.Errorf("interval %d -> %d (%s): a feed that stops posting must be polled less", d.Inputs.IntervalBeforeSec, d.Inputs.IntervalAfterSec, d.Reason)
+				}
+			}}}},
+		{name: "seed policy 304", p: sched.Params{Policy: sched.Policy{Kind: sched.PolicySeed}}, steps: []step{
+			{fetch: notMod, check: wantNext("defer", "not_modified", time.Duration(float64(15*time.Minute)*1.25))}}},
+		{name: "404 disables, probe re-enables", steps: []step{
+			{fetch: ok200},
+			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if r.types() != "decision,feed_disabled" {
+					t.Fatalf("output %s", r.types())
+				}
+				var ev ndjson.FeedEvent
+				r.lines[1].Decode(&ev)
+				if ev.FeedID != "A" || ev.Error == nil || ev.Error.Code != "http_404" || !strings.Contains(ev.DisabledReason, "404") || !ev.NextAt.Equal(at.Add(24*time.Hour)) {
+					t.Errorf("event %+v", ev)
+				}
+				if fs.Sched.Lifecycle != sched.StateDisabled || !fs.NextFetchAt.Equal(at.Add(24*time.Hour)) {
+					t.Errorf("state %s, next %s: want disabled, probed in a day", fs.Sched.Lifecycle, fs.NextFetchAt)
+				}
+			}},
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if r.types() != "decision,feed_reenabled" || fs.Sched.Lifecycle != sched.StateCoolingDown {
+					t.Errorf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
+				}
+			}}}},
+		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
+			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {
+					t.Errorf("decision %+v: want a pause without end", d)
+				}
+			}}}},
+		{name: "failures back off, then disable", p: sched.Params{DisableThreshold: 3, ErrorBudget: 100}, steps: []step{
+			{fetch: ok200},
+			{fetch: fail, check: wantNext("backoff", "http_error", -1)},
+			{fetch: fail},
+			{fetch: fail, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if r.types() != "decision,feed_disabled" || fs.ConsecutiveFailures != 3 {
+					t.Errorf("output %s, failures %d", r.types(), fs.ConsecutiveFailures)
+				}
+			}}}},
+		{name: "Retry-After honoured exactly", steps: []step{{fetch: limited, check: wantNext("pause", "retry_after", 5400*time.Second)}}},
+		{name: "max-age is a floor", p: sched.Params{Policy: sched.Policy{Kind: sched.PolicyFixed, Every: 10 * time.Minute}},
+			steps: []step{{fetch: maxAge, check: wantNext("defer", "fixed", 2*time.Hour)}}},
+		{name: "ttl is a floor", p: hourly, steps: []step{{fetch: ttl, check: wantNext("defer", "fixed", 3*time.Hour)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			sub := tc.sub
+			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), "A", "http://example.org/a.xml"
+			st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
+			at := t0
+			for i, s := range tc.steps {
+				at = at.Add(time.Duration(i) * 30 * time.Minute)
+				var in string
+				for e := range s.entries {
+					in += entry("A", "u"+string(rune('a'+i))+string(rune('a'+e)), "h", "T")
+				}
+				fetchedAt := at
+				in += fetchRec("A", func(f *ndjson.Fetch) {
+					f.FetchID, f.FetchedAt = "F"+string(rune('0'+i)), ndjson.At(fetchedAt)
+					s.fetch(f)
+				})
+				r := runSched(t, st, at, tc.p, in)
+				if r.err != nil {
+					t.Fatalf("step %d: %v", i, r.err)
+				}
+				states, _ := st.States()
+				fs := states.ByFeed["A"]
+				if fs.Sched == nil || fs.Decision == nil || !fs.NextFetchAt.Equal(fs.Sched.NextAt.Time) || fs.IntervalSec != fs.Sched.IntervalSec {
+					t.Fatalf("step %d: state does not hold the scheduler's: %+v", i, fs)
+				}
+				if d := r.decision(t); d.FeedID != "A" || d.FetchID != fetchRecID(i) || d.V != 1 {
+					t.Fatalf("step %d: decision record %+v", i, d)
+				}
+				if s.check != nil {
+					s.check(t, r, fs, at)
+				}
+			}
+		})
+	}
+}
+
+func fetchRecID(i int) string { return "F" + string(rune('0'+i)) }
+
+// TestFeedEventsStored: a feed_disabled event is in the events file too.
+func TestFeedEventsStored(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	r := runSched(t, st, t0, sched.Params{}, fetchRec("A", func(f *ndjson.Fetch) {
+		f.HTTPStatus = 410
+		f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "http_410", Message: "HTTP 410"}
+	}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	data, _ := os.ReadFile(st.Path("events/2026-11-21.ndjson"))
+	if !bytes.Contains(data, []byte(`{"type":"feed_disabled","v":1,"feed_id":"A","fetch_id":"F-A"`)) {
+		t.Fatalf("events file: %s", data)
+	}
+}
+
+// TestDecisionRecordHasEveryField: the decision record carries every field
+// of sched.Decision, so nothing the scheduler says is lost on the way.
+func TestDecisionRecordHasEveryField(t *testing.T) {
+	d := sched.Decision{Kind: sched.Pause, Reason: sched.ReasonDisabled, At: ndjson.At(t0), NextAt: ndjson.At(t0.Add(time.Hour)),
+		Until: ndjson.At(t0.Add(time.Hour)), State: sched.StateDisabled, Event: sched.EventDisabled, DisabledReason: "gone",
+		Inputs: sched.Inputs{Policy: "adaptive", Override: "min 10m", Outcome: sched.Fetched, HTTPStatus: 404, NotModified: true,
+			ErrorClass: "permanent", ErrorCode: "http_404", NewEntries: 1, Items: 2, IntervalBeforeSec: 3, IntervalAfterSec: 4, MinSec: 5,
+			MaxSec: 6, EWMASecs: 7, RatePerDay: 8, Scale: 9, BaseSec: 10, ProfileFactor: 11, WindowCapSec: 12, CronNextAt: "x",
+			CronError: "y", TTLSec: 13, MaxAgeSec: 14, FloorSec: 15, RetryAfterSecs: 16, SkipHours: []int{1}, SkipDays: []string{"Sunday"},
+			SkipMovedFrom: ndjson.At(t0), SkipIgnored: true, BackoffStep: 17, BackoffSec: 18, JitterSec: 19, ConsecutiveFailures: 20,
+			ErrorBudget: 21, ErrorBudgetSize: 22, Probe: true}}
+	keys := func(v any) []string {
+		b, _ := json.Marshal(v)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		var ks []string
+		for k, v := range m {
+			if k == "inputs" {
+				for k2 := range v.(map[string]any) {
+					ks = append(ks, "inputs."+k2)
+				}
+				continue
+			}
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	rec, err := DecisionRecord("A", "F", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(keys(d), "feed_id", "fetch_id", "type", "v")
+	slices.Sort(want)
+	if got := keys(rec); !slices.Equal(got, want) {
+		t.Fatalf("record fields\n%v\nwant\n%v", got, want)
+	}
+	b1, _ := json.Marshal(d)
+	var back sched.Decision
+	b2, _ := json.Marshal(rec)
+	json.Unmarshal(b2, &back)
+	if b3, _ := json.Marshal(back); !bytes.Equal(b1, b3) {
+		t.Fatalf("round trip\n%s\n%s", b1, b3)
+	}
+}
+
+func TestMaxAge(t *testing.T) {
+	for _, tc := range []struct {
+		h    map[string]string
+		want int
+	}{
+		{nil, 0},
+		{map[string]string{"Cache-Control": "max-age=600"}, 600},
+		{map[string]string{"Cache-Control": `public, MAX-AGE="90"`}, 90},
+		{map[string]string{"Cache-Control": "no-cache, max-age=600"}, 0},
+		{map[string]string{"Cache-Control": "max-age=-5"}, 0},
+		{map[string]string{"Expires": "Sat, 21 Nov 2026 11:00:00 GMT", "Date": "Sat, 21 Nov 2026 10:00:00 GMT"}, 3600},
+		{map[string]string{"Expires": "0", "Date": "Sat, 21 Nov 2026 10:00:00 GMT"}, 0},
+		{map[string]string{"Expires": "Sat, 21 Nov 2026 09:00:00 GMT", "Date": "Sat, 21 Nov 2026 10:00:00 GMT"}, 0},
+	} {
+		if got := maxAge(tc.h); got != tc.want {
+			t.Errorf("maxAge(%v) = %d, want %d", tc.h, got, tc.want)
+		}
+	}
+}
+
+// TestScaleAndBudget: the adaptive scale is computed per run and the
+// day's spend is kept for the budget feedback.
+func TestScaleAndBudget(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		h := ndjson.Head(ndjson.TypeSubscription)
+		return []ndjson.Subscription{{Header: h, FeedID: "A", URL: "http://example.org/a"}, {Header: h, FeedID: "B", URL: "http://example.org/b"}}, nil
+	})
+	in := entry("A", "u1", "h", "T") + fetchRec("A", func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 1} })
+	if r := runSched(t, st, t0, sched.Params{}, in); r.err != nil {
+		t.Fatal(r.err)
+	}
+	in = fetchRec("A", func(f *ndjson.Fetch) { f.FetchedAt = ndjson.At(t0.Add(time.Hour)) })
+	r := runSched(t, st, t0.Add(time.Hour), sched.Params{}, in)
+	if d := r.decision(t); d.Inputs.Scale <= 0 || d.Inputs.Scale == sched.DefaultScale {
+		t.Errorf("scale %g: want one computed for the budget", d.Inputs.Scale)
+	}
+	data, err := os.ReadFile(st.Path(BudgetFile))
+	var b budgetState
+	if err != nil || json.Unmarshal(data, &b) != nil || b.Fetches != 2 || b.Factor != 1 || !b.Since.Equal(t0) {
+		t.Fatalf("budget file %s (%v)", data, err)
+	}
+	// A day later the factor moves towards budget/spent: 2 fetches a day
+	// against 48 is far under, so it grows (at most 2).
+	in = fetchRec("A", func(f *ndjson.Fetch) { f.FetchedAt = ndjson.At(t0.Add(25 * time.Hour)) })
+	runSched(t, st, t0.Add(25*time.Hour), sched.Params{}, in)
+	data, _ = os.ReadFile(st.Path(BudgetFile))
+	json.Unmarshal(data, &b)
+	if b.Factor <= 1 || b.Fetches != 1 || !b.Since.Equal(t0.Add(25*time.Hour)) {
+		t.Fatalf("after a day: %s", data)
+	}
+}

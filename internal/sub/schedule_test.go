@@ -1,0 +1,160 @@
+package sub
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSetOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		o     Overrides
+		err   bool
+		check func(s ndjson.Subscription) bool
+		msg   string
+	}{
+		{name: "interval", o: Overrides{Interval: ptr(30 * time.Minute)}, check: func(s ndjson.Subscription) bool { return s.IntervalSec == 1800 }},
+		{name: "interval raised", o: Overrides{Interval: ptr(time.Minute)}, check: func(s ndjson.Subscription) bool { return s.IntervalSec == 300 }, msg: "raised to the minimum"},
+		{name: "interval lowered", o: Overrides{Interval: ptr(48 * time.Hour)}, check: func(s ndjson.Subscription) bool { return s.IntervalSec == 86400 }, msg: "lowered to the maximum"},
+		{name: "interval cleared", o: Overrides{Interval: ptr(time.Duration(0))}, check: func(s ndjson.Subscription) bool { return s.IntervalSec == 0 }},
+		{name: "negative", o: Overrides{Interval: ptr(-time.Minute)}, err: true},
+		{name: "min max", o: Overrides{Min: ptr(10 * time.Minute), Max: ptr(2 * time.Hour)},
+			check: func(s ndjson.Subscription) bool { return s.MinIntervalSec == 600 && s.MaxIntervalSec == 7200 }},
+		{name: "max below min", o: Overrides{Min: ptr(2 * time.Hour), Max: ptr(time.Hour)}, err: true},
+		{name: "cron", o: Overrides{Cron: ptr(" */20 * * * * ")}, check: func(s ndjson.Subscription) bool { return s.Cron == "*/20 * * * *" }},
+		{name: "cron descriptor", o: Overrides{Cron: ptr("@every 2h")}, check: func(s ndjson.Subscription) bool { return s.Cron == "@every 2h" }},
+		{name: "bad cron", o: Overrides{Cron: ptr("61 * * * *")}, err: true},
+		{name: "cron with zone", o: Overrides{Cron: ptr("TZ=Europe/Paris 0 8 * * *")}, err: true},
+		{name: "nothing", err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Interval: time.Hour})
+			e.msg.Reset()
+			err := SetOverrides(e.cfg, []string{a.FeedID}, tc.o)
+			if tc.err {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err %v, want ErrInvalid", err)
+				}
+				if e.subs(t)[0].IntervalSec != 3600 {
+					t.Fatal("a refused change changed the subscription")
+				}
+				return
+			}
+			if err != nil || !tc.check(e.subs(t)[0]) || !strings.Contains(e.msg.String(), tc.msg) {
+				t.Fatalf("err %v, sub %+v, messages %q", err, e.subs(t)[0], e.msg)
+			}
+		})
+	}
+}
+
+func TestAddChecksCron(t *testing.T) {
+	e := newEnv(t)
+	if _, _, err := Add(e.cfg, Spec{URL: "https://example.org/a", Cron: "every hour"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestPause(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	if err := Pause(e.cfg, []string{a.FeedID}, now.Add(-time.Hour)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a pause in the past: %v", err)
+	}
+	if err := Pause(e.cfg, []string{a.FeedID}, now.Add(72*time.Hour)); err != nil || !e.subs(t)[0].PausedUntil.Equal(now.Add(72*time.Hour)) {
+		t.Fatalf("pause: %v %+v", err, e.subs(t)[0])
+	}
+	e.out.Reset()
+	List(e.cfg, ListOptions{})
+	if !strings.Contains(e.out.String(), "paused until 2026-11-24 12:00Z") {
+		t.Errorf("ls:\n%s", e.out)
+	}
+	if err := Pause(e.cfg, []string{a.FeedID}, time.Time{}); err != nil || !e.subs(t)[0].PausedUntil.IsZero() {
+		t.Fatalf("resume: %v", err)
+	}
+}
+
+// disabledState is a feed the scheduler disabled for a 404 an hour ago.
+func disabledState(t *testing.T, e *env, feedID string) {
+	t.Helper()
+	st, d := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Hour), Status: 404, ErrorClass: "permanent", ErrorCode: "http_404"},
+		sched.Params{}, sched.Overrides{}, now.Add(-time.Hour), nil)
+	if st.Lifecycle != sched.StateDisabled {
+		t.Fatalf("fixture: %s", st.Lifecycle)
+	}
+	fs := storage.FeedState{FeedID: feedID, LastFetchAt: ndjson.At(now.Add(-time.Hour)), LastStatus: 404, ConsecutiveFailures: 1,
+		LastError: &ndjson.Error{Class: "permanent", Code: "http_404"}}
+	setSched(&fs, st, d)
+	states, _ := e.cfg.Store.States()
+	if err := states.Put(storage.Durable, fs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func state(t *testing.T, e *env, feedID string) storage.FeedState {
+	t.Helper()
+	states, err := e.cfg.Store.States()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states.ByFeed[feedID]
+}
+
+func TestDisabledShownThenEnabled(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	disabledState(t, e, a.FeedID)
+	e.out.Reset()
+	List(e.cfg, ListOptions{})
+	if !strings.Contains(e.out.String(), "disabled: permanent error permanent/http_404 (probe in 23h)") {
+		t.Errorf("ls:\n%s", e.out)
+	}
+	if err := Enable(e.cfg, []string{a.FeedID}); err != nil {
+		t.Fatal(err)
+	}
+	fs := state(t, e, a.FeedID)
+	if fs.Sched.Lifecycle != sched.StateHealthy || !fs.NextFetchAt.Equal(now) || fs.ConsecutiveFailures != 0 || fs.Sched.DisabledReason != "" {
+		t.Fatalf("after enable: %+v %+v", fs, fs.Sched)
+	}
+	if !strings.Contains(e.msg.String(), "re-enabled https://example.org/a") {
+		t.Errorf("messages %q", e.msg)
+	}
+}
+
+func TestRefetch(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	// a: fetched a minute ago, next in an hour. b: a Retry-After runs.
+	stA, dA := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 200}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fa, fb := storage.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}, storage.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	setSched(&fa, stA, dA)
+	setSched(&fb, stB, dB)
+	states, _ := e.cfg.Store.States()
+	states.Put(storage.Durable, fa, fb)
+
+	if err := Refetch(e.cfg, []string{a.FeedID, b.FeedID}, sched.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	if fs := state(t, e, a.FeedID); !fs.NextFetchAt.Equal(now) || fs.Sched.Reason != sched.ReasonManual || !fs.Sched.Due(now) {
+		t.Errorf("a after refetch: next %s, reason %s", fs.NextFetchAt, fs.Sched.Reason)
+	}
+	if fs := state(t, e, b.FeedID); !fs.NextFetchAt.Equal(now.Add(59*time.Minute)) || fs.Sched.Reason != sched.ReasonRetryAfter {
+		t.Errorf("b after refetch: next %s, reason %s: a Retry-After holds a nudge", fs.NextFetchAt, fs.Sched.Reason)
+	}
+	if !strings.Contains(e.msg.String(), "due now: https://example.org/a") || !strings.Contains(e.msg.String(), "Retry-After") {
+		t.Errorf("messages %q", e.msg)
+	}
+	if err := Refetch(e.cfg, []string{"nope"}, sched.Params{}); !errors.Is(err, storage.ErrNoSuchSubscription) {
+		t.Errorf("unknown feed: %v", err)
+	}
+}
