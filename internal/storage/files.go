@@ -168,10 +168,13 @@ func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	if from > 0 {
-		if _, err := f.Seek(from, io.SeekStart); err != nil {
-			return 0, 0, fmt.Errorf("storage: %w", err)
-		}
+	return readLog(f, key, from, fn)
+}
+
+// readLog is ReadLog on an open file.
+func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
 	cr := &countingReader{r: f}
 	rd := ndjson.NewReader(cr)

@@ -88,19 +88,57 @@ type States struct {
 	lines  int
 }
 
-// States loads the state log.
+// States loads the state log: from its snapshot (see SnapshotMinBytes) and
+// the lines appended since, or all of it.
 func (s *Store) States() (*States, error) {
 	st := &States{s: s, ByFeed: map[string]FeedState{}}
-	_, _, err := s.ReadLog(StateFile, 0, func(l ndjson.Line) error {
+	f, err := s.openLog(StateFile)
+	if err != nil || f == nil {
+		return st, err
+	}
+	defer f.Close()
+	from := int64(0)
+	if head, chunks, ok := loadSnapshot[FeedState](s, snapshotStates, f); ok {
+		n := 0
+		for _, c := range chunks {
+			n += len(c)
+		}
+		st.ByFeed = make(map[string]FeedState, n+n/8)
+		for _, c := range chunks {
+			for _, fs := range c {
+				st.ByFeed[fs.FeedID] = fs
+			}
+		}
+		st.lines, from = head.Lines, head.Covered
+	}
+	tail := 0
+	end, _, err := readLog(f, StateFile, from, func(l ndjson.Line) error {
 		var fs FeedState
 		if l.Type != TypeFeedState || l.Decode(&fs) != nil || fs.FeedID == "" {
 			return nil
 		}
 		st.lines++
+		tail++
 		st.ByFeed[fs.FeedID] = fs
 		return nil
 	})
+	if err == nil && tail > snapshotMaxTail+len(st.ByFeed)/64 {
+		writeSnapshot(s, snapshotStates, f, end, st.lines, 0, st.sorted())
+	}
 	return st, err
+}
+
+// snapshotStates names the state log's snapshot.
+const snapshotStates = "states"
+
+// sorted returns every feed's state, by feed id.
+func (st *States) sorted() []FeedState {
+	all := make([]FeedState, 0, len(st.ByFeed))
+	for _, fs := range st.ByFeed {
+		all = append(all, fs)
+	}
+	slices.SortFunc(all, func(a, b FeedState) int { return strings.Compare(a.FeedID, b.FeedID) })
+	return all
 }
 
 // Put records new states. When the log has grown to more than twice the
@@ -128,11 +166,7 @@ func (st *States) Put(d Durability, states ...FeedState) error {
 }
 
 func (st *States) compact() error {
-	all := make([]FeedState, 0, len(st.ByFeed))
-	for _, fs := range st.ByFeed {
-		all = append(all, fs)
-	}
-	slices.SortFunc(all, func(a, b FeedState) int { return strings.Compare(a.FeedID, b.FeedID) })
+	all := st.sorted()
 	data, err := encodeLines(all)
 	if err != nil {
 		return err
@@ -141,5 +175,10 @@ func (st *States) compact() error {
 		return fmt.Errorf("storage: compact state: %w", err)
 	}
 	st.lines = len(all)
+	// The old snapshot is of the old file: save one of the new.
+	if f, err := st.s.openLog(StateFile); err == nil && f != nil {
+		writeSnapshot(st.s, snapshotStates, f, int64(len(data)), len(all), 0, all)
+		f.Close()
+	}
 	return nil
 }

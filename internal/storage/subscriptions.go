@@ -14,22 +14,48 @@ const SubscriptionsFile = "subscriptions.ndjson"
 
 // Subscriptions returns the subscription list in file order. A store with no
 // subscriptions file has none; a malformed line is skipped and counted in
-// bad.
+// bad. A large list is read from its snapshot (see SnapshotMinBytes).
 func (s *Store) Subscriptions() (subs []ndjson.Subscription, bad int, err error) {
-	_, bad, err = s.ReadLog(SubscriptionsFile, 0, func(l ndjson.Line) error {
+	f, err := s.openLog(SubscriptionsFile)
+	if err != nil || f == nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	from, lines := int64(0), 0
+	if head, chunks, ok := loadSnapshot[ndjson.Subscription](s, snapshotSubscriptions, f); ok {
+		n := 0
+		for _, c := range chunks {
+			n += len(c)
+		}
+		subs = make([]ndjson.Subscription, 0, n)
+		for _, c := range chunks {
+			subs = append(subs, c...)
+		}
+		from, lines, bad = head.Covered, head.Lines, head.Bad
+	}
+	tail, undecodable := 0, 0
+	end, malformed, err := readLog(f, SubscriptionsFile, from, func(l ndjson.Line) error {
+		tail++
 		if l.Type != ndjson.TypeSubscription {
 			return nil
 		}
 		var sub ndjson.Subscription
 		if l.Decode(&sub) != nil {
-			bad++
+			undecodable++
 			return nil
 		}
 		subs = append(subs, sub)
 		return nil
 	})
+	bad += malformed + undecodable
+	if err == nil && tail > snapshotMaxTail+len(subs)/64 {
+		writeSnapshot(s, snapshotSubscriptions, f, end, lines+tail, bad, subs)
+	}
 	return subs, bad, err
 }
+
+// snapshotSubscriptions names the subscription list's snapshot.
+const snapshotSubscriptions = "subscriptions"
 
 // EditSubscriptions loads the subscription list, lets edit change it, and
 // writes it back atomically, holding a lock so that two concurrent edits
@@ -56,7 +82,15 @@ func (s *Store) EditSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Sub
 	if err != nil {
 		return err
 	}
-	return s.WriteFileAtomic(SubscriptionsFile, data)
+	if err := s.WriteFileAtomic(SubscriptionsFile, data); err != nil {
+		return err
+	}
+	// The old snapshot is of the old file: save one of the new.
+	if f, err := s.openLog(SubscriptionsFile); err == nil && f != nil {
+		writeSnapshot(s, snapshotSubscriptions, f, int64(len(data)), len(subs), 0, subs)
+		f.Close()
+	}
+	return nil
 }
 
 // ErrNoSuchSubscription is returned by FindSubscription for a reference
