@@ -467,17 +467,52 @@ func encodeRecords[T any](c *codec, b []byte, records []T) []byte {
 
 // decodeRecords reads what encodeRecords wrote, from s.
 func decodeRecords[T any](c *codec, s string) ([]T, error) {
+	n, err := countRecords(s)
+	if err != nil {
+		return nil, err
+	}
+	records := make([]T, n)
+	return records, decodeInto(c, s, records)
+}
+
+// countRecords returns how many records encodeRecords wrote to s.
+func countRecords(s string) (int, error) {
 	d := &decoder{s: s}
 	n, _ := d.length(1)
 	if d.bad {
-		return nil, errSnapshotData
+		return 0, errSnapshotData
 	}
-	records := make([]T, n)
+	return n, nil
+}
+
+// decodeInto reads what encodeRecords wrote, from s, into dst, which must
+// have room for exactly the records written.
+func decodeInto[T any](c *codec, s string, dst []T) error {
+	return eachRecord(c, s, func(i int) *T {
+		if i >= len(dst) {
+			return nil
+		}
+		return &dst[i]
+	}, nil)
+}
+
+// eachRecord decodes the records of s, the i-th into at(i) (nil: too
+// many records), then calls then with it if then is not nil.
+func eachRecord[T any](c *codec, s string, at func(i int) *T, then func(*T)) error {
+	d := &decoder{s: s}
+	n, _ := d.length(1)
 	for i := 0; i < n && !d.bad; i++ {
-		c.dec(d, unsafe.Pointer(&records[i]))
+		p := at(i)
+		if p == nil {
+			return errSnapshotData
+		}
+		c.dec(d, unsafe.Pointer(p))
+		if then != nil && !d.bad {
+			then(p)
+		}
 	}
 	if d.bad || d.i != len(d.s) {
-		return nil, errSnapshotData
+		return errSnapshotData
 	}
-	return records, nil
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -93,66 +94,103 @@ func fileWindow(f *os.File, covered int64) (inode, window uint64, ok bool) {
 	return inode, xxhash.Sum64(buf), true
 }
 
-// loadSnapshot decodes the snapshot called name if it covers the start of
-// the open file f, into one []T per chunk.
-func loadSnapshot[T any](s *Store, name string, f *os.File) (head snapshotHead, chunks [][]T, ok bool) {
+// snapshot is a snapshot found to match its file: its head, and its
+// chunks of records, undecoded.
+type snapshot struct {
+	head  snapshotHead
+	codec *codec
+	parts []string
+}
+
+// loadSnapshot reads the snapshot called name if it covers the start of
+// the open file f and holds records of type T.
+func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok bool) {
 	t := reflect.TypeFor[T]()
 	c, err := codecFor(t)
 	if err != nil {
-		return head, nil, false
+		return snap, false
 	}
 	data, err := os.ReadFile(s.Path(snapshotKey(name)))
 	if err != nil {
-		return head, nil, false
+		return snap, false
 	}
 	rest, found := bytes.CutPrefix(data, []byte(snapshotMagic))
 	if !found || len(rest) < 4 {
-		return head, nil, false
+		return snap, false
 	}
 	n := binary.LittleEndian.Uint32(rest)
 	if uint64(n) > uint64(len(rest)-4) {
-		return head, nil, false
+		return snap, false
 	}
 	heads, err := decodeRecords[snapshotHead](headCodec, string(rest[4:4+n]))
 	if err != nil || len(heads) != 1 {
-		return head, nil, false
+		return snap, false
 	}
-	head = heads[0]
+	head := heads[0]
 	body := rest[4+n:]
 	total := 0
 	for _, c := range head.Chunks {
 		if c < 0 || c > len(body) {
-			return head, nil, false
+			return snap, false
 		}
 		total += c
 	}
 	if head.Shape != shapeOf(t) || total != len(body) || xxhash.Sum64(body) != head.Sum {
-		return head, nil, false
+		return snap, false
 	}
 	inode, window, found := fileWindow(f, head.Covered)
 	if !found || inode != head.Inode || window != head.Window {
-		return head, nil, false
+		return snap, false
 	}
-	// One string holds every string of the records; the chunks decode in
-	// parallel.
-	text := string(body)
-	chunks = make([][]T, len(head.Chunks))
-	errs := make([]error, len(head.Chunks))
+	// The records' strings point into data, which nothing writes to
+	// after this: one copy of the file in memory, not two.
+	text := unsafe.String(unsafe.SliceData(body), len(body))
+	snap = snapshot{head: head, codec: c}
+	for _, n := range head.Chunks {
+		snap.parts = append(snap.parts, text[:n])
+		text = text[n:]
+	}
+	return snap, true
+}
+
+// snapshotRecords decodes the snapshot's records, the chunks in parallel, into
+// one slice with room for extra more.
+func snapshotRecords[T any](snap snapshot, extra int) ([]T, error) {
+	offs := make([]int, len(snap.parts)+1)
+	for i, p := range snap.parts {
+		n, err := countRecords(p)
+		if err != nil {
+			return nil, err
+		}
+		offs[i+1] = offs[i] + n
+	}
+	all := make([]T, offs[len(snap.parts)], offs[len(snap.parts)]+extra)
+	errs := make([]error, len(snap.parts))
 	var wg sync.WaitGroup
-	off := 0
-	for i, n := range head.Chunks {
+	for i, p := range snap.parts {
 		wg.Add(1)
-		go func(i int, part string) {
+		go func() {
 			defer wg.Done()
-			chunks[i], errs[i] = decodeRecords[T](c, part)
-		}(i, text[off:off+n])
-		off += n
+			errs[i] = decodeInto(snap.codec, p, all[offs[i]:offs[i+1]])
+		}()
 	}
 	wg.Wait()
-	if errors.Join(errs...) != nil {
-		return head, nil, false
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-	return head, chunks, true
+	return all, nil
+}
+
+// eachSnapshotRecord decodes the snapshot's records one by one into one
+// value and calls fn with it.
+func eachSnapshotRecord[T any](snap snapshot, fn func(*T)) error {
+	var v T
+	for _, p := range snap.parts {
+		if err := eachRecord(snap.codec, p, func(int) *T { return &v }, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeSnapshot saves records as the snapshot called name of the open file

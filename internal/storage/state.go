@@ -98,18 +98,14 @@ func (s *Store) States() (*States, error) {
 	}
 	defer f.Close()
 	from := int64(0)
-	if head, chunks, ok := loadSnapshot[FeedState](s, snapshotStates, f); ok {
-		n := 0
-		for _, c := range chunks {
-			n += len(c)
+	if snap, ok := loadSnapshot[FeedState](s, snapshotStates, f); ok {
+		st.ByFeed = make(map[string]FeedState, snap.head.Lines+snap.head.Lines/8)
+		err := eachSnapshotRecord(snap, func(fs *FeedState) { st.ByFeed[fs.FeedID] = *fs })
+		if err == nil {
+			st.lines, from = snap.head.Lines, snap.head.Covered
+		} else {
+			st.ByFeed = map[string]FeedState{}
 		}
-		st.ByFeed = make(map[string]FeedState, n+n/8)
-		for _, c := range chunks {
-			for _, fs := range c {
-				st.ByFeed[fs.FeedID] = fs
-			}
-		}
-		st.lines, from = head.Lines, head.Covered
 	}
 	tail := 0
 	end, _, err := readLog(f, StateFile, from, func(l ndjson.Line) error {

@@ -22,16 +22,10 @@ func (s *Store) Subscriptions() (subs []ndjson.Subscription, bad int, err error)
 	}
 	defer f.Close()
 	from, lines := int64(0), 0
-	if head, chunks, ok := loadSnapshot[ndjson.Subscription](s, snapshotSubscriptions, f); ok {
-		n := 0
-		for _, c := range chunks {
-			n += len(c)
+	if snap, ok := loadSnapshot[ndjson.Subscription](s, snapshotSubscriptions, f); ok {
+		if all, err := snapshotRecords[ndjson.Subscription](snap, 64); err == nil {
+			subs, from, lines, bad = all, snap.head.Covered, snap.head.Lines, snap.head.Bad
 		}
-		subs = make([]ndjson.Subscription, 0, n)
-		for _, c := range chunks {
-			subs = append(subs, c...)
-		}
-		from, lines, bad = head.Covered, head.Lines, head.Bad
 	}
 	tail, undecodable := 0, 0
 	end, malformed, err := readLog(f, SubscriptionsFile, from, func(l ndjson.Line) error {
