@@ -27,7 +27,10 @@ import (
 //
 // The first line of a hash is the entry stored first; the lines after it
 // are aliases recorded (aliases/), entries of other feeds with the same
-// link that were not stored again. feed-store writes it, under the store
+// link that were not stored again. New lines go first to one log,
+// urls/log.tsv (a single append per batch: creating a shard file per new
+// entry costs too much), which a lookup reads whole, once; when it passes
+// urlLogMax lines feed-store moves them to their shards. feed-store writes it, under the store
 // lock, after the entries and aliases it describes; urls/checkpoint.json
 // says how far into entries/ and aliases/ it is complete, and
 // CatchUpURLs adds what a crash kept from being written.
@@ -35,7 +38,12 @@ const (
 	DirURLs           = "urls"
 	DirAliases        = "aliases"
 	urlsCheckpointKey = DirURLs + "/checkpoint.json"
+	urlLogKey         = DirURLs + "/log.tsv"
 )
+
+// urlLogMax is how many lines urls/log.tsv may hold before they are moved
+// to their shards: about 2 MB, read in a few milliseconds.
+const urlLogMax = 20000
 
 // EntryRef names one stored entry.
 type EntryRef = ndjson.EntryRef
@@ -62,12 +70,14 @@ func urlShard(hash string) string {
 type URLIndex struct {
 	s       *Store
 	added   map[string][]EntryRef // by hash: first, then aliases, added here
-	pending map[string][]byte     // by shard key: lines not yet written
+	pending []byte                // lines not yet written to the log
+	logged  map[string][]EntryRef // urls/log.tsv by hash; nil until read
+	logN    int                   // its lines
 }
 
 // URLs returns the store's URL index.
 func (s *Store) URLs() *URLIndex {
-	return &URLIndex{s: s, added: map[string][]EntryRef{}, pending: map[string][]byte{}}
+	return &URLIndex{s: s, added: map[string][]EntryRef{}}
 }
 
 // URLOwners is what the index knows of one link: the entry stored first
@@ -124,6 +134,19 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 			add(EntryRef{FeedID: f[0], EntryUID: f[1]})
 		}
 	}
+	if x.logged == nil {
+		x.logged = map[string][]EntryRef{}
+		if x.logN, err = x.s.readLedger(urlLogKey, func(f []string) {
+			if len(f) == 3 && len(f[0]) == 32 && f[1] != "" && f[2] != "" {
+				x.logged[f[0]] = append(x.logged[f[0]], EntryRef{FeedID: f[1], EntryUID: f[2]})
+			}
+		}); err != nil {
+			return o, err
+		}
+	}
+	for _, r := range x.logged[hash] {
+		add(r)
+	}
 	for _, r := range x.added[hash] {
 		add(r)
 	}
@@ -142,21 +165,47 @@ func (x *URLIndex) Add(hash string, ref EntryRef, alias bool) error {
 		return err
 	}
 	x.added[hash] = append(x.added[hash], ref)
-	key := urlShard(hash)
-	x.pending[key] = append(x.pending[key], hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	x.pending = append(x.pending, hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
 	return nil
 }
 
-// Flush appends the queued lines, not synced: the caller syncs the store
-// (feed-store's commit does). The caller holds the store lock.
+// Flush appends the queued lines to the log, not synced: the caller syncs
+// the store (feed-store's commit does). The caller holds the store lock.
 func (x *URLIndex) Flush() error {
-	for key, data := range x.pending {
-		if _, err := x.s.AppendLines(key, data, Lazy); err != nil {
+	if len(x.pending) == 0 {
+		return nil
+	}
+	if _, err := x.s.AppendLines(urlLogKey, x.pending, Lazy); err != nil {
+		return err
+	}
+	x.pending = x.pending[:0]
+	return nil
+}
+
+// MergeURLLog moves the lines of urls/log.tsv to their shards once it holds
+// more than urlLogMax: the shards are appended to and synced, then the
+// log emptied. A crash in between leaves lines in both, which a lookup
+// reads as one. The caller holds the store lock.
+func (s *Store) MergeURLLog() error {
+	byShard := map[string][]byte{}
+	n, err := s.readLedger(urlLogKey, func(f []string) {
+		if len(f) == 3 && len(f[0]) == 32 {
+			key := urlShard(f[0])
+			byShard[key] = append(byShard[key], strings.Join(f, "\t")+"\n"...)
+		}
+	})
+	if err != nil || n <= urlLogMax {
+		return err
+	}
+	for key, data := range byShard {
+		if _, err := s.AppendLines(key, data, Lazy); err != nil {
 			return err
 		}
-		delete(x.pending, key)
 	}
-	return nil
+	if err := s.Sync(); err != nil {
+		return err
+	}
+	return s.WriteFileAtomic(urlLogKey, nil)
 }
 
 // URLCheckpoint is how far into entries/ and aliases/ the URL index is
@@ -238,7 +287,7 @@ func (s *Store) CatchUpURLs() error {
 		end.AliasesFile, end.AliasesOffset = file, off
 	}
 	if exists && end == cp {
-		return nil
+		return s.MergeURLLog()
 	}
 	if err := x.Flush(); err != nil {
 		return err
@@ -248,7 +297,10 @@ func (s *Store) CatchUpURLs() error {
 			return err
 		}
 	}
-	return s.setURLCheckpoint(end)
+	if err := s.setURLCheckpoint(end); err != nil {
+		return err
+	}
+	return s.MergeURLLog()
 }
 
 // logEnd reads a log from an offset with fn, or, when read is false, only

@@ -15,7 +15,8 @@ type ledgers struct {
 	urls      *storage.URLIndex
 	committed []storage.Committed // fetches of this batch, for the ledger once their states are durable
 	aliases   []ndjson.Alias      // of this batch
-	wrote     bool                // entries or aliases this batch: the URL checkpoint moves
+	wrote     bool                // entries or aliases this batch
+	moved     bool                // entries or aliases this run: the URL checkpoint moves at the end
 	err       error               // of noteURL, returned by flushCross
 }
 
@@ -122,16 +123,25 @@ func (c *committer) flushCross() error {
 func (c *committer) wroteCross() bool { return c.idem != nil && c.idem.wrote }
 
 // afterSync, once the batch is durable, appends its fetches to the run
-// ledger and moves the URL checkpoint.
+// ledger.
 func (c *committer) afterSync() error {
 	l := c.ledgers()
 	if err := c.cfg.Store.RecordCommitted(l.committed); err != nil {
 		return err
 	}
 	l.committed = l.committed[:0]
-	if l.wrote {
-		l.wrote = false
-		return c.cfg.Store.SaveURLCheckpoint()
-	}
+	l.moved = l.moved || l.wrote
+	l.wrote = false
 	return nil
+}
+
+// closeCross moves the URL checkpoint to the end of what the run stored,
+// all of it synced by then; once a run, not once a batch, since a run
+// killed before catches up from the last checkpoint (CatchUpURLs).
+func (c *committer) closeCross() error {
+	if c == nil || c.idem == nil || !c.idem.moved {
+		return nil
+	}
+	c.idem.moved = false
+	return c.cfg.Store.SaveURLCheckpoint()
 }

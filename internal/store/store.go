@@ -453,6 +453,9 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 // finish keeps the run's figures: the duration histogram, and the metrics
 // file when one is asked for (c is nil when nothing was stored).
 func finish(cfg Config, c *committer) error {
+	if err := c.closeCross(); err != nil {
+		return err
+	}
 	if c == nil {
 		if cfg.MetricsFile == "" {
 			return nil
