@@ -268,11 +268,11 @@ type Entry struct {
 	Derivations []Derivation `json:"derivations,omitempty"`
 	// AliasOf is set by feed-dedup --cross-feed on an entry of status
 	// "alias"; left out of the line otherwise, as Derivations.
-	AliasOf *EntryRef `json:"alias_of,omitempty"`
-	Status      string       `json:"status"`
-	FirstSeen   Time         `json:"first_seen"`
-	LastSeen    Time         `json:"last_seen"`
-	SeenCount   int          `json:"seen_count"`
+	AliasOf   *EntryRef `json:"alias_of,omitempty"`
+	Status    string    `json:"status"`
+	FirstSeen Time      `json:"first_seen"`
+	LastSeen  Time      `json:"last_seen"`
+	SeenCount int       `json:"seen_count"`
 }
 
 // Event announces one entry durably stored by feed-store: type new_entry the
