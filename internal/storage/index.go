@@ -1,21 +1,33 @@
 package storage
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// The entry index: for each feed, index/<2 hex>/<feed_id>.ndjson holds one
-// line per stored entry version, the last line of a uid winning. Dedup of a
-// fetch reads only its own feed's small file, so its cost does not grow with
-// the store. The index is derived from entries/: it is written after the
-// entries it describes are durable, and CatchUpIndex rebuilds whatever a
-// crash kept from being written.
+// The entry index: for each feed, index/<2 hex>/<feed_id>.seen holds one
+// fixed-size binary record per stored entry version (seenRecordSize bytes:
+// uid, content hash, first_seen, last_seen, seen_count, checksum), the last
+// record of a uid winning. Dedup of a fetch reads only its own feed's small
+// file, so its cost does not grow with the store. The index is derived from
+// entries/: it is written after the entries it describes are durable, and
+// Recover rebuilds whatever a crash kept from being written.
+//
+// The binary form holds ids as feedpipe makes them (16 lower-case hex
+// digits, internal/ids); a record with any other uid or hash, and every
+// record an older feedpipe wrote, is a JSON line of index/<2 hex>/<feed_id>.ndjson,
+// read first. Across the two files the record with the higher seen_count
+// wins (each stored version counts one more), in a tie the binary one.
 
 // TypeSeen is the record type of an index line.
 const TypeSeen = "seen"
@@ -30,12 +42,101 @@ type Seen struct {
 	SeenCount int         `json:"seen_count"`
 }
 
-func indexKey(feedID string) string {
+func indexKey(feedID string) string { return indexBase(feedID) + ".ndjson" }
+
+func indexBinKey(feedID string) string { return indexBase(feedID) + ".seen" }
+
+func indexBase(feedID string) string {
 	shard := "xx"
 	if len(feedID) >= 2 {
 		shard = feedID[:2]
 	}
-	return DirIndex + "/" + shard + "/" + feedID + ".ndjson"
+	return DirIndex + "/" + shard + "/" + feedID
+}
+
+// seenRecordSize is the size of a binary index record: uid, hash (8 bytes
+// each), first_seen, last_seen (Unix nanoseconds, 8 each), seen_count (4)
+// and the low 32 bits of the xxhash64 of the 36 bytes before (4).
+const seenRecordSize = 40
+
+// zeroTime stands for the zero time in a binary record.
+const zeroTime = math.MinInt64
+
+// hexID parses an id as feedpipe writes it: 16 lower-case hex digits.
+func hexID(s string) (uint64, bool) {
+	if len(s) != 16 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < 16; i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func appendHexID(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[v>>uint(shift)&0xf])
+	}
+	return b
+}
+
+func unixNanos(t ndjson.Time) int64 {
+	if t.IsZero() {
+		return zeroTime
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(ns int64) ndjson.Time {
+	if ns == zeroTime {
+		return ndjson.Time{}
+	}
+	return ndjson.Time{Time: time.Unix(0, ns).UTC()}
+}
+
+// binarySeen encodes s as a binary record, if its ids and times allow.
+func binarySeen(b []byte, s *Seen) ([]byte, bool) {
+	uid, ok1 := hexID(s.UID)
+	hash, ok2 := hexID(s.Hash)
+	inRange := func(t ndjson.Time) bool { return t.IsZero() || t.Year() >= 1678 && t.Year() < 2262 }
+	if !ok1 || !ok2 || s.SeenCount < 0 || s.SeenCount > math.MaxUint32 || !inRange(s.FirstSeen) || !inRange(s.LastSeen) {
+		return b, false
+	}
+	start := len(b)
+	b = binary.LittleEndian.AppendUint64(b, uid)
+	b = binary.LittleEndian.AppendUint64(b, hash)
+	b = binary.LittleEndian.AppendUint64(b, uint64(unixNanos(s.FirstSeen)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(unixNanos(s.LastSeen)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(s.SeenCount))
+	return binary.LittleEndian.AppendUint32(b, uint32(xxhash.Sum64(b[start:]))), true
+}
+
+// parseSeen decodes one binary record; false if its checksum fails.
+func parseSeen(r []byte, ids []byte) (Seen, []byte, bool) {
+	if uint32(xxhash.Sum64(r[:36])) != binary.LittleEndian.Uint32(r[36:]) {
+		return Seen{}, ids, false
+	}
+	start := len(ids)
+	ids = appendHexID(ids, binary.LittleEndian.Uint64(r))
+	ids = appendHexID(ids, binary.LittleEndian.Uint64(r[8:]))
+	return Seen{
+		Header:    ndjson.Head(TypeSeen),
+		UID:       string(ids[start : start+16]),
+		Hash:      string(ids[start+16 : start+32]),
+		FirstSeen: fromNanos(int64(binary.LittleEndian.Uint64(r[16:]))),
+		LastSeen:  fromNanos(int64(binary.LittleEndian.Uint64(r[24:]))),
+		SeenCount: int(binary.LittleEndian.Uint32(r[32:])),
+	}, ids, true
 }
 
 // FeedIndex is the index of one feed: every entry version stored, and the
@@ -91,20 +192,101 @@ func (s *Store) SeenEntries(feedID string) (*FeedIndex, error) {
 		}
 		return nil
 	})
-	return ix, err
+	if err != nil {
+		return ix, err
+	}
+	data, err := os.ReadFile(s.Path(indexBinKey(feedID)))
+	if errors.Is(err, os.ErrNotExist) {
+		return ix, nil
+	}
+	if err != nil {
+		return ix, fmt.Errorf("storage: %w", err)
+	}
+	fromJSON := len(ix.latest) > 0
+	var ids []byte
+	// A torn last record (a crash mid-append) is short and left out; one
+	// whose checksum fails is skipped.
+	for r := data; len(r) >= seenRecordSize; r = r[seenRecordSize:] {
+		e, more, ok := parseSeen(r[:seenRecordSize], ids[:0])
+		if !ok {
+			continue
+		}
+		ids = more
+		if fromJSON {
+			if prev, known := ix.latest[e.UID]; known && prev.SeenCount > e.SeenCount {
+				ix.versions[[2]string{e.UID, e.Hash}] = true
+				continue
+			}
+		}
+		ix.Add(e)
+	}
+	return ix, nil
 }
 
 // PutSeen appends index records for one feed.
 func (s *Store) PutSeen(feedID string, seen []Seen, d Durability) error {
+	var bin, lines []byte
 	for i := range seen {
 		seen[i].Header = ndjson.Head(TypeSeen)
+		var ok bool
+		if bin, ok = binarySeen(bin, &seen[i]); ok {
+			continue
+		}
+		line, err := ndjson.Marshal(&seen[i])
+		if err != nil {
+			return err
+		}
+		lines = append(lines, line...)
 	}
-	data, err := encodeLines(seen)
+	if len(lines) > 0 {
+		if _, err := s.AppendLines(indexKey(feedID), lines, d); err != nil {
+			return err
+		}
+	}
+	if len(bin) > 0 {
+		return s.appendRecords(indexBinKey(feedID), bin, seenRecordSize, d)
+	}
+	return nil
+}
+
+// appendRecords is AppendLines for a file of fixed-size records: a torn
+// last record is cut off first, and a failed write is taken back.
+func (s *Store) appendRecords(key string, data []byte, size int64, d Durability) error {
+	path := s.Path(key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("storage: %w", err)
 	}
-	_, err = s.AppendLines(indexKey(feedID), data, d)
-	return err
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	end := st.Size() - st.Size()%size
+	if end != st.Size() {
+		if err := f.Truncate(end); err != nil {
+			return fmt.Errorf("storage: cut the torn last record of %s: %w", key, unwrapPathError(err))
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Truncate(end)
+		return fmt.Errorf("storage: append to %s: %w", key, unwrapPathError(err))
+	}
+	if d == Durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("storage: sync %s: %w", key, unwrapPathError(err))
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("storage: close %s: %w", key, unwrapPathError(err))
+	}
+	if end == 0 && d == Durable {
+		return syncDir(filepath.Dir(path))
+	}
+	return nil
 }
 
 // IndexCheckpoint is how far into entries/ and events/ the index and the
