@@ -62,7 +62,7 @@ func Run(cfg Config) error {
 		forced[i] = true
 	}
 
-	var due []ndjson.Due
+	due := make([]ndjson.Due, 0, len(subs)) // no regrowing 100,000 large structs; pages untouched cost nothing
 	for i, sub := range subs {
 		st, fetched := states.ByFeed[sub.FeedID]
 		fetched = fetched && !st.LastFetchAt.IsZero()
