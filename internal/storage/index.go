@@ -129,10 +129,11 @@ func parseSeen(r []byte, ids []byte) (Seen, []byte, bool) {
 	start := len(ids)
 	ids = appendHexID(ids, binary.LittleEndian.Uint64(r))
 	ids = appendHexID(ids, binary.LittleEndian.Uint64(r[8:]))
+	both := string(ids[start:]) // one allocation for the two
 	return Seen{
 		Header:    ndjson.Head(TypeSeen),
-		UID:       string(ids[start : start+16]),
-		Hash:      string(ids[start+16 : start+32]),
+		UID:       both[:16],
+		Hash:      both[16:],
 		FirstSeen: fromNanos(int64(binary.LittleEndian.Uint64(r[16:]))),
 		LastSeen:  fromNanos(int64(binary.LittleEndian.Uint64(r[24:]))),
 		SeenCount: int(binary.LittleEndian.Uint32(r[32:])),
