@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -70,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	newPer := fs.Int("new", 3, "of them, entries never stored")
 	updPer := fs.Int("updated", 1, "of them, stored entries whose content changed")
 	notModified := fs.Int("not-modified", 0, "write this many 304 fetch records (no entries) of distinct feeds to stdout instead")
+	statesOnly := fs.Bool("states-only", false, "rewrite only the state log of an existing store (and drop its snapshot)")
 	skip := fs.Int("skip", 0, "with -fetches or -not-modified: start at the feed this many places into the shuffled order (disjoint sets for repeated runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		err = g.writeFetches(out, *fetches, *skip, *perFetch, *newPer, *updPer, false)
 	case *notModified > 0:
 		err = g.writeFetches(out, *notModified, *skip, 0, 0, 0, true)
+	case *statesOnly:
+		err = g.rewriteStates(st)
 	default:
 		if !st.Created {
 			return fmt.Errorf("%s exists: benchstore builds a new store", *root)
@@ -237,6 +241,42 @@ func (g *gen) build(st *storage.Store, log io.Writer) error {
 	return nil
 }
 
+// rewriteStates replaces the state log of an existing store.
+func (g *gen) rewriteStates(st *storage.Store) error {
+	feedIDs := make([]string, g.feeds)
+	for f := range feedIDs {
+		feedIDs[f] = g.feedID(f)
+	}
+	for _, key := range []string{storage.StateFile, storage.DirIndex + "/states.snapshot"} {
+		if err := os.Remove(st.Path(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := g.writeStates(st, feedIDs); err != nil {
+		return err
+	}
+	_, err := st.States()
+	return err
+}
+
+// schedState is the scheduler's state of feed f after half a day of hourly
+// fetches up to last, a new entry every third: what feed-store keeps in
+// every state line.
+func schedState(f int, last time.Time) *sched.State {
+	p := sched.Defaults()
+	t := last.Add(-12 * time.Hour)
+	st, _ := sched.Next(sched.State{}, sched.Outcome{Kind: sched.NeverFetched}, p, sched.Overrides{}, t, nil)
+	for i := range 12 {
+		t = t.Add(time.Hour)
+		o := sched.Outcome{At: t, Status: 200, Items: 20, Parsed: true}
+		if (i+f)%3 == 0 {
+			o.NewEntries, o.Published = 1, []time.Time{t.Add(-10 * time.Minute)}
+		}
+		st, _ = sched.Next(st, o, p, sched.Overrides{}, t, nil)
+	}
+	return &st
+}
+
 func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 	r := rand.New(rand.NewPCG(g.seed, 1))
 	var buf []byte
@@ -259,6 +299,10 @@ func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 			Counts: storage.FeedCounts{Fetches: fetches, OK: fetches * 9 / 10, NotModified: fetches / 10,
 				BytesIn: int64(fetches) * 20000, BytesSaved: int64(fetches/10) * 20000, DurationMS: int64(fetches) * 180,
 				NewEntries: g.entriesOf(f)},
+		}
+		if fetches > 100 {
+			fs.Sched = schedState(f, at)
+			fs.Sched.NextAt = fs.NextFetchAt
 		}
 		if f%20 == 0 { // one feed in twenty is failing
 			fs.LastStatus, fs.ConsecutiveFailures = 503, 2
@@ -285,7 +329,8 @@ func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 		if r.Float64() < g.dueFraction {
 			ago += time.Hour
 		}
-		line, err := state(f, g.now.Add(-ago-time.Second), 101)
+		last := g.now.Add(-ago - time.Second)
+		line, err := state(f, last, 101)
 		if err != nil {
 			return err
 		}
