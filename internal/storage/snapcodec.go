@@ -16,13 +16,14 @@ import (
 // out by its type, compiled once per type by reflection into functions
 // that read and write the fields in place. It exists because it is fast
 // where it matters, on load: it knows the type, so nothing about it is
-// read from the data; numbers are varints; the strings of a whole
-// snapshot share one copy of its bytes. It handles what records are made
-// of (booleans, numbers, strings, arrays, slices, maps with string keys,
-// pointers, structs, time.Time); a type with anything else (interfaces,
-// channels, functions) has no codec, and its snapshots fall back to gob.
-// It keeps what JSON keeps: a nil slice or map stays nil, an empty one
-// empty. Only exported fields are written, as in JSON.
+// read from the data; numbers are varints; strings are copied, packed,
+// into large blocks instead of being allocated one by one. It handles
+// what records are made of (booleans, numbers, strings, arrays, slices,
+// maps with string keys, pointers, structs, time.Time); a type with
+// anything else (interfaces, channels, functions) has no codec, and no
+// snapshot: its file is read as JSON. It keeps what JSON keeps: a nil
+// slice or map stays nil, an empty one empty. Only exported fields are
+// written, as in JSON.
 
 // errSnapshotData is any malformed snapshot record: the snapshot is
 // ignored.
@@ -39,6 +40,10 @@ type decoder struct {
 	s   string
 	i   int
 	bad bool
+	// arena holds copies of the strings read, packed: the records keep
+	// only their strings alive, not the whole snapshot. A chunk is never
+	// written again where a string points.
+	arena []byte
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -103,9 +108,16 @@ func (d *decoder) fixed(n int) uint64 {
 
 func (d *decoder) str() string {
 	n, _ := d.length(1)
-	s := d.s[d.i : d.i+n]
+	if n == 0 {
+		return ""
+	}
+	if cap(d.arena)-len(d.arena) < n {
+		d.arena = make([]byte, 0, max(n, 256<<10))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, d.s[d.i:d.i+n]...)
 	d.i += n
-	return s
+	return unsafe.String(&d.arena[start], n)
 }
 
 func appendLen(b []byte, n int, isNil bool) []byte {

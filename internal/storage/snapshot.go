@@ -142,8 +142,8 @@ func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok b
 	if !found || inode != head.Inode || window != head.Window {
 		return snap, false
 	}
-	// The records' strings point into data, which nothing writes to
-	// after this: one copy of the file in memory, not two.
+	// Decoding copies what it keeps: data need not be copied to a
+	// string first, and is garbage once decoded.
 	text := unsafe.String(unsafe.SliceData(body), len(body))
 	snap = snapshot{head: head, codec: c}
 	for _, n := range head.Chunks {

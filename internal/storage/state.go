@@ -86,6 +86,8 @@ type States struct {
 	s      *Store
 	ByFeed map[string]FeedState
 	lines  int
+	// snapLines is how many of the lines the snapshot covers.
+	snapLines int
 }
 
 // States loads the state log: from its snapshot (see SnapshotMinBytes) and
@@ -102,7 +104,7 @@ func (s *Store) States() (*States, error) {
 		st.ByFeed = make(map[string]FeedState, snap.head.Lines+snap.head.Lines/8)
 		err := eachSnapshotRecord(snap, func(fs *FeedState) { st.ByFeed[fs.FeedID] = *fs })
 		if err == nil {
-			st.lines, from = snap.head.Lines, snap.head.Covered
+			st.lines, st.snapLines, from = snap.head.Lines, snap.head.Lines, snap.head.Covered
 		} else {
 			st.ByFeed = map[string]FeedState{}
 		}
@@ -120,6 +122,7 @@ func (s *Store) States() (*States, error) {
 	})
 	if err == nil && tail > snapshotMaxTail+len(st.ByFeed)/64 {
 		writeSnapshot(s, snapshotStates, f, end, st.lines, 0, st.sorted())
+		st.snapLines = st.lines
 	}
 	return st, err
 }
@@ -154,11 +157,33 @@ func (st *States) Put(d Durability, states ...FeedState) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.s.AppendLines(StateFile, data, d); err != nil {
+	off, err := st.s.AppendLines(StateFile, data, d)
+	if err != nil {
 		return err
 	}
 	st.lines += len(states)
+	// The writer keeps the snapshot close behind the log, so that no
+	// reader decodes more than a cycle or so of JSON lines.
+	if st.lines-st.snapLines > 1024+len(st.ByFeed)/256 {
+		st.snapshot(off + int64(len(data)))
+	}
 	return nil
+}
+
+// snapshot saves the states as the snapshot of the log up to covered: the
+// end of this writer's last append, the caller holding the store lock.
+func (st *States) snapshot(covered int64) {
+	st.snapLines = st.lines
+	f, err := st.s.openLog(StateFile)
+	if err != nil || f == nil {
+		return
+	}
+	defer f.Close()
+	all := make([]FeedState, 0, len(st.ByFeed))
+	for _, fs := range st.ByFeed {
+		all = append(all, fs)
+	}
+	writeSnapshot(st.s, snapshotStates, f, covered, st.lines, 0, all)
 }
 
 func (st *States) compact() error {
@@ -172,9 +197,6 @@ func (st *States) compact() error {
 	}
 	st.lines = len(all)
 	// The old snapshot is of the old file: save one of the new.
-	if f, err := st.s.openLog(StateFile); err == nil && f != nil {
-		writeSnapshot(st.s, snapshotStates, f, int64(len(data)), len(all), 0, all)
-		f.Close()
-	}
+	st.snapshot(int64(len(data)))
 	return nil
 }
