@@ -62,7 +62,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if j.failed {
 			failed++
 		}
-		return cfg.Out.WriteRaw(j.out)
+		err := cfg.Out.WriteRaw(j.out)
+		j.release()
+		return err
 	})
 	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		j := &job{}
@@ -99,8 +101,8 @@ func Run(ctx context.Context, cfg Config) error {
 func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	entries := cfg.parseFetch(f)
 	j.failed = f.Parse.Error != ""
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := j.buffer()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false) // as ndjson.Writer writes
 	for i := range entries {
 		if err := enc.Encode(&entries[i]); err != nil {
@@ -229,9 +231,12 @@ func RunFiles(ctx context.Context, cfg FileConfig) error {
 			failed++
 		}
 		if len(j.out) == 0 {
+			j.release()
 			return nil
 		}
-		return cfg.Out.WriteRaw(j.out)
+		err := cfg.Out.WriteRaw(j.out)
+		j.release()
+		return err
 	})
 	var now time.Time
 	if cfg.Now != nil {
@@ -253,8 +258,8 @@ func RunFiles(ctx context.Context, cfg FileConfig) error {
 			for _, w := range feed.Info.Warnings {
 				c.Log.Debug("recovered", "file", name, "warning", w)
 			}
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
+			buf := j.buffer()
+			enc := json.NewEncoder(buf)
 			enc.SetEscapeHTML(false)
 			for i := range feed.Entries {
 				if err := enc.Encode(&feed.Entries[i]); err != nil {
