@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -330,4 +331,80 @@ func (s *Store) RecordedFetch(r Run) (line []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	return append([]byte(nil), l.Raw...), true, nil
+}
+
+// CompactLedgers rewrites every shard of both run ledgers with the last
+// line of each feed, leaving out the feeds whose last line gone says is of
+// a fetch record no longer in fetches/ (feed-store prune deleted it): a
+// run that old is not replayed, and a feed unsubscribed long ago leaves
+// nothing behind. It returns how many feeds' lines it dropped. With dry
+// set it only counts. The caller holds the store lock and the fetch lock.
+func (s *Store) CompactLedgers(gone func(fetchID string, fetchedAt time.Time) bool, dry bool) (dropped int, err error) {
+	for _, dir := range []string{ledgerFetched, ledgerStored} {
+		shards, err := filepath.Glob(filepath.Join(s.Root, filepath.FromSlash(dir), "*.tsv"))
+		if err != nil {
+			return dropped, err
+		}
+		for _, path := range shards {
+			key := dir + "/" + filepath.Base(path)
+			type last struct {
+				line string
+				at   time.Time // scheduled_at (fetched) or fetched_at (stored): the later wins
+			}
+			feeds := map[string]last{}
+			var order []string
+			lines, err := s.readLedger(key, func(f []string) {
+				var at, fetchedAt time.Time
+				var fetchID string
+				var err error
+				switch {
+				case dir == ledgerFetched && len(f) == 5:
+					fetchID = f[2]
+					if at, err = time.Parse(time.RFC3339Nano, f[1]); err == nil {
+						fetchedAt, err = time.Parse(time.RFC3339Nano, f[3])
+					}
+				case dir == ledgerStored && len(f) == 3:
+					fetchID = f[1]
+					at, err = time.Parse(time.RFC3339Nano, f[2])
+					fetchedAt = at
+				default:
+					return
+				}
+				if err != nil {
+					return
+				}
+				old, seen := feeds[f[0]]
+				if seen && at.Before(old.at) {
+					return
+				}
+				if !seen {
+					order = append(order, f[0])
+				}
+				l := last{line: strings.Join(f, "\t") + "\n", at: at}
+				if gone(fetchID, fetchedAt) {
+					l.line = "" // dropped, unless a later line of the feed comes
+				}
+				feeds[f[0]] = l
+			})
+			if err != nil {
+				return dropped, err
+			}
+			var buf bytes.Buffer
+			kept := 0
+			for _, feed := range order {
+				if l := feeds[feed].line; l != "" {
+					buf.WriteString(l)
+					kept++
+				}
+			}
+			dropped += len(order) - kept
+			if dry || lines == kept {
+				continue
+			}
+			if err := s.rewriteLedger(key, lines, buf.Bytes()); err != nil {
+				return dropped, err
+			}
+		}
+	}
+	return dropped, nil
 }

@@ -215,13 +215,19 @@ type URLCheckpoint struct {
 	Offset        int64  `json:"offset"`
 	AliasesFile   string `json:"aliases_file"`
 	AliasesOffset int64  `json:"aliases_offset"`
+	// Partial: the index was started on a store that had entries already
+	// (made before the URL index existed), which it does not hold until
+	// feed-store reindex builds it from entries/ (RebuildURLs).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // CatchUpURLs adds to the URL index the entries and aliases stored past its
 // checkpoint (those a crash kept from being indexed), and moves the
 // checkpoint to the end. A store without a URL checkpoint (made before the
-// URL index existed) starts it at the end of entries/ and aliases/: older
-// entries are not in the index. The caller holds the store lock.
+// URL index existed) starts it at the end of entries/ and aliases/, marked
+// partial when entries/ holds any: older entries are not in the index
+// until feed-store reindex (RebuildURLs), which would cost a stage's
+// start-up a read of all of entries/. The caller holds the store lock.
 func (s *Store) CatchUpURLs() error {
 	cp, exists, err := s.urlCheckpoint()
 	if err != nil {
@@ -240,6 +246,9 @@ func (s *Store) CatchUpURLs() error {
 		from := int64(0)
 		if file == cp.File {
 			from = cp.Offset
+		}
+		if !exists && s.Size(file) > 0 {
+			end.Partial = true
 		}
 		off, err := s.logEnd(file, from, exists, func(l ndjson.Line) error {
 			var e ndjson.Entry
@@ -317,7 +326,11 @@ func (s *Store) logEnd(key string, from int64, read bool, fn func(ndjson.Line) e
 // aliases/ as far as they go now: feed-store calls it at the end of a run,
 // once what it indexed is synced. The caller holds the store lock.
 func (s *Store) SaveURLCheckpoint() error {
-	var cp URLCheckpoint
+	old, _, err := s.urlCheckpoint()
+	if err != nil {
+		return err
+	}
+	cp := URLCheckpoint{Partial: old.Partial}
 	for _, log := range []struct {
 		dir  string
 		file *string

@@ -26,9 +26,14 @@ func linkedEntry(feed, uid, link string, aliasOf *ndjson.EntryRef) string {
 // a new_entry, uid>feed/uid for an alias.
 func storeRun(t *testing.T, st *storage.Store, input string) (string, Summary) {
 	t.Helper()
+	return storeAt(t, st, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), input)
+}
+
+// storeAt is storeRun at the moment at.
+func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (string, Summary) {
+	t.Helper()
 	var out bytes.Buffer
 	var sum Summary
-	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	if err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
 		Now: func() time.Time { return at }, Summary: &sum}); err != nil {
 		t.Fatal(err)
@@ -141,6 +146,126 @@ func TestReplayedFetchNotCommittedTwice(t *testing.T) {
 		got, sum := storeRun(t, st, tt.in)
 		if got != tt.want || sum.Feeds != tt.feeds || sum.Replayed != tt.replayed {
 			t.Errorf("run %d: %q, %d feeds, %d replayed; want %q, %d, %d", i, got, sum.Feeds, sum.Replayed, tt.want, tt.feeds, tt.replayed)
+		}
+	}
+}
+
+// crossFeedStore is a store of two links stored by feed A on day 1, L1
+// (a1) and L2 (a2), an alias of a1 from feed B recorded that day, and a
+// new version of a2 stored on day 8.
+func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
+	t.Helper()
+	day = func(n int) time.Time { return time.Date(2026, 11, n, 10, 0, 0, 0, time.UTC) }
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	storeAt(t, st, day(1), linkedEntry("A", "a1", "https://news.example/1", nil)+linkedEntry("A", "a2", "https://news.example/2", nil))
+	storeAt(t, st, day(1).Add(time.Hour), linkedEntry("B", "b1", "https://news.example/1", a1))
+	storeAt(t, st, day(8), strings.Replace(linkedEntry("A", "a2", "https://news.example/2", nil), `"h-a2"`, `"h-a2-v2"`, 1))
+	return st, day
+}
+
+// TestPruneCrossFeed: what prune does to aliases/ and the URL index, and
+// what the next alias of a pruned entry becomes.
+func TestPruneCrossFeed(t *testing.T) {
+	const l1, l2 = "https://news.example/1", "https://news.example/2"
+	a1, a2 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, &ndjson.EntryRef{FeedID: "A", EntryUID: "a2"}
+	for _, tc := range []struct {
+		name string
+		cfg  PruneConfig
+		want PruneSummary
+		in   string // stored after, on day 10
+		out  string
+	}{
+		{name: "articles: a link whose entry is gone falls back to storing, its aliases with it",
+			cfg:  PruneConfig{ArticlesKeep: 72 * time.Hour},
+			want: PruneSummary{EntryFiles: 1, URLs: 1},
+			in:   linkedEntry("C", "c1", l1, a1) + linkedEntry("B", "b1", l1, a1) + linkedEntry("C", "c2", l2, a2),
+			out:  "c1:new b1>C/c1 c2>A/a2"}, // c1 is the link's first now
+		{name: "articles, dry run: the index is left alone",
+			cfg:  PruneConfig{ArticlesKeep: 72 * time.Hour, DryRun: true},
+			want: PruneSummary{EntryFiles: 1, URLs: 1, DryRun: true},
+			in:   linkedEntry("C", "c1", l1, a1),
+			out:  "c1>A/a1"},
+		{name: "metadata: old alias files go, the index still knows the alias",
+			cfg:  PruneConfig{MetadataKeep: 72 * time.Hour},
+			want: PruneSummary{EventFiles: 1, AliasFiles: 1},
+			in:   linkedEntry("B", "b1", l1, a1) + linkedEntry("C", "c1", l1, a1),
+			out:  "c1>A/a1"},
+		{name: "all of it within the TTLs: nothing",
+			cfg:  PruneConfig{MetadataKeep: 30 * 24 * time.Hour, ArticlesKeep: 30 * 24 * time.Hour},
+			in:   linkedEntry("C", "c1", l1, a1),
+			out:  "c1>A/a1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, day := crossFeedStore(t)
+			var out bytes.Buffer
+			cfg := tc.cfg
+			cfg.Store, cfg.Out, cfg.Now = st, &out, func() time.Time { return day(10) }
+			sum, err := Prune(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum.Bytes = 0
+			if sum != tc.want {
+				t.Errorf("summary\n got %+v\nwant %+v", sum, tc.want)
+			}
+			if got, _ := storeAt(t, st, day(10), tc.in); got != tc.out {
+				t.Errorf("stored after: %q, want %q", got, tc.out)
+			}
+		})
+	}
+}
+
+// TestReindexURLs: a store made before the URL index existed starts it
+// partial, and RebuildURLs builds it from entries/ and aliases/.
+func TestReindexURLs(t *testing.T) {
+	const l1 = "https://news.example/1"
+	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	st, day := crossFeedStore(t)
+	if partial, _ := st.URLIndexPartial(); partial {
+		t.Fatal("an index made with the store is partial")
+	}
+	// As if made before the URL index: no urls/, and a stale shard.
+	if err := os.RemoveAll(st.Path(storage.DirURLs)); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(st.Path(storage.DirURLs+"/ff"), 0o755)
+	stale := storage.DirURLs + "/ff/ff.tsv"
+	os.WriteFile(st.Path(stale), []byte("ff"+strings.Repeat("0", 30)+"\tX\tx1\n"), 0o644)
+
+	steps := []struct {
+		name    string
+		reindex bool
+		in, out string
+		partial bool
+	}{
+		{name: "older entries not found", in: linkedEntry("C", "c1", l1, a1), out: "c1:new", partial: true},
+		{name: "after reindex: found", reindex: true, in: linkedEntry("C", "c2", l1, a1), out: "c2>A/a1"},
+		{name: "an alias recorded before the index is known", in: linkedEntry("B", "b1", l1, a1), out: ""},
+		{name: "reindex again: the same", reindex: true, in: linkedEntry("D", "d1", l1, a1), out: "d1>A/a1"},
+	}
+	for _, s := range steps {
+		if s.reindex {
+			links, aliases, err := st.RebuildURLs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// a1, a2; b1 and c2 are aliases (c1 is stored: first was a1).
+			if links != 2 || aliases < 1 {
+				t.Errorf("%s: %d links, %d aliases", s.name, links, aliases)
+			}
+			if _, err := os.Stat(st.Path(stale)); !os.IsNotExist(err) {
+				t.Errorf("%s: stale shard left: %v", s.name, err)
+			}
+		}
+		if got, _ := storeAt(t, st, day(10), s.in); got != s.out {
+			t.Errorf("%s: %q, want %q", s.name, got, s.out)
+		}
+		if partial, _ := st.URLIndexPartial(); partial != s.partial {
+			t.Errorf("%s: partial %v, want %v", s.name, partial, s.partial)
 		}
 	}
 }

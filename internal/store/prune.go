@@ -1,15 +1,21 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -39,6 +45,14 @@ type PruneConfig struct {
 	// articles are entries/.
 	MetadataKeep time.Duration
 	ArticlesKeep time.Duration
+	// SeenKeep is the seen-ids TTL: an entry whose latest version was
+	// last seen longer ago leaves its feed's index (index/), so that it
+	// would be stored again, as new, if it came back; never one the
+	// feed's latest payload holds (that would come back at once).
+	SeenKeep time.Duration
+	// Parser reads the latest payloads for SeenKeep; nil means
+	// parse.DefaultParser.
+	Parser *parse.Parser
 }
 
 // PruneSummary counts what prune deleted (or would delete).
@@ -51,6 +65,11 @@ type PruneSummary struct {
 	FetchFiles     int   // fetches/ day files deleted
 	FetchesTrimmed int   // fetches/ day files rewritten with the records entries need
 	FetchRecords   int   // fetch records deleted
+	AliasFiles     int   // aliases/ day files
+	LedgerFeeds    int   // feeds' run ledger lines dropped, their fetch records gone
+	URLs           int   // links dropped from the URL index, their first entry gone
+	SeenForgotten  int   // entries forgotten by the seen-ids TTL
+	SeenFeedsKept  int   // feeds with entries past the TTL kept: their latest payload unreadable
 	Bytes          int64 // bytes freed
 	DryRun         bool
 }
@@ -60,8 +79,9 @@ func (s PruneSummary) String() string {
 	if s.DryRun {
 		verb = "would delete"
 	}
-	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files, %d events files, %d fetch records (%d fetches files deleted, %d trimmed); %s bytes freed",
-		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.EventFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed, strconv.FormatInt(s.Bytes, 10))
+	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files, %d events files, %d aliases files, %d fetch records (%d fetches files deleted, %d trimmed), the run ledger lines of %d feeds, %d links of the URL index, %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
+		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.EventFiles, s.AliasFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
+		s.LedgerFeeds, s.URLs, s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
 }
 
 // ParseAge reads an age such as 30d, 2w, 36h or 90m: a Go duration, or a
@@ -136,13 +156,30 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		return st.Remove(key)
 	}
 
-	// Articles: whole days of entries/.
+	ucp, err := st.URLCheckpointAt()
+	if err != nil {
+		return sum, err
+	}
+	entriesFrom := cp.File // recovery reads entries/ from here
+	if ucp.File != "" && (entriesFrom == "" || ucp.File < entriesFrom) {
+		entriesFrom = ucp.File
+	}
+
+	// Articles: whole days of entries/, out of the URL index first.
 	if cfg.ArticlesKeep > 0 {
-		n, err := pruneDays(st, storage.DirEntries, before(now, cfg.ArticlesKeep), today, cp.File, del)
+		if sum.URLs, err = dropURLs(st, before(now, cfg.ArticlesKeep), today, entriesFrom, cfg.DryRun); err != nil {
+			return sum, err
+		}
+		n, err := pruneDays(st, storage.DirEntries, before(now, cfg.ArticlesKeep), today, entriesFrom, del)
 		if err != nil {
 			return sum, err
 		}
 		sum.EntryFiles = n
+	}
+	if cfg.SeenKeep > 0 {
+		if err := forgetSeen(ctx, cfg, &sum, now); err != nil {
+			return sum, err
+		}
 	}
 	if ctx.Err() != nil {
 		return sum, ctx.Err()
@@ -162,7 +199,7 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	if cfg.DryRun && cfg.ArticlesKeep > 0 {
 		gone = map[string]bool{}
 		for _, f := range files {
-			if deletableDay(f, before(now, cfg.ArticlesKeep), today, cp.File) {
+			if deletableDay(f, before(now, cfg.ArticlesKeep), today, entriesFrom) {
 				gone[f] = true
 			}
 		}
@@ -192,6 +229,15 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 			return sum, err
 		}
 		sum.EventFiles = n
+		// Aliases are metadata too; the URL index keeps what they
+		// recorded, so an alias stays one.
+		aliasesFrom := ucp.AliasesFile
+		if aliasesFrom != "" && st.Size(aliasesFrom) <= ucp.AliasesOffset {
+			aliasesFrom += "\x00" // wholly indexed: it may go, the files after it not
+		}
+		if sum.AliasFiles, err = pruneDays(st, storage.DirAliases, cutoff, today, aliasesFrom, del); err != nil {
+			return sum, err
+		}
 		if err := pruneFetches(cfg, &sum, referenced, cutoff, today, del); err != nil {
 			return sum, err
 		}
@@ -288,7 +334,12 @@ func pruneFetches(cfg PruneConfig, sum *PruneSummary, referenced map[string]bool
 			}
 		}
 	}
-	return nil
+	// The run ledgers: a feed whose last line is of a fetch record gone
+	// now has nothing to replay (still under the fetch lock).
+	sum.LedgerFeeds, err = st.CompactLedgers(func(fetchID string, fetchedAt time.Time) bool {
+		return storage.Day(fetchedAt) < cutoff && !referenced[fetchID]
+	}, cfg.DryRun)
+	return err
 }
 
 // pruneRaw deletes payloads older than RawKeep that are not among the
@@ -367,4 +418,211 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 		sum.Raw++
 	}
 	return nil
+}
+
+// dropURLs takes out of the URL index the links whose first entry prune
+// is about to delete: every version of it is in an entries/ day file
+// that goes. It runs before the files go, so that the index never names
+// an entry that is not stored; a crash in between only leaves entries
+// that a later one with their link will not be an alias of.
+func dropURLs(st *storage.Store, cutoff, today, recoverFrom string, dry bool) (int, error) {
+	files, err := st.DayFiles(storage.DirEntries)
+	if err != nil {
+		return 0, err
+	}
+	hashes := map[string]bool{}
+	gone := map[ndjson.EntryRef]bool{} // entries with a version in a file that goes
+	var kept []string
+	for _, f := range files {
+		if !deletableDay(f, cutoff, today, recoverFrom) {
+			kept = append(kept, f)
+			continue
+		}
+		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
+			var e struct {
+				FeedID        string `json:"feed_id"`
+				EntryUID      string `json:"entry_uid"`
+				CanonicalLink string `json:"canonical_link"`
+			}
+			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
+				return nil
+			}
+			if h, ok := storage.URLHash(e.CanonicalLink); ok {
+				hashes[h] = true
+				gone[ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}] = true
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	// A version in a file that stays keeps the entry stored.
+	for _, f := range kept {
+		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
+			var e struct {
+				FeedID   string `json:"feed_id"`
+				EntryUID string `json:"entry_uid"`
+			}
+			if l.Type == ndjson.TypeEntry && l.Decode(&e) == nil {
+				delete(gone, ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID})
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return st.DropURLs(hashes, func(r ndjson.EntryRef) bool { return gone[r] }, dry)
+}
+
+// forgetSeen is the seen-ids TTL (seed 004 §4): it takes out of each
+// feed's index the entries last seen before now-SeenKeep, except those
+// the feed's latest payload holds. A stored entry's last_seen is when its
+// latest version was stored, so an entry a feed serves unchanged for
+// years looks old: the latest payload, parsed again, says which are still
+// served. A feed whose latest payload cannot be read (pruned, a website
+// source, a parse error) keeps all its entries.
+func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now time.Time) error {
+	st := cfg.Store
+	cutoff := now.Add(-cfg.SeenKeep)
+	feeds, err := st.IndexedFeeds()
+	if err != nil {
+		return err
+	}
+	old := map[string][]string{} // feed id -> uids past the TTL
+	for _, feed := range feeds {
+		ix, err := st.SeenEntries(feed)
+		if err != nil {
+			return err
+		}
+		if uids := ix.SeenBefore(cutoff); len(uids) > 0 {
+			old[feed] = uids
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	served, err := latestServed(ctx, cfg, old)
+	if err != nil {
+		return err
+	}
+	for _, feed := range feeds {
+		uids := old[feed]
+		if len(uids) == 0 {
+			continue
+		}
+		still, known := served[feed]
+		if !known {
+			sum.SeenFeedsKept++
+			cfg.Log.Info("kept the seen entries of a feed whose latest payload cannot be read", "feed_id", feed, "entries", len(uids))
+			continue
+		}
+		forget := map[string]bool{}
+		for _, uid := range uids {
+			if !still[uid] {
+				forget[uid] = true
+			}
+		}
+		if len(forget) == 0 {
+			continue
+		}
+		sum.SeenForgotten += len(forget)
+		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forget))
+		if !cfg.DryRun {
+			if err := st.ForgetSeen(feed, forget); err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.DryRun || sum.SeenForgotten == 0 {
+		return nil
+	}
+	return st.Sync()
+}
+
+// latestServed parses again the latest payload of each feed of want (the
+// newest fetch record with a body) and returns the entry ids each holds,
+// for the feeds whose payload parsed.
+func latestServed(ctx context.Context, cfg PruneConfig, want map[string][]string) (map[string]map[string]bool, error) {
+	st := cfg.Store
+	latest := map[string]*ndjson.Fetch{}
+	files, err := st.DayFiles(storage.DirFetches)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
+			if l.Type != ndjson.TypeFetch {
+				return nil
+			}
+			var r ndjson.Fetch
+			if l.Decode(&r) != nil || want[r.Due.FeedID] == nil || r.Page != nil || r.Failed() || r.BodyRef == nil || r.BodyRef.Key == "" {
+				return nil
+			}
+			if prev := latest[r.Due.FeedID]; prev == nil || !r.FetchedAt.Before(prev.FetchedAt.Time) {
+				latest[r.Due.FeedID] = &r
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var in bytes.Buffer
+	for _, feed := range slices.Sorted(maps.Keys(latest)) {
+		r := latest[feed]
+		r.Due.ItemLimit = 0 // every item it served counts
+		r.Parse, r.Dedup = nil, nil
+		b, err := ndjson.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		in.Write(b)
+	}
+	p := cfg.Parser
+	if p == nil {
+		p = parse.DefaultParser
+	}
+	var out bytes.Buffer
+	err = parse.Run(ctx, parse.Config{In: &in, Out: ndjson.NewWriter(&out), Log: cfg.Log, Store: st, Parser: p})
+	if err != nil && !errors.Is(err, pipe.ErrFailed) { // a payload that fails keeps its feed's entries
+		return nil, err
+	}
+	served := map[string]map[string]bool{}
+	uids := map[string]map[string]bool{}
+	rd := ndjson.NewReader(&out)
+	for {
+		l, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch l.Type {
+		case ndjson.TypeEntry:
+			var e struct {
+				FeedID   string `json:"feed_id"`
+				EntryUID string `json:"entry_uid"`
+			}
+			if l.Decode(&e) == nil {
+				if uids[e.FeedID] == nil {
+					uids[e.FeedID] = map[string]bool{}
+				}
+				uids[e.FeedID][e.EntryUID] = true
+			}
+		case ndjson.TypeFetch:
+			var r ndjson.Fetch
+			if l.Decode(&r) == nil && r.Parse != nil && r.Parse.Error == "" && r.Due.SourceType != ndjson.SourceWebsite {
+				served[r.Due.FeedID] = map[string]bool{}
+			}
+		}
+	}
+	for feed := range served {
+		for uid := range uids[feed] {
+			served[feed][uid] = true
+		}
+	}
+	return served, nil
 }

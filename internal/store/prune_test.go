@@ -83,9 +83,10 @@ func TestPrune(t *testing.T) {
 	day := func(n int) string { return storage.Day(t0.Add(time.Duration(n) * 24 * time.Hour)) }
 
 	for _, tc := range []struct {
-		name string
-		cfg  PruneConfig
-		want PruneSummary
+		name    string
+		cfg     PruneConfig
+		prepare func(t *testing.T, st *storage.Store)
+		want    PruneSummary
 	}{
 		{name: "nothing asked, nothing goes", want: PruneSummary{}},
 		{name: "older than 3 days, referenced ones stay",
@@ -105,10 +106,30 @@ func TestPrune(t *testing.T) {
 			want: PruneSummary{Raw: 4, RawLastN: 6, RawReferenced: 11}},
 		{name: "articles older than 5 days go, and stop protecting their payloads",
 			cfg:  PruneConfig{ArticlesKeep: 5 * 24 * time.Hour, RawKeep: 72 * time.Hour},
-			want: PruneSummary{EntryFiles: 4, Raw: 15, RawReferenced: 6}},
+			want: PruneSummary{EntryFiles: 4, Raw: 15, RawReferenced: 6, URLs: 28}},
 		{name: "metadata older than 3 days, less what entries point at",
 			cfg:  PruneConfig{MetadataKeep: 72 * time.Hour},
 			want: PruneSummary{EventFiles: 6, FetchesTrimmed: 5, FetchRecords: 5}},
+		// The generated feeds serve their newest 10 items: of the 16 each
+		// stored before the cutoff (days 0-6), 9 are no longer served.
+		// /a.xml's two, stored on day 0, are served still.
+		{name: "seen ids not seen within 3 days, less those still served",
+			cfg:  PruneConfig{SeenKeep: 72 * time.Hour},
+			want: PruneSummary{SeenForgotten: 18}},
+		{name: "seen ids: a dry run forgets nothing",
+			cfg:  PruneConfig{SeenKeep: 72 * time.Hour, DryRun: true},
+			want: PruneSummary{SeenForgotten: 18, DryRun: true}},
+		{name: "seen ids: a feed whose latest payload is gone keeps them all",
+			cfg: PruneConfig{SeenKeep: 72 * time.Hour},
+			prepare: func(t *testing.T, st *storage.Store) {
+				if err := os.RemoveAll(st.Path("raw/" + day(9))); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: PruneSummary{SeenFeedsKept: 3}},
+		{name: "seen ids within 20 days: none",
+			cfg:  PruneConfig{SeenKeep: 20 * 24 * time.Hour},
+			want: PruneSummary{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
@@ -117,7 +138,11 @@ func TestPrune(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.prepare != nil {
+				tc.prepare(t, st)
+			}
 			entriesBefore := logText(t, st, storage.DirEntries)
+			indexBefore := indexSizes(t, st)
 			var out bytes.Buffer
 			cfg := tc.cfg
 			cfg.Store, cfg.Out, cfg.Now = st, &out, func() time.Time { return now }
@@ -133,7 +158,7 @@ func TestPrune(t *testing.T) {
 				t.Errorf("summary\n got %+v\nwant %+v", sum, tc.want)
 			}
 			listed := strings.Fields(out.String())
-			if got := len(listed); got != tc.want.Raw+tc.want.EntryFiles+tc.want.EventFiles+tc.want.FetchFiles {
+			if got := len(listed); got != tc.want.Raw+tc.want.EntryFiles+tc.want.EventFiles+tc.want.FetchFiles+tc.want.AliasFiles {
 				t.Errorf("%d files listed:\n%s", got, out.String())
 			}
 			for _, key := range listed {
@@ -158,7 +183,7 @@ func TestPrune(t *testing.T) {
 			if cfg.ArticlesKeep == 0 && logText(t, st, storage.DirEntries) != entriesBefore {
 				t.Error("entries changed")
 			}
-			if !cfg.EvenReferenced && !cfg.DryRun {
+			if !cfg.EvenReferenced && !cfg.DryRun && tc.prepare == nil { // prepare may delete payloads
 				sources := payloadSources(t, st)
 				for _, e := range storedEntries(t, st) {
 					key, ok := sources[e.RawRef.FetchID]
@@ -169,6 +194,27 @@ func TestPrune(t *testing.T) {
 						t.Errorf("entry %s: its payload is gone: %v", e.EntryUID, err)
 					}
 				}
+			}
+			// The URL index names stored entries only.
+			if !cfg.DryRun {
+				stored := map[ndjson.EntryRef]bool{}
+				for _, e := range storedEntries(t, st) {
+					stored[ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}] = true
+				}
+				for h, r := range urlFirsts(t, st) {
+					if !stored[r] {
+						t.Errorf("URL index: %s names %v, not stored", h, r)
+					}
+				}
+			}
+			// The seen-ids TTL: what the index lost, and no more.
+			after := indexSizes(t, st)
+			lost := 0
+			for feed, n := range indexBefore {
+				lost += n - after[feed]
+			}
+			if want := tc.want.SeenForgotten; cfg.DryRun && lost != 0 || !cfg.DryRun && lost != want {
+				t.Errorf("the index lost %d entries, want %d (dry run %v)", lost, want, cfg.DryRun)
 			}
 			// The newest N of each feed stay.
 			if n := cfg.RawKeepPerFeed; n > 0 {
@@ -188,6 +234,47 @@ func TestPrune(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexSizes is the number of entries in each feed's index.
+func indexSizes(t *testing.T, st *storage.Store) map[string]int {
+	t.Helper()
+	feeds, err := st.IndexedFeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, f := range feeds {
+		ix, err := st.SeenEntries(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n[f] = ix.Len()
+	}
+	return n
+}
+
+// urlFirsts is the first entry of every link in the URL index, read from
+// its files.
+func urlFirsts(t *testing.T, st *storage.Store) map[string]ndjson.EntryRef {
+	t.Helper()
+	files, _ := filepath.Glob(st.Path(storage.DirURLs + "/??/??.tsv"))
+	files = append(files, st.Path(storage.DirURLs+"/log.tsv"))
+	first := map[string]ndjson.EntryRef{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if fs := strings.Split(line, "\t"); len(fs) == 3 {
+				if _, ok := first[fs[0]]; !ok {
+					first[fs[0]] = ndjson.EntryRef{FeedID: fs[1], EntryUID: fs[2]}
+				}
+			}
+		}
+	}
+	return first
 }
 
 func TestPruneWaitsForTheStoreLock(t *testing.T) {
