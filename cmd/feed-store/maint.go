@@ -10,6 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 )
@@ -17,7 +18,7 @@ import (
 // maintenance are feed-store's subcommands: work on the store itself, run
 // by hand or from cron, not in the pipeline.
 func maintenance() []*cli.Command {
-	return []*cli.Command{pruneCommand(), reparseCommand()}
+	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand()}
 }
 
 func pruneCommand() *cli.Command {
@@ -25,7 +26,8 @@ func pruneCommand() *cli.Command {
 		Name:  "prune",
 		Usage: "delete old raw payloads, and, when asked, old metadata and entries",
 		UsageText: `feed-store prune --raw-keep 30d --raw-keep-per-feed 5
-   feed-store prune --raw-keep 30d --articles-keep 365d --metadata-keep 90d --dry-run`,
+   feed-store prune --raw-keep 30d --articles-keep 365d --metadata-keep 90d --dry-run
+   feed-store prune --seen-keep 180d`,
 		Description: `Deletes what the flags allow and nothing else; with no flag, nothing goes.
 Ages are Go durations (36h) or days and weeks (30d, 2w).
 
@@ -33,10 +35,16 @@ A raw payload goes when it was last fetched more than --raw-keep ago and is
 not among the --raw-keep-per-feed newest payloads of a feed that fetched
 it, and no stored entry comes from it (its raw_ref), unless
 --even-referenced. --articles-keep deletes the day files of entries/
-(and with them their versions), --metadata-keep those of events/ and the
-fetch records of fetches/ no stored entry points at: the TTLs of seed 004.
-Nothing of the current UTC day goes, nor anything a crash recovery would
-still read. The key of each file deleted (--dry-run: to delete) goes to
+(and with them their versions; a link of the URL index whose entry is
+gone is dropped, so the next entry with it is stored, not made an alias
+of nothing), --metadata-keep those of events/ and aliases/, the fetch
+records of fetches/ no stored entry points at, and the run ledger lines
+of the fetch records it deleted: the TTLs of seed 004. --seen-keep is its
+seen-ids TTL: an entry whose latest version was last seen longer ago
+leaves its feed's index (and would be stored as new if it came back),
+unless the feed's latest payload, parsed again, still holds it; a feed
+whose latest payload cannot be read keeps all. Nothing of the current
+UTC day goes, nor anything a crash recovery would still read. The key of each file deleted (--dry-run: to delete) goes to
 stdout; a summary line to stderr. It takes the store's lock, as feed-store
 does.`,
 		Flags: []cli.Flag{
@@ -44,14 +52,15 @@ does.`,
 			&cli.IntFlag{Name: "raw-keep-per-feed", Usage: "keep the newest N raw payloads of each feed, whatever their age"},
 			&cli.BoolFlag{Name: "even-referenced", Usage: "delete raw payloads that stored entries come from too"},
 			&cli.StringFlag{Name: "articles-keep", Usage: "keep entries/ day files within this age (default: forever)"},
-			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/ and fetches/ day files within this age (default: forever)"},
+			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/, aliases/ and fetches/ day files within this age (default: forever)"},
+			&cli.StringFlag{Name: "seen-keep", Usage: "forget, in the entry index, entries not seen within this age and no longer served (default: never)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would go, delete nothing"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := store.PruneConfig{RawKeepPerFeed: c.Int("raw-keep-per-feed"), EvenReferenced: c.Bool("even-referenced"),
 				DryRun: c.Bool("dry-run"), NoWait: c.Bool("no-wait"), Out: c.App.Writer}
-			for name, dst := range map[string]*time.Duration{"raw-keep": &cfg.RawKeep, "articles-keep": &cfg.ArticlesKeep, "metadata-keep": &cfg.MetadataKeep} {
+			for name, dst := range map[string]*time.Duration{"raw-keep": &cfg.RawKeep, "articles-keep": &cfg.ArticlesKeep, "metadata-keep": &cfg.MetadataKeep, "seen-keep": &cfg.SeenKeep} {
 				if !c.IsSet(name) {
 					continue
 				}
@@ -127,6 +136,44 @@ skipped.`,
 			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again\n",
 				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed)
 			return err
+		},
+	}
+}
+
+func reindexCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reindex",
+		Usage:     "build the URL index (feed-dedup --cross-feed) afresh from entries/ and aliases/",
+		UsageText: `feed-store reindex`,
+		Description: `A store made before the URL index existed starts it empty: the entries
+stored before are not found by feed-dedup --cross-feed, which says so on
+stderr. reindex reads all of entries/ and aliases/ once and writes the
+index anew (urls/): a link's first entry is the first stored with it, its
+aliases those recorded. feed-store never does this at start-up, where it
+would cost a read of every stored entry. Run it once after an upgrade,
+or at any time: readers see each shard replaced whole. It takes the
+store's lock, as feed-store does.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
+		},
+		Action: func(c *cli.Context) error {
+			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
+			if err != nil {
+				return err
+			}
+			unlock, err := st.Lock(storage.StoreLock, !c.Bool("no-wait"), func() {
+				log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storage.StoreLock))
+			})
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			links, aliases, err := st.RebuildURLs()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d links, %d aliases\n", links, aliases)
+			return nil
 		},
 	}
 }

@@ -42,6 +42,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.CrossFeed {
 		d.urls = cfg.Store.URLs()
+		if partial, err := cfg.Store.URLIndexPartial(); err == nil && partial {
+			cfg.Log.Warn("the URL index lacks the entries stored before it existed, which --cross-feed does not find: run feed-store reindex once")
+		}
 	}
 	var fails pipe.Failures
 	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {

@@ -104,3 +104,73 @@ func TestStoredLedger(t *testing.T) {
 		t.Error("a commit noted in memory is not seen")
 	}
 }
+
+func TestCompactLedgers(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	old := t0.Add(-30 * 24 * time.Hour)
+	fetch := func(feed, id string, at time.Time) *ndjson.Fetch {
+		return &ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, FetchedAt: ndjson.At(at),
+			Due: ndjson.Due{FeedID: feed, ScheduledAt: ndjson.At(at)}}
+	}
+	goneBefore := func(cut time.Time) func(string, time.Time) bool {
+		return func(_ string, at time.Time) bool { return at.Before(cut) }
+	}
+	tests := []struct {
+		name    string
+		fetches []*ndjson.Fetch
+		gone    func(string, time.Time) bool
+		dry     bool
+		dropped int      // feeds, in both ledgers
+		runs    []string // feeds with a last run after
+	}{
+		{"nothing gone: one line a feed", []*ndjson.Fetch{fetch("aa01", "f1", old), fetch("aa01", "f2", t0), fetch("aa02", "f3", t0)},
+			goneBefore(old), false, 0, []string{"aa01", "aa02"}},
+		{"a feed whose last fetch is gone", []*ndjson.Fetch{fetch("aa01", "f1", old), fetch("aa02", "f2", old), fetch("aa02", "f3", t0)},
+			goneBefore(t0.Add(-time.Hour)), false, 2, []string{"aa02"}},
+		{"dry run: counted, kept", []*ndjson.Fetch{fetch("aa01", "f1", old)},
+			goneBefore(t0), true, 2, []string{"aa01"}},
+		{"a kept record keeps its line", []*ndjson.Fetch{fetch("aa01", "keep", old), fetch("bb01", "f2", old)},
+			func(id string, at time.Time) bool { return id != "keep" }, false, 2, []string{"aa01"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := Open(t.TempDir())
+			if err := st.AppendFetches(tt.fetches); err != nil {
+				t.Fatal(err)
+			}
+			var cs []Committed
+			for _, f := range tt.fetches {
+				cs = append(cs, Committed{FeedID: f.Due.FeedID, FetchID: f.FetchID, FetchedAt: f.FetchedAt.Time})
+			}
+			if err := st.RecordCommitted(cs); err != nil {
+				t.Fatal(err)
+			}
+			dropped, err := st.CompactLedgers(tt.gone, tt.dry)
+			if err != nil || dropped != tt.dropped {
+				t.Fatalf("CompactLedgers = %d, %v; want %d", dropped, err, tt.dropped)
+			}
+			var have []string
+			l := st.Ledger(false)
+			for _, feed := range []string{"aa01", "aa02", "bb01"} {
+				r, ok, err := l.LastRun(feed)
+				c, cok, err2 := l.LastCommitted(feed)
+				if err != nil || err2 != nil || ok != cok || ok && r.FetchID != c.FetchID {
+					t.Fatalf("%s: run %+v %v, commit %+v %v (%v, %v)", feed, r, ok, c, cok, err, err2)
+				}
+				if ok {
+					have = append(have, feed)
+				}
+			}
+			if strings.Join(have, " ") != strings.Join(tt.runs, " ") {
+				t.Errorf("feeds with a run: %v, want %v", have, tt.runs)
+			}
+			if !tt.dry {
+				// Compacted: one line a feed left.
+				b, _ := os.ReadFile(st.Path(ledgerShard(ledgerFetched, "aa01")))
+				if n := strings.Count(string(b), "\n"); n > 2 {
+					t.Errorf("shard aa holds %d lines:\n%s", n, b)
+				}
+			}
+		})
+	}
+}

@@ -195,9 +195,9 @@ func TestPruneCrossFeed(t *testing.T) {
 			in:   linkedEntry("B", "b1", l1, a1) + linkedEntry("C", "c1", l1, a1),
 			out:  "c1>A/a1"},
 		{name: "all of it within the TTLs: nothing",
-			cfg:  PruneConfig{MetadataKeep: 30 * 24 * time.Hour, ArticlesKeep: 30 * 24 * time.Hour},
-			in:   linkedEntry("C", "c1", l1, a1),
-			out:  "c1>A/a1"},
+			cfg: PruneConfig{MetadataKeep: 30 * 24 * time.Hour, ArticlesKeep: 30 * 24 * time.Hour},
+			in:  linkedEntry("C", "c1", l1, a1),
+			out: "c1>A/a1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, day := crossFeedStore(t)
