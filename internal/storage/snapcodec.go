@@ -289,6 +289,20 @@ func compile(t reflect.Type, building map[reflect.Type]*codec) (*codec, error) {
 				ec.dec(d, unsafe.Add(p, uintptr(i)*size))
 			}
 		}
+		if t.Elem().Kind() == reflect.Float32 { // the scheduler's hour and day profiles
+			c.dec = func(d *decoder, p unsafe.Pointer) {
+				if d.bad || len(d.s)-d.i < 4*n {
+					d.bad = true
+					return
+				}
+				for i := range n {
+					j := d.i + 4*i
+					bits := uint32(d.s[j]) | uint32(d.s[j+1])<<8 | uint32(d.s[j+2])<<16 | uint32(d.s[j+3])<<24
+					*(*float32)(unsafe.Add(p, uintptr(i)*4)) = math.Float32frombits(bits)
+				}
+				d.i += 4 * n
+			}
+		}
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			c.enc = func(b []byte, p unsafe.Pointer) []byte {
@@ -320,6 +334,21 @@ func compile(t reflect.Type, building map[reflect.Type]*codec) (*codec, error) {
 				b = ec.enc(b, unsafe.Add(base, uintptr(i)*size))
 			}
 			return b
+		}
+		if t.Elem().Kind() == reflect.Int64 { // the scheduler's publication times
+			c.dec = func(d *decoder, p unsafe.Pointer) {
+				n, isNil := d.length(1)
+				if isNil {
+					*(*[]int64)(p) = nil
+					return
+				}
+				s := make([]int64, n)
+				for i := range s {
+					s[i] = d.varint()
+				}
+				*(*[]int64)(p) = s
+			}
+			break
 		}
 		c.dec = func(d *decoder, p unsafe.Pointer) {
 			n, isNil := d.length(1)

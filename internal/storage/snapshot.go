@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"sync"
@@ -32,7 +35,7 @@ import (
 var SnapshotMinBytes int64 = 1 << 20
 
 const (
-	snapshotMagic   = "feedpipe-snapshot-v1\n"
+	snapshotMagic   = "feedpipe-snapshot-v2\n"
 	snapshotWindow  = 64 << 10 // bytes at the end of what a snapshot covers, hashed to recognise the file
 	snapshotMaxTail = 4096     // lines past a snapshot worth rewriting it for (plus 1/64 of the records)
 )
@@ -114,20 +117,21 @@ func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok b
 	if err != nil {
 		return snap, false
 	}
+	// The magic, the chunks, the head, and the head's length.
 	rest, found := bytes.CutPrefix(data, []byte(snapshotMagic))
 	if !found || len(rest) < 4 {
 		return snap, false
 	}
-	n := binary.LittleEndian.Uint32(rest)
+	n := binary.LittleEndian.Uint32(rest[len(rest)-4:])
 	if uint64(n) > uint64(len(rest)-4) {
 		return snap, false
 	}
-	heads, err := decodeRecords[snapshotHead](headCodec, string(rest[4:4+n]))
+	heads, err := decodeRecords[snapshotHead](headCodec, string(rest[len(rest)-4-int(n):len(rest)-4]))
 	if err != nil || len(heads) != 1 {
 		return snap, false
 	}
 	head := heads[0]
-	body := rest[4+n:]
+	body := rest[:len(rest)-4-int(n)]
 	total := 0
 	for _, c := range head.Chunks {
 		if c < 0 || c > len(body) {
@@ -193,9 +197,11 @@ func eachSnapshotRecord[T any](snap snapshot, fn func(*T)) error {
 	return nil
 }
 
-// writeSnapshot saves records as the snapshot called name of the open file
-// f up to covered. Failures are ignored: the next load reads the JSON.
-func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, lines, bad int, records []T) {
+// writeSnapshot saves the count records of all as the snapshot called
+// name of the open file f up to covered, streaming them to the file: a
+// snapshot costs no more memory than a buffer. Failures are ignored: the
+// next load reads the JSON.
+func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, lines, bad, count int, all iter.Seq[*T]) {
 	t := reflect.TypeFor[T]()
 	c, err := codecFor(t)
 	if covered < SnapshotMinBytes || err != nil {
@@ -205,33 +211,71 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 	if !ok {
 		return
 	}
-	n := max(1, min(runtime.GOMAXPROCS(0), len(records)/1024))
-	parts := make([][]byte, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			parts[i] = encodeRecords(c, nil, records[i*len(records)/n:(i+1)*len(records)/n])
-		}(i)
+	path := s.Path(snapshotKey(name))
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return
 	}
-	wg.Wait()
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	w.WriteString(snapshotMagic)
 	head := snapshotHead{Shape: shapeOf(t), Inode: inode, Covered: covered, Window: window, Lines: lines, Bad: bad}
+	// Chunks of at most perChunk records, decoded in parallel on load.
+	chunks := max(1, min(runtime.GOMAXPROCS(0), count/1024))
+	perChunk := (count + chunks - 1) / max(chunks, 1)
 	h := xxhash.New()
-	for _, p := range parts {
-		head.Chunks = append(head.Chunks, len(p))
-		h.Write(p)
+	var buf []byte
+	emit := func() {
+		w.Write(buf)
+		h.Write(buf)
+		head.Chunks[len(head.Chunks)-1] += len(buf)
+		buf = buf[:0]
+	}
+	i := 0
+	for r := range all {
+		if i == count {
+			i++ // more than promised: give up
+			break
+		}
+		if i%perChunk == 0 {
+			if len(head.Chunks) > 0 {
+				emit()
+			}
+			head.Chunks = append(head.Chunks, 0)
+			buf = appendLen(buf, min(perChunk, count-i), false)
+		}
+		buf = c.enc(buf, unsafe.Pointer(r))
+		if len(buf) > 256<<10 {
+			emit()
+		}
+		i++
+	}
+	if i != count {
+		tmp.Close()
+		return
+	}
+	if len(head.Chunks) > 0 {
+		emit()
 	}
 	head.Sum = h.Sum64()
 	hb := encodeRecords(headCodec, nil, []snapshotHead{head})
-	out := make([]byte, 0, len(snapshotMagic)+4+len(hb)+int(covered/4))
-	out = append(out, snapshotMagic...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(hb)))
-	out = append(out, hb...)
-	for _, p := range parts {
-		out = append(out, p...)
+	w.Write(hb)
+	w.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(hb))))
+	if w.Flush() != nil || tmp.Close() != nil {
+		return
 	}
-	writeFileAtomic(s.Path(snapshotKey(name)), out, Lazy)
+	os.Rename(tmp.Name(), path)
+}
+
+// sliceRecords yields pointers to the elements of records.
+func sliceRecords[T any](records []T) iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		for i := range records {
+			if !yield(&records[i]) {
+				return
+			}
+		}
+	}
 }
 
 // openLog opens the file at key for a load; nil, nil if there is none.

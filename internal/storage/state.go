@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -121,7 +122,7 @@ func (s *Store) States() (*States, error) {
 		return nil
 	})
 	if err == nil && tail > snapshotMaxTail+len(st.ByFeed)/64 {
-		writeSnapshot(s, snapshotStates, f, end, st.lines, 0, st.sorted())
+		writeSnapshot(s, snapshotStates, f, end, st.lines, 0, len(st.ByFeed), st.each())
 		st.snapLines = st.lines
 	}
 	return st, err
@@ -179,11 +180,18 @@ func (st *States) snapshot(covered int64) {
 		return
 	}
 	defer f.Close()
-	all := make([]FeedState, 0, len(st.ByFeed))
-	for _, fs := range st.ByFeed {
-		all = append(all, fs)
+	writeSnapshot(st.s, snapshotStates, f, covered, st.lines, 0, len(st.ByFeed), st.each())
+}
+
+// each yields every feed's state, in no order.
+func (st *States) each() iter.Seq[*FeedState] {
+	return func(yield func(*FeedState) bool) {
+		for _, fs := range st.ByFeed {
+			if !yield(&fs) {
+				return
+			}
+		}
 	}
-	writeSnapshot(st.s, snapshotStates, f, covered, st.lines, 0, all)
 }
 
 func (st *States) compact() error {

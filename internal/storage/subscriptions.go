@@ -43,7 +43,7 @@ func (s *Store) Subscriptions() (subs []ndjson.Subscription, bad int, err error)
 	})
 	bad += malformed + undecodable
 	if err == nil && tail > snapshotMaxTail+len(subs)/64 {
-		writeSnapshot(s, snapshotSubscriptions, f, end, lines+tail, bad, subs)
+		writeSnapshot(s, snapshotSubscriptions, f, end, lines+tail, bad, len(subs), sliceRecords(subs))
 	}
 	return subs, bad, err
 }
@@ -81,7 +81,7 @@ func (s *Store) EditSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Sub
 	}
 	// The old snapshot is of the old file: save one of the new.
 	if f, err := s.openLog(SubscriptionsFile); err == nil && f != nil {
-		writeSnapshot(s, snapshotSubscriptions, f, int64(len(data)), len(subs), 0, subs)
+		writeSnapshot(s, snapshotSubscriptions, f, int64(len(data)), len(subs), 0, len(subs), sliceRecords(subs))
 		f.Close()
 	}
 	return nil
