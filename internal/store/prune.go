@@ -543,8 +543,9 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 }
 
 // latestServed parses again the latest payload of each feed of want (the
-// newest fetch record with a body) and returns the entry ids each holds,
-// for the feeds whose payload parsed.
+// newest fetch record with a body, which must be the body the feed's
+// state says it served last) and returns the entry ids each holds, for
+// the feeds whose payload parsed.
 func latestServed(ctx context.Context, cfg PruneConfig, want map[string][]string) (map[string]map[string]bool, error) {
 	st := cfg.Store
 	latest := map[string]*ndjson.Fetch{}
@@ -569,9 +570,16 @@ func latestServed(ctx context.Context, cfg PruneConfig, want map[string][]string
 			return nil, err
 		}
 	}
+	states, err := st.States()
+	if err != nil {
+		return nil, err
+	}
 	var in bytes.Buffer
 	for _, feed := range slices.Sorted(maps.Keys(latest)) {
 		r := latest[feed]
+		if last := states.ByFeed[feed].LastBodySHA256; last != "" && r.BodySHA256 != last {
+			continue // the record of the body it served last is gone: unknown
+		}
 		r.Due.ItemLimit = 0 // every item it served counts
 		r.Parse, r.Dedup = nil, nil
 		b, err := ndjson.Marshal(r)

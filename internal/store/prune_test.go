@@ -127,6 +127,14 @@ func TestPrune(t *testing.T) {
 				}
 			},
 			want: PruneSummary{SeenFeedsKept: 3}},
+		{name: "seen ids: a feed whose latest fetch record is gone keeps them all",
+			cfg: PruneConfig{SeenKeep: 72 * time.Hour},
+			prepare: func(t *testing.T, st *storage.Store) {
+				if err := os.Remove(st.Path("fetches/" + day(9) + ".ndjson")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: PruneSummary{SeenFeedsKept: 3}},
 		{name: "seen ids within 20 days: none",
 			cfg:  PruneConfig{SeenKeep: 20 * 24 * time.Hour},
 			want: PruneSummary{}},
