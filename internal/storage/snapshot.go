@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -35,7 +35,7 @@ import (
 var SnapshotMinBytes int64 = 1 << 20
 
 const (
-	snapshotMagic   = "feedpipe-snapshot-v2\n"
+	snapshotMagic   = "feedpipe-snapshot-v3\n"
 	snapshotWindow  = 64 << 10 // bytes at the end of what a snapshot covers, hashed to recognise the file
 	snapshotMaxTail = 4096     // lines past a snapshot worth rewriting it for (plus 1/64 of the records)
 )
@@ -44,13 +44,18 @@ const (
 type snapshotHead struct {
 	Shape   uint64 // xxhash64 of the record type's shape
 	Inode   uint64
-	Covered int64  // bytes of the file covered: whole lines
-	Window  uint64 // xxhash64 of the snapshotWindow bytes before Covered
-	Lines   int    // records covered (the state log's lines, for compaction)
-	Bad     int    // malformed lines covered
-	Chunks  []int  // byte length of each chunk of records that follows
-	Sum     uint64 // xxhash64 of the chunks
+	Covered int64    // bytes of the file covered: whole lines
+	Window  uint64   // xxhash64 of the snapshotWindow bytes before Covered
+	Lines   int      // records covered (the state log's lines, for compaction)
+	Bad     int      // malformed lines covered
+	Chunks  []int    // byte length of each chunk of records, in the order they come
+	Counts  []int    // records in each chunk
+	Sums    []uint64 // xxhash64 of each chunk
 }
+
+// snapshotChunk is how many records a chunk holds: a load reads and
+// decodes a chunk at a time (a few MB), and several at once.
+const snapshotChunk = 4096
 
 func snapshotKey(name string) string { return DirIndex + "/" + name + ".snapshot" }
 
@@ -97,85 +102,133 @@ func fileWindow(f *os.File, covered int64) (inode, window uint64, ok bool) {
 	return inode, xxhash.Sum64(buf), true
 }
 
-// snapshot is a snapshot found to match its file: its head, and its
-// chunks of records, undecoded.
+// snapshot is a snapshot found to match its file: its head and where its
+// chunks are, in the open snapshot file.
 type snapshot struct {
 	head  snapshotHead
 	codec *codec
-	parts []string
+	file  *os.File
+	offs  []int64 // of each chunk
 }
 
-// loadSnapshot reads the snapshot called name if it covers the start of
-// the open file f and holds records of type T.
+func (snap snapshot) close() { snap.file.Close() }
+
+// loadSnapshot opens the snapshot called name if it covers the start of
+// the open file f and holds records of type T; the caller closes it.
 func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok bool) {
 	t := reflect.TypeFor[T]()
 	c, err := codecFor(t)
 	if err != nil {
 		return snap, false
 	}
-	data, err := os.ReadFile(s.Path(snapshotKey(name)))
+	sf, err := os.Open(s.Path(snapshotKey(name)))
 	if err != nil {
 		return snap, false
 	}
+	defer func() {
+		if !ok {
+			sf.Close()
+		}
+	}()
 	// The magic, the chunks, the head, and the head's length.
-	rest, found := bytes.CutPrefix(data, []byte(snapshotMagic))
-	if !found || len(rest) < 4 {
+	fi, err := sf.Stat()
+	size := int64(0)
+	if err == nil {
+		size = fi.Size()
+	}
+	magic := make([]byte, len(snapshotMagic))
+	var hl [4]byte
+	if size < int64(len(magic))+4 || readAt(sf, magic, 0) != nil || string(magic) != snapshotMagic || readAt(sf, hl[:], size-4) != nil {
 		return snap, false
 	}
-	n := binary.LittleEndian.Uint32(rest[len(rest)-4:])
-	if uint64(n) > uint64(len(rest)-4) {
+	n := int64(binary.LittleEndian.Uint32(hl[:]))
+	bodyEnd := size - 4 - n
+	if bodyEnd < int64(len(magic)) {
 		return snap, false
 	}
-	heads, err := decodeRecords[snapshotHead](headCodec, string(rest[len(rest)-4-int(n):len(rest)-4]))
+	hb := make([]byte, n)
+	if readAt(sf, hb, bodyEnd) != nil {
+		return snap, false
+	}
+	heads, err := decodeRecords[snapshotHead](headCodec, string(hb))
 	if err != nil || len(heads) != 1 {
 		return snap, false
 	}
 	head := heads[0]
-	body := rest[:len(rest)-4-int(n)]
-	total := 0
-	for _, c := range head.Chunks {
-		if c < 0 || c > len(body) {
+	if head.Shape != shapeOf(t) || len(head.Counts) != len(head.Chunks) || len(head.Sums) != len(head.Chunks) {
+		return snap, false
+	}
+	offs := make([]int64, len(head.Chunks))
+	off := int64(len(magic))
+	for i, c := range head.Chunks {
+		if c < 0 || head.Counts[i] < 0 || head.Counts[i] > c || int64(c) > bodyEnd-off {
 			return snap, false
 		}
-		total += c
+		offs[i] = off
+		off += int64(c)
 	}
-	if head.Shape != shapeOf(t) || total != len(body) || xxhash.Sum64(body) != head.Sum {
+	if off != bodyEnd {
 		return snap, false
 	}
 	inode, window, found := fileWindow(f, head.Covered)
 	if !found || inode != head.Inode || window != head.Window {
 		return snap, false
 	}
-	// Decoding copies what it keeps: data need not be copied to a
-	// string first, and is garbage once decoded.
-	text := unsafe.String(unsafe.SliceData(body), len(body))
-	snap = snapshot{head: head, codec: c}
-	for _, n := range head.Chunks {
-		snap.parts = append(snap.parts, text[:n])
-		text = text[n:]
-	}
-	return snap, true
+	return snapshot{head: head, codec: c, file: sf, offs: offs}, true
 }
 
-// snapshotRecords decodes the snapshot's records, the chunks in parallel, into
-// one slice with room for extra more.
+func readAt(f *os.File, b []byte, off int64) error {
+	_, err := f.ReadAt(b, off)
+	return err
+}
+
+// chunk reads chunk i into buf, checks it, and returns it as a string
+// sharing buf's bytes: decoding copies what it keeps, so buf can be
+// reused once it is decoded.
+func (snap snapshot) chunk(i int, buf *[]byte) (string, error) {
+	n := snap.head.Chunks[i]
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if err := readAt(snap.file, b, snap.offs[i]); err != nil {
+		return "", err
+	}
+	if xxhash.Sum64(b) != snap.head.Sums[i] {
+		return "", errSnapshotData
+	}
+	return unsafe.String(unsafe.SliceData(b), n), nil
+}
+
+// snapshotRecords decodes the snapshot's records, several chunks at once,
+// into one slice with room for extra more.
 func snapshotRecords[T any](snap snapshot, extra int) ([]T, error) {
-	offs := make([]int, len(snap.parts)+1)
-	for i, p := range snap.parts {
-		n, err := countRecords(p)
-		if err != nil {
-			return nil, err
-		}
+	offs := make([]int, len(snap.head.Counts)+1)
+	for i, n := range snap.head.Counts {
 		offs[i+1] = offs[i] + n
 	}
-	all := make([]T, offs[len(snap.parts)], offs[len(snap.parts)]+extra)
-	errs := make([]error, len(snap.parts))
-	var wg sync.WaitGroup
-	for i, p := range snap.parts {
+	all := make([]T, offs[len(offs)-1], offs[len(offs)-1]+extra)
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+		errs = make([]error, runtime.GOMAXPROCS(0))
+	)
+	for w := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = decodeInto(snap.codec, p, all[offs[i]:offs[i+1]])
+			var buf []byte
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(snap.offs) || errs[w] != nil {
+					return
+				}
+				part, err := snap.chunk(i, &buf)
+				if err == nil {
+					err = decodeInto(snap.codec, part, all[offs[i]:offs[i+1]])
+				}
+				errs[w] = err
+			}
 		}()
 	}
 	wg.Wait()
@@ -188,9 +241,16 @@ func snapshotRecords[T any](snap snapshot, extra int) ([]T, error) {
 // eachSnapshotRecord decodes the snapshot's records one by one into one
 // value and calls fn with it.
 func eachSnapshotRecord[T any](snap snapshot, fn func(*T)) error {
-	var v T
-	for _, p := range snap.parts {
-		if err := eachRecord(snap.codec, p, func(int) *T { return &v }, fn); err != nil {
+	var (
+		v   T
+		buf []byte
+	)
+	for i := range snap.offs {
+		part, err := snap.chunk(i, &buf)
+		if err != nil {
+			return err
+		}
+		if err := eachRecord(snap.codec, part, func(int) *T { return &v }, fn); err != nil {
 			return err
 		}
 	}
@@ -220,9 +280,6 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	w.WriteString(snapshotMagic)
 	head := snapshotHead{Shape: shapeOf(t), Inode: inode, Covered: covered, Window: window, Lines: lines, Bad: bad}
-	// Chunks of at most perChunk records, decoded in parallel on load.
-	chunks := max(1, min(runtime.GOMAXPROCS(0), count/1024))
-	perChunk := (count + chunks - 1) / max(chunks, 1)
 	h := xxhash.New()
 	var buf []byte
 	emit := func() {
@@ -237,12 +294,15 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 			i++ // more than promised: give up
 			break
 		}
-		if i%perChunk == 0 {
+		if i%snapshotChunk == 0 {
 			if len(head.Chunks) > 0 {
 				emit()
+				head.Sums = append(head.Sums, h.Sum64())
+				h.Reset()
 			}
-			head.Chunks = append(head.Chunks, 0)
-			buf = appendLen(buf, min(perChunk, count-i), false)
+			n := min(snapshotChunk, count-i)
+			head.Chunks, head.Counts = append(head.Chunks, 0), append(head.Counts, n)
+			buf = appendLen(buf, n, false)
 		}
 		buf = c.enc(buf, unsafe.Pointer(r))
 		if len(buf) > 256<<10 {
@@ -256,8 +316,8 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 	}
 	if len(head.Chunks) > 0 {
 		emit()
+		head.Sums = append(head.Sums, h.Sum64())
 	}
-	head.Sum = h.Sum64()
 	hb := encodeRecords(headCodec, nil, []snapshotHead{head})
 	w.Write(hb)
 	w.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(hb))))

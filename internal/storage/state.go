@@ -102,6 +102,7 @@ func (s *Store) States() (*States, error) {
 	defer f.Close()
 	from := int64(0)
 	if snap, ok := loadSnapshot[FeedState](s, snapshotStates, f); ok {
+		defer snap.close()
 		st.ByFeed = make(map[string]FeedState, snap.head.Lines+snap.head.Lines/8)
 		err := eachSnapshotRecord(snap, func(fs *FeedState) { st.ByFeed[fs.FeedID] = *fs })
 		if err == nil {

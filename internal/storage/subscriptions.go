@@ -23,6 +23,7 @@ func (s *Store) Subscriptions() (subs []ndjson.Subscription, bad int, err error)
 	defer f.Close()
 	from, lines := int64(0), 0
 	if snap, ok := loadSnapshot[ndjson.Subscription](s, snapshotSubscriptions, f); ok {
+		defer snap.close()
 		if all, err := snapshotRecords[ndjson.Subscription](snap, 64); err == nil {
 			subs, from, lines, bad = all, snap.head.Covered, snap.head.Lines, snap.head.Bad
 		}
