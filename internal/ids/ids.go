@@ -143,14 +143,29 @@ func collapsed(s string) bool {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if unicode.IsSpace(r) {
+		if n := spaceAt(s, i); n > 0 {
 			return false
 		}
 		prevSpace = false
-		i += n
+		i++
 	}
 	return !prevSpace || s == ""
+}
+
+// spaceAt is the length of the non-ASCII white space character at s[i],
+// or 0. Only runes led by 0xC2 (U+0085, U+00A0) or 0xE1-0xE3 (U+1680,
+// U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) are white
+// space; any other byte is no space, and no such lead byte is ever the
+// continuation of another rune, so the text may be walked byte by byte
+// with the result of decoding it rune by rune.
+func spaceAt(s string, i int) int {
+	switch s[i] {
+	case 0xC2, 0xE1, 0xE2, 0xE3:
+		if r, n := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+			return n
+		}
+	}
+	return 0
 }
 
 // asciiSpace is unicode.IsSpace for the ASCII bytes.
@@ -177,8 +192,8 @@ func writeCollapsed(w io.StringWriter, s string) {
 				j++
 				continue
 			}
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if !unicode.IsSpace(r) {
+			n := spaceAt(s, j)
+			if n == 0 {
 				break
 			}
 			j += n
@@ -187,12 +202,7 @@ func writeCollapsed(w io.StringWriter, s string) {
 			if start < 0 {
 				start = i
 			}
-			if c := s[i]; c < utf8.RuneSelf {
-				i++
-			} else {
-				_, n := utf8.DecodeRuneInString(s[i:])
-				i += n
-			}
+			i++ // byte by byte: see spaceAt
 			continue
 		}
 		if start >= 0 && (j-i != 1 || s[i] != ' ' || j == len(s)) {

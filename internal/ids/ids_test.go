@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -153,6 +154,20 @@ func TestContentHashUnchanged(t *testing.T) {
 	}
 	if got, want := ContentHash("T", "", "", nil), ref("T", "", "", nil); got != want {
 		t.Errorf("ContentHash = %s, want %s", got, want)
+	}
+}
+
+// TestSpaceLeadBytes checks what spaceAt relies on: every non-ASCII
+// white space rune is led by one of the bytes it looks for.
+func TestSpaceLeadBytes(t *testing.T) {
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if !unicode.IsSpace(r) {
+			continue
+		}
+		s := string(r)
+		if spaceAt(s, 0) != len(s) {
+			t.Errorf("U+%04X (% x) is white space, but spaceAt misses it", r, s)
+		}
 	}
 }
 
