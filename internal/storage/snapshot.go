@@ -277,6 +277,7 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 		return
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	tmp.Chmod(0o644)            // readable by whoever may read the store's files
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	w.WriteString(snapshotMagic)
 	head := snapshotHead{Shape: shapeOf(t), Inode: inode, Covered: covered, Window: window, Lines: lines, Bad: bad}
