@@ -4,7 +4,6 @@ package main
 import (
 	"os"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"time"
 
@@ -59,10 +58,8 @@ feed's URL, from which relative links resolve and the feed id derives, and
 			&cli.IntFlag{Name: "max-xml-depth", Usage: "deepest element nesting a document may have; deeper ones fail with too_deep", Value: parse.MaxXMLDepth, EnvVars: []string{"FEEDPIPE_MAX_XML_DEPTH", "MAX_XML_DEPTH"}},
 			&cli.IntFlag{Name: "max-items", Usage: "most items a document may have; more fail with too_many_items", Value: parse.MaxItems, EnvVars: []string{"FEEDPIPE_MAX_ITEMS"}},
 			&cli.Int64Flag{Name: "max-body-bytes", Usage: "largest payload parsed; larger ones fail with payload_too_large", Value: parse.MaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
-			&cli.StringFlag{Name: "tracking-params", Usage: "more query parameters to remove from entry links, comma-separated (name or prefix*)", EnvVars: []string{"FEEDPIPE_TRACKING_PARAMS"}},
-			&cli.BoolFlag{Name: "keep-tracking-params", Usage: "remove no query parameters from entry links", EnvVars: []string{"FEEDPIPE_KEEP_TRACKING_PARAMS"}},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to this file (scripts/bench-parse)", Hidden: true},
-		}, cmdkit.CommonFlags()...),
+		}, append(cmdkit.TrackingFlags(), cmdkit.CommonFlags()...)...),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
@@ -134,14 +131,6 @@ func parser(c *cli.Context) (*parse.Parser, error) {
 		return nil, cmdkit.Usagef("--max-body-bytes must be a positive number")
 	}
 	p := &parse.Parser{MaxDepth: c.Int("max-xml-depth"), MaxItems: c.Int("max-items"), MaxBodyBytes: c.Int64("max-body-bytes")}
-	if !c.Bool("keep-tracking-params") {
-		params := slices.Clone(urlnorm.DefaultTrackingParams)
-		for _, name := range strings.Split(c.String("tracking-params"), ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				params = append(params, name)
-			}
-		}
-		p.Tracking = urlnorm.NewTracking(params)
-	}
+	p.Tracking = cmdkit.Tracking(c)
 	return p, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
-	"github.com/feedpipe/feedpipe/internal/urlnorm"
 )
 
 // maintenance are feed-store's subcommands: work on the store itself, run
@@ -105,27 +103,17 @@ the old one, and announced on stdout as "updated_entry". An entry the
 parser now gives another id (one without an id of its own whose link
 changed) is not stored twice. Payloads pruned away are reported and
 skipped.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "since", Usage: "first day to re-parse, YYYY-MM-DD (UTC)", Required: true},
-			&cli.StringFlag{Name: "tracking-params", Usage: "as feed-parse: more query parameters to remove from entry links", EnvVars: []string{"FEEDPIPE_TRACKING_PARAMS"}},
-			&cli.BoolFlag{Name: "keep-tracking-params", Usage: "as feed-parse: remove no query parameters from entry links", EnvVars: []string{"FEEDPIPE_KEEP_TRACKING_PARAMS"}},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
-		},
+		}, cmdkit.TrackingFlags()...),
 		Action: func(c *cli.Context) error {
 			since, err := time.Parse(time.DateOnly, c.String("since"))
 			if err != nil {
 				return cmdkit.Usagef("--since: %q is not a day such as 2026-11-01", c.String("since"))
 			}
-			p := &parse.Parser{}
-			if !c.Bool("keep-tracking-params") {
-				params := slices.Clone(urlnorm.DefaultTrackingParams)
-				for _, name := range strings.Split(c.String("tracking-params"), ",") {
-					if name = strings.TrimSpace(name); name != "" {
-						params = append(params, name)
-					}
-				}
-				p.Tracking = urlnorm.NewTracking(params)
-			}
+			p := &parse.Parser{Tracking: cmdkit.Tracking(c)}
+
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
 				return err
