@@ -171,6 +171,33 @@ func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end
 	return readLog(f, key, from, fn)
 }
 
+// ReadLogsSince reads the day files of dir from a position on: the rest
+// of file from offset, then every later day file whole, calling fn with
+// each complete line and the key of its file. It returns the position just
+// past the last complete line: (file, offset) again when nothing is past it.
+func (s *Store) ReadLogsSince(dir, file string, offset int64, fn func(key string, l ndjson.Line) error) (endFile string, endOffset int64, err error) {
+	files, err := s.DayFiles(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	endFile, endOffset = file, offset
+	for _, key := range files {
+		if key < file {
+			continue
+		}
+		from := int64(0)
+		if key == file {
+			from = offset
+		}
+		off, _, err := s.ReadLog(key, from, func(l ndjson.Line) error { return fn(key, l) })
+		if err != nil {
+			return "", 0, err
+		}
+		endFile, endOffset = key, off
+	}
+	return endFile, endOffset, nil
+}
+
 // readLog is ReadLog on an open file.
 func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {

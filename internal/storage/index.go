@@ -338,10 +338,6 @@ func (s *Store) Recover(now time.Time) (announced []ndjson.Event, err error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.DayFiles(DirEntries)
-	if err != nil {
-		return nil, err
-	}
 	type stored struct {
 		entry ndjson.Entry
 		file  string
@@ -349,39 +345,29 @@ func (s *Store) Recover(now time.Time) (announced []ndjson.Event, err error) {
 	var recovered []stored
 	indexes := map[string]*FeedIndex{}
 	end := cp
-	for _, file := range files {
-		if file < cp.File {
-			continue
+	end.File, end.Offset, err = s.ReadLogsSince(DirEntries, cp.File, cp.Offset, func(file string, l ndjson.Line) error {
+		var e ndjson.Entry
+		if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
+			return nil
 		}
-		from := int64(0)
-		if file == cp.File {
-			from = cp.Offset
+		idx, ok := indexes[e.FeedID]
+		if !ok {
+			loaded, err := s.SeenEntries(e.FeedID)
+			if err != nil {
+				return err
+			}
+			idx, indexes[e.FeedID] = loaded, loaded
 		}
-		off, _, err := s.ReadLog(file, from, func(l ndjson.Line) error {
-			var e ndjson.Entry
-			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
-				return nil
-			}
-			idx, ok := indexes[e.FeedID]
-			if !ok {
-				loaded, err := s.SeenEntries(e.FeedID)
-				if err != nil {
-					return err
-				}
-				idx, indexes[e.FeedID] = loaded, loaded
-			}
-			if idx.Judge(e.EntryUID, e.ContentHash) == "" {
-				return nil
-			}
-			rec := Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
-			idx.Add(rec)
-			recovered = append(recovered, stored{e, file})
-			return s.PutSeen(e.FeedID, []Seen{rec}, Lazy)
-		})
-		if err != nil {
-			return nil, err
+		if idx.Judge(e.EntryUID, e.ContentHash) == "" {
+			return nil
 		}
-		end.File, end.Offset = file, off
+		rec := Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
+		idx.Add(rec)
+		recovered = append(recovered, stored{e, file})
+		return s.PutSeen(e.FeedID, []Seen{rec}, Lazy)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if end == cp {
 		return nil, nil
@@ -389,29 +375,15 @@ func (s *Store) Recover(now time.Time) (announced []ndjson.Event, err error) {
 	if len(recovered) > 0 {
 		// Which of them had their event written before the crash?
 		have := map[[2]string]bool{}
-		evFiles, err := s.DayFiles(DirEvents)
+		end.EventsFile, end.EventsOffset, err = s.ReadLogsSince(DirEvents, cp.EventsFile, cp.EventsOffset, func(_ string, l ndjson.Line) error {
+			var ev ndjson.Event
+			if l.Decode(&ev) == nil {
+				have[[2]string{ev.EntryUID, ev.ContentHash}] = true
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
-		}
-		for _, file := range evFiles {
-			if file < cp.EventsFile {
-				continue
-			}
-			from := int64(0)
-			if file == cp.EventsFile {
-				from = cp.EventsOffset
-			}
-			off, _, err := s.ReadLog(file, from, func(l ndjson.Line) error {
-				var ev ndjson.Event
-				if l.Decode(&ev) == nil {
-					have[[2]string{ev.EntryUID, ev.ContentHash}] = true
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			end.EventsFile, end.EventsOffset = file, off
 		}
 		var lines []byte
 		for _, r := range recovered {

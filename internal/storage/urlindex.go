@@ -235,65 +235,45 @@ func (s *Store) CatchUpURLs() error {
 	}
 	x := s.URLs()
 	end := cp
-	entries, err := s.DayFiles(DirEntries)
+	// Without a checkpoint, the logs are only read to find their ends; an
+	// entry line among them means the index starts partial.
+	read := func(fn func(string, ndjson.Line) error) func(string, ndjson.Line) error {
+		if exists {
+			return fn
+		}
+		return func(key string, _ ndjson.Line) error {
+			end.Partial = end.Partial || strings.HasPrefix(key, DirEntries+"/")
+			return nil
+		}
+	}
+	end.File, end.Offset, err = s.ReadLogsSince(DirEntries, cp.File, cp.Offset, read(func(_ string, l ndjson.Line) error {
+		var e ndjson.Entry
+		if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
+			return nil
+		}
+		if h, ok := URLHash(e.CanonicalLink); ok {
+			return x.Add(h, EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}, false)
+		}
+		return nil
+	}))
 	if err != nil {
 		return err
 	}
-	for _, file := range entries {
-		if file < cp.File {
-			continue
-		}
-		from := int64(0)
-		if file == cp.File {
-			from = cp.Offset
-		}
-		if !exists && s.Size(file) > 0 {
-			end.Partial = true
-		}
-		off, err := s.logEnd(file, from, exists, func(l ndjson.Line) error {
-			var e ndjson.Entry
-			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
-				return nil
-			}
-			if h, ok := URLHash(e.CanonicalLink); ok {
-				return x.Add(h, EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}, false)
-			}
+	end.AliasesFile, end.AliasesOffset, err = s.ReadLogsSince(DirAliases, cp.AliasesFile, cp.AliasesOffset, read(func(_ string, l ndjson.Line) error {
+		var a ndjson.Alias
+		if l.Type != ndjson.TypeAlias || l.Decode(&a) != nil {
 			return nil
-		})
-		if err != nil {
-			return err
 		}
-		end.File, end.Offset = file, off
-	}
-	aliases, err := s.DayFiles(DirAliases)
+		if h, ok := URLHash(a.CanonicalLink); ok {
+			if err := x.Add(h, a.AliasOf, false); err != nil {
+				return err
+			}
+			return x.Add(h, EntryRef{FeedID: a.FeedID, EntryUID: a.EntryUID}, true)
+		}
+		return nil
+	}))
 	if err != nil {
 		return err
-	}
-	for _, file := range aliases {
-		if file < cp.AliasesFile {
-			continue
-		}
-		from := int64(0)
-		if file == cp.AliasesFile {
-			from = cp.AliasesOffset
-		}
-		off, err := s.logEnd(file, from, exists, func(l ndjson.Line) error {
-			var a ndjson.Alias
-			if l.Type != ndjson.TypeAlias || l.Decode(&a) != nil {
-				return nil
-			}
-			if h, ok := URLHash(a.CanonicalLink); ok {
-				if err := x.Add(h, a.AliasOf, false); err != nil {
-					return err
-				}
-				return x.Add(h, EntryRef{FeedID: a.FeedID, EntryUID: a.EntryUID}, true)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		end.AliasesFile, end.AliasesOffset = file, off
 	}
 	if exists && end == cp {
 		return s.MergeURLLog()
@@ -310,16 +290,6 @@ func (s *Store) CatchUpURLs() error {
 		return err
 	}
 	return s.MergeURLLog()
-}
-
-// logEnd reads a log from an offset with fn, or, when read is false, only
-// finds where its complete lines end.
-func (s *Store) logEnd(key string, from int64, read bool, fn func(ndjson.Line) error) (int64, error) {
-	if !read {
-		fn = func(ndjson.Line) error { return nil }
-	}
-	end, _, err := s.ReadLog(key, from, fn)
-	return end, err
 }
 
 // SaveURLCheckpoint records that the URL index covers entries/ and
