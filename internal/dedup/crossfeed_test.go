@@ -18,7 +18,8 @@ func linked(feed, uid, link string) string {
 }
 
 // TestCrossFeed: with --cross-feed, a new entry whose canonical link was
-// stored first from another feed becomes an alias of that entry.
+// stored first from another feed becomes an alias of that entry; one the
+// store recorded as an alias stays one, with the flag or without.
 func TestCrossFeed(t *testing.T) {
 	const link = "https://example.org/post/1"
 	// Stored already, in every case: A/a1 with link, and B/b9 recorded as
@@ -32,6 +33,7 @@ func TestCrossFeed(t *testing.T) {
 		{"known link of another feed: alias", linked("B", "b1", link) + fetch("B", "G", true), true, "B/b1:alias>A/a1 G:0/0/0/1"},
 		{"http/https flip is the same link", linked("B", "b1", "http://EXAMPLE.org/post/1") + fetch("B", "G", true), true, "B/b1:alias>A/a1 G:0/0/0/1"},
 		{"alias recorded already: dropped", linked("B", "b9", link) + fetch("B", "G", true), true, "G:0/0/1/0"},
+		{"alias recorded already, without the flag (a replay, a reparse): dropped", linked("B", "b9", link) + fetch("B", "G", true), false, "G:0/0/1/0"},
 		{"own feed's link under a new uid: new", linked("A", "a7", link) + fetch("A", "F", true), true, "A/a7:new F:1/0/0/0"},
 		{"unknown link: new", linked("B", "b1", "https://example.org/other") + fetch("B", "G", true), true, "B/b1:new G:1/0/0/0"},
 		{"no link: new", linked("B", "b1", "") + fetch("B", "G", true), true, "B/b1:new G:1/0/0/0"},

@@ -36,12 +36,13 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	d := &deduper{
-		store:   cfg.Store,
-		indexes: map[string]*storage.FeedIndex{},
-		counts:  map[string]*ndjson.Dedup{},
+		store:     cfg.Store,
+		indexes:   map[string]*storage.FeedIndex{},
+		counts:    map[string]*ndjson.Dedup{},
+		urls:      cfg.Store.URLs(),
+		crossFeed: cfg.CrossFeed,
 	}
 	if cfg.CrossFeed {
-		d.urls = cfg.Store.URLs()
 		if partial, err := cfg.Store.URLIndexPartial(); err == nil && partial {
 			cfg.Log.Warn("the URL index lacks the entries stored before it existed, which --cross-feed does not find: run feed-store reindex once")
 		}
@@ -97,9 +98,10 @@ type deduper struct {
 	// a replay of many fetches of one feed yields each version once.
 	indexes map[string]*storage.FeedIndex
 	counts  map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
-	// urls, with --cross-feed: the store's URL index, plus the links of
-	// the entries this run passed on (never written).
-	urls *storage.URLIndex
+	// urls is the store's URL index, plus the links of the entries this
+	// run passed on (never written). crossFeed: --cross-feed.
+	urls      *storage.URLIndex
+	crossFeed bool
 }
 
 // judge sets e.Status and reports whether e goes on.
@@ -124,7 +126,7 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 	case ndjson.StatusUpdated:
 		c.Updated++
 	default:
-		keep, err := d.crossFeed(e, c)
+		keep, err := d.byLink(e, c)
 		if err != nil || !keep {
 			return false, err
 		}
@@ -133,14 +135,13 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 	return true, nil
 }
 
-// crossFeed judges a new entry by its canonical link, with --cross-feed:
-// a link stored first from another feed makes the entry an alias of that
-// entry, and one already recorded as such is dropped as unchanged.
-func (d *deduper) crossFeed(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
-	h, ok := "", false
-	if d.urls != nil {
-		h, ok = storage.URLHash(e.CanonicalLink)
-	}
+// byLink judges a new entry by its canonical link. One the store recorded
+// as an alias of another feed's entry is dropped as unchanged, with or
+// without --cross-feed: it stays an alias (a replay or a reparse must not
+// store it after all). With --cross-feed, a link stored first from another
+// feed makes the entry an alias of that entry.
+func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
+	h, ok := storage.URLHash(e.CanonicalLink)
 	if !ok {
 		c.New++
 		return true, nil
@@ -160,6 +161,9 @@ func (d *deduper) crossFeed(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
 		e.Status = ""
 		c.Unchanged++
 		return false, nil
+	case !d.crossFeed:
+		c.New++
+		return true, nil
 	default:
 		e.Status, e.AliasOf = ndjson.StatusAlias, &o.First
 		c.Aliases++
