@@ -57,6 +57,10 @@ func classifyStatus(r *http.Response, hasRetryAfter bool) *ndjson.Error {
 
 // classifyError turns a transport error into a fetch error. total is the
 // context of the whole Get, to tell its timeout from a single request's.
+// CodeAddressRefused is the error code of a fetch refused because its
+// address is private, loopback or the like (ErrAddressRefused).
+const CodeAddressRefused = "address_refused"
+
 func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -67,7 +71,7 @@ func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, ErrAddressRefused):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "address_refused", Message: msg}
+		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: CodeAddressRefused, Message: msg}
 	case errors.Is(err, errTooManyRedirects):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "too_many_redirects", Message: msg}
 	case errors.Is(err, urlnorm.ErrScheme):

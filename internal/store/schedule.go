@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -93,9 +94,15 @@ func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outco
 	}
 	parsed := f.Parse != nil && f.Parse.Error == ""
 	if e := f.Error; e != nil {
-		if e.Code == "body_too_large" && parsed {
+		switch {
+		case e.Code == "body_too_large" && parsed:
 			o.Truncated = true // the part that came parsed: not a failure
-		} else {
+		case e.Code == httpx.CodeAddressRefused:
+			// Refused by this machine's own rule (--allow-private), not
+			// by the publisher: retried with backoff, so that a run with
+			// the flag finds the feed, rather than disabled on the spot.
+			o.ErrorClass, o.ErrorCode = ndjson.ClassTransient, e.Code
+		default:
 			o.ErrorClass, o.ErrorCode = e.Class, e.Code
 		}
 	}

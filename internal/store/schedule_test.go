@@ -151,6 +151,14 @@ func TestSchedule(t *testing.T) {
 					t.Errorf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
 				}
 			}}}},
+		{name: "a private address refused: backoff, not disabled", steps: []step{
+			{fetch: func(f *ndjson.Fetch) {
+				f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "address_refused", Message: "refused"}
+			}, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.Decision != "backoff" || fs.Sched.Lifecycle == sched.StateDisabled || r.types() != "decision" {
+					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
+				}
+			}}}},
 		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
 			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {
