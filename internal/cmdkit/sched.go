@@ -47,19 +47,21 @@ func SchedFlags() []cli.Flag {
 		return ""
 	}
 	cat := "Scheduler"
+	// DefaultText, not the zero Value urfave/cli would print: the default
+	// is decided after the environment, in SchedParams.
 	return []cli.Flag{
-		&cli.StringFlag{Name: flagPolicy, Category: cat, Usage: "scheduling policy: adaptive, seed or fixed:DURATION such as fixed:1h (default adaptive)" + env("FEEDPIPE_SCHED_POLICY")},
-		&cli.DurationFlag{Name: flagInitialInterval, Category: cat, Usage: fmt.Sprintf("interval of a feed without history (default %s)", d.Initial) + env("FEEDPIPE_SCHED_INITIAL_INTERVAL_SEC") + ", seconds"},
-		&cli.DurationFlag{Name: flagMinInterval, Category: cat, Usage: fmt.Sprintf("shortest interval between fetches of a feed (default %s)", d.Min) + env("FEEDPIPE_SCHED_MIN_INTERVAL_SEC") + ", seconds"},
-		&cli.DurationFlag{Name: flagMaxInterval, Category: cat, Usage: fmt.Sprintf("longest interval; also how often a feed disabled for errors is probed (default %s)", d.Max) + env("FEEDPIPE_SCHED_MAX_INTERVAL_SEC") + ", seconds"},
-		&cli.Float64Flag{Name: flagJitter, Category: cat, Usage: fmt.Sprintf("jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j] (default %g)", d.Jitter) + env("FEEDPIPE_SCHED_JITTER_RATIO")},
-		&cli.Float64Flag{Name: flagBudget, Category: cat, Usage: "adaptive policy: requests per feed and day the whole store may spend (default 24, as fixed 1h)" + env("FEEDPIPE_SCHED_BUDGET")},
-		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, Usage: fmt.Sprintf("failures in a row that disable a feed; 0 never (default %d)", d.DisableThreshold) + env("FEEDPIPE_SCHED_DISABLE_THRESHOLD")},
-		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable (default true)" + env("FEEDPIPE_SCHED_PROBE_DISABLED")},
-		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, Usage: fmt.Sprintf("longest backoff delay after failures (default %s)", d.BackoffCap) + env("FEEDPIPE_SCHED_BACKOFF_CAP_SEC") + ", seconds"},
-		&cli.Float64Flag{Name: flagErrorBudget, Category: cat, Usage: fmt.Sprintf("failures before a feed's circuit opens (default %g, refilled %g a day)", d.ErrorBudget, d.ErrorBudgetPerDay) + env("FEEDPIPE_SCHED_ERROR_BUDGET")},
-		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, Usage: fmt.Sprintf("longest Retry-After honoured (default %s)", d.MaxRetryAfter) + env("FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC") + ", seconds"},
-		&cli.BoolFlag{Name: flagProfile, Category: cat, Usage: "adaptive policy: poll more in the hours and weekdays a feed posts (default true)" + env("FEEDPIPE_SCHED_PROFILE")},
+		&cli.StringFlag{Name: flagPolicy, Category: cat, DefaultText: "adaptive", Usage: "scheduling policy: adaptive, seed or fixed:DURATION such as fixed:1h" + env("FEEDPIPE_SCHED_POLICY")},
+		&cli.DurationFlag{Name: flagInitialInterval, Category: cat, DefaultText: d.Initial.String(), Usage: "interval of a feed without history" + env("FEEDPIPE_SCHED_INITIAL_INTERVAL_SEC") + ", seconds"},
+		&cli.DurationFlag{Name: flagMinInterval, Category: cat, DefaultText: d.Min.String(), Usage: "shortest interval between fetches of a feed" + env("FEEDPIPE_SCHED_MIN_INTERVAL_SEC") + ", seconds"},
+		&cli.DurationFlag{Name: flagMaxInterval, Category: cat, DefaultText: d.Max.String(), Usage: "longest interval; also how often a feed disabled for errors is probed" + env("FEEDPIPE_SCHED_MAX_INTERVAL_SEC") + ", seconds"},
+		&cli.Float64Flag{Name: flagJitter, Category: cat, DefaultText: fmt.Sprintf("%g", d.Jitter), Usage: "jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j]" + env("FEEDPIPE_SCHED_JITTER_RATIO")},
+		&cli.Float64Flag{Name: flagBudget, Category: cat, DefaultText: "24, as fixed 1h", Usage: "adaptive policy: requests per feed and day the whole store may spend" + env("FEEDPIPE_SCHED_BUDGET")},
+		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, DefaultText: fmt.Sprint(d.DisableThreshold), Usage: "failures in a row that disable a feed; 0 never" + env("FEEDPIPE_SCHED_DISABLE_THRESHOLD")},
+		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, DefaultText: "true", Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable" + env("FEEDPIPE_SCHED_PROBE_DISABLED")},
+		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, DefaultText: d.BackoffCap.String(), Usage: "longest backoff delay after failures" + env("FEEDPIPE_SCHED_BACKOFF_CAP_SEC") + ", seconds"},
+		&cli.Float64Flag{Name: flagErrorBudget, Category: cat, DefaultText: fmt.Sprintf("%g, refilled %g a day", d.ErrorBudget, d.ErrorBudgetPerDay), Usage: "failures before a feed's circuit opens" + env("FEEDPIPE_SCHED_ERROR_BUDGET")},
+		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env("FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC") + ", seconds"},
+		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env("FEEDPIPE_SCHED_PROFILE")},
 	}
 }
 
