@@ -71,6 +71,9 @@ func List(cfg Config, o ListOptions) error {
 				next = "-"
 			}
 		}
+		if !s.Disabled && s.PausedUntil.After(now) && s.PausedUntil.After(st.NextFetchAt.Time) {
+			next = until(now, s.PausedUntil.Time) // feed-due skips it until then
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
 			cell(strings.Join(s.Labels, ","), 24), status, last, next, s.URL)
 	}

@@ -74,8 +74,8 @@ func TestPause(t *testing.T) {
 	}
 	e.out.Reset()
 	List(e.cfg, ListOptions{})
-	if !strings.Contains(e.out.String(), "paused until 2026-11-24 12:00Z") {
-		t.Errorf("ls:\n%s", e.out)
+	if !strings.Contains(e.out.String(), "paused until 2026-11-24 12:00Z") || strings.Contains(e.out.String(), " now ") {
+		t.Errorf("ls: want paused, and not next now:\n%s", e.out)
 	}
 	if err := Pause(e.cfg, []string{a.FeedID}, time.Time{}); err != nil || !e.subs(t)[0].PausedUntil.IsZero() {
 		t.Fatalf("resume: %v", err)
