@@ -44,6 +44,10 @@ const (
 	// overflowFactor raises a peak rate measured from a poll that found
 	// the whole window new: more items came than the window could show.
 	overflowFactor = 1.5
+	// tailWeight (k) is the price of the tail rule (tail): a gap g longer
+	// than the budget's fixed interval L becomes sqrt(g² - k·L²), and L
+	// when that is shorter than L.
+	tailWeight = 2.0
 )
 
 // observe updates the publication times, the EWMA, the rate evidence and
@@ -309,6 +313,13 @@ func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 		gap = integrate(now, base, hi, gh, gd)
 		in.ProfileFactor = math.Round(gap/base*100) / 100
 	}
+	// The tail rule: no gap much longer than a fixed policy's at the
+	// same budget (1h at 24 a feed and day), unless the feed posts too
+	// little for it to matter (tail, tailInterval).
+	if t := tail(gap, p.tailInterval()); t < gap {
+		gap = t
+		in.TailCapSec = int(t)
+	}
 	// A feed shows only its last Window items: keep the expected number of
 	// new items per poll well inside it, at the rate expected now, and at
 	// the feed's recent peak rate.
@@ -324,6 +335,34 @@ func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 		}
 	}
 	return time.Duration(gap * float64(time.Second)), ReasonPostingRate
+}
+
+// tailInterval is L of the tail rule, seconds: the interval at which a
+// fixed policy spends the request budget (86400/BudgetPerFeedDay, 1h at
+// the default 24), but not under 1h, the interval readers customarily
+// use: with a larger budget the rule would take from the busy feeds what
+// makes their median delay.
+func (p Params) tailInterval() float64 { return math.Max(secsPerDay/p.BudgetPerFeedDay(), 3600) }
+
+// tail returns gap (seconds) shortened by the tail rule, L being the
+// budget's fixed interval. 1/sqrt minimises the mean delay by stretching
+// slow feeds' intervals well past L, and the items of those feeds are
+// then the delays beyond L: the p95. Minimising the mean plus a price on
+// the items found later than L instead (Lagrange again: a feed polled
+// every g > L finds a share 1-L/g of its items later than L) gives
+// g² = g0² - c above L and L at the kink: gaps just above L come down to
+// it, which costs little, and the long gaps of feeds posting a few items a
+// week hardly move, since shortening them would buy little. c = k·L²,
+// k = tailWeight.
+func tail(gap, l float64) float64 {
+	if !(l > 0) || gap <= l {
+		return gap
+	}
+	g2 := gap*gap - tailWeight*l*l
+	if g2 <= l*l {
+		return l
+	}
+	return math.Sqrt(g2)
 }
 
 // jitterBias is E[1/x] for x uniform on [1-j, 1+j]: how many more requests
@@ -363,6 +402,8 @@ type Demand struct {
 	// interval, a cron, a disabled feed's probes); PerDay says how many.
 	Fixed  bool
 	PerDay float64
+	// Tail is the budget's fixed interval of the tail rule; 0: no rule.
+	Tail time.Duration
 }
 
 // Demand is the feed's share of the request budget at time now, for
@@ -411,7 +452,7 @@ func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
 	}
 	rate := st.rateAt(p, now)
 	hi := min(r.hi, max(lo, time.Duration(math.Min(st.windowCap(p, rate, dt), r.hi.Seconds())*float64(time.Second))))
-	return Demand{Rate: rate, Min: lo, Max: hi}
+	return Demand{Rate: rate, Min: lo, Max: hi, Tail: time.Duration(p.tailInterval() * float64(time.Second))}
 }
 
 // BudgetFeedback returns the factor to multiply the budget given to Scale
@@ -450,7 +491,7 @@ func Scale(rates []float64, budgetPerDay float64, p Params) float64 {
 // feed at its Min when the budget is larger than that, at its Max when it
 // is smaller.
 func ScaleFor(ds []Demand, budgetPerDay float64) float64 {
-	type feed struct{ sq, lo, hi float64 } // sqrt(rate), clamps in seconds
+	type feed struct{ sq, lo, hi, tail float64 } // sqrt(rate), clamps and tail in seconds
 	var fixed float64
 	feeds := make([]feed, 0, len(ds))
 	var lo, hi float64 = math.Inf(1), 0 // the scales where every feed hits Min, Max
@@ -462,7 +503,7 @@ func ScaleFor(ds []Demand, budgetPerDay float64) float64 {
 		case d.Rate <= 0:
 			fixed += secsPerDay / d.Max.Seconds()
 		default:
-			f := feed{math.Sqrt(d.Rate), d.Min.Seconds(), d.Max.Seconds()}
+			f := feed{math.Sqrt(d.Rate), d.Min.Seconds(), d.Max.Seconds(), d.Tail.Seconds()}
 			feeds = append(feeds, f)
 			lo = math.Min(lo, f.lo*f.sq)
 			hi = math.Max(hi, f.hi*f.sq)
@@ -474,7 +515,7 @@ func ScaleFor(ds []Demand, budgetPerDay float64) float64 {
 	total := func(s float64) float64 {
 		sum := fixed
 		for _, f := range feeds {
-			sum += secsPerDay / math.Min(math.Max(s/f.sq, f.lo), f.hi)
+			sum += secsPerDay / math.Min(math.Max(tail(s/f.sq, f.tail), f.lo), f.hi)
 		}
 		return sum
 	}

@@ -96,12 +96,14 @@ type Inputs struct {
 	// RatePerDay is the estimated posting rate, items a day; Scale the
 	// adaptive scale; BaseSec the interval s/sqrt(rate); ProfileFactor
 	// how much the hour-of-week profile stretched (>1) or shortened (<1)
-	// it; WindowCapSec the cap that keeps a poll from missing items pushed
-	// out of the feed's window.
+	// it; TailCapSec the gap the tail rule shortened it to (a gap
+	// longer than the budget's fixed interval); WindowCapSec the cap that
+	// keeps a poll from missing items pushed out of the feed's window.
 	RatePerDay    float64 `json:"rate_per_day,omitempty"`
 	Scale         float64 `json:"scale,omitempty"`
 	BaseSec       int     `json:"base_sec,omitempty"`
 	ProfileFactor float64 `json:"profile_factor,omitempty"`
+	TailCapSec    int     `json:"tail_cap_sec,omitempty"`
 	WindowCapSec  int     `json:"window_cap_sec,omitempty"`
 	CronNextAt    string  `json:"cron_next_at,omitempty"`
 	CronError     string  `json:"cron_error,omitempty"`
@@ -190,6 +192,9 @@ func (d Decision) Explain() string {
 	}
 	if in.RetryAfterSecs > 0 && d.Reason != ReasonRetryAfter {
 		adj = append(adj, fmt.Sprintf("Retry-After %s is a floor", fmtDur(sec(in.RetryAfterSecs))))
+	}
+	if in.TailCapSec > 0 && in.WindowCapSec == 0 {
+		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))
 	}
 	if in.WindowCapSec > 0 {
 		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %d-item window unseen", fmtDur(sec(in.WindowCapSec)), in.Items))

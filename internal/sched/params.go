@@ -109,7 +109,7 @@ type Params struct {
 	Scale float64
 	// Budget is the request budget in requests per feed and day that the
 	// caller's Scale should meet (0: as many as a fixed 1h interval, 24).
-	// Next does not read it; it travels with the parameters for the caller.
+	// Next reads it only for the adaptive tail rule (tailInterval).
 	Budget float64
 
 	RateHalfLife    time.Duration // half-life of the posting-rate estimate (7 days)

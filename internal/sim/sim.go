@@ -165,6 +165,7 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 			budget = p.BudgetPerFeedDay()
 		}
 		res.Budget = budget
+		p.Budget = budget // as feed-store's: the tail rule reads it
 	}
 	if pol.Base != "oracle" {
 		sp, err := sched.ParsePolicy(pol.Base)
