@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -18,21 +17,8 @@ import (
 // runSched is run with the scheduler's parameters p and no jitter.
 func runSched(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
 	t.Helper()
-	var out bytes.Buffer
 	p.Jitter = -1
-	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Now: func() time.Time { return at }, Sched: p})
-	r := runOut{err: err}
-	rd := ndjson.NewReader(&out)
-	for {
-		l, err := rd.Next()
-		if err != nil {
-			break
-		}
-		l.Raw = append([]byte(nil), l.Raw...)
-		r.lines = append(r.lines, l)
-	}
-	return r
+	return runWith(t, st, at, p, input)
 }
 
 func (r runOut) decision(t *testing.T) ndjson.Decision {

@@ -47,10 +47,17 @@ type runOut struct {
 
 func run(t *testing.T, st *storage.Store, at time.Time, input string) runOut {
 	t.Helper()
+	return runWith(t, st, at, hourly, input)
+}
+
+// runWith runs feed-store at the time at with the scheduler's parameters
+// p over input, and collects what it wrote.
+func runWith(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
+	t.Helper()
 	var out bytes.Buffer
 	var sum Summary
 	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Now: func() time.Time { return at }, Summary: &sum, Sched: hourly})
+		Now: func() time.Time { return at }, Summary: &sum, Sched: p})
 	r := runOut{sum: sum, err: err}
 	rd := ndjson.NewReader(&out)
 	for {
