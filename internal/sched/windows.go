@@ -34,7 +34,7 @@ const (
 )
 
 // ErrBadCron is returned by ParseCron for an expression it cannot use.
-var ErrBadCron = errors.New("sched: bad cron expression")
+var ErrBadCron = errors.New("bad cron expression")
 
 // ParseCron checks a cron expression as Next will read it: five fields
 // (minute hour day-of-month month day-of-week) or a descriptor (@hourly,
@@ -61,7 +61,13 @@ func ParseCron(expr string) (cron.Schedule, error) {
 		s, err = cron.ParseStandard(expr)
 	}()
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrBadCron, expr, err)
+		// The library ends some messages with the fields it split, as a
+		// Go slice: the expression is quoted already.
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": ["); i >= 0 && strings.HasSuffix(msg, "]") {
+			msg = msg[:i] + " (minute hour day-of-month month day-of-week, in UTC)"
+		}
+		return nil, fmt.Errorf("%w %q: %s", ErrBadCron, expr, msg)
 	}
 	if s.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
 		return nil, fmt.Errorf("%w %q: it never fires", ErrBadCron, expr)
