@@ -22,6 +22,7 @@ func main() {
    feed-sub ls
    feed-sub refetch 1b4e28ba
    feed-sub set 1b4e28ba --interval 30m
+   feed-sub set 1b4e28ba --fulltext --name Example --label news,tech
    feed-sub export > backup.opml`,
 		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
 record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
@@ -39,17 +40,11 @@ direct mode (the default) the page is the article, in list mode it links to
 the articles. The scraper configuration comes from --scrape-config FILE
 (JSON, see pkg/ndjson "scrape configuration" and README), the selector
 flags, or both.`,
-				Flags: append(append([]cli.Flag{
-					&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
-					&cli.StringSliceFlag{Name: "label", Usage: "a label (repeatable, or comma-separated)"},
-					&cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"},
+				Flags: append(append(settingFlags(false),
 					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
 					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
-					&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
-					&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable)`},
-					&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
-				}, scrapeFlags()...), fetchFlags()[:2]...),
+				), fetchFlags()[:2]...),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
@@ -158,6 +153,25 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 			},
 		},
 	})
+}
+
+// settingFlags are the settings of a subscription that add takes and set
+// changes (set: "" clears a setting).
+func settingFlags(set bool) []cli.Flag {
+	typ := &cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"}
+	label := "a label (repeatable, or comma-separated)"
+	if set {
+		typ.Value = ""
+		label = `the labels, replacing the feed's (repeatable, or comma-separated; "" for none)`
+	}
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "name", Usage: "a name to show instead of the feed's title"},
+		&cli.StringSliceFlag{Name: "label", Usage: label},
+		typ,
+		&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
+		&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable; set replaces them all, "" for none)`},
+		&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
+	}, scrapeFlags()...)
 }
 
 // withConfig opens the store and builds the feed-sub Config for a command.

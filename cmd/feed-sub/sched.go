@@ -32,34 +32,33 @@ the server sent holds it back. Waits while feed-store holds the store lock.`,
 		},
 		{
 			Name:      "set",
-			Usage:     "set a feed's own schedule: a fixed interval, clamps or a cron expression",
+			Usage:     "change feeds' settings: those add takes, and the schedule's clamps",
 			ArgsUsage: "FEED...",
-			Description: `Overrides the scheduler's policy for these feeds from their next decision
+			Description: `Changes only the settings given, checked as add checks them, and prints
+what changed, one line per feed (credentials redacted). "" clears a
+setting (--name "", --basic-auth "", --header "", --scrape-config ""), 0 an
+interval; --fulltext=false turns full text off. --label replaces the labels,
+--add-label and --rm-label edit them. The selector flags change members of
+the feed's scraper configuration; --scrape-config FILE replaces it.
+
+The schedule overrides the scheduler's policy from the feed's next decision
 (feed-sub refetch applies it at once). A cron expression wins over an
-interval; a pause (feed-sub pause) wins over both. 0 or "" clears a setting.
-Publisher hints (ttl, max-age, Retry-After, skipHours/skipDays) are kept
-whatever is set.`,
-			Flags: []cli.Flag{
+interval; a pause (feed-sub pause) wins over both. Publisher hints (ttl,
+max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
+			Flags: append(settingFlags(true),
+				&cli.StringSliceFlag{Name: "add-label", Usage: "add a label (repeatable)"},
+				&cli.StringSliceFlag{Name: "rm-label", Usage: "remove a label (repeatable)"},
 				&cli.DurationFlag{Name: "interval", Usage: "poll at this fixed interval, 5m to 24h (0: the policy's)"},
 				&cli.DurationFlag{Name: "min-interval", Usage: "never poll more often than this (0: the global min)"},
 				&cli.DurationFlag{Name: "max-interval", Usage: "never poll less often than this (0: the global max)"},
 				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h ("" clears)`},
-			},
+			),
 			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-				var o sub.Overrides
-				dur := func(name string) *time.Duration {
-					if !c.IsSet(name) {
-						return nil
-					}
-					d := c.Duration(name)
-					return &d
+				ch, err := changes(c)
+				if err != nil {
+					return err
 				}
-				o.Interval, o.Min, o.Max = dur("interval"), dur("min-interval"), dur("max-interval")
-				if c.IsSet("cron") {
-					s := c.String("cron")
-					o.Cron = &s
-				}
-				return cmdkit.UsageIf(sub.SetOverrides(cfg, c.Args().Slice(), o), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+				return cmdkit.UsageIf(sub.Set(cfg, c.Args().Slice(), ch), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 			}),
 		},
 		{
@@ -96,4 +95,41 @@ whatever is set.`,
 			}),
 		},
 	}
+}
+
+// changes are the settings the flags of set change: only those given.
+func changes(c *cli.Context) (sub.Changes, error) {
+	var ch sub.Changes
+	str := func(name string) *string {
+		if !c.IsSet(name) {
+			return nil
+		}
+		v := c.String(name)
+		return &v
+	}
+	dur := func(name string) *time.Duration {
+		if !c.IsSet(name) {
+			return nil
+		}
+		d := c.Duration(name)
+		return &d
+	}
+	slice := func(name string) *[]string {
+		if !c.IsSet(name) {
+			return nil
+		}
+		v := c.StringSlice(name)
+		return &v
+	}
+	ch.Interval, ch.Min, ch.Max, ch.Cron = dur("interval"), dur("min-interval"), dur("max-interval"), str("cron")
+	ch.Name, ch.Type, ch.UserAgent, ch.BasicAuth = str("name"), str("type"), str("user-agent"), str("basic-auth")
+	ch.Labels, ch.Headers = slice("label"), slice("header")
+	ch.AddLabels, ch.RmLabels = c.StringSlice("add-label"), c.StringSlice("rm-label")
+	if c.IsSet("fulltext") {
+		v := c.Bool("fulltext")
+		ch.Fulltext = &v
+	}
+	scrape, err := scrapeEdit(c)
+	ch.Scrape = scrape
+	return ch, err
 }

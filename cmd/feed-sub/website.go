@@ -46,7 +46,20 @@ func fetchFlags() []cli.Flag {
 // scrapeConfig builds the scraper configuration the flags give; nil if
 // they give none.
 func scrapeConfig(c *cli.Context) (*ndjson.ScrapeConfig, error) {
-	var conf *ndjson.ScrapeConfig
+	edit, err := scrapeEdit(c)
+	if edit == nil || err != nil {
+		return nil, err
+	}
+	return edit(nil), nil
+}
+
+// scrapeEdit reads --scrape-config and returns how the flags change a
+// scraper configuration (nil: none): --scrape-config FILE replaces it
+// (--scrape-config "" removes it), and each selector flag then sets its
+// member. scrapeEdit returns nil if no such flag is given.
+func scrapeEdit(c *cli.Context) (func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig, error) {
+	var file *ndjson.ScrapeConfig
+	replace := c.IsSet("scrape-config")
 	if name := c.String("scrape-config"); name != "" {
 		var b []byte
 		var err error
@@ -58,12 +71,13 @@ func scrapeConfig(c *cli.Context) (*ndjson.ScrapeConfig, error) {
 		if err != nil {
 			return nil, cmdkit.Usage(err)
 		}
-		if conf, err = extract.ParseConfig(b, true); err != nil {
+		if file, err = extract.ParseConfig(b, true); err != nil {
 			return nil, cmdkit.Usagef("%s: %v", name, err)
 		}
-		if conf == nil {
-			conf = &ndjson.ScrapeConfig{}
+		if file == nil {
+			file = &ndjson.ScrapeConfig{}
 		}
+		replace = true
 	}
 	fields := []struct {
 		flag string
@@ -80,24 +94,41 @@ func scrapeConfig(c *cli.Context) (*ndjson.ScrapeConfig, error) {
 		{"image-selector", func(s *ndjson.ScrapeConfig) *string { return &s.ArticleConfig.ImageSelector }},
 		{"canonical-selector", func(s *ndjson.ScrapeConfig) *string { return &s.ArticleConfig.CanonicalSelector }},
 	}
+	given := c.IsSet("max-pages")
 	for _, f := range fields {
-		if c.IsSet(f.flag) {
+		given = given || c.IsSet(f.flag)
+	}
+	if !replace && !given {
+		return nil, nil
+	}
+	return func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig {
+		if replace {
+			cur = file
+		}
+		var conf *ndjson.ScrapeConfig
+		if cur != nil {
+			cp := *cur
+			conf = &cp
+		}
+		for _, f := range fields {
+			if c.IsSet(f.flag) {
+				if conf == nil {
+					conf = &ndjson.ScrapeConfig{}
+				}
+				*f.dst(conf) = c.String(f.flag)
+			}
+		}
+		if c.IsSet("max-pages") {
 			if conf == nil {
 				conf = &ndjson.ScrapeConfig{}
 			}
-			*f.dst(conf) = c.String(f.flag)
+			conf.ListConfig.MaxPages = c.Int("max-pages")
 		}
-	}
-	if c.IsSet("max-pages") {
-		if conf == nil {
-			conf = &ndjson.ScrapeConfig{}
+		if conf != nil && conf.DiscoveryMode == "" && conf.ListConfig.ArticleSelector != "" {
+			conf.DiscoveryMode = ndjson.ModeList // an article selector means a list
 		}
-		conf.ListConfig.MaxPages = c.Int("max-pages")
-	}
-	if conf != nil && conf.DiscoveryMode == "" && conf.ListConfig.ArticleSelector != "" {
-		conf.DiscoveryMode = ndjson.ModeList // an article selector means a list
-	}
-	return conf, nil
+		return conf
+	}, nil
 }
 
 // readAll reads a scrape configuration from stdin.

@@ -21,64 +21,9 @@ type Overrides struct {
 }
 
 // SetOverrides changes the scheduler settings of the subscriptions refs
-// name. They apply from the feed's next decision (its next fetch); a
-// refetch applies them at once.
+// name: Set with only these.
 func SetOverrides(cfg Config, refs []string, o Overrides) error {
-	cfg.defaults()
-	if o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil {
-		return fmt.Errorf("%w: nothing to set: give --interval, --min-interval, --max-interval or --cron", ErrInvalid)
-	}
-	var notes []string
-	note := func(s string) { notes = append(notes, s) }
-	if o.Interval != nil {
-		iv, err := clampInterval(*o.Interval, note)
-		if err != nil {
-			return err
-		}
-		o.Interval = &iv
-	}
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-	}{{"min interval", o.Min}, {"max interval", o.Max}} {
-		if d.v != nil && (*d.v < 0 || *d.v > 365*24*time.Hour) {
-			return fmt.Errorf("%w: %s %s: want 0 (none) to 365 days", ErrInvalid, d.name, *d.v)
-		}
-	}
-	if o.Min != nil && o.Max != nil && *o.Min > 0 && *o.Max > 0 && *o.Max < *o.Min {
-		return fmt.Errorf("%w: max interval %s is below min interval %s", ErrInvalid, *o.Max, *o.Min)
-	}
-	if o.Cron != nil {
-		c := strings.TrimSpace(*o.Cron)
-		if c != "" {
-			if _, err := sched.ParseCron(c); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalid, err)
-			}
-		}
-		o.Cron = &c
-	}
-	err := edit(cfg, refs, "changed", func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		s := &subs[i]
-		if o.Interval != nil {
-			s.IntervalSec = int(*o.Interval / time.Second)
-		}
-		if o.Min != nil {
-			s.MinIntervalSec = int(*o.Min / time.Second)
-		}
-		if o.Max != nil {
-			s.MaxIntervalSec = int(*o.Max / time.Second)
-		}
-		if o.Cron != nil {
-			s.Cron = *o.Cron
-		}
-		return subs
-	})
-	if err == nil {
-		for _, n := range notes {
-			fmt.Fprintf(cfg.Msg, "feed-sub: %s\n", n)
-		}
-	}
-	return err
+	return Set(cfg, refs, Changes{Overrides: o})
 }
 
 // clampInterval keeps a fixed polling interval within [5m, 24h] (seed 001

@@ -197,7 +197,7 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 		return append(subs, sub), nil
 	})
 	if errors.Is(err, errUnchanged) {
-		fmt.Fprintf(cfg.Msg, "feed-sub: already subscribed to %s; its settings are unchanged (feed-sub rm, then add, to change them)\n", sub.URL)
+		fmt.Fprintf(cfg.Msg, "feed-sub: already subscribed to %s; its settings are unchanged (feed-sub set changes them)\n", sub.URL)
 		err = nil
 	} else if err == nil {
 		fmt.Fprintf(cfg.Msg, "feed-sub: subscribed to %s\n", sub.URL)

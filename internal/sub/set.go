@@ -1,0 +1,286 @@
+package sub
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/extract"
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Changes are the settings `feed-sub set` changes: those of `feed-sub add`
+// (Spec) and the schedule's overrides. A nil field (or an empty AddLabels,
+// RmLabels) is left as it is; an empty value clears a setting.
+type Changes struct {
+	Overrides
+	Name      *string
+	Labels    *[]string // replaces the labels; AddLabels and RmLabels then apply
+	AddLabels []string
+	RmLabels  []string
+	Type      *string // "" or auto: detected from content
+	Fulltext  *bool
+	UserAgent *string
+	Headers   *[]string // replaces the extra headers ("Name: value"); empty strings are dropped
+	BasicAuth *string   // "user:password", "" for none
+	// Scrape makes the new scraper configuration from the current one (nil
+	// for none); it returns nil for none.
+	Scrape func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig
+}
+
+func (c Changes) empty() bool {
+	o := c.Overrides
+	return o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil &&
+		c.Name == nil && c.Labels == nil && len(c.AddLabels) == 0 && len(c.RmLabels) == 0 && c.Type == nil &&
+		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil
+}
+
+// Set changes the settings of the subscriptions refs name, in one atomic
+// rewrite: the settings are checked as `feed-sub add` checks them, and if
+// one feed refuses a change, no feed changes. It reports what changed, one
+// line per feed, credentials redacted. Schedule changes apply from the
+// feed's next decision (its next fetch); a refetch applies them at once.
+func Set(cfg Config, refs []string, c Changes) error {
+	cfg.defaults()
+	if c.empty() {
+		return fmt.Errorf("%w: nothing to set: give a setting to change (feed-sub set --help lists them)", ErrInvalid)
+	}
+	o := c.Overrides
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+	}{{"min interval", o.Min}, {"max interval", o.Max}} {
+		if d.v != nil && (*d.v < 0 || *d.v > 365*24*time.Hour) {
+			return fmt.Errorf("%w: %s %s: want 0 (none) to 365 days", ErrInvalid, d.name, *d.v)
+		}
+	}
+	if o.Min != nil && o.Max != nil && *o.Min > 0 && *o.Max > 0 && *o.Max < *o.Min {
+		return fmt.Errorf("%w: max interval %s is below min interval %s", ErrInvalid, *o.Max, *o.Min)
+	}
+	var notes []string
+	note := func(s string) {
+		if !slices.Contains(notes, s) {
+			notes = append(notes, s)
+		}
+	}
+	err := editEach(cfg, refs, func(subs []ndjson.Subscription, i int) ([]ndjson.Subscription, string, error) {
+		old := subs[i]
+		spec, err := specOf(old)
+		if err != nil {
+			return nil, "", err
+		}
+		c.apply(&spec)
+		// The settings add takes go through add's checks and cleaning.
+		n, err := newSubscription(spec, old.CreatedAt.Time, note)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", old.URL, err)
+		}
+		s := &subs[i]
+		s.Name, s.Labels, s.SourceType, s.Fulltext, s.Scrape, s.Access = n.Name, n.Labels, n.SourceType, n.Fulltext, n.Scrape, n.Access
+		s.IntervalSec, s.Cron = n.IntervalSec, n.Cron
+		if o.Min != nil {
+			s.MinIntervalSec = int(*o.Min / time.Second)
+		}
+		if o.Max != nil {
+			s.MaxIntervalSec = int(*o.Max / time.Second)
+		}
+		return subs, describeChanges(old, *s), nil
+	})
+	if err == nil {
+		for _, n := range notes {
+			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s\n", n)
+		}
+	}
+	return err
+}
+
+// specOf is the Spec that makes s, so that a change goes through
+// newSubscription as a new subscription does.
+func specOf(s ndjson.Subscription) (Spec, error) {
+	spec := Spec{
+		URL: s.URL, Name: s.Name, Labels: slices.Clone(s.Labels), Type: s.SourceType,
+		Interval: time.Duration(s.IntervalSec) * time.Second, Cron: s.Cron,
+		UserAgent: s.UserAgent, Fulltext: s.Fulltext,
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		spec.Headers = append(spec.Headers, k+": "+s.Headers[k])
+	}
+	if s.Auth != nil {
+		spec.BasicAuth = s.Auth.Username + ":" + s.Auth.Password
+	}
+	if len(s.Scrape) > 0 {
+		conf, err := extract.ParseConfig(s.Scrape, false)
+		if err != nil {
+			return spec, fmt.Errorf("%s: its scraper configuration: %w", s.URL, err)
+		}
+		spec.Scrape = conf
+	}
+	return spec, nil
+}
+
+// apply makes the changes to spec.
+func (c Changes) apply(spec *Spec) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&spec.Name, c.Name)
+	set(&spec.Type, c.Type)
+	set(&spec.UserAgent, c.UserAgent)
+	set(&spec.BasicAuth, c.BasicAuth)
+	set(&spec.Cron, c.Cron)
+	if c.Interval != nil {
+		spec.Interval = *c.Interval
+	}
+	if c.Fulltext != nil {
+		spec.Fulltext = *c.Fulltext
+	}
+	if c.Labels != nil {
+		spec.Labels = slices.Clone(*c.Labels)
+	}
+	spec.Labels = append(spec.Labels, c.AddLabels...)
+	for _, l := range c.RmLabels {
+		spec.Labels = slices.DeleteFunc(spec.Labels, func(x string) bool { return strings.TrimSpace(x) == strings.TrimSpace(l) })
+	}
+	if c.Headers != nil {
+		spec.Headers = slices.DeleteFunc(slices.Clone(*c.Headers), func(h string) bool { return strings.TrimSpace(h) == "" })
+	}
+	if c.Scrape != nil {
+		spec.Scrape = c.Scrape(spec.Scrape)
+	}
+}
+
+// describeChanges says what differs from old to s, for a person: secrets
+// redacted as ls --json redacts them. "" if nothing does.
+func describeChanges(old, s ndjson.Subscription) string {
+	var out []string
+	diff := func(what, a, b string) {
+		if a != b {
+			out = append(out, what+" "+a+" -> "+b)
+		}
+	}
+	diff("name", fmt.Sprintf("%q", old.Name), fmt.Sprintf("%q", s.Name))
+	diff("labels", fmt.Sprintf("%q", old.Labels), fmt.Sprintf("%q", s.Labels))
+	diff("type", old.SourceType, s.SourceType)
+	diff("fulltext", fmt.Sprint(old.Fulltext), fmt.Sprint(s.Fulltext))
+	diff("interval", seconds(old.IntervalSec), seconds(s.IntervalSec))
+	diff("min interval", seconds(old.MinIntervalSec), seconds(s.MinIntervalSec))
+	diff("max interval", seconds(old.MaxIntervalSec), seconds(s.MaxIntervalSec))
+	diff("cron", fmt.Sprintf("%q", old.Cron), fmt.Sprintf("%q", s.Cron))
+	diff("user agent", fmt.Sprintf("%q", old.UserAgent), fmt.Sprintf("%q", s.UserAgent))
+	if !maps.Equal(old.Headers, s.Headers) {
+		out = append(out, "headers "+headers(old.Headers)+" -> "+headers(s.Headers))
+	}
+	switch a, b := auth(old.Auth), auth(s.Auth); {
+	case a != b:
+		out = append(out, "basic auth "+a+" -> "+b)
+	case old.Auth != nil && old.Auth.Password != s.Auth.Password:
+		out = append(out, "basic auth password changed")
+	}
+	switch a, b := scrapeMembers(old.Scrape), scrapeMembers(s.Scrape); {
+	case a == nil && b != nil:
+		out = append(out, "scrape config none -> "+string(s.Scrape))
+	case a != nil && b == nil:
+		out = append(out, "scrape config removed")
+	default:
+		for _, k := range slices.Sorted(maps.Keys(b)) {
+			diff("scrape "+k, a[k], b[k])
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func seconds(n int) string {
+	if n == 0 {
+		return "none"
+	}
+	return (time.Duration(n) * time.Second).String()
+}
+
+// headers shows extra headers with the values of sensitive ones redacted.
+func headers(h map[string]string) string {
+	if len(h) == 0 {
+		return "none"
+	}
+	r := httpx.RedactHeaderMap(h)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(r)) {
+		out = append(out, fmt.Sprintf("%q", k+": "+r[k]))
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+func auth(a *ndjson.Auth) string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprintf("user %q, password (redacted)", a.Username)
+}
+
+// scrapeMembers flattens a scraper configuration to its members, such as
+// "list_config.article_selector", each as JSON; nil for none.
+func scrapeMembers(raw json.RawMessage) map[string]string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil
+	}
+	out := map[string]string{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+				continue
+			}
+			b, _ := json.Marshal(v)
+			out[prefix+k] = string(b)
+		}
+	}
+	walk("", m)
+	return out
+}
+
+// editEach applies change to each subscription that refs name, in one
+// atomic rewrite: if any ref matches nothing or any change fails, nothing
+// changes. Each change says what it did ("" for nothing), reported per
+// feed as "feed-sub: changed <url>: <what>".
+func editEach(cfg Config, refs []string, change func([]ndjson.Subscription, int) ([]ndjson.Subscription, string, error)) error {
+	cfg.defaults()
+	if len(refs) == 0 {
+		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
+	}
+	var lines []string
+	err := cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		lines = lines[:0]
+		for _, ref := range refs {
+			i, err := storage.FindSubscription(subs, ref)
+			if err != nil {
+				return nil, err
+			}
+			url := subs[i].URL
+			var what string
+			if subs, what, err = change(subs, i); err != nil {
+				return nil, err
+			}
+			if what == "" {
+				lines = append(lines, "unchanged "+url+": it has these settings already")
+			} else {
+				lines = append(lines, "changed "+url+": "+what)
+			}
+		}
+		return subs, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintf(cfg.Msg, "feed-sub: %s\n", l)
+	}
+	return nil
+}
