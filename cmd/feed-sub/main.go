@@ -4,6 +4,7 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -15,8 +16,11 @@ import (
 func main() {
 	sc := schedCommands()
 	cmdkit.Main(&cli.App{
-		Name:  "feed-sub",
-		Usage: "add, remove, list, import and export subscriptions",
+		// A header value may hold commas ("Accept: a, b"): flags are split
+		// on commas by labelsOf, for labels only.
+		DisableSliceFlagSeparator: true,
+		Name:                      "feed-sub",
+		Usage:                     "add, remove, list, import and export subscriptions",
 		UsageText: `feed-sub add https://example.org/feed.xml --label news
    feed-sub import my-subscriptions.opml
    feed-sub ls
@@ -60,7 +64,7 @@ flags, or both.`,
 						}
 					}
 					_, _, err = sub.Add(cfg, sub.Spec{
-						URL: url, Name: c.String("name"), Labels: c.StringSlice("label"),
+						URL: url, Name: c.String("name"), Labels: labelsOf(c, "label"),
 						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
 						Scrape: scrape, Fulltext: c.Bool("fulltext"),
@@ -137,7 +141,7 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 						defer f.Close()
 						r = f
 					}
-					_, err := sub.Import(cfg, r, name, c.StringSlice("label"))
+					_, err := sub.Import(cfg, r, name, labelsOf(c, "label"))
 					return err
 				}),
 			},
@@ -183,4 +187,18 @@ func withConfig(access cmdkit.Access, action func(*cli.Context, sub.Config) erro
 		}
 		return action(c, sub.Config{Store: st, Out: c.App.Writer, Msg: c.App.ErrWriter, Log: log})
 	}
+}
+
+// labelsOf is the labels a repeatable label flag gives, each value split on
+// commas: --label a,b --label c is a, b and c.
+func labelsOf(c *cli.Context, name string) []string {
+	var labels []string
+	for _, v := range c.StringSlice(name) {
+		for _, l := range strings.Split(v, ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				labels = append(labels, l)
+			}
+		}
+	}
+	return labels
 }

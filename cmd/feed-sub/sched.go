@@ -124,7 +124,11 @@ func changes(c *cli.Context) (sub.Changes, error) {
 	ch.Interval, ch.Min, ch.Max, ch.Cron = dur("interval"), dur("min-interval"), dur("max-interval"), str("cron")
 	ch.Name, ch.Type, ch.UserAgent, ch.BasicAuth = str("name"), str("type"), str("user-agent"), str("basic-auth")
 	ch.Labels, ch.Headers = slice("label"), slice("header")
-	ch.AddLabels, ch.RmLabels = c.StringSlice("add-label"), c.StringSlice("rm-label")
+	if ch.Labels != nil {
+		labels := labelsOf(c, "label")
+		ch.Labels = &labels
+	}
+	ch.AddLabels, ch.RmLabels = labelsOf(c, "add-label"), labelsOf(c, "rm-label")
 	if c.IsSet("fulltext") {
 		v := c.Bool("fulltext")
 		ch.Fulltext = &v
