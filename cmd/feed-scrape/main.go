@@ -3,15 +3,10 @@
 package main
 
 import (
-	"os"
-	"strconv"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/httpx"
-	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/scrape"
 )
 
@@ -50,13 +45,7 @@ invalid configuration, a page that is not HTML) gets an error in its fetch
 record; the run goes on and exits 1.`,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "sources scraped at once", Value: scrape.DefaultConcurrency, EnvVars: []string{"FEEDPIPE_SCRAPE_CONCURRENCY"}},
-			&cli.IntFlag{Name: "host-concurrency", Usage: "requests in flight to one host (scheme, host and port)", Value: httpx.DefaultHostConcurrency, EnvVars: []string{"FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY"}},
-			&cli.Float64Flag{Name: "host-rps", Usage: "requests a second to one host; 0 for no limit", Value: httpx.DefaultHostRPS, EnvVars: []string{"FEEDPIPE_HOST_RPS", "HOST_RPS"}},
-			&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS, headers and body of one hop (env FETCH_TIMEOUT_MS in milliseconds also works)", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
-			&cli.Int64Flag{Name: "max-body-bytes", Usage: "cap on a decoded page; longer ones are cut", Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
-			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent header (robots.txt is read for its first word)", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
-			&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
-		}, cmdkit.CommonFlags()...),
+		}, append(cmdkit.HTTPFlags("cap on a decoded page; longer ones are cut", "User-Agent header (robots.txt is read for its first word)"), cmdkit.CommonFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdkit.Usagef("feed-scrape takes no arguments: it reads records on stdin")
@@ -65,41 +54,19 @@ record; the run goes on and exits 1.`,
 			if err != nil {
 				return err
 			}
-			timeout := c.Duration("timeout")
-			if ms := os.Getenv("FETCH_TIMEOUT_MS"); ms != "" && !c.IsSet("timeout") {
-				n, err := strconv.Atoi(ms)
-				if err != nil || n <= 0 {
-					return cmdkit.Usagef("FETCH_TIMEOUT_MS=%q is not a positive number of milliseconds", ms)
-				}
-				timeout = time.Duration(n) * time.Millisecond
+			opts, limiter, err := cmdkit.HTTPSettings(c)
+			if err != nil {
+				return err
 			}
-			switch {
-			case timeout <= 0:
-				return cmdkit.Usagef("--timeout %s: it must be more than 0", timeout)
-			case c.Int("concurrency") < 1:
+			if c.Int("concurrency") < 1 {
 				return cmdkit.Usagef("--concurrency %d: at least 1 source must be scraped at a time", c.Int("concurrency"))
-			case c.Int("host-concurrency") < 1:
-				return cmdkit.Usagef("--host-concurrency %d: at least 1 request to a host must be allowed", c.Int("host-concurrency"))
-			case c.Float64("host-rps") < 0:
-				return cmdkit.Usagef("--host-rps %g: it cannot be negative (0 means no limit)", c.Float64("host-rps"))
-			case c.Int64("max-body-bytes") < 1:
-				return cmdkit.Usagef("--max-body-bytes %d: it must be more than 0", c.Int64("max-body-bytes"))
-			}
-			var line *progress.Line
-			if cmdkit.IsTerminal(c.App.ErrWriter) {
-				line = progress.New(c.App.ErrWriter)
 			}
 			return scrape.Run(c.Context, scrape.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
 				Concurrency: c.Int("concurrency"),
-				Limiter:     httpx.NewLimiter(c.Int("host-concurrency"), c.Float64("host-rps"), nil),
-				Client: httpx.New(httpx.Options{
-					UserAgent:    c.String("user-agent"),
-					AllowPrivate: c.Bool("allow-private"),
-					Timeout:      timeout,
-					MaxBodyBytes: c.Int64("max-body-bytes"),
-				}),
-				Progress: line,
+				Limiter:     limiter,
+				Client:      httpx.New(opts),
+				Progress:    cmdkit.Progress(c),
 			})
 		},
 	})
