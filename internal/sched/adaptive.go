@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // The adaptive policy.
@@ -409,13 +411,98 @@ type Demand struct {
 // Demand is the feed's share of the request budget at time now, for
 // ScaleFor.
 func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
+	return st.DemandInputs().Demand(p, ov, now)
+}
+
+// DemandInputs is what Demand reads of a State, as it is stored: a fixed
+// size projection (no pointers) that can be kept for every feed. feed-store
+// computes the budget scale from every feed's demand at the start of each
+// run, and keeps these in the state snapshot's index so that it does not
+// have to load every feed's state for it (storage.States). Demand is
+// computed from them alone, so the two ways cannot disagree; a field Demand
+// comes to need must be added here, which changes the type's shape and so
+// retires every index written before.
+type DemandInputs struct {
+	Disabled    bool // Lifecycle == StateDisabled
+	IntervalSec int
+	// FetchedAt as Unix seconds and nanoseconds; FetchedZero for the zero
+	// time.
+	FetchedSec  int64
+	FetchedNsec int64
+	FetchedZero bool
+	RateN       float64
+	RateT       float64
+	BurstN      float64
+	BurstT      float64
+	Peak        float64
+	Window      int
+	TTLMinutes  int
+}
+
+// DemandInputs is the projection of st that Demand reads, before any
+// repair (Demand repairs it as Next would).
+func (st State) DemandInputs() DemandInputs {
+	in := DemandInputs{
+		Disabled:    st.Lifecycle == StateDisabled,
+		IntervalSec: st.IntervalSec,
+		FetchedZero: st.FetchedAt.IsZero(),
+		RateN:       st.RateN, RateT: st.RateT, BurstN: st.BurstN, BurstT: st.BurstT, Peak: st.Peak,
+		Window:     st.Window,
+		TTLMinutes: st.Hints.TTLMinutes,
+	}
+	if !in.FetchedZero {
+		in.FetchedSec, in.FetchedNsec = st.FetchedAt.Unix(), int64(st.FetchedAt.Nanosecond())
+	}
+	return in
+}
+
+// state is the State these inputs stand for, repaired as clean repairs a
+// whole one (the fields Demand does not read are zero).
+func (in DemandInputs) state(p Params) State {
+	var st State
+	if in.Disabled {
+		st.Lifecycle = StateDisabled
+	}
+	st.IntervalSec = in.IntervalSec
+	switch {
+	case st.IntervalSec <= 0:
+		st.IntervalSec = int(min(max(p.Initial, p.Min), p.Max) / time.Second)
+	case st.IntervalSec > int(p.Max/time.Second):
+		st.IntervalSec = int(p.Max / time.Second)
+	}
+	if !in.FetchedZero {
+		st.FetchedAt = ndjson.Time{Time: time.Unix(in.FetchedSec, in.FetchedNsec).UTC()}
+	}
+	sound := func(f float64) float64 {
+		if !(f >= 0 && f < 1e12) { // also catches NaN
+			return 0
+		}
+		return f
+	}
+	st.RateN, st.RateT, st.BurstN, st.BurstT, st.Peak = sound(in.RateN), sound(in.RateT), sound(in.BurstN), sound(in.BurstT), sound(in.Peak)
+	st.Window = min(max(in.Window, 0), 1<<20)
+	// clean keeps sound hints as they are and rebuilds others, clamping
+	// the ttl either way; sound hints have it in range already.
+	st.Hints.TTLMinutes = min(max(in.TTLMinutes, 0), 525600)
+	return st
+}
+
+// Demand is the demand of a feed whose state has these inputs.
+func (in DemandInputs) Demand(p Params, ov Overrides, now time.Time) Demand {
 	p = p.withDefaults()
-	st = st.clean(p)
-	r := &run{p: p, ov: ov}
-	r.clamps()
-	lo := max(r.lo, min(time.Duration(st.Hints.TTLMinutes)*time.Minute, r.hi))
+	st := in.state(p)
+	// The clamps, as run.clamps sets them.
+	lo, hi := p.Min, p.Max
+	if m := ov.Min; m > 0 {
+		lo = min(max(m, p.Min), p.Max)
+	}
+	if m := ov.Max; m > 0 {
+		hi = min(max(m, p.Min), p.Max)
+	}
+	hi = max(hi, lo)
+	lo = max(lo, min(time.Duration(st.Hints.TTLMinutes)*time.Minute, hi))
 	fixed := func(iv time.Duration) Demand {
-		iv = min(max(iv, lo), r.hi)
+		iv = min(max(iv, lo), hi)
 		return Demand{Fixed: true, PerDay: secsPerDay / iv.Seconds(), Min: iv, Max: iv}
 	}
 	switch {
@@ -426,11 +513,11 @@ func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
 		if p.NoProbe {
 			return Demand{Fixed: true}
 		}
-		return fixed(r.hi)
+		return fixed(hi)
 	case ov.Cron != "":
 		sch, err := ParseCron(ov.Cron)
 		if err != nil {
-			return fixed(r.hi)
+			return fixed(hi)
 		}
 		n, t := 0, now
 		for ; n < 2000; n++ {
@@ -451,7 +538,7 @@ func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
 		dt = now.Sub(st.FetchedAt.Time).Seconds()
 	}
 	rate := st.rateAt(p, now)
-	hi := min(r.hi, max(lo, time.Duration(math.Min(st.windowCap(p, rate, dt), r.hi.Seconds())*float64(time.Second))))
+	hi = min(hi, max(lo, time.Duration(math.Min(st.windowCap(p, rate, dt), hi.Seconds())*float64(time.Second))))
 	return Demand{Rate: rate, Min: lo, Max: hi, Tail: time.Duration(p.tailInterval() * float64(time.Second))}
 }
 
