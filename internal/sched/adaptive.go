@@ -197,7 +197,7 @@ func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 // day) or the peak rate dt seconds after the last fetch, whichever is
 // higher. +Inf without a window.
 func (st *State) windowCap(p Params, rate, dt float64) float64 {
-	r := math.Max(rate, st.peakAt(p, dt))
+	r := fmax(rate, st.peakAt(p, dt))
 	if st.Window <= 0 || r <= 0 {
 		return math.Inf(1)
 	}
@@ -220,11 +220,18 @@ func priorRate(p Params) float64 {
 	return math.Pow(DefaultScale/i0, 2)
 }
 
+// rateConsts are what the rate estimates take from the parameters alone:
+// the time constants and the prior rate, worked out once for many feeds.
+type rateConsts struct{ tau, tauB, prior float64 }
+
+func (p Params) rateConsts() rateConsts {
+	return rateConsts{tau: p.RateHalfLife.Seconds() / math.Ln2, tauB: p.BurstHalfLife.Seconds() / math.Ln2, prior: priorRate(p)}
+}
+
 // rates returns the long-term and the burst rate estimates, items a day,
 // dt seconds after the state's last fetch.
-func (st *State) rates(p Params, dt float64) (long, burst float64) {
-	tau := p.RateHalfLife.Seconds() / math.Ln2
-	tauB := p.BurstHalfLife.Seconds() / math.Ln2
+func (st *State) rates(c rateConsts, dt float64) (long, burst float64) {
+	tau, tauB := c.tau, c.tauB
 	n, t, bn, bt := st.RateN, st.RateT, st.BurstN, st.BurstT
 	if dt > 0 {
 		k, kb := math.Exp(-dt/tau), math.Exp(-dt/tauB)
@@ -232,7 +239,7 @@ func (st *State) rates(p Params, dt float64) (long, burst float64) {
 		bn, bt = bn*kb, bt*kb+tauB*-math.Expm1(-dt/tauB)
 	}
 	// Gamma-Poisson: the prior is priorWeight items at the prior rate.
-	prior := priorRate(p)
+	prior := c.prior
 	long = (priorWeight + n) / (priorWeight/prior + t/secsPerDay)
 	// The burst estimate gets a pseudo-exposure of one time constant and
 	// no prior, so that it only exceeds the long one for a real burst.
@@ -250,12 +257,16 @@ func (st State) RatePerDay(p Params, at time.Time) float64 {
 }
 
 func (st *State) rateAt(p Params, at time.Time) float64 {
+	return st.rateAtWith(p.rateConsts(), at)
+}
+
+func (st *State) rateAtWith(c rateConsts, at time.Time) float64 {
 	dt := 0.0
 	if !st.FetchedAt.IsZero() && at.After(st.FetchedAt.Time) {
 		dt = at.Sub(st.FetchedAt.Time).Seconds()
 	}
-	long, burst := st.rates(p, dt)
-	return math.Max(long, burst)
+	long, burst := st.rates(c, dt)
+	return fmax(long, burst)
 }
 
 // weights returns the polling weight by UTC hour and by weekday, each with
@@ -489,8 +500,32 @@ func (in DemandInputs) state(p Params) State {
 
 // Demand is the demand of a feed whose state has these inputs.
 func (in DemandInputs) Demand(p Params, ov Overrides, now time.Time) Demand {
+	return in.demand(newDemandConsts(p), &ov, now)
+}
+
+// DemandFunc is DemandInputs.Demand for many feeds at the same time and
+// parameters (feed-store's budget scale, at every start): what depends on
+// the parameters alone is worked out once, not per feed.
+func DemandFunc(p Params, now time.Time) func(in *DemandInputs, ov *Overrides) Demand {
+	k := newDemandConsts(p)
+	return func(in *DemandInputs, ov *Overrides) Demand { return in.demand(k, ov, now) }
+}
+
+// demandConsts are what Demand takes from the parameters alone.
+type demandConsts struct {
+	p    Params // with defaults
+	rc   rateConsts
+	tail time.Duration
+}
+
+func newDemandConsts(p Params) *demandConsts {
 	p = p.withDefaults()
-	st := in.state(p)
+	return &demandConsts{p: p, rc: p.rateConsts(), tail: time.Duration(p.tailInterval() * float64(time.Second))}
+}
+
+func (in *DemandInputs) demand(k *demandConsts, ov *Overrides, now time.Time) Demand {
+	p := &k.p
+	st := in.state(*p)
 	// The clamps, as run.clamps sets them.
 	lo, hi := p.Min, p.Max
 	if m := ov.Min; m > 0 {
@@ -525,7 +560,7 @@ func (in DemandInputs) Demand(p Params, ov Overrides, now time.Time) Demand {
 				break
 			}
 		}
-		return Demand{Fixed: true, PerDay: math.Min(float64(n)/7, secsPerDay/lo.Seconds())}
+		return Demand{Fixed: true, PerDay: fmin(float64(n)/7, secsPerDay/lo.Seconds())}
 	case ov.Interval > 0:
 		return fixed(min(max(ov.Interval, MinPollingInterval), MaxPollingInterval))
 	case p.Policy.Kind == PolicyFixed:
@@ -537,9 +572,9 @@ func (in DemandInputs) Demand(p Params, ov Overrides, now time.Time) Demand {
 	if now.After(st.FetchedAt.Time) {
 		dt = now.Sub(st.FetchedAt.Time).Seconds()
 	}
-	rate := st.rateAt(p, now)
-	hi = min(hi, max(lo, time.Duration(math.Min(st.windowCap(p, rate, dt), hi.Seconds())*float64(time.Second))))
-	return Demand{Rate: rate, Min: lo, Max: hi, Tail: time.Duration(p.tailInterval() * float64(time.Second))}
+	rate := st.rateAtWith(k.rc, now)
+	hi = min(hi, max(lo, time.Duration(fmin(st.windowCap(*p, rate, dt), hi.Seconds())*float64(time.Second))))
+	return Demand{Rate: rate, Min: lo, Max: hi, Tail: k.tail}
 }
 
 // BudgetFeedback returns the factor to multiply the budget given to Scale
@@ -602,7 +637,7 @@ func ScaleFor(ds []Demand, budgetPerDay float64) float64 {
 	total := func(s float64) float64 {
 		sum := fixed
 		for _, f := range feeds {
-			sum += secsPerDay / math.Min(math.Max(tail(s/f.sq, f.tail), f.lo), f.hi)
+			sum += secsPerDay / fmin(fmax(tail(s/f.sq, f.tail), f.lo), f.hi)
 		}
 		return sum
 	}

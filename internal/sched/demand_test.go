@@ -118,9 +118,113 @@ func TestDemandInputs(t *testing.T) {
 				if got := in.Demand(w.p, w.ov, at); !sameDemand(got, want) {
 					t.Fatalf("seed %d state %d: from stored inputs %+v, want %+v", seed, i, got, want)
 				}
+				if got := DemandFunc(w.p, at)(&in, &w.ov); !sameDemand(got, want) {
+					t.Fatalf("seed %d state %d: DemandFunc %+v, want %+v", seed, i, got, want)
+				}
 				checked++
 			}
 		}
 	}
 	t.Logf("%d demands compared", checked)
+}
+
+func TestMinMaxAsMath(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -2.5, math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+		math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Float64frombits(0x7ff8dead00000000),
+		-math.NaN(), 3600, 86400}
+	for _, x := range vals {
+		for _, y := range vals {
+			if got, want := math.Float64bits(fmax(x, y)), math.Float64bits(math.Max(x, y)); got != want {
+				t.Errorf("fmax(%v, %v) = %#x, math.Max %#x", x, y, got, want)
+			}
+			if got, want := math.Float64bits(fmin(x, y)), math.Float64bits(math.Min(x, y)); got != want {
+				t.Errorf("fmin(%v, %v) = %#x, math.Min %#x", x, y, got, want)
+			}
+		}
+	}
+}
+
+// scaleForBefore is ScaleFor as it was with math.Min and math.Max.
+func scaleForBefore(ds []Demand, budgetPerDay float64) float64 {
+	type feed struct{ sq, lo, hi, tail float64 }
+	var fixed float64
+	feeds := make([]feed, 0, len(ds))
+	var lo, hi float64 = math.Inf(1), 0
+	for _, d := range ds {
+		switch {
+		case d.Fixed:
+			fixed += d.PerDay
+		case d.Min <= 0 || d.Max <= 0:
+		case d.Rate <= 0:
+			fixed += secsPerDay / d.Max.Seconds()
+		default:
+			f := feed{math.Sqrt(d.Rate), d.Min.Seconds(), d.Max.Seconds(), d.Tail.Seconds()}
+			feeds = append(feeds, f)
+			lo = math.Min(lo, f.lo*f.sq)
+			hi = math.Max(hi, f.hi*f.sq)
+		}
+	}
+	if len(feeds) == 0 {
+		return DefaultScale
+	}
+	total := func(s float64) float64 {
+		sum := fixed
+		for _, f := range feeds {
+			sum += secsPerDay / math.Min(math.Max(tail(s/f.sq, f.tail), f.lo), f.hi)
+		}
+		return sum
+	}
+	lo = math.Max(lo, 1e-6)
+	if total(lo) <= budgetPerDay {
+		return lo
+	}
+	if total(hi) >= budgetPerDay {
+		return hi
+	}
+	a, b := math.Log(lo), math.Log(hi)
+	for b-a > 1e-6 {
+		m := (a + b) / 2
+		if total(math.Exp(m)) > budgetPerDay {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return math.Exp((a + b) / 2)
+}
+
+// TestScaleForAsBefore pins ScaleFor, bit for bit, to the one before
+// fmin and fmax, on demands as the scheduler makes them and odd ones.
+func TestScaleForAsBefore(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		n := 1 + rnd.IntN(400)
+		ds := make([]Demand, n)
+		for i := range ds {
+			d := Demand{Rate: math.Exp(rnd.Float64()*16 - 8), Min: time.Duration(1+rnd.IntN(7200)) * time.Second}
+			d.Max = d.Min + time.Duration(rnd.IntN(86400))*time.Second
+			if rnd.IntN(2) == 0 {
+				d.Tail = time.Hour
+			}
+			switch rnd.IntN(12) {
+			case 0:
+				d = Demand{Fixed: true, PerDay: rnd.Float64() * 100}
+			case 1:
+				d.Rate = 0
+			case 2:
+				d.Rate = math.NaN()
+			case 3:
+				d.Rate = math.MaxFloat64 // not +Inf: ScaleFor's bisection never ends on it (nor did it before)
+			case 4:
+				d.Min = 0
+			case 5:
+				d.Max = d.Min
+			}
+			ds[i] = d
+		}
+		budget := float64(n) * []float64{0.1, 1, 24, 100, 1e6}[round%5]
+		if got, want := ScaleFor(ds, budget), scaleForBefore(ds, budget); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("round %d: ScaleFor %v, before %v", round, got, want)
+		}
+	}
 }
