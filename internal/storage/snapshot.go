@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -35,7 +36,7 @@ import (
 var SnapshotMinBytes int64 = 1 << 20
 
 const (
-	snapshotMagic   = "feedpipe-snapshot-v3\n"
+	snapshotMagic   = "feedpipe-snapshot-v4\n"
 	snapshotWindow  = 64 << 10 // bytes at the end of what a snapshot covers, hashed to recognise the file
 	snapshotMaxTail = 4096     // lines past a snapshot worth rewriting it for (plus 1/64 of the records)
 )
@@ -51,6 +52,19 @@ type snapshotHead struct {
 	Chunks  []int    // byte length of each chunk of records, in the order they come
 	Counts  []int    // records in each chunk
 	Sums    []uint64 // xxhash64 of each chunk
+	// ID names the snapshot, at random, for the deltas that follow it
+	// (state.go): a delta holds the records of the lines from From to
+	// Covered, and Prev is the ID of the snapshot it continues (0: none,
+	// a whole snapshot, From 0).
+	ID   uint64
+	Prev uint64
+	From int64
+	// Index is the byte length of the index after the chunks
+	// (snapindex.go), IndexSum its xxhash64 and IndexShape the shape of
+	// its projections; 0: no index.
+	Index      int64
+	IndexSum   uint64
+	IndexShape uint64
 }
 
 // snapshotChunk is how many records a chunk holds: a load reads and
@@ -103,25 +117,26 @@ func fileWindow(f *os.File, covered int64) (inode, window uint64, ok bool) {
 }
 
 // snapshot is a snapshot found to match its file: its head and where its
-// chunks are, in the open snapshot file.
+// chunks and its index are, in the open snapshot file.
 type snapshot struct {
-	head  snapshotHead
-	codec *codec
-	file  *os.File
-	offs  []int64 // of each chunk
+	head     snapshotHead
+	codec    *codec
+	file     *os.File
+	offs     []int64 // of each chunk
+	indexOff int64
 }
 
 func (snap snapshot) close() { snap.file.Close() }
 
-// loadSnapshot opens the snapshot called name if it covers the start of
-// the open file f and holds records of type T; the caller closes it.
-func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok bool) {
+// loadSnapshot opens the snapshot at key if it covers the open file f up
+// to its Covered and holds records of type T; the caller closes it.
+func loadSnapshot[T any](s *Store, key string, f *os.File) (snap snapshot, ok bool) {
 	t := reflect.TypeFor[T]()
 	c, err := codecFor(t)
 	if err != nil {
 		return snap, false
 	}
-	sf, err := os.Open(s.Path(snapshotKey(name)))
+	sf, err := os.Open(s.Path(key))
 	if err != nil {
 		return snap, false
 	}
@@ -155,26 +170,28 @@ func loadSnapshot[T any](s *Store, name string, f *os.File) (snap snapshot, ok b
 		return snap, false
 	}
 	head := heads[0]
-	if head.Shape != shapeOf(t) || len(head.Counts) != len(head.Chunks) || len(head.Sums) != len(head.Chunks) {
+	if head.Shape != shapeOf(t) || len(head.Counts) != len(head.Chunks) || len(head.Sums) != len(head.Chunks) ||
+		head.Index < 0 || head.Index > bodyEnd-int64(len(magic)) || head.From < 0 || head.From > head.Covered {
 		return snap, false
 	}
+	indexOff := bodyEnd - head.Index
 	offs := make([]int64, len(head.Chunks))
 	off := int64(len(magic))
 	for i, c := range head.Chunks {
-		if c < 0 || head.Counts[i] < 0 || head.Counts[i] > c || int64(c) > bodyEnd-off {
+		if c < 0 || head.Counts[i] < 0 || head.Counts[i] > c || int64(c) > indexOff-off {
 			return snap, false
 		}
 		offs[i] = off
 		off += int64(c)
 	}
-	if off != bodyEnd {
+	if off != indexOff {
 		return snap, false
 	}
 	inode, window, found := fileWindow(f, head.Covered)
 	if !found || inode != head.Inode || window != head.Window {
 		return snap, false
 	}
-	return snapshot{head: head, codec: c, file: sf, offs: offs}, true
+	return snapshot{head: head, codec: c, file: sf, offs: offs, indexOff: indexOff}, true
 }
 
 func readAt(f *os.File, b []byte, off int64) error {
@@ -257,40 +274,93 @@ func eachSnapshotRecord[T any](snap snapshot, fn func(*T)) error {
 	return nil
 }
 
-// writeSnapshot saves the count records of all as the snapshot called
-// name of the open file f up to covered, streaming them to the file: a
-// snapshot costs no more memory than a buffer. Failures are ignored: the
-// next load reads the JSON.
-func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, lines, bad, count int, all iter.Seq[*T]) {
-	t := reflect.TypeFor[T]()
-	c, err := codecFor(t)
-	if covered < SnapshotMinBytes || err != nil {
-		return
+// snapshotSpec says what a snapshot covers: the file up to covered, with
+// lines records and bad malformed lines in all; for a delta, from where
+// (the end of the snapshot prev, whose ID it names).
+type snapshotSpec struct {
+	covered    int64
+	lines, bad int
+	prev       uint64
+	from       int64
+}
+
+// writeSnapshot saves the count records of all, and their index when ix
+// is not nil, as the snapshot at key of the open file f, streaming them to
+// the file: a snapshot costs no more memory than a buffer and its index.
+// It returns the head written; ok is false when nothing was (failures are
+// otherwise ignored: the next load reads the JSON).
+func writeSnapshot[T any](s *Store, key string, f *os.File, spec snapshotSpec, count int, all iter.Seq[*T], ix *indexer[T]) (head snapshotHead, ok bool) {
+	c, err := codecFor(reflect.TypeFor[T]())
+	if err != nil {
+		return head, false
 	}
-	inode, window, ok := fileWindow(f, covered)
+	var (
+		buf, proj []byte
+		ixShape   uint64
+	)
+	if ix != nil {
+		ixShape = ix.shape
+	}
+	recs := func(yield func(rawRecord) bool) {
+		for r := range all {
+			buf = c.enc(buf[:0], unsafe.Pointer(r))
+			rec := rawRecord{b: buf}
+			if ix != nil {
+				proj = ix.proj(proj[:0], r)
+				rec.key, rec.proj = ix.key(r), proj
+			}
+			if !yield(rec) {
+				return
+			}
+		}
+	}
+	return writeSnapshotRaw(s, key, f, shapeOf(reflect.TypeFor[T]()), spec, count, recs, ix != nil, ixShape)
+}
+
+// rawRecord is a record as the codec writes it, with its key and
+// projection for the index.
+type rawRecord struct {
+	b, proj []byte
+	key     string
+}
+
+// writeSnapshotRaw is writeSnapshot of records encoded already, of the
+// type whose shape is shape; with indexed, an index of projections of
+// shape ixShape.
+func writeSnapshotRaw(s *Store, key string, f *os.File, shape uint64, spec snapshotSpec, count int, recs iter.Seq[rawRecord], indexed bool, ixShape uint64) (head snapshotHead, ok bool) {
+	if spec.covered < SnapshotMinBytes {
+		return head, false
+	}
+	inode, window, ok := fileWindow(f, spec.covered)
 	if !ok {
-		return
+		return head, false
 	}
-	path := s.Path(snapshotKey(name))
+	path := s.Path(key)
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return
+		return head, false
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
 	tmp.Chmod(0o644)            // readable by whoever may read the store's files
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	w.WriteString(snapshotMagic)
-	head := snapshotHead{Shape: shapeOf(t), Inode: inode, Covered: covered, Window: window, Lines: lines, Bad: bad}
+	head = snapshotHead{Shape: shape, Inode: inode, Covered: spec.covered, Window: window, Lines: spec.lines, Bad: spec.bad,
+		ID: newSnapshotID(), Prev: spec.prev, From: spec.from}
 	h := xxhash.New()
-	var buf []byte
+	var (
+		buf []byte
+		ib  indexBuilder
+		pos = int64(len(snapshotMagic)) // where buf starts in the file
+	)
 	emit := func() {
 		w.Write(buf)
 		h.Write(buf)
 		head.Chunks[len(head.Chunks)-1] += len(buf)
+		pos += int64(len(buf))
 		buf = buf[:0]
 	}
 	i := 0
-	for r := range all {
+	for r := range recs {
 		if i == count {
 			i++ // more than promised: give up
 			break
@@ -305,7 +375,10 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 			head.Chunks, head.Counts = append(head.Chunks, 0), append(head.Counts, n)
 			buf = appendLen(buf, n, false)
 		}
-		buf = c.enc(buf, unsafe.Pointer(r))
+		if indexed {
+			ib.add(pos+int64(len(buf)), r.b, r.key, r.proj)
+		}
+		buf = append(buf, r.b...)
 		if len(buf) > 256<<10 {
 			emit()
 		}
@@ -313,19 +386,37 @@ func writeSnapshot[T any](s *Store, name string, f *os.File, covered int64, line
 	}
 	if i != count {
 		tmp.Close()
-		return
+		return head, false
 	}
 	if len(head.Chunks) > 0 {
 		emit()
 		head.Sums = append(head.Sums, h.Sum64())
 	}
+	if indexed {
+		if index := ib.encode(); index != nil {
+			w.Write(index)
+			head.Index, head.IndexSum, head.IndexShape = int64(len(index)), xxhash.Sum64(index), ixShape
+		}
+	}
 	hb := encodeRecords(headCodec, nil, []snapshotHead{head})
 	w.Write(hb)
 	w.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(hb))))
 	if w.Flush() != nil || tmp.Close() != nil {
-		return
+		return head, false
 	}
-	os.Rename(tmp.Name(), path)
+	if os.Rename(tmp.Name(), path) != nil {
+		return head, false
+	}
+	return head, true
+}
+
+// newSnapshotID is a random, non-zero snapshot ID.
+func newSnapshotID() uint64 {
+	for {
+		if id := rand.Uint64(); id != 0 {
+			return id
+		}
+	}
 }
 
 // sliceRecords yields pointers to the elements of records.

@@ -44,7 +44,7 @@ func snapshotUsable[T any](t *testing.T, s *Store, name, key string) bool {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	_, ok := loadSnapshot[T](s, name, f)
+	_, ok := loadSnapshot[T](s, snapshotKey(name), f)
 	return ok
 }
 
