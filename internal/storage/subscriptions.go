@@ -117,6 +117,9 @@ func (l *Subs) Close() {
 	}
 }
 
+// Lazy reports whether the list holds only some subscriptions (see Subs).
+func (l *Subs) Lazy() bool { return l.idx != nil }
+
 // Len is the number of subscriptions.
 func (l *Subs) Len() int {
 	if l.idx != nil {

@@ -147,7 +147,6 @@ func maxAge(h map[string]string) int {
 
 // scheduling is what the committer keeps for the scheduler during a run.
 type scheduling struct {
-	subByID map[string]ndjson.Subscription
 	// pub holds the publication times of the entries stored new since the
 	// feed's last fetch record, by feed id.
 	pub    map[string][]time.Time
@@ -165,14 +164,10 @@ func schedDefaults(cfg Config) Config {
 	return cfg
 }
 
-// startScheduling prepares the run's scheduling: the subscriptions by id
-// and the adaptive scale.
-func (c *committer) startScheduling() {
-	c.sch = &scheduling{subByID: make(map[string]ndjson.Subscription, len(c.subs)), pub: map[string][]time.Time{}}
-	for _, s := range c.subs {
-		c.sch.subByID[s.FeedID] = s
-	}
-	c.scale(c.cfg.Now())
+// startScheduling prepares the run's scheduling: the adaptive scale.
+func (c *committer) startScheduling() error {
+	c.sch = &scheduling{pub: map[string][]time.Time{}}
+	return c.scale(c.cfg.Now())
 }
 
 // published notes the publication time of an entry stored new.
@@ -205,22 +200,38 @@ func (c *committer) appendFeedEvents(now time.Time, out []any) error {
 
 // scale computes the adaptive policy's scale once per run, from every
 // enabled feed's demand, at the request budget corrected by the last days'
-// spend; and once a day it corrects that factor.
-func (c *committer) scale(now time.Time) {
+// spend; and once a day it corrects that factor. The demands come from
+// what the snapshots' indexes keep of every subscription and state
+// (storage.SchedInputs), in the subscription list's order: the very
+// inputs, in the very order, of the whole subscriptions and states, so
+// the scale is the same to the bit.
+func (c *committer) scale(now time.Time) error {
 	p := c.cfg.Sched
 	if p.Policy.Kind != "" && p.Policy.Kind != sched.PolicyAdaptive {
-		return
+		return nil
 	}
 	b := c.loadBudget(now)
-	var ds []sched.Demand
-	for _, s := range c.subs {
-		if s.Disabled {
-			continue
+	// Each subscription's demand at its place in the list; then the
+	// enabled ones', in that order.
+	all := make([]sched.Demand, c.subs.Len())
+	enabled := make([]bool, len(all))
+	demand := sched.DemandFunc(p, now)
+	err := storage.SchedInputs(c.subs, c.states, func(place int, s *storage.SubSched, in *sched.DemandInputs) {
+		if !s.Disabled {
+			all[place], enabled[place] = demand(in, &s.Overrides), true
 		}
-		ds = append(ds, SchedState(c.states.ByFeed[s.FeedID]).Demand(p, OverridesOf(s), now))
+	})
+	if err != nil {
+		return err
+	}
+	ds := all[:0]
+	for i := range all {
+		if enabled[i] {
+			ds = append(ds, all[i])
+		}
 	}
 	if len(ds) == 0 {
-		return
+		return nil
 	}
 	budget := p.BudgetPerFeedDay() * float64(len(ds))
 	if elapsed := now.Sub(b.Since.Time); elapsed >= 24*time.Hour {
@@ -231,6 +242,7 @@ func (c *committer) scale(now time.Time) {
 	c.sch.budget = &b
 	c.cfg.Sched.Scale = sched.ScaleFor(ds, b.Factor*budget)
 	c.cfg.Log.Debug("scheduler scale", "scale", c.cfg.Sched.Scale, "feeds", len(ds), "budget_per_day", budget, "factor", b.Factor)
+	return nil
 }
 
 func (c *committer) loadBudget(now time.Time) budgetState {
@@ -268,7 +280,10 @@ func (c *committer) saveBudget(fetches int) error {
 // decision, and a feed_disabled or feed_reenabled event.
 func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any, err error) {
 	feedID := fs.FeedID
-	sub := c.sch.subByID[feedID]
+	sub, _, err := c.subs.Get(feedID)
+	if err != nil {
+		return nil, err
+	}
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
 	st, d := sched.Next(SchedState(*fs), out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)

@@ -185,13 +185,13 @@ func start(cfg Config) (*committer, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	return c, unlock, nil
+	return c, func() { c.close(); unlock() }, nil
 }
 
 // committer holds what feed-store knows across batches.
 type committer struct {
 	cfg       Config
-	subs      []ndjson.Subscription
+	subs      *storage.Subs
 	durations *stats.Histogram // fetch_duration_seconds, across runs
 	states    *storage.States
 	sch       *scheduling                   // the scheduler's part (schedule.go)
@@ -206,19 +206,33 @@ type committer struct {
 	final bool
 }
 
+// newCommitter opens the feed states and the subscriptions lazily: a run
+// reads the whole state and subscription of only the feeds in its input
+// (storage.OpenStates, OpenSubscriptions; the budget scale reads their
+// indexes), so that it starts in milliseconds whatever the number of feeds.
 func newCommitter(cfg Config) (*committer, error) {
-	states, err := cfg.Store.States()
+	states, err := cfg.Store.OpenStates()
 	if err != nil {
 		return nil, err
 	}
-	subs, _, err := cfg.Store.Subscriptions()
+	subs, err := cfg.Store.OpenSubscriptions()
 	if err != nil {
+		states.Close()
 		return nil, err
 	}
 	c := &committer{cfg: cfg, subs: subs, durations: stats.LoadHistogram(cfg.Store), states: states,
 		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}}
-	c.startScheduling()
+	if err := c.startScheduling(); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// close lets go of the files the lazy states and subscriptions keep open.
+func (c *committer) close() {
+	c.states.Close()
+	c.subs.Close()
 }
 
 func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
@@ -404,7 +418,10 @@ func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string,
 // records) changes nothing, and ok is false.
 func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any, ok bool, err error) {
 	feedID := f.Due.FeedID
-	st, known := c.states.ByFeed[feedID]
+	st, known, err := c.states.Get(feedID)
+	if err != nil {
+		return st, nil, false, err
+	}
 	if feedID == "" || known && !f.FetchedAt.After(st.LastFetchAt.Time) {
 		c.sch.forget(feedID)
 		return st, nil, false, nil
@@ -481,7 +498,14 @@ func finish(cfg Config, c *committer) error {
 	if cfg.MetricsFile == "" {
 		return nil
 	}
-	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(c.subs, c.states), c.durations)
+	subs, err := c.subs.All()
+	if err == nil {
+		err = c.states.Load()
+	}
+	if err != nil {
+		return err
+	}
+	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, c.states), c.durations)
 }
 
 // move saves the new URLs that feed-fetch proposed for feeds moved
