@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -205,11 +205,14 @@ func (ib *indexBuilder) add(off int64, rec []byte, key string, proj []byte) {
 	ib.projEnd = append(ib.projEnd, uint32(len(ib.projs)))
 }
 
-// encode returns the index section, or nil if it cannot be written.
-func (ib *indexBuilder) encode() []byte {
-	n := len(ib.offs)
-	if ib.tooBig || n > math.MaxUint32 {
-		return nil
+// writeTo writes the index section to w, streaming it: at 100,000
+// feeds it is some 15 MB, which a copy in memory would double. It returns
+// its length and xxhash64; ok is false if it cannot be written (an
+// index over 4 GB), and then nothing was.
+func (ib *indexBuilder) writeTo(w io.Writer) (n int64, sum uint64, ok bool) {
+	count := len(ib.offs)
+	if ib.tooBig || count > math.MaxUint32 {
+		return 0, 0, false
 	}
 	span := func(ends []uint32, i uint32) (uint32, uint32) {
 		if i == 0 {
@@ -221,31 +224,40 @@ func (ib *indexBuilder) encode() []byte {
 		a, b := span(ib.keyEnd, i)
 		return ib.keys[a:b]
 	}
-	perm := make([]uint32, n)
+	perm := make([]uint32, count)
 	for i := range perm {
 		perm[i] = uint32(i)
 	}
-	slices.SortStableFunc(perm, func(a, b uint32) int { return strings.Compare(string(keyOf(a)), string(keyOf(b))) })
-	b := make([]byte, 0, 4+n*(4+8+4+8+4+4)+len(ib.keys)+len(ib.projs))
-	b = binary.LittleEndian.AppendUint32(b, uint32(n))
-	for _, i := range perm {
-		b = binary.LittleEndian.AppendUint32(b, i)
+	slices.SortStableFunc(perm, func(a, b uint32) int { return bytes.Compare(keyOf(a), keyOf(b)) })
+	h := xxhash.New()
+	out := io.MultiWriter(w, h)
+	var buf []byte
+	flush := func(force bool) {
+		if len(buf) >= 64<<10 || force && len(buf) > 0 {
+			out.Write(buf)
+			n += int64(len(buf))
+			buf = buf[:0]
+		}
 	}
-	for _, i := range perm {
-		b = binary.LittleEndian.AppendUint64(b, ib.offs[i])
-	}
-	for _, i := range perm {
-		b = binary.LittleEndian.AppendUint32(b, ib.lens[i])
-	}
-	for _, i := range perm {
-		b = binary.LittleEndian.AppendUint64(b, ib.sums[i])
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(count))
+	for _, field := range []func(i uint32){
+		func(i uint32) { buf = binary.LittleEndian.AppendUint32(buf, i) },
+		func(i uint32) { buf = binary.LittleEndian.AppendUint64(buf, ib.offs[i]) },
+		func(i uint32) { buf = binary.LittleEndian.AppendUint32(buf, ib.lens[i]) },
+		func(i uint32) { buf = binary.LittleEndian.AppendUint64(buf, ib.sums[i]) },
+	} {
+		for _, i := range perm {
+			field(i)
+			flush(false)
+		}
 	}
 	for _, ends := range [][]uint32{ib.keyEnd, ib.projEnd} {
 		end := uint32(0)
 		for _, i := range perm {
 			a, z := span(ends, i)
 			end += z - a
-			b = binary.LittleEndian.AppendUint32(b, end)
+			buf = binary.LittleEndian.AppendUint32(buf, end)
+			flush(false)
 		}
 	}
 	for _, blob := range []struct {
@@ -254,10 +266,12 @@ func (ib *indexBuilder) encode() []byte {
 	}{{ib.keys, ib.keyEnd}, {ib.projs, ib.projEnd}} {
 		for _, i := range perm {
 			a, z := span(blob.ends, i)
-			b = append(b, blob.data[a:z]...)
+			buf = append(buf, blob.data[a:z]...)
+			flush(false)
 		}
 	}
-	return b
+	flush(true)
+	return n, h.Sum64(), true
 }
 
 // snapIndex is a snapshot's index, read and checked, with the snapshot

@@ -393,9 +393,8 @@ func writeSnapshotRaw(s *Store, key string, f *os.File, shape uint64, spec snaps
 		head.Sums = append(head.Sums, h.Sum64())
 	}
 	if indexed {
-		if index := ib.encode(); index != nil {
-			w.Write(index)
-			head.Index, head.IndexSum, head.IndexShape = int64(len(index)), xxhash.Sum64(index), ixShape
+		if n, sum, ok := ib.writeTo(w); ok {
+			head.Index, head.IndexSum, head.IndexShape = n, sum, ixShape
 		}
 	}
 	hb := encodeRecords(headCodec, nil, []snapshotHead{head})
