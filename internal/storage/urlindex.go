@@ -68,16 +68,24 @@ func urlShard(hash string) string {
 // added, so its memory does not grow with the store. It is not safe for
 // concurrent use.
 type URLIndex struct {
-	s       *Store
-	added   map[string][]EntryRef // by hash: first, then aliases, added here
-	pending []byte                // lines not yet written to the log
-	logged  map[string][]EntryRef // urls/log.tsv by hash; nil until read
-	logN    int                   // its lines
+	s        *Store
+	readOnly bool                  // additions are for this process's lookups only
+	added    map[string][]EntryRef // by hash: first, then aliases, added here
+	pending  []byte                // lines not yet written to the log
+	logged   map[string][]EntryRef // urls/log.tsv by hash; nil until read
+	logN     int                   // its lines
 }
 
-// URLs returns the store's URL index.
+// URLs returns the store's URL index, for its writer.
 func (s *Store) URLs() *URLIndex {
 	return &URLIndex{s: s, added: map[string][]EntryRef{}}
+}
+
+// URLReader returns the store's URL index for a reader (feed-dedup): what
+// it adds counts in its own lookups and is never queued for the log, so
+// that its memory holds only the additions.
+func (s *Store) URLReader() *URLIndex {
+	return &URLIndex{s: s, readOnly: true, added: map[string][]EntryRef{}}
 }
 
 // URLOwners is what the index knows of one link: the entry stored first
@@ -161,12 +169,23 @@ func (x *URLIndex) Add(hash string, ref EntryRef, alias bool) error {
 		return nil
 	}
 	o, err := x.Lookup(hash)
-	if err != nil || o.Has(ref) || (o.Known() && !alias) || (!o.Known() && alias) {
+	if err != nil {
 		return err
 	}
-	x.added[hash] = append(x.added[hash], ref)
-	x.pending = append(x.pending, hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	x.AddLooked(hash, o, ref, alias)
 	return nil
+}
+
+// AddLooked is Add for a caller that has just looked hash up and got o,
+// so that the shard is not read a second time.
+func (x *URLIndex) AddLooked(hash string, o URLOwners, ref EntryRef, alias bool) {
+	if !clean(ref.FeedID) || !clean(ref.EntryUID) || o.Has(ref) || o.Known() != alias {
+		return
+	}
+	x.added[hash] = append(x.added[hash], ref)
+	if !x.readOnly {
+		x.pending = append(x.pending, hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	}
 }
 
 // Flush appends the queued lines to the log, not synced: the caller syncs
