@@ -91,6 +91,7 @@ type URLIndex struct {
 	readOnly bool                  // additions are for this process's lookups only
 	added    map[string][]EntryRef // by hash: first, then aliases, added here
 	pending  []byte                // lines not yet written to the log
+	buf      []byte                // the last shard read
 	logged   map[string][]EntryRef // urls/log.tsv by hash; nil until read
 	logN     int                   // its lines
 }
@@ -143,9 +144,9 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 	}
 	prefix := []byte(hash + "\t")
 	for _, key := range urlShards(hash) {
-		b, err := os.ReadFile(x.s.Path(key))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return o, fmt.Errorf("storage: %w", err)
+		b, err := x.read(key)
+		if err != nil {
+			return o, err
 		}
 		for len(b) > 0 {
 			i := bytes.IndexByte(b, '\n')
@@ -181,6 +182,27 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 		add(r)
 	}
 	return o, nil
+}
+
+// read returns the shard file key, nil if there is none, in a buffer
+// that the next read reuses: a lookup reads up to urlSplitBytes, and a
+// fresh buffer each time was most of a cycle's garbage.
+func (x *URLIndex) read(key string) ([]byte, error) {
+	f, err := os.Open(x.s.Path(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	buf := bytes.NewBuffer(x.buf[:0])
+	_, err = buf.ReadFrom(f)
+	x.buf = buf.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("storage: read %s: %w", key, err)
+	}
+	return x.buf, nil
 }
 
 // Add queues ref as the link's first entry when it has none, or as an
