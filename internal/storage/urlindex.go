@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -92,6 +93,7 @@ type URLIndex struct {
 	added    map[string][]EntryRef // by hash: first, then aliases, added here
 	pending  []byte                // lines not yet written to the log
 	buf      []byte                // the last shard read
+	shards   map[string]bool       // the writer's listing of urls/, once read
 	logged   map[string][]EntryRef // urls/log.tsv by hash; nil until read
 	logN     int                   // its lines
 }
@@ -143,7 +145,10 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 		}
 	}
 	prefix := []byte(hash + "\t")
-	for _, key := range urlShards(hash) {
+	for i, key := range urlShards(hash) {
+		if !x.mayExist(hash[:2], i == 1) {
+			continue
+		}
 		b, err := x.read(key)
 		if err != nil {
 			return o, err
@@ -182,6 +187,33 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 		add(r)
 	}
 	return o, nil
+}
+
+// mayExist reports whether a prefix's file (or, when split, its directory)
+// may exist. The writer lists urls/ once: nothing but its own merges
+// changes the shards while it holds the lock (MergeURLLog runs before a
+// run's writer is made, and after CatchUpURLs's is done with), and a
+// lookup of a link no
+// shard holds (every new entry's) then costs no failed opens. A reader
+// cannot know that feed-store did not merge since, so it always looks.
+func (x *URLIndex) mayExist(prefix string, split bool) bool {
+	if x.readOnly {
+		return true
+	}
+	if x.shards == nil {
+		names, err := os.ReadDir(x.s.Path(DirURLs))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return true // unknown: look
+		}
+		x.shards = map[string]bool{}
+		for _, d := range names {
+			x.shards[d.Name()] = true
+		}
+	}
+	if split {
+		return x.shards[prefix]
+	}
+	return x.shards[prefix+".tsv"]
 }
 
 // read returns the shard file key, nil if there is none, in a buffer
