@@ -8,8 +8,9 @@ import (
 )
 
 // ProfileEnv names a directory each binary writes a CPU profile of its run
-// into, as NAME.pprof: benchmarks use it to show where a stage's time goes
-// inside a real pipeline.
+// into, as NAME.pprof, and a heap profile at its end, as NAME.heap.pprof:
+// benchmarks use it to show where a stage's time and memory go inside a
+// real pipeline.
 const ProfileEnv = "FEEDPIPE_CPUPROFILE"
 
 // startProfile starts the CPU profile ProfileEnv asks for, if any; the
@@ -30,5 +31,12 @@ func startProfile(name string) (stop func()) {
 		fmt.Fprintf(os.Stderr, "%s: warning: %s: no CPU profile: %v\n", name, ProfileEnv, err)
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		if h, err := os.Create(filepath.Join(dir, name+".heap.pprof")); err == nil {
+			pprof.Lookup("heap").WriteTo(h, 0)
+			h.Close()
+		}
+	}
 }

@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg Config) error {
 		store:     cfg.Store,
 		indexes:   map[string]*storage.FeedIndex{},
 		counts:    map[string]*ndjson.Dedup{},
-		urls:      cfg.Store.URLs(),
+		urls:      cfg.Store.URLReader(),
 		crossFeed: cfg.CrossFeed,
 	}
 	if cfg.CrossFeed {
@@ -156,7 +156,10 @@ func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
 		// The first with this link, or its own feed's (which dedups by
 		// entry_uid alone).
 		c.New++
-		return true, d.urls.Add(h, ref, false)
+		if d.crossFeed { // so that another feed's entry with the link is its alias
+			d.urls.AddLooked(h, o, ref, false)
+		}
+		return true, nil
 	case o.Has(ref):
 		e.Status = ""
 		c.Unchanged++
@@ -167,6 +170,7 @@ func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
 	default:
 		e.Status, e.AliasOf = ndjson.StatusAlias, &o.First
 		c.Aliases++
-		return true, d.urls.Add(h, ref, true)
+		d.urls.AddLooked(h, o, ref, true)
+		return true, nil
 	}
 }

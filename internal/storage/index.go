@@ -254,12 +254,9 @@ func (s *Store) PutSeen(feedID string, seen []Seen, d Durability) error {
 // last record is cut off first, and a failed write is taken back.
 func (s *Store) appendRecords(key string, data []byte, size int64, d Durability) error {
 	path := s.Path(key)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openAppend(path)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -19,11 +20,19 @@ import (
 // §6, seed 000 §12). The link is compared as urlnorm.Key makes it (an
 // http/https flip is the same link), and named by the first 16 bytes of its
 // SHA-256 (32 hex): no collision in any store one machine holds. Lines
-// live in 65,536 shards named by the first four hex digits, so that at 10
-// million entries a shard holds about 150 lines (13 KB) and a lookup reads
-// one of them:
+// live in shards by the hash's first hex digits, so that a lookup reads one
+// small file whatever the size of the store:
 //
-//	urls/<2 hex>/<2 hex>.tsv   url_hash  feed_id  entry_uid
+//	urls/<2 hex>.tsv           url_hash  feed_id  entry_uid
+//	urls/<2 hex>/<2 hex>.tsv   the same, once the first file passed 64 KB
+//
+// A prefix's lines start in its one file (256 in all); past urlSplitBytes
+// they are split into 256 files under a directory of that name, which are
+// appended to from then on. At 10 million entries every prefix is split and
+// a shard holds about 150 lines (13 KB); a store of 100,000 entries has
+// 256 files instead of some 50,000 of two lines each, every one of which
+// cost a file creation. A lookup reads both places (the first is gone once
+// split), so it never depends on when a split happened.
 //
 // The first line of a hash is the entry stored first; the lines after it
 // are aliases recorded (aliases/), entries of other feeds with the same
@@ -42,8 +51,13 @@ const (
 )
 
 // urlLogMax is how many lines urls/log.tsv may hold before they are moved
-// to their shards: about 2 MB, read in a few milliseconds.
-const urlLogMax = 20000
+// to their shards: about 2 MB, read in a few milliseconds. (A variable,
+// as urlSplitBytes, for tests.)
+var urlLogMax = 20000
+
+// urlSplitBytes is the size past which a prefix's file is split: a lookup
+// reads at most this much (about 750 lines).
+var urlSplitBytes int64 = 64 << 10
 
 // EntryRef names one stored entry.
 type EntryRef = ndjson.EntryRef
@@ -63,21 +77,37 @@ func urlShard(hash string) string {
 	return DirURLs + "/" + hash[:2] + "/" + hash[2:4] + ".tsv"
 }
 
+// urlPrefixFile is the file of a hash's prefix until it is split.
+func urlPrefixFile(hash string) string { return DirURLs + "/" + hash[:2] + ".tsv" }
+
+// urlShards are the files a hash's lines may be in, oldest lines first.
+func urlShards(hash string) [2]string { return [2]string{urlPrefixFile(hash), urlShard(hash)} }
+
 // URLIndex looks links up in the store's URL index and queues additions
 // to it. It reads a shard for each lookup and keeps only what this process
 // added, so its memory does not grow with the store. It is not safe for
 // concurrent use.
 type URLIndex struct {
-	s       *Store
-	added   map[string][]EntryRef // by hash: first, then aliases, added here
-	pending []byte                // lines not yet written to the log
-	logged  map[string][]EntryRef // urls/log.tsv by hash; nil until read
-	logN    int                   // its lines
+	s        *Store
+	readOnly bool                  // additions are for this process's lookups only
+	added    map[string][]EntryRef // by hash: first, then aliases, added here
+	pending  []byte                // lines not yet written to the log
+	buf      []byte                // the last shard read
+	shards   map[string]bool       // the writer's listing of urls/, once read
+	logged   map[string][]EntryRef // urls/log.tsv by hash; nil until read
+	logN     int                   // its lines
 }
 
-// URLs returns the store's URL index.
+// URLs returns the store's URL index, for its writer.
 func (s *Store) URLs() *URLIndex {
 	return &URLIndex{s: s, added: map[string][]EntryRef{}}
+}
+
+// URLReader returns the store's URL index for a reader (feed-dedup): what
+// it adds counts in its own lookups and is never queued for the log, so
+// that its memory holds only the additions.
+func (s *Store) URLReader() *URLIndex {
+	return &URLIndex{s: s, readOnly: true, added: map[string][]EntryRef{}}
 }
 
 // URLOwners is what the index knows of one link: the entry stored first
@@ -114,26 +144,32 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 			o.Aliases = append(o.Aliases, r)
 		}
 	}
-	b, err := os.ReadFile(x.s.Path(urlShard(hash)))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return o, fmt.Errorf("storage: %w", err)
-	}
 	prefix := []byte(hash + "\t")
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			break // a torn last line
-		}
-		line := b[:i]
-		b = b[i+1:]
-		if !bytes.HasPrefix(line, prefix) {
+	for i, key := range urlShards(hash) {
+		if !x.mayExist(hash[:2], i == 1) {
 			continue
 		}
-		f := strings.Split(string(line[len(prefix):]), "\t")
-		if len(f) == 2 && f[0] != "" && f[1] != "" {
-			add(EntryRef{FeedID: f[0], EntryUID: f[1]})
+		b, err := x.read(key)
+		if err != nil {
+			return o, err
+		}
+		for len(b) > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				break // a torn last line
+			}
+			line := b[:i]
+			b = b[i+1:]
+			if !bytes.HasPrefix(line, prefix) {
+				continue
+			}
+			f := strings.Split(string(line[len(prefix):]), "\t")
+			if len(f) == 2 && f[0] != "" && f[1] != "" {
+				add(EntryRef{FeedID: f[0], EntryUID: f[1]})
+			}
 		}
 	}
+	var err error
 	if x.logged == nil {
 		x.logged = map[string][]EntryRef{}
 		if x.logN, err = x.s.readLedger(urlLogKey, func(f []string) {
@@ -153,6 +189,54 @@ func (x *URLIndex) Lookup(hash string) (URLOwners, error) {
 	return o, nil
 }
 
+// mayExist reports whether a prefix's file (or, when split, its directory)
+// may exist. The writer lists urls/ once: nothing but its own merges
+// changes the shards while it holds the lock (MergeURLLog runs before a
+// run's writer is made, and after CatchUpURLs's is done with), and a
+// lookup of a link no
+// shard holds (every new entry's) then costs no failed opens. A reader
+// cannot know that feed-store did not merge since, so it always looks.
+func (x *URLIndex) mayExist(prefix string, split bool) bool {
+	if x.readOnly {
+		return true
+	}
+	if x.shards == nil {
+		names, err := os.ReadDir(x.s.Path(DirURLs))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return true // unknown: look
+		}
+		x.shards = map[string]bool{}
+		for _, d := range names {
+			x.shards[d.Name()] = true
+		}
+	}
+	if split {
+		return x.shards[prefix]
+	}
+	return x.shards[prefix+".tsv"]
+}
+
+// read returns the shard file key, nil if there is none, in a buffer
+// that the next read reuses: a lookup reads up to urlSplitBytes, and a
+// fresh buffer each time was most of a cycle's garbage.
+func (x *URLIndex) read(key string) ([]byte, error) {
+	f, err := os.Open(x.s.Path(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	buf := bytes.NewBuffer(x.buf[:0])
+	_, err = buf.ReadFrom(f)
+	x.buf = buf.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("storage: read %s: %w", key, err)
+	}
+	return x.buf, nil
+}
+
 // Add queues ref as the link's first entry when it has none, or as an
 // alias when alias is set, unless the index already holds it. Flush
 // writes what was queued.
@@ -161,12 +245,23 @@ func (x *URLIndex) Add(hash string, ref EntryRef, alias bool) error {
 		return nil
 	}
 	o, err := x.Lookup(hash)
-	if err != nil || o.Has(ref) || (o.Known() && !alias) || (!o.Known() && alias) {
+	if err != nil {
 		return err
 	}
-	x.added[hash] = append(x.added[hash], ref)
-	x.pending = append(x.pending, hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	x.AddLooked(hash, o, ref, alias)
 	return nil
+}
+
+// AddLooked is Add for a caller that has just looked hash up and got o,
+// so that the shard is not read a second time.
+func (x *URLIndex) AddLooked(hash string, o URLOwners, ref EntryRef, alias bool) {
+	if !clean(ref.FeedID) || !clean(ref.EntryUID) || o.Has(ref) || o.Known() != alias {
+		return
+	}
+	x.added[hash] = append(x.added[hash], ref)
+	if !x.readOnly {
+		x.pending = append(x.pending, hash+"\t"+ref.FeedID+"\t"+ref.EntryUID+"\n"...)
+	}
 }
 
 // Flush appends the queued lines to the log, not synced: the caller syncs
@@ -183,29 +278,116 @@ func (x *URLIndex) Flush() error {
 }
 
 // MergeURLLog moves the lines of urls/log.tsv to their shards once it holds
-// more than urlLogMax: the shards are appended to and synced, then the
-// log emptied. A crash in between leaves lines in both, which a lookup
-// reads as one. The caller holds the store lock.
+// more than urlLogMax: the shards are appended to, the prefix files that
+// grew past urlSplitBytes are split, all is synced, then the log emptied.
+// A crash in between leaves lines in two places, which a lookup reads as
+// one. The caller holds the store lock.
 func (s *Store) MergeURLLog() error {
-	byShard := map[string][]byte{}
+	byPrefix := map[string][]byte{}
 	n, err := s.readLedger(urlLogKey, func(f []string) {
 		if len(f) == 3 && len(f[0]) == 32 {
-			key := urlShard(f[0])
-			byShard[key] = append(byShard[key], strings.Join(f, "\t")+"\n"...)
+			byPrefix[f[0][:2]] = append(byPrefix[f[0][:2]], strings.Join(f, "\t")+"\n"...)
 		}
 	})
 	if err != nil || n <= urlLogMax {
 		return err
 	}
-	for key, data := range byShard {
-		if _, err := s.AppendLines(key, data, Lazy); err != nil {
+	var split, stale []string // prefixes to split; prefix files a split left behind
+	for prefix, data := range byPrefix {
+		file := DirURLs + "/" + prefix + ".tsv"
+		if isDir(s.Path(DirURLs + "/" + prefix)) {
+			if err := s.appendToShards(data, DirURLs+"/"+prefix); err != nil {
+				return err
+			}
+			if _, err := os.Stat(s.Path(file)); err == nil {
+				stale = append(stale, file) // a crash came between a split and this removal
+			}
+			continue
+		}
+		off, err := s.AppendLines(file, data, Lazy)
+		if err != nil {
+			return err
+		}
+		if off+int64(len(data)) > urlSplitBytes {
+			split = append(split, prefix)
+		}
+	}
+	for _, prefix := range split {
+		if err := s.writeSplit(prefix); err != nil {
 			return err
 		}
 	}
 	if err := s.Sync(); err != nil {
 		return err
 	}
+	// Each split is complete and durable under its temporary name: only
+	// now does it take the prefix's name, and only then does the prefix
+	// file go.
+	for _, prefix := range split {
+		if err := os.Rename(s.Path(DirURLs+"/"+prefix+".split"), s.Path(DirURLs+"/"+prefix)); err != nil {
+			return fmt.Errorf("storage: split the URL index: %w", err)
+		}
+		stale = append(stale, DirURLs+"/"+prefix+".tsv")
+	}
+	if len(split) > 0 {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+	}
+	for _, file := range stale {
+		if err := os.Remove(s.Path(file)); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+	}
 	return s.WriteFileAtomic(urlLogKey, nil)
+}
+
+// writeSplit writes the lines of a prefix's file into its 256 shards under
+// urls/<prefix>.split, not synced.
+func (s *Store) writeSplit(prefix string) error {
+	tmp := DirURLs + "/" + prefix + ".split"
+	if err := os.RemoveAll(s.Path(tmp)); err != nil { // what a crash left of an earlier try
+		return fmt.Errorf("storage: %w", err)
+	}
+	data, err := os.ReadFile(s.Path(DirURLs + "/" + prefix + ".tsv"))
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1] // without a torn last line
+	} else {
+		data = nil
+	}
+	return s.appendToShards(data, tmp)
+}
+
+// appendToShards appends lines, all of one prefix, to their shards in dir
+// (dir/<hex 3-4>.tsv), in the order given, not synced.
+func (s *Store) appendToShards(lines []byte, dir string) error {
+	byShard := map[string][]byte{}
+	for len(lines) > 0 {
+		i := bytes.IndexByte(lines, '\n')
+		if i < 0 {
+			break
+		}
+		line := lines[:i+1]
+		lines = lines[i+1:]
+		if bytes.IndexByte(line, '\t') == 32 {
+			key := dir + "/" + string(line[2:4]) + ".tsv"
+			byShard[key] = append(byShard[key], line...)
+		}
+	}
+	for key, data := range byShard {
+		if _, err := s.AppendLines(key, data, Lazy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // URLCheckpoint is how far into entries/ and aliases/ the URL index is

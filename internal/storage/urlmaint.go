@@ -35,7 +35,9 @@ func (s *Store) DropURLs(hashes map[string]bool, gone func(EntryRef) bool, dry b
 	byShard := map[string]bool{}
 	for h := range hashes {
 		if len(h) == 32 {
-			byShard[urlShard(h)] = true
+			for _, key := range urlShards(h) {
+				byShard[key] = true
+			}
 		}
 	}
 	keys := make([]string, 0, len(byShard))
@@ -89,6 +91,7 @@ func (s *Store) DropURLs(hashes map[string]bool, gone func(EntryRef) bool, dry b
 		}
 		return writeFileAtomic(s.Path(key), buf.Bytes(), Lazy)
 	}
+	// A shard that does not exist read as no lines, and stays absent.
 	for _, key := range keys {
 		if err := rewrite(key, shardLines[key]); err != nil {
 			return 0, err
@@ -199,15 +202,19 @@ func (s *Store) RebuildURLs() (links, aliases int, err error) {
 		links += l
 		aliases += a
 	}
-	// Shards of the old index that hold no link now.
+	// Shards of the old index that hold no link now, and its prefix files
+	// (the rebuilt index is split throughout) with what a crash left of a
+	// split.
 	old, err := filepath.Glob(filepath.Join(s.Root, DirURLs, "??", "??.tsv"))
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, path := range old {
+	prefixFiles, _ := filepath.Glob(filepath.Join(s.Root, DirURLs, "??.tsv"))
+	splits, _ := filepath.Glob(filepath.Join(s.Root, DirURLs, "??.split"))
+	for _, path := range append(old, append(prefixFiles, splits...)...) {
 		rel, _ := filepath.Rel(s.Root, path)
 		if key := filepath.ToSlash(rel); !written[key] {
-			if err := os.Remove(path); err != nil {
+			if err := os.RemoveAll(path); err != nil {
 				return 0, 0, fmt.Errorf("storage: %w", err)
 			}
 		}

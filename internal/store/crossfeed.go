@@ -81,9 +81,7 @@ func (c *committer) crossFeed(e *ndjson.Entry, now time.Time) (alias *ndjson.Ali
 	a := ndjson.Alias{Header: ndjson.Head(ndjson.TypeAlias), FeedID: e.FeedID, EntryUID: e.EntryUID,
 		CanonicalLink: e.CanonicalLink, Title: e.Title, Published: e.Published, ContentHash: e.ContentHash,
 		RawRef: e.RawRef, AliasOf: o.First, RecordedAt: ndjson.At(now), StoredIn: storage.DayFile(storage.DirAliases, now)}
-	if err := l.urls.Add(h, ref, true); err != nil {
-		return nil, false, err
-	}
+	l.urls.AddLooked(h, o, ref, true)
 	l.aliases = append(l.aliases, a)
 	c.cfg.Summary.Aliases++
 	c.cfg.Log.Info("recorded an alias: the same link was stored from another feed", "feed_id", e.FeedID, "entry_uid", e.EntryUID,

@@ -61,7 +61,7 @@ func DecisionRecord(feedID, fetchID string, d sched.Decision) (*ndjson.Decision,
 		return nil, err
 	}
 	rec := &ndjson.Decision{}
-	if err := json.Unmarshal(b, rec); err != nil {
+	if err := ndjson.Unmarshal(b, rec); err != nil {
 		return nil, err
 	}
 	rec.Header, rec.FeedID, rec.FetchID = ndjson.Head(ndjson.TypeDecision), feedID, fetchID

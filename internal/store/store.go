@@ -257,7 +257,7 @@ func (c *committer) commit(batch []item) error {
 		seen                   = map[string][]storage.Seen{}
 		states                 []storage.FeedState
 		moves                  []*ndjson.Fetch // proposing a feed's new URL
-		out                    []any           // *ndjson.Event or []byte, in input order
+		out                    []any           // records, or lines without their newline, in input order
 	)
 	for _, it := range batch {
 		switch {
@@ -287,7 +287,7 @@ func (c *committer) commit(batch []item) error {
 				return err
 			}
 			eventLines = append(eventLines, line...)
-			out = append(out, ev)
+			out = append(out, line[:len(line)-1]) // encoded once for the file and stdout
 		case it.fetch != nil && it.fetch.Page != nil:
 			// A page feed-scrape fetched for a source (in a replay of
 			// fetches/): not a fetch of the source, nothing to record.
@@ -371,6 +371,12 @@ func (c *committer) commit(batch []item) error {
 	}
 	if err := c.cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
+	}
+	// A feed's fetch is stored, and its index file now says all its index
+	// in memory does: let it go, so memory holds the feeds in flight, not
+	// every feed of the run (a later fetch of it reads the file again).
+	for _, st := range states {
+		delete(c.indexes, st.FeedID)
 	}
 	return nil
 }

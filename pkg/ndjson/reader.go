@@ -43,7 +43,7 @@ type Line struct {
 // Decode unmarshals the line into v, reporting a failure as a LineError.
 // A record type with a Check method (Due, Fetch, Entry) must also pass it.
 func (l Line) Decode(v any) error {
-	if err := json.Unmarshal(l.Raw, v); err != nil {
+	if err := Unmarshal(l.Raw, v); err != nil {
 		return &LineError{Line: l.Num, Err: fmt.Errorf("bad %s record: %w", l.typeName(), err)}
 	}
 	if c, ok := v.(interface{ Check() error }); ok {
@@ -149,7 +149,7 @@ var typePrefix = []byte(`{"type":"`)
 
 // classify checks that the line is one JSON object and finds its type.
 func (l *Line) classify() error {
-	if !json.Valid(l.Raw) {
+	if !valid(l.Raw) {
 		var v any
 		err := json.Unmarshal(l.Raw, &v)
 		if l.Unterminated {
