@@ -30,7 +30,10 @@ import (
 // and its record type on every use, and ignored, then rewritten, when
 // either does not match (the file was rewritten, the type has a new
 // field) or it is torn. Deleting one loses nothing. Files under
-// SnapshotMinBytes get none: they decode fast enough as they are.
+// SnapshotMinBytes get none: they decode fast enough as they are. A
+// snapshot also carries an index of its records (snapindex.go), for loads
+// that need only some of them, and the state log's is kept as a chain of
+// deltas (state.go).
 
 // SnapshotMinBytes is the smallest file that gets a snapshot.
 var SnapshotMinBytes int64 = 1 << 20
