@@ -37,11 +37,13 @@ func TestPerHostRateSpreadsABurst(t *testing.T) {
 	fake := clock.NewFake(t0)
 	var mu sync.Mutex
 	seen := map[string][]time.Duration{} // host -> fake times of its requests
+	arrived := make(chan struct{}, 4)
 	handler := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			seen[name] = append(seen[name], fake.Now().Sub(t0))
 			mu.Unlock()
+			arrived <- struct{}{}
 			w.Write([]byte(feedBody))
 		})
 	}
@@ -60,9 +62,15 @@ func TestPerHostRateSpreadsABurst(t *testing.T) {
 			Limiter: httpx.NewLimiter(1, 1, fake),
 		})
 	}()
+	// The clock moves only once the requests due before have reached the
+	// servers: a request started at 0s but served after a move would be
+	// counted at the later time.
+	<-arrived
+	<-arrived
 	for range 2 { // a's second and third feeds wait a second each
 		fake.BlockUntil(1)
 		fake.Advance(time.Second)
+		<-arrived
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
