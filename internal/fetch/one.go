@@ -61,7 +61,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 	}
 	cfg.movedPermanently(f, r.PermanentRedirect(), due.Last)
 	if r.Status != 0 && !r.NotModified {
-		key, sum, err := cfg.Store.PutRaw(fetchedAt, r.Body)
+		key, sum, err := cfg.Store.PutNewRaw(fetchedAt, r.Body, due.Last.BodySHA256)
 		if err != nil {
 			// The payload is lost, so the record must say so; the
 			// writer stops the run on the same broken store soon after.
