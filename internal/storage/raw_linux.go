@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +21,9 @@ import (
 // nothing is left behind by a crash in between. Where the file system has
 // no O_TMPFILE, or /proc is missing, it falls back to writeFileAtomic.
 func writeNew(path string, data []byte) error {
+	if noTmpfile.Load() {
+		return writeFileAtomic(path, data, Lazy)
+	}
 	dir := filepath.Dir(path)
 	fd, err := openTmpfile(dir)
 	if errors.Is(err, unix.ENOENT) {
@@ -30,6 +34,7 @@ func writeNew(path string, data []byte) error {
 		fd, err = openTmpfile(dir)
 	}
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		noTmpfile.Store(true)
 		return writeFileAtomic(path, data, Lazy)
 	}
 	if err != nil {
@@ -57,6 +62,9 @@ func writeNew(path string, data []byte) error {
 		return nil // stored already
 	case errors.Is(err, unix.ENOENT):
 		// No /proc, or the directory went away (pruned) since.
+		if _, err := os.Stat("/proc/self/fd"); err != nil {
+			noTmpfile.Store(true)
+		}
 		return writeFileAtomic(path, data, Lazy)
 	case err != nil:
 		return fmt.Errorf("storage: write %s: %w", path, err)
@@ -68,6 +76,11 @@ func writeNew(path string, data []byte) error {
 	}
 	return nil
 }
+
+// noTmpfile is set once the store's file system has no O_TMPFILE, or
+// there is no /proc to link such a file by: then every payload goes the
+// way of writeFileAtomic at once.
+var noTmpfile atomic.Bool
 
 // openTmpfile opens a new unnamed file in dir for writing, readable by
 // its owner only, as os.CreateTemp makes files.
