@@ -3,6 +3,7 @@
 package fetch
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -46,7 +47,8 @@ type Config struct {
 	Progress          *progress.Line // nil: no progress line
 }
 
-// result is one line of output: a fetch record, or a record passed through.
+// result is one line of output: a fetch record, or a record passed through
+// (raw, which is also the fetch record once encoded).
 type result struct {
 	fetch *ndjson.Fetch
 	raw   []byte
@@ -190,20 +192,33 @@ func (cfg *Config) write(results <-chan result, stats *counts, stop func()) erro
 	return firstErr
 }
 
-// emit stores a batch of fetch records, then writes the batch out.
+// emit stores a batch of fetch records, then writes the batch out. Each
+// record is encoded once, for both.
 func (cfg *Config) emit(batch []result, stats *counts) error {
-	if err := cfg.persist(batch); err != nil {
+	var (
+		records []*ndjson.Fetch
+		lines   [][]byte
+	)
+	for i, r := range batch {
+		if r.fetch == nil {
+			continue
+		}
+		line, err := ndjson.Marshal(r.fetch)
+		if err != nil {
+			return err
+		}
+		records = append(records, r.fetch)
+		lines = append(lines, line)
+		batch[i].raw = bytes.TrimSuffix(line, []byte{'\n'})
+	}
+	if err := cfg.Store.AppendFetchLines(records, lines); err != nil {
 		return err
 	}
 	for _, r := range batch {
-		var err error
 		if r.fetch != nil {
 			stats.add(r.fetch)
-			err = cfg.Out.Write(r.fetch)
-		} else {
-			err = cfg.Out.WriteRaw(r.raw)
 		}
-		if err != nil {
+		if err := cfg.Out.WriteRaw(r.raw); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 	}
@@ -221,15 +236,4 @@ func (s *counts) add(f *ndjson.Fetch) {
 	case f.Unchanged:
 		s.unchanged++
 	}
-}
-
-// persist appends the batch's fetch records to their day files.
-func (cfg *Config) persist(batch []result) error {
-	var records []*ndjson.Fetch
-	for _, r := range batch {
-		if r.fetch != nil {
-			records = append(records, r.fetch)
-		}
-	}
-	return cfg.Store.AppendFetches(records)
 }

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -28,7 +29,9 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 		return f
 	}
 	f.FetchID = id
-	log := cfg.Log.With("feed_id", due.FeedID, "fetch_id", id)
+	// Made only for a line that is logged: With costs allocations on
+	// every fetch, even at a level that drops them.
+	log := func() *slog.Logger { return cfg.Log.With("feed_id", due.FeedID, "fetch_id", id) }
 
 	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent}
 	if len(due.Headers) > 0 {
@@ -61,12 +64,12 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 	}
 	cfg.movedPermanently(f, r.PermanentRedirect(), due.Last)
 	if r.Status != 0 && !r.NotModified {
-		key, sum, err := cfg.Store.PutRaw(fetchedAt, r.Body)
+		key, sum, err := cfg.Store.PutNewRaw(fetchedAt, r.Body, due.Last.BodySHA256)
 		if err != nil {
 			// The payload is lost, so the record must say so; the
 			// writer stops the run on the same broken store soon after.
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "store", Message: err.Error()}
-			log.Error("cannot store payload", "error", err)
+			log().Error("cannot store payload", "error", err)
 			return f
 		}
 		f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
@@ -77,9 +80,9 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 		f.Unchanged = f.Error == nil && sum == due.Last.BodySHA256
 	}
 	if f.Error != nil {
-		log.Warn("fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "error", f.Error.Message, "elapsed_ms", f.DurationMS)
-	} else {
-		log.Debug("fetched", "url", due.URL, "status", r.Status, "bytes", f.ContentLength, "unchanged", f.Unchanged, "elapsed_ms", f.DurationMS)
+		log().Warn("fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "error", f.Error.Message, "elapsed_ms", f.DurationMS)
+	} else if cfg.Log.Enabled(ctx, slog.LevelDebug) {
+		log().Debug("fetched", "url", due.URL, "status", r.Status, "bytes", f.ContentLength, "unchanged", f.Unchanged, "elapsed_ms", f.DurationMS)
 	}
 	return f
 }

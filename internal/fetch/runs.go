@@ -36,10 +36,9 @@ func (cfg *Config) check(rs *runs, due ndjson.Due) (fetch bool, record []byte, e
 		return true, nil, nil
 	}
 	k := runKey{due.FeedID, due.ScheduledAt.UnixNano()}
-	log := cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
 	if rs.taken[k] {
 		rs.skipped++
-		log.Info("skipped a repeated due record: this scheduled run is fetched once")
+		cfg.Log.Info("skipped a repeated due record: this scheduled run is fetched once", "feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
 		return false, nil, nil
 	}
 	rs.taken[k] = true
@@ -48,7 +47,7 @@ func (cfg *Config) check(rs *runs, due ndjson.Due) (fetch bool, record []byte, e
 		return err == nil, nil, err
 	}
 	// This run, or a later one, was fetched.
-	log = log.With("fetch_id", last.FetchID)
+	log := cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt, "fetch_id", last.FetchID)
 	committed, err := rs.ledger.IsCommitted(due.FeedID, last.FetchID, last.FetchedAt)
 	if err != nil {
 		return false, nil, err

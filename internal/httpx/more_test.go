@@ -198,3 +198,58 @@ func TestRobotsAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestGzipReadersReused: gzip readers and read buffers are pooled, so one
+// client decodes responses one after another with reused state: a bomb cut
+// at the cap, a corrupt stream, a two-member stream, an empty body and
+// bodies of different sizes must each come out as if decoded alone.
+func TestGzipReadersReused(t *testing.T) {
+	small := []byte(rss)
+	large := bytes.Repeat([]byte("<item>reused reader</item>\n"), 20000) // 540 KB
+	bomb := encode(t, "gzip", bytes.Repeat([]byte("A"), 8<<20))
+	twoMembers := append(encode(t, "gzip", []byte("first ")), encode(t, "gzip", []byte("second"))...)
+	corrupt := encode(t, "gzip", large)
+	corrupt = corrupt[:len(corrupt)/2]
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		switch r.URL.Path {
+		case "/small":
+			w.Write(encode(t, "gzip", small))
+		case "/large":
+			w.Write(encode(t, "gzip", large))
+		case "/bomb":
+			w.Write(bomb)
+		case "/two":
+			w.Write(twoMembers)
+		case "/corrupt":
+			w.Write(corrupt)
+		case "/empty":
+			w.Header().Del("Content-Encoding")
+		}
+	}))
+	c := New(Options{AllowPrivate: true, MaxBodyBytes: 1 << 20})
+	for round := range 3 {
+		for _, tc := range []struct {
+			path      string
+			want      []byte
+			truncated bool
+			fails     bool
+		}{
+			{"/large", large, false, false},
+			{"/bomb", bytes.Repeat([]byte("A"), 1<<20), true, true},
+			{"/small", small, false, false},
+			{"/corrupt", nil, false, true},
+			{"/two", []byte("first second"), false, false},
+			{"/empty", []byte{}, false, false},
+			{"/small", small, false, false},
+		} {
+			r := c.Get(context.Background(), Request{URL: srv.URL + tc.path})
+			if (r.Err != nil) != tc.fails || r.Truncated != tc.truncated {
+				t.Errorf("round %d %s: err %+v, truncated %v", round, tc.path, r.Err, r.Truncated)
+			}
+			if tc.want != nil && (!bytes.Equal(r.Body, tc.want) || r.Body == nil) {
+				t.Errorf("round %d %s: %d bytes, want %d", round, tc.path, len(r.Body), len(tc.want))
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"bytes"
+
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -13,23 +15,47 @@ import (
 // still under the lock, it notes each record's scheduled run in the run
 // ledger (ledger.go).
 func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
-	byDay := map[string][]byte{}
-	within := make([]int64, len(records)) // offset of each record in its day's batch
-	var order []string
+	lines := make([][]byte, len(records))
 	for i, f := range records {
-		key := DayFile(DirFetches, f.FetchedAt.Time)
 		line, err := ndjson.Marshal(f)
 		if err != nil {
 			return err
 		}
-		if _, ok := byDay[key]; !ok {
-			order = append(order, key)
-		}
-		within[i] = int64(len(byDay[key]))
-		byDay[key] = append(byDay[key], line...)
+		lines[i] = line
 	}
-	if len(order) == 0 {
+	return s.AppendFetchLines(records, lines)
+}
+
+// AppendFetchLines is AppendFetches for records encoded already, so that
+// a caller that writes them out too encodes each once: lines[i] is
+// records[i] as ndjson.Marshal encodes it.
+func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte) error {
+	if len(records) == 0 {
 		return nil
+	}
+	keys := make([]string, len(records)) // the day file of each record
+	size := map[string]int{}
+	var order []string
+	for i, f := range records {
+		keys[i] = DayFile(DirFetches, f.FetchedAt.Time)
+		if _, ok := size[keys[i]]; !ok {
+			order = append(order, keys[i])
+		}
+		size[keys[i]] += len(lines[i]) + 1
+	}
+	byDay := make(map[string][]byte, len(order))
+	within := make([]int64, len(records)) // offset of each record in its day's batch
+	for i, key := range keys {
+		b := byDay[key]
+		if b == nil {
+			b = make([]byte, 0, size[key])
+		}
+		within[i] = int64(len(b))
+		b = append(b, lines[i]...)
+		if !bytes.HasSuffix(b, []byte{'\n'}) {
+			b = append(b, '\n')
+		}
+		byDay[key] = b
 	}
 	if err := s.Sync(); err != nil {
 		return err
@@ -48,8 +74,8 @@ func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
 		start[key] = off
 	}
 	offsets := make([]int64, len(records))
-	for i, f := range records {
-		offsets[i] = start[DayFile(DirFetches, f.FetchedAt.Time)] + within[i]
+	for i := range records {
+		offsets[i] = start[keys[i]] + within[i]
 	}
 	return s.recordRuns(records, offsets)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -19,21 +20,51 @@ const RawStorage = "localfs"
 // syncs the store before it writes the records that point at payloads, one
 // sync for a whole batch instead of two per payload.
 func (s *Store) PutRaw(at time.Time, body []byte) (key, sum string, err error) {
+	return s.putRaw(at, body, func(string) bool { return true })
+}
+
+// PutNewRaw is PutRaw for a payload that is most likely not stored yet:
+// unless its SHA-256 is last (the previous payload of the same source, as
+// the caller knows it), it does not look for a stored copy before it
+// compresses and writes the payload, which saves a file-system lookup on
+// every fetch that brings something new. A copy that is there all the
+// same is kept as it is, so the outcome is PutRaw's.
+func (s *Store) PutNewRaw(at time.Time, body []byte, last string) (key, sum string, err error) {
+	return s.putRaw(at, body, func(sum string) bool { return sum == last })
+}
+
+func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (key, sum string, err error) {
 	digest := sha256.Sum256(body)
 	sum = hex.EncodeToString(digest[:])
 	key = DirRaw + "/" + Day(at) + "/" + sum + ".zst"
-	if _, err := os.Stat(s.Path(key)); err == nil {
-		return key, sum, nil
+	path := s.Path(key)
+	if look(sum) {
+		if _, err := os.Stat(path); err == nil {
+			return key, sum, nil
+		}
 	}
 	enc, _, err := s.codecs()
 	if err != nil {
 		return "", "", fmt.Errorf("storage: zstd: %w", err)
 	}
-	if err := writeFileAtomic(s.Path(key), enc.EncodeAll(body, nil), Lazy); err != nil {
+	buf := rawBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledRaw {
+			rawBuffers.Put(buf)
+		}
+	}()
+	*buf = enc.EncodeAll(body, (*buf)[:0])
+	if err := writeNew(path, *buf); err != nil {
 		return "", "", err
 	}
 	return key, sum, nil
 }
+
+// rawBuffers hold compressed payloads on their way to a file; one of at
+// most maxPooledRaw bytes is kept for the next.
+var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRaw = 256 << 10
 
 // ErrRawTooLarge is returned by GetRaw for a payload over the caller's cap.
 var ErrRawTooLarge = errors.New("payload over the size limit")

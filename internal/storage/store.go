@@ -95,7 +95,10 @@ func (s *Store) DayFiles(dir string) ([]string, error) {
 
 func (s *Store) codecs() (*zstd.Encoder, *zstd.Decoder, error) {
 	s.zstdOnce.Do(func() {
-		s.zenc, s.zerr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
+		// SpeedFastest: half the CPU of SpeedDefault on a feed-sized
+		// payload (its tables stay in cache), for 3-5% more bytes, which
+		// a payload under 4 KB compressed does not even take on disk.
+		s.zenc, s.zerr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 		if s.zerr != nil {
 			return
 		}

@@ -41,6 +41,14 @@
 //	                              status 429 (or NNN) with Retry-After V
 //	                              (default 120; seconds or an HTTP date)
 //
+// A generated feed is made once per revision and kept, gzipped, as a
+// publisher keeps a static file: on the first request for it, or ahead of
+// any with Prepare, and again at once on SetRevision for every feed made
+// so far. The server then costs about what a static file server does (a
+// 304 costs no body at all), so that a benchmark sharing the machine with
+// it measures its client, not the feed generator. 10,000 feeds keep about
+// 11 MB.
+//
 // Any request with ?delay=DURATION (such as 500ms) is answered that much
 // later. Files named gen, status, redirect or fault under Dir are hidden by
 // these routes.
@@ -81,6 +89,7 @@ type Handler struct {
 	revision atomic.Int64
 	inFlight atomic.Int64
 	bombs    bombCache
+	gen      genCache
 }
 
 // New returns a Handler for dir.
@@ -88,7 +97,13 @@ func New(dir string, log io.Writer) *Handler { return &Handler{Dir: dir, Log: lo
 
 // SetRevision sets the revision of the generated feeds (0 at first); any
 // change gives every /gen/ feed new items, validators and a new body.
-func (h *Handler) SetRevision(n int) { h.revision.Store(int64(n)) }
+// The feeds made so far are made again at the new revision before it
+// returns.
+func (h *Handler) SetRevision(n int) {
+	if int(h.revision.Swap(int64(n))) != n {
+		h.gen.remake(n)
+	}
+}
 
 // Revision returns the revision of the generated feeds.
 func (h *Handler) Revision() int { return int(h.revision.Load()) }
@@ -114,26 +129,52 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.logOnly(status)
 		}
 	}()
-	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		}
+	if !waitDelay(r) {
+		return
 	}
 	h.serve(rec, r)
+}
+
+// waitDelay waits for the ?delay= of the request, if any, and reports
+// whether the client is still there.
+func waitDelay(r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	d, err := time.ParseDuration(r.URL.Query().Get("delay"))
+	if err != nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func (h *Handler) logRequest(r *http.Request, status int) {
 	if h.Log == nil {
 		return
 	}
+	// As fmt's "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
+	// without fmt's cost on every request.
+	line := make([]byte, 0, 128)
+	line = append(line, r.Method...)
+	line = append(line, ' ')
+	line = append(line, r.URL.RequestURI()...)
+	line = append(line, " if-none-match="...)
+	line = strconv.AppendQuote(line, r.Header.Get("If-None-Match"))
+	line = append(line, " if-modified-since="...)
+	line = strconv.AppendQuote(line, r.Header.Get("If-Modified-Since"))
+	line = append(line, " -> "...)
+	line = strconv.AppendInt(line, int64(status), 10)
+	line = append(line, '\n')
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fmt.Fprintf(h.Log, "%s %s if-none-match=%q if-modified-since=%q -> %d\n",
-		r.Method, r.URL.RequestURI(), r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), status)
+	h.Log.Write(line)
 }
 
 func (h *Handler) serve(w *statusRecorder, r *http.Request) {
@@ -193,27 +234,80 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
 	serveBody(w, r, body, ctype, etag, st.ModTime())
 }
 
+// resource is a body with its type and validators, as serveResource
+// answers with it. Its plain and gzipped forms are made on first use and
+// kept, so that a resource kept between requests (a generated feed) costs
+// that work once.
+type resource struct {
+	rev          int // the revision a generated feed was made at
+	ctype, etag  string
+	modified     time.Time // UTC, whole seconds
+	lastModified string    // modified as an HTTP date
+	body         func() []byte
+
+	mu        sync.Mutex
+	plain, gz []byte
+}
+
+func (res *resource) setModified(t time.Time) {
+	res.modified = t.UTC().Truncate(time.Second)
+	res.lastModified = res.modified.Format(http.TimeFormat)
+}
+
+// content returns the body, gzip-compressed if gzipped. The plain form is
+// kept only once asked for, so a cache of feeds that are only ever sent
+// gzipped holds just that.
+func (res *resource) content(gzipped bool) []byte {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	if !gzipped {
+		if res.plain == nil {
+			res.plain = res.body()
+		}
+		return res.plain
+	}
+	if res.gz == nil {
+		b := res.plain
+		if b == nil {
+			b = res.body()
+		}
+		res.gz = gzipBytes(b)
+	}
+	return res.gz
+}
+
 // serveBody answers with body, or 304 when the request's validators match
 // etag or modified, gzip-compressed when the client accepts it.
 func serveBody(w http.ResponseWriter, r *http.Request, body []byte, ctype, etag string, modified time.Time) {
-	modified = modified.UTC().Truncate(time.Second)
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Last-Modified", modified.Format(http.TimeFormat))
+	res := &resource{ctype: ctype, etag: etag, plain: body}
+	res.setModified(modified)
+	serveResource(w, r, res)
+}
+
+// serveResource answers with res, or 304 when the request's validators
+// match it, gzip-compressed when the client accepts it.
+func serveResource(w http.ResponseWriter, r *http.Request, res *resource) {
+	h := w.Header()
+	h.Set("ETag", res.etag)
+	h.Set("Last-Modified", res.lastModified)
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		if etagMatch(inm, etag) {
+		if etagMatch(inm, res.etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-	} else if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && !modified.After(ims) {
-		w.WriteHeader(http.StatusNotModified)
-		return
+	} else if v := r.Header.Get("If-Modified-Since"); v != "" {
+		if ims, err := http.ParseTime(v); err == nil && !res.modified.After(ims) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 	}
-	w.Header().Set("Content-Type", ctype)
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		body = gzipBytes(body)
-		w.Header().Set("Content-Encoding", "gzip")
+	h.Set("Content-Type", res.ctype)
+	gzipped := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
+	body := res.content(gzipped)
+	if gzipped {
+		h.Set("Content-Encoding", "gzip")
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
 }
 

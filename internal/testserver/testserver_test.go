@@ -234,6 +234,52 @@ func TestGen(t *testing.T) {
 	}
 }
 
+// TestGenCached: a generated feed is made once per revision and kept, as a
+// publisher keeps a file; what is sent, plain or gzipped, is exactly
+// GenFeed's body at the current revision, and the log line of each request
+// is as before.
+func TestGenCached(t *testing.T) {
+	h, srv, log := start(t)
+	c := srv.Client()
+	h.Prepare(8)
+	for _, rev := range []int{0, 1, 0} {
+		h.SetRevision(rev)
+		want, modified := GenFeed(7, rev)
+		for range 2 { // the second answer comes from the cache
+			for _, enc := range []string{"identity", "gzip"} {
+				resp := get(t, c, srv.URL+"/gen/7.xml", "Accept-Encoding", enc)
+				body := readAll(t, resp)
+				if resp.Header.Get("Content-Length") != strconv.Itoa(len(body)) {
+					t.Errorf("rev %d %s: Content-Length %s for %d bytes", rev, enc, resp.Header.Get("Content-Length"), len(body))
+				}
+				if enc == "gzip" {
+					zr, err := gzip.NewReader(bytes.NewReader(body))
+					if err != nil {
+						t.Fatalf("rev %d: gzip: %v", rev, err)
+					}
+					if body, err = io.ReadAll(zr); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !bytes.Equal(body, want) {
+					t.Errorf("rev %d %s: the body differs from GenFeed(7, %d)", rev, enc, rev)
+				}
+				if lm := resp.Header.Get("Last-Modified"); lm != modified.UTC().Format(http.TimeFormat) {
+					t.Errorf("rev %d %s: Last-Modified %q, want %v", rev, enc, lm, modified)
+				}
+				if etag := resp.Header.Get("ETag"); etag != fmt.Sprintf(`"gen-7-%d"`, rev) {
+					t.Errorf("rev %d %s: ETag %q", rev, enc, etag)
+				}
+			}
+		}
+	}
+	get(t, c, srv.URL+"/gen/7.xml", "If-None-Match", `"gen-7-0"`, "If-Modified-Since", "Thu, 01 Jan 2026 09:00:07 GMT").Body.Close()
+	want := `GET /gen/7.xml if-none-match="\"gen-7-0\"" if-modified-since="Thu, 01 Jan 2026 09:00:07 GMT" -> 304` + "\n"
+	if !strings.HasSuffix(log.String(), want) {
+		t.Errorf("the log ends\n%s\nwant\n%s", log.String()[max(0, len(log.String())-200):], want)
+	}
+}
+
 func TestTrickle(t *testing.T) {
 	_, srv, _ := start(t)
 	begin := time.Now()

@@ -13,7 +13,13 @@
 //	printf 'GET /admin/revision?set=1 HTTP/1.0\r\n\r\n' >&3 && cat <&3
 //
 // Listening on 0.0.0.0:PORT makes it reachable at every 127.x.y.z address,
-// which a benchmark uses to stand for many publishers.
+// which a benchmark uses to stand for many publishers. Like a publisher's
+// static server, it makes each generated feed once per revision and keeps
+// it, gzipped, so that its CPU is little next to the client's; -gen N
+// makes /gen/0.xml to /gen/N-1.xml before it starts listening, and a
+// revision change makes the feeds again before it is answered, so that a
+// benchmark's cycle finds them made, as files are on a publisher's disk.
+// It serves on one CPU (-procs) unless told otherwise.
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/feedpipe/feedpipe/internal/testserver"
@@ -35,6 +42,8 @@ func main() {
 	urlFile := flag.String("url-file", "", "write the base URL here once listening")
 	logFile := flag.String("log", "", "append a line per request to this file")
 	revision := flag.Int("revision", 0, "initial revision of the generated feeds")
+	gen := flag.Int("gen", 0, "make generated feeds /gen/0.xml to /gen/N-1.xml before listening")
+	procs := flag.Int("procs", 1, "CPUs that serve requests at once (GOMAXPROCS) once listening")
 	flag.Parse()
 
 	var reqLog io.Writer
@@ -47,6 +56,14 @@ func main() {
 	}
 	h := testserver.New(*dir, reqLog)
 	h.SetRevision(*revision)
+	h.Prepare(*gen) // on every CPU
+	// One CPU by default: a benchmark's client shares the machine, and
+	// requests handed between two threads cost the server a fifth more
+	// CPU (wake-ups, context switches) than one thread serving them all,
+	// at the thousands a second a benchmark asks for.
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)

@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeNew writes a payload file at path whole or not at all, without a
+// sync (Store.Sync makes it durable). A file already at path is kept: a
+// payload's name is its content's hash.
+//
+// The data goes into an unnamed file (O_TMPFILE) in the payload's
+// directory, which is then given its name (linkat): four system calls, where
+// a named temporary file and a rename take a dozen through package os, and
+// nothing is left behind by a crash in between. Where the file system has
+// no O_TMPFILE, or /proc is missing, it falls back to writeFileAtomic.
+func writeNew(path string, data []byte) error {
+	if noTmpfile.Load() {
+		return writeFileAtomic(path, data, Lazy)
+	}
+	dir := filepath.Dir(path)
+	fd, err := openTmpfile(dir)
+	if errors.Is(err, unix.ENOENT) {
+		// A new day.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		fd, err = openTmpfile(dir)
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		noTmpfile.Store(true)
+		return writeFileAtomic(path, data, Lazy)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write %s: %w", path, err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			unix.Close(fd)
+		}
+	}()
+	for rest := data; len(rest) > 0; {
+		n, err := unix.Write(fd, rest)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: write %s: %w", path, err)
+		}
+		rest = rest[n:]
+	}
+	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+	switch {
+	case errors.Is(err, unix.EEXIST):
+		return nil // stored already
+	case errors.Is(err, unix.ENOENT):
+		// No /proc, or the directory went away (pruned) since.
+		if _, err := os.Stat("/proc/self/fd"); err != nil {
+			noTmpfile.Store(true)
+		}
+		return writeFileAtomic(path, data, Lazy)
+	case err != nil:
+		return fmt.Errorf("storage: write %s: %w", path, err)
+	}
+	closed = true
+	if err := unix.Close(fd); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("storage: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// noTmpfile is set once the store's file system has no O_TMPFILE, or
+// there is no /proc to link such a file by: then every payload goes the
+// way of writeFileAtomic at once.
+var noTmpfile atomic.Bool
+
+// openTmpfile opens a new unnamed file in dir for writing, readable by
+// its owner only, as os.CreateTemp makes files.
+func openTmpfile(dir string) (int, error) {
+	for {
+		fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
