@@ -114,10 +114,11 @@ func (d *dispatcher) start(ctx context.Context, results chan<- result) time.Time
 		case ok:
 			due := d.queues[host][0]
 			d.queues[host] = d.queues[host][1:]
+			last := len(d.queues[host]) == 0
 			d.queued--
 			d.inFlight++
 			go func() {
-				f := d.cfg.fetchOne(ctx, due)
+				f := d.cfg.fetchOne(ctx, due, last)
 				release()
 				results <- result{fetch: f}
 				d.done <- host

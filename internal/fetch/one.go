@@ -12,8 +12,9 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// fetchOne fetches one feed and stores its payload.
-func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
+// fetchOne fetches one feed and stores its payload; last says no other
+// feed of its host is queued.
+func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool) *ndjson.Fetch {
 	fetchedAt := cfg.Clock.Now()
 	f := &ndjson.Fetch{
 		Header:       ndjson.Head(ndjson.TypeFetch),
@@ -33,7 +34,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due) *ndjson.Fetch {
 	// every fetch, even at a level that drops them.
 	log := func() *slog.Logger { return cfg.Log.With("feed_id", due.FeedID, "fetch_id", id) }
 
-	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent}
+	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent, LastToHost: last}
 	if len(due.Headers) > 0 {
 		req.Header = http.Header{}
 		for k, v := range due.Headers {

@@ -187,3 +187,46 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 		t.Errorf("recorded due %+v, request headers %v", f.Due.Access, f.RequestHeaders)
 	}
 }
+
+// TestLastFeedOfAHostClosesItsConnection: a host's connection stays open
+// while more of its feeds are queued, and its last feed asks for it to be
+// closed, so that thousands of hosts do not leave thousands of idle
+// connections behind. (The first feed of a host may start before the
+// others are read, and close too: it is not checked.)
+func TestLastFeedOfAHostClosesItsConnection(t *testing.T) {
+	var mu sync.Mutex
+	closing := map[string]bool{} // path -> the request asked to close
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/1" {
+			time.Sleep(100 * time.Millisecond) // the rest of the input is read meanwhile
+		}
+		mu.Lock()
+		closing[r.URL.Path] = r.Close
+		mu.Unlock()
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		closing["other"+r.URL.Path] = r.Close
+		mu.Unlock()
+		w.Write([]byte(feedBody))
+	}))
+	defer other.Close()
+	st, _ := storage.Open(t.TempDir())
+	var out bytes.Buffer
+	err := Run(context.Background(), Config{
+		In:  strings.NewReader(dues(t, srv.URL+"/1", srv.URL+"/2", srv.URL+"/3", other.URL+"/1")),
+		Out: ndjson.NewWriter(&out), Store: st,
+		Client:  httpx.New(httpx.Options{AllowPrivate: true}),
+		Limiter: httpx.NewLimiter(1, 0, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(closing, "/1")
+	want := map[string]bool{"/2": false, "/3": true, "other/1": true}
+	if fmt.Sprint(closing) != fmt.Sprint(want) {
+		t.Errorf("Connection: close asked for %v, want %v", closing, want)
+	}
+}

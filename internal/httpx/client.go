@@ -111,6 +111,11 @@ type Request struct {
 	Header     http.Header       // extra headers
 	UserAgent  string            // overrides Options.UserAgent
 	Auth       *BasicAuth
+	// LastToHost says no other request to this host is waiting: the
+	// connection is closed after the response instead of kept idle for
+	// one that will not come (at 10,000 hosts, idle connections held
+	// 150 MB of buffers and goroutine stacks).
+	LastToHost bool
 }
 
 // Response is the outcome of a GET. Err is nil on success (2xx or 304).
@@ -183,6 +188,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 	if req.Validators.LastModified != "" {
 		hr.Header.Set("If-Modified-Since", req.Validators.LastModified)
 	}
+	hr.Close = req.LastToHost
 	resp.RequestHeader = redactHeaders(hr.Header)
 	if req.Auth != nil {
 		hr.SetBasicAuth(req.Auth.Username, req.Auth.Password)

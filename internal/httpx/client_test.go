@@ -3,11 +3,13 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,40 @@ func TestGetDecodesGzipAndSendsHeaders(t *testing.T) {
 	}
 	if got := r.RequestHeader.Get("Authorization"); got != "(redacted)" {
 		t.Errorf("Authorization recorded as %q", got)
+	}
+}
+
+// TestLastToHostClosesTheConnection: a host's connection is kept for its
+// next request, and closed after the one marked last.
+func TestLastToHostClosesTheConnection(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<rss/>"))
+	}))
+	var mu sync.Mutex
+	conns := 0
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c := local()
+	for i, last := range []bool{false, false, true, false} {
+		r := c.Get(context.Background(), Request{URL: srv.URL + "/feed.xml", LastToHost: last})
+		if r.Err != nil {
+			t.Fatalf("request %d: %+v", i, r.Err)
+		}
+		if got := r.RequestHeader.Get("Connection"); got != "" {
+			t.Errorf("request %d recorded a Connection header %q", i, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 2 { // the first three on one connection, the fourth on a new one
+		t.Errorf("%d connections, want 2", conns)
 	}
 }
 
