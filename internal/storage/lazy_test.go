@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -564,6 +565,58 @@ func TestIndexFind(t *testing.T) {
 	for _, k := range []string{"k", "k1000", "zzz", "k050x", "a"} {
 		if _, ok := x.find(k); ok {
 			t.Errorf("found %q", k)
+		}
+	}
+}
+
+// TestStatesCompactKeepsEachFeedsLatest: compaction leaves one line per
+// feed, its latest state: the Put's own for the feeds in it, the last line
+// that decodes for the others (a damaged last line is skipped, as a load
+// skips it), and the snapshot it writes loads the same states.
+func TestStatesCompactKeepsEachFeedsLatest(t *testing.T) {
+	withSnapshots(t)
+	s := openTemp(t)
+	st, _ := s.States()
+	want := map[string]FeedState{}
+	for r := range 3 {
+		var batch []FeedState
+		for i := range 600 {
+			batch = append(batch, schedFeedState(i, r))
+			want[batch[i].FeedID] = batch[i]
+		}
+		if err := st.Put(Lazy, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damaged := schedFeedState(550, 9).FeedID
+	if _, err := s.AppendLines(StateFile, []byte(`{"type":"feed_state","v":1,"feed_id":"`+damaged+`","last_status":"not a number"}`+"\n"), Lazy); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = s.OpenStates()
+	var last []FeedState
+	for i := range 500 { // 1,800 lines and these 500 pass 2*600+1024: compaction
+		last = append(last, schedFeedState(i, 7))
+		want[last[i].FeedID] = last[i]
+	}
+	if err := st.Put(Lazy, last...); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	b, err := os.ReadFile(s.Path(StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 600 {
+		t.Fatalf("the compacted log has %d lines, want one for each of 600 feeds", n)
+	}
+	got := checkStates(t, s, "compacted")
+	if err := got.Load(); err != nil {
+		t.Fatal(err)
+	}
+	for id, fs := range want {
+		fs.Header = ndjson.Head(TypeFeedState)
+		if !reflect.DeepEqual(got.ByFeed[id], fs) {
+			t.Fatalf("feed %s after compaction:\n got %+v\nwant %+v", id, got.ByFeed[id], fs)
 		}
 	}
 }
