@@ -124,6 +124,14 @@ func (s *Store) WriteFileAtomic(key string, data []byte) error {
 }
 
 func writeFileAtomic(path string, data []byte, d Durability) error {
+	return writeAtomic(path, d, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is writeFileAtomic for a file that fill writes as a stream.
+func writeAtomic(path string, d Durability, fill func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("storage: %w", err)
@@ -137,7 +145,7 @@ func writeFileAtomic(path string, data []byte, d Durability) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("storage: write %s: %w", path, unwrapPathError(err))
 	}
-	if _, err := tmp.Write(data); err != nil {
+	if err := fill(tmp); err != nil {
 		return fail(err)
 	}
 	if d == Durable {

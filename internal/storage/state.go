@@ -3,6 +3,7 @@ package storage
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -608,58 +609,38 @@ func (st *States) compact(changed []FeedState) error {
 	for i := range changed {
 		isChanged[changed[i].FeedID] = true
 	}
-	path := st.s.Path(StateFile)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("storage: compact state: %w", err)
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("storage: compact state: %w", unwrapPathError(err))
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
 	at := map[string][2]int64{} // feed -> offset and length of its line in the new log
 	var end int64
-	put := func(id string, line []byte) {
-		at[id] = [2]int64{end, int64(len(line))}
-		w.Write(line)
-		w.WriteByte('\n')
-		end += int64(len(line)) + 1
-	}
-	if old != nil {
-		if _, _, err := readLog(old, StateFile, 0, func(l ndjson.Line) error {
-			if id, ok := latest[l.Num]; ok && !isChanged[id] {
-				put(id, l.Raw)
+	err = writeAtomic(st.s.Path(StateFile), Durable, func(out io.Writer) error {
+		w := bufio.NewWriterSize(out, 1<<20)
+		put := func(id string, line []byte) {
+			at[id] = [2]int64{end, int64(len(line))}
+			w.Write(line)
+			w.WriteByte('\n')
+			end += int64(len(line)) + 1
+		}
+		if old != nil {
+			if _, _, err := readLog(old, StateFile, 0, func(l ndjson.Line) error {
+				if id, ok := latest[l.Num]; ok && !isChanged[id] {
+					put(id, l.Raw)
+				}
+				return nil
+			}); err != nil {
+				return err
 			}
-			return nil
-		}); err != nil {
-			return fail(err)
 		}
-	}
-	for i := range changed {
-		changed[i].Header = ndjson.Head(TypeFeedState)
-		line, err := ndjson.Marshal(&changed[i])
-		if err != nil {
-			return fail(err)
+		for i := range changed {
+			changed[i].Header = ndjson.Head(TypeFeedState)
+			line, err := ndjson.Marshal(&changed[i])
+			if err != nil {
+				return err
+			}
+			put(changed[i].FeedID, line[:len(line)-1])
 		}
-		put(changed[i].FeedID, line[:len(line)-1])
-	}
-	if err := w.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+		return w.Flush()
+	})
+	if err != nil {
 		return fmt.Errorf("storage: compact state: %w", err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return err
 	}
 	st.lines = len(at)
 	st.tipID, st.tipEnd = 0, 0
