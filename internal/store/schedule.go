@@ -54,24 +54,32 @@ func NewRand(now time.Time) *rand.Rand {
 }
 
 // DecisionRecord is d as a decision record for feed feedID after fetch
-// fetchID.
-func DecisionRecord(feedID, fetchID string, d sched.Decision) (*ndjson.Decision, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
+// fetchID. It copies field by field (a JSON round trip did the same at a
+// tenth of feed-store's CPU in a cycle of 304s); a test checks the copy
+// against that round trip on every field.
+func DecisionRecord(feedID, fetchID string, d sched.Decision) *ndjson.Decision {
+	in := d.Inputs
+	return &ndjson.Decision{
+		Header: ndjson.Head(ndjson.TypeDecision), FeedID: feedID, FetchID: fetchID,
+		Decision: string(d.Kind), Reason: string(d.Reason), At: d.At, NextAt: d.NextAt, Until: d.Until,
+		State: string(d.State), Event: string(d.Event), DisabledReason: d.DisabledReason,
+		Inputs: ndjson.DecisionInputs{
+			Policy: in.Policy, Override: in.Override,
+			Outcome: string(in.Outcome), HTTPStatus: in.HTTPStatus, NotModified: in.NotModified,
+			ErrorClass: in.ErrorClass, ErrorCode: in.ErrorCode, NewEntries: in.NewEntries, Items: in.Items,
+			IntervalBeforeSec: in.IntervalBeforeSec, IntervalAfterSec: in.IntervalAfterSec, MinSec: in.MinSec, MaxSec: in.MaxSec,
+			EWMASecs: in.EWMASecs, RatePerDay: in.RatePerDay, Scale: in.Scale, BaseSec: in.BaseSec,
+			ProfileFactor: in.ProfileFactor, TailCapSec: in.TailCapSec, WindowCapSec: in.WindowCapSec,
+			CronNextAt: in.CronNextAt, CronError: in.CronError,
+			TTLSec: in.TTLSec, MaxAgeSec: in.MaxAgeSec, FloorSec: in.FloorSec, RetryAfterSecs: in.RetryAfterSecs,
+			// Always lists, never null: a consumer reads them without a check.
+			SkipHours: append([]int{}, in.SkipHours...), SkipDays: append([]string{}, in.SkipDays...),
+			SkipMovedFrom: in.SkipMovedFrom, SkipIgnored: in.SkipIgnored,
+			BackoffStep: in.BackoffStep, BackoffSec: in.BackoffSec, JitterSec: in.JitterSec,
+			ConsecutiveFailures: in.ConsecutiveFailures, ErrorBudget: in.ErrorBudget, ErrorBudgetSize: in.ErrorBudgetSize,
+			Probe: in.Probe,
+		},
 	}
-	rec := &ndjson.Decision{}
-	if err := ndjson.Unmarshal(b, rec); err != nil {
-		return nil, err
-	}
-	rec.Header, rec.FeedID, rec.FetchID = ndjson.Head(ndjson.TypeDecision), feedID, fetchID
-	if rec.Inputs.SkipHours == nil {
-		rec.Inputs.SkipHours = []int{}
-	}
-	if rec.Inputs.SkipDays == nil {
-		rec.Inputs.SkipDays = []string{}
-	}
-	return rec, nil
 }
 
 // outcome is what the fetch record f, with the published times of the
@@ -289,11 +297,7 @@ func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any
 	st, d := sched.Next(SchedState(*fs), out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
 	SetSched(fs, st, d)
 
-	rec, err := DecisionRecord(feedID, f.FetchID, d)
-	if err != nil {
-		return nil, err
-	}
-	recs = append(recs, rec)
+	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
 	c.cfg.Log.Info("scheduled", "feed_id", feedID, "fetch_id", f.FetchID, "state", string(d.State), "decision", string(d.Kind),
 		"next_at", d.NextAt.String(), "reason", string(d.Reason), "ewma_secs", d.Inputs.EWMASecs,
 		"error_budget", d.Inputs.ErrorBudget, "retry_after_secs", d.Inputs.RetryAfterSecs)

@@ -3,7 +3,10 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -222,48 +225,97 @@ func TestFeedEventsStored(t *testing.T) {
 }
 
 // TestDecisionRecordHasEveryField: the decision record carries every field
-// of sched.Decision, so nothing the scheduler says is lost on the way.
+// of sched.Decision, so nothing the scheduler says is lost on the way, and
+// the field-by-field copy gives what a JSON round trip into the record
+// gives, on decisions with every field set at random.
 func TestDecisionRecordHasEveryField(t *testing.T) {
-	d := sched.Decision{Kind: sched.Pause, Reason: sched.ReasonDisabled, At: ndjson.At(t0), NextAt: ndjson.At(t0.Add(time.Hour)),
-		Until: ndjson.At(t0.Add(time.Hour)), State: sched.StateDisabled, Event: sched.EventDisabled, DisabledReason: "gone",
-		Inputs: sched.Inputs{Policy: "adaptive", Override: "min 10m", Outcome: sched.Fetched, HTTPStatus: 404, NotModified: true,
-			ErrorClass: "permanent", ErrorCode: "http_404", NewEntries: 1, Items: 2, IntervalBeforeSec: 3, IntervalAfterSec: 4, MinSec: 5,
-			MaxSec: 6, EWMASecs: 7, RatePerDay: 8, Scale: 9, BaseSec: 10, ProfileFactor: 11, WindowCapSec: 12, CronNextAt: "x",
-			CronError: "y", TTLSec: 13, MaxAgeSec: 14, FloorSec: 15, RetryAfterSecs: 16, SkipHours: []int{1}, SkipDays: []string{"Sunday"},
-			SkipMovedFrom: ndjson.At(t0), SkipIgnored: true, BackoffStep: 17, BackoffSec: 18, JitterSec: 19, ConsecutiveFailures: 20,
-			ErrorBudget: 21, ErrorBudgetSize: 22, Probe: true}}
-	keys := func(v any) []string {
-		b, _ := json.Marshal(v)
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		var ks []string
-		for k, v := range m {
-			if k == "inputs" {
-				for k2 := range v.(map[string]any) {
-					ks = append(ks, "inputs."+k2)
-				}
-				continue
-			}
-			ks = append(ks, k)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		var d sched.Decision
+		fillRandom(reflect.ValueOf(&d).Elem(), rng, i%2 == 0)
+		rec := DecisionRecord("A", "F", d)
+		got, _ := json.Marshal(rec)
+		if want, _ := json.Marshal(decisionByJSON(t, "A", "F", d)); !bytes.Equal(got, want) {
+			t.Fatalf("decision %d:\n got %s\nwant %s", i, got, want)
 		}
-		slices.Sort(ks)
-		return ks
+		if i%2 != 0 {
+			continue // zero fields are left out of d's JSON: keys only when all are set
+		}
+		want := append(jsonKeys(d), "feed_id", "fetch_id", "type", "v")
+		slices.Sort(want)
+		if got := jsonKeys(rec); !slices.Equal(got, want) {
+			t.Fatalf("record fields\n%v\nwant\n%v", got, want)
+		}
 	}
-	rec, err := DecisionRecord("A", "F", d)
+}
+
+// decisionByJSON is d as a record the slow way, through its JSON.
+func decisionByJSON(t *testing.T, feedID, fetchID string, d sched.Decision) *ndjson.Decision {
+	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(keys(d), "feed_id", "fetch_id", "type", "v")
-	slices.Sort(want)
-	if got := keys(rec); !slices.Equal(got, want) {
-		t.Fatalf("record fields\n%v\nwant\n%v", got, want)
+	rec := &ndjson.Decision{}
+	if err := ndjson.Unmarshal(b, rec); err != nil {
+		t.Fatal(err)
 	}
-	b1, _ := json.Marshal(d)
-	var back sched.Decision
-	b2, _ := json.Marshal(rec)
-	json.Unmarshal(b2, &back)
-	if b3, _ := json.Marshal(back); !bytes.Equal(b1, b3) {
-		t.Fatalf("round trip\n%s\n%s", b1, b3)
+	rec.Header, rec.FeedID, rec.FetchID = ndjson.Head(ndjson.TypeDecision), feedID, fetchID
+	if rec.Inputs.SkipHours == nil {
+		rec.Inputs.SkipHours = []int{}
+	}
+	if rec.Inputs.SkipDays == nil {
+		rec.Inputs.SkipDays = []string{}
+	}
+	return rec
+}
+
+// jsonKeys lists the keys of v's JSON object, inputs' as "inputs.KEY".
+func jsonKeys(v any) []string {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	var ks []string
+	for k, v := range m {
+		if k == "inputs" {
+			for k2 := range v.(map[string]any) {
+				ks = append(ks, "inputs."+k2)
+			}
+			continue
+		}
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// fillRandom sets every field of the struct v: all to non-zero values, or
+// (sparse) each to a zero or a random one.
+func fillRandom(v reflect.Value, rng *rand.Rand, all bool) {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !all && rng.IntN(2) == 0 {
+			continue
+		}
+		switch {
+		case f.Type() == reflect.TypeFor[ndjson.Time]():
+			f.Set(reflect.ValueOf(ndjson.At(t0.Add(time.Duration(rng.Int64N(1e15))))))
+		case f.Kind() == reflect.Struct:
+			fillRandom(f, rng, all)
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprintf("s%d", rng.IntN(1000)))
+		case f.Kind() == reflect.Int:
+			f.SetInt(1 + rng.Int64N(1e6))
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(rng.Float64() * 1e4)
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
+			f.Set(reflect.ValueOf([]int{rng.IntN(24), rng.IntN(24)}))
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			f.Set(reflect.ValueOf([]string{"Sunday"}))
+		default:
+			panic("fillRandom: no case for " + f.Type().String())
+		}
 	}
 }
 

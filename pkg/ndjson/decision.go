@@ -64,6 +64,7 @@ type DecisionInputs struct {
 	Scale         float64 `json:"scale"`
 	BaseSec       int     `json:"base_sec"`
 	ProfileFactor float64 `json:"profile_factor"`
+	TailCapSec    int     `json:"tail_cap_sec"`
 	WindowCapSec  int     `json:"window_cap_sec"`
 	CronNextAt    string  `json:"cron_next_at"`
 	CronError     string  `json:"cron_error"`

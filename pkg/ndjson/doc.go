@@ -395,6 +395,9 @@
 //	    profile_factor       number  adaptive: how much the hour-of-week
 //	                                 profile stretched (>1) or shortened
 //	                                 (<1) the interval
+//	    tail_cap_sec         int     adaptive: the gap the tail rule
+//	                                 shortened the interval to, when it
+//	                                 bound
 //	    window_cap_sec       int     adaptive: the cap that keeps items
 //	                                 from leaving the feed's window unseen,
 //	                                 when it bound
