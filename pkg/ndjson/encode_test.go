@@ -39,6 +39,9 @@ func checkSame(t *testing.T, v any) bool {
 		if err == nil || !strings.HasSuffix(err.Error(), wantErr.Error()) {
 			t.Fatalf("%T: Marshal error %v, want one ending in %v", v, err, wantErr)
 		}
+		if b, err := Append([]byte("{}\n"), v); err == nil || string(b) != "{}\n" {
+			t.Fatalf("%T: Append gave %q, %v; want the buffer as it was and an error", v, b, err)
+		}
 		return false
 	}
 	if !fast {
@@ -47,19 +50,28 @@ func checkSame(t *testing.T, v any) bool {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("%T: Marshal differs from encoding/json (err %v)\n got: %q\nwant: %q", v, err, got, want)
 	}
-	var buf bytes.Buffer
-	w := NewWriter(&buf)
-	if err := w.Write(v); err != nil {
+	prefix := []byte("{}\n")
+	if got, err := Append(prefix[:len(prefix):len(prefix)], v); err != nil || !bytes.Equal(got, append(prefix, want...)) {
+		t.Fatalf("%T: Append differs from encoding/json (err %v)\n got: %q\nwant: %q", v, err, got, want)
+	}
+	checkBuf.Reset()
+	if err := checkWriter.Write(v); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(); err != nil {
+	if err := checkWriter.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatalf("%T: Writer.Write differs from encoding/json\n got: %q\nwant: %q", v, buf.Bytes(), want)
+	if !bytes.Equal(checkBuf.Bytes(), want) {
+		t.Fatalf("%T: Writer.Write differs from encoding/json\n got: %q\nwant: %q", v, checkBuf.Bytes(), want)
 	}
 	return true
 }
+
+// checkWriter is checkSame's, made once: fuzzing makes millions of checks.
+var (
+	checkBuf    bytes.Buffer
+	checkWriter = NewWriter(&checkBuf)
+)
 
 // TestEncoderMatchesJSON fills every exported field of every type
 // encoded by hand, nested ones included, with random values and compares
@@ -71,7 +83,9 @@ func TestEncoderMatchesJSON(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	f := filler{t: t, r: rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random values from seed %d", seed) // shown on failure, to find them again
+	f := filler{t: t, r: rand.New(rand.NewPCG(1, seed))}
 	for _, proto := range encodedByHand {
 		typ := reflect.TypeOf(proto).Elem()
 		encodable := 0

@@ -99,6 +99,20 @@ func Marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Append appends v's record line, with its newline, to b, as Marshal
+// encodes it: a stage that gathers many records in one buffer encodes
+// each there, with no copy. On an error b is returned as it was.
+func Append(b []byte, v any) ([]byte, error) {
+	if line, ok := appendRecord(b, v); ok {
+		return append(line, '\n'), nil
+	}
+	line, err := Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, line...), nil
+}
+
 // lines holds Marshal's buffers for reuse.
 var lines = sync.Pool{New: func() any { return new([]byte) }}
 
