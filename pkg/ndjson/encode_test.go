@@ -313,7 +313,8 @@ func FuzzEncoder(f *testing.F) {
 	}
 	f.Add("a <b> & c\nd", "\u2028", []byte(nil), int64(1798014712345_678_901), 1e21, int64(1<<62))
 	f.Fuzz(func(t *testing.T, s, s2 string, raw []byte, nanos int64, x float64, n int64) {
-		tm := Time{time.Unix(0, nanos).In(time.FixedZone("", int(n%50)*1800))}
+		// Seconds from n too: years past 9999 and before 0 are written null.
+		tm := Time{time.Unix(n, nanos).In(time.FixedZone("", int(n%50)*1800))}
 		e := &Entry{
 			Header: Head(s), EntryUID: s, FeedID: s2, Title: s, Summary: s2, Content: s + s2,
 			Authors:    []Author{{Name: s, Email: s2, URI: s}},
@@ -344,19 +345,26 @@ func FuzzEncoder(f *testing.F) {
 	})
 }
 
+// TestTimeAppendJSONMatchesAppendFormat compares the hand-written time
+// format with what MarshalJSON wrote before it: TimeLayout through
+// AppendFormat. (TestEncoderMatchesJSON cannot: encoding/json calls the
+// new MarshalJSON.)
 func TestTimeAppendJSONMatchesAppendFormat(t *testing.T) {
-	r := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	f := filler{t: t, r: rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))}
 	for range 100000 {
-		tm := Time{time.Unix(r.Int64N(10000*366*24*3600)-62167219200, r.Int64N(1e9))}
-		if r.IntN(2) == 0 {
-			tm.Time = tm.Truncate(time.Duration(1+r.IntN(100)) * time.Millisecond)
-		}
+		tm := f.time()
 		want := "null"
 		if tm.writable() {
 			want = `"` + tm.UTC().Format(TimeLayout) + `"`
 		}
 		if got := string(tm.appendJSON(nil)); got != want {
 			t.Fatalf("%v: %s, want %s", tm.Time, got, want)
+		}
+		if got, _ := tm.MarshalJSON(); string(got) != want {
+			t.Fatalf("%v: MarshalJSON %s, want %s", tm.Time, got, want)
+		}
+		if got := tm.String(); got != strings.Trim(want, `"`) && !(got == "" && want == "null") {
+			t.Fatalf("%v: String %q, want %s", tm.Time, got, want)
 		}
 	}
 }
