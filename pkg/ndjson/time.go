@@ -39,19 +39,53 @@ func (t Time) String() string {
 	if !t.writable() {
 		return ""
 	}
-	return t.UTC().Format(TimeLayout)
+	b := t.appendJSON(make([]byte, 0, len(TimeLayout)+2))
+	return string(b[1 : len(b)-1])
 }
 
 // MarshalJSON writes t as an RFC 3339 string, or null when it is zero or
 // outside the years RFC 3339 can write.
 func (t Time) MarshalJSON() ([]byte, error) {
-	if !t.writable() {
-		return []byte("null"), nil
+	return t.appendJSON(make([]byte, 0, len(TimeLayout)+2)), nil
+}
+
+// appendJSON appends t as MarshalJSON writes it. It formats TimeLayout by
+// hand: time.AppendFormat, which interprets the layout on every call, was
+// some 7% of feed-store's CPU.
+func (t Time) appendJSON(b []byte) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, len(TimeLayout)+2)
+	u := t.UTC()
+	year, month, day := u.Date()
+	if year < 0 || year > 9999 {
+		return append(b, "null"...)
+	}
+	hour, minute, sec := u.Clock()
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, TimeLayout)
-	return append(b, '"'), nil
+	b = append2(b, year/100)
+	b = append2(b, year%100)
+	b = append2(append(b, '-'), int(month))
+	b = append2(append(b, '-'), day)
+	b = append2(append(b, 'T'), hour)
+	b = append2(append(b, ':'), minute)
+	b = append2(append(b, ':'), sec)
+	// Milliseconds, truncated as AppendFormat does, without trailing
+	// zeros; none at all when they are zero.
+	if ms := u.Nanosecond() / 1e6; ms != 0 {
+		digits := [3]byte{byte('0' + ms/100), byte('0' + ms/10%10), byte('0' + ms%10)}
+		n := 3
+		for digits[n-1] == '0' {
+			n--
+		}
+		b = append(append(b, '.'), digits[:n]...)
+	}
+	return append(b, 'Z', '"')
+}
+
+// append2 appends n, 0 to 99, as two digits.
+func append2(b []byte, n int) []byte {
+	return append(b, byte('0'+n/10), byte('0'+n%10))
 }
 
 // UnmarshalJSON accepts null, "" and any RFC 3339 timestamp.

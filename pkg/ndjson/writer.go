@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Writer writes records, one JSON object per line, through a 64 KiB buffer.
-// HTML in strings is written as is, not escaped to \u003c. A Writer is not
-// safe for concurrent use.
+// A line is what encoding/json writes, with HTML in strings written as is,
+// not escaped to \u003c; the records the stages write most are encoded by
+// hand (appendRecord), to the byte the same. A Writer is not safe for
+// concurrent use.
 type Writer struct {
 	bw        *bufio.Writer
-	buf       bytes.Buffer
+	line      []byte       // the record being encoded by appendRecord
+	buf       bytes.Buffer // and by enc, for the types it leaves
 	enc       *json.Encoder
 	autoFlush bool
 }
@@ -31,6 +35,14 @@ func (w *Writer) SetAutoFlush(on bool) { w.autoFlush = on }
 
 // Write encodes v as one line.
 func (w *Writer) Write(v any) error {
+	if line, ok := appendRecord(w.line[:0], v); ok {
+		w.line = append(line, '\n')
+		err := w.emit(w.line)
+		if cap(w.line) > maxKeptLine {
+			w.line = nil
+		}
+		return err
+	}
 	w.buf.Reset()
 	if err := w.enc.Encode(v); err != nil {
 		return fmt.Errorf("ndjson: encode %T: %w", v, err)
@@ -64,6 +76,20 @@ func (w *Writer) Flush() error { return w.bw.Flush() }
 // Marshal encodes v as one record line, with its newline, the way a Writer
 // does.
 func Marshal(v any) ([]byte, error) {
+	lp := lines.Get().(*[]byte)
+	line, ok := appendRecord((*lp)[:0], v)
+	if ok {
+		line = append(line, '\n')
+		// Callers keep lines: a copy of the pool's buffer, made by append,
+		// which does not clear what it is about to fill.
+		out := append([]byte(nil), line...)
+		if cap(line) <= maxKeptLine {
+			*lp = line
+			lines.Put(lp)
+		}
+		return out, nil
+	}
+	lines.Put(lp)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -72,3 +98,24 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Append appends v's record line, with its newline, to b, as Marshal
+// encodes it: a stage that gathers many records in one buffer encodes
+// each there, with no copy. On an error b is returned as it was.
+func Append(b []byte, v any) ([]byte, error) {
+	if line, ok := appendRecord(b, v); ok {
+		return append(line, '\n'), nil
+	}
+	line, err := Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, line...), nil
+}
+
+// lines holds Marshal's buffers for reuse.
+var lines = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptLine is the largest buffer kept for reuse: a rare huge entry does
+// not pin its size of memory for good.
+const maxKeptLine = 1 << 20
