@@ -379,6 +379,7 @@ func appendDecisionInputs(b []byte, x *DecisionInputs) []byte {
 	b = appendFloat(b, `,"scale":`, x.Scale)
 	b = appendInt(b, `,"base_sec":`, x.BaseSec)
 	b = appendFloat(b, `,"profile_factor":`, x.ProfileFactor)
+	b = appendInt(b, `,"tail_cap_sec":`, x.TailCapSec)
 	b = appendInt(b, `,"window_cap_sec":`, x.WindowCapSec)
 	b = appendStr(b, `,"cron_next_at":`, x.CronNextAt)
 	b = appendStr(b, `,"cron_error":`, x.CronError)
