@@ -445,7 +445,7 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 	}
 	// A validator is kept until a response replaces it: a 200 without an
 	// ETag does not erase the last one.
-	if f.NotModified || (f.HTTPStatus >= 200 && f.HTTPStatus < 300) {
+	if f.NotModified || wholeBody(f) {
 		if v := header(f.ResponseHeaders, "ETag"); v != "" {
 			st.Validators.ETag = v
 		}
@@ -557,6 +557,19 @@ func (s *Summary) count(f *ndjson.Fetch) {
 	case f.Unchanged:
 		s.SameBody++
 	}
+}
+
+// wholeBody reports whether f is a 2xx whose body came as complete as it
+// ever will: without error, cut at the size cap only, or whole but not
+// parsed; a download again would get the same bytes. The validators of a
+// body that broke off (a reset, a short Content-Length, a timeout, a bad
+// content coding) must not be kept: the next fetch would get a 304, and
+// the feed would not be downloaded whole until it changed.
+func wholeBody(f *ndjson.Fetch) bool {
+	if f.HTTPStatus < 200 || f.HTTPStatus >= 300 {
+		return false
+	}
+	return f.Error == nil || f.Error.Class == ndjson.ClassParse || f.Error.Code == "body_too_large"
 }
 
 func header(h map[string]string, name string) string {

@@ -375,3 +375,62 @@ func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
 		t.Fatalf("new_entries_last_fetch %d, want 2", n)
 	}
 }
+
+// TestValidatorsOnlyFromWholeBodies: a 2xx whose body broke off must not
+// replace the validators, or the next fetch gets a 304 and the whole body
+// is never downloaded; one cut at the size cap, or whole but not a feed, is
+// as whole as it will get.
+func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
+	const newLM = "Sun, 22 Nov 2026 00:00:00 GMT"
+	for _, tc := range []struct {
+		name     string
+		mutate   func(*ndjson.Fetch)
+		etag, lm string // the state's validators after the second fetch
+	}{
+		{"whole 200", nil, `"v2"`, newLM},
+		{"connection reset mid-body", func(f *ndjson.Fetch) {
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "connection_reset", Message: "read body: connection reset by peer"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"short of its Content-Length", func(f *ndjson.Fetch) {
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "network", Message: "read body: unexpected EOF"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"bad content coding", func(f *ndjson.Fetch) {
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "network", Message: "read body: gzip: invalid header"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"whole but not a feed", func(f *ndjson.Fetch) { // the same bytes again would not parse either
+			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: "not_a_feed", Message: "not an RSS, Atom or JSON feed"}
+		}, `"v2"`, newLM},
+		{"cut at the size cap", func(f *ndjson.Fetch) {
+			f.Truncated = true
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "body over 10 bytes"}
+		}, `"v2"`, newLM},
+		{"304", func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified = 304, true }, `"v2"`, newLM},
+		{"503 error page", func(f *ndjson.Fetch) {
+			f.HTTPStatus = 503
+			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_503", Message: "HTTP 503"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			if r := run(t, st, t0, fetchRec("A", nil)); r.err != nil {
+				t.Fatal(r.err)
+			}
+			later := t0.Add(time.Hour)
+			second := fetchRec("A", func(f *ndjson.Fetch) {
+				f.FetchID, f.FetchedAt = "F2", ndjson.At(later)
+				f.ResponseHeaders = map[string]string{"Etag": `"v2"`, "Last-Modified": newLM}
+				if tc.mutate != nil {
+					tc.mutate(f)
+				}
+			})
+			run(t, st, later, second)
+			states, err := st.States()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := states.ByFeed["A"].Validators; v.ETag != tc.etag || v.LastModified != tc.lm {
+				t.Fatalf("validators %+v, want ETag %s, Last-Modified %q", v, tc.etag, tc.lm)
+			}
+		})
+	}
+}
