@@ -54,16 +54,25 @@ type runResult struct {
 
 func run(t *testing.T, st *storage.Store, input string) runResult {
 	t.Helper()
-	var out, logs bytes.Buffer
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
-	err := Run(context.Background(), Config{
-		In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Log:     slog.New(slog.NewTextHandler(&logs, nil)),
+	return runConfig(t, Config{
+		In: strings.NewReader(input), Store: st,
 		Client:  httpx.New(httpx.Options{AllowPrivate: true}),
 		Clock:   fake,
 		Limiter: httpx.NewLimiter(100, 0, fake), // politeness has tests of its own
-		Rand:    rand.NewChaCha8([32]byte{1}),
 	})
+}
+
+// runConfig runs feed-fetch with cfg, its output and log collected.
+func runConfig(t *testing.T, cfg Config) runResult {
+	t.Helper()
+	var out, logs bytes.Buffer
+	cfg.Out = ndjson.NewWriter(&out)
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	if cfg.Rand == nil {
+		cfg.Rand = rand.NewChaCha8([32]byte{1})
+	}
+	err := Run(context.Background(), cfg)
 	r := runResult{err: err, logs: logs.String()}
 	rd := ndjson.NewReader(&out)
 	for {

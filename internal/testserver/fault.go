@@ -49,6 +49,7 @@ func (h *Handler) serveFault(w *statusRecorder, r *http.Request, name string) {
 		var size int64
 		if size, err = intParam(q, "size", 64<<20); err == nil {
 			w.Header().Set("Content-Type", rssType)
+			setValidators(w, "huge", size)
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 			io.CopyBuffer(w, newFeedReader(size), make([]byte, 32<<10))
 		}
@@ -58,6 +59,7 @@ func (h *Handler) serveFault(w *statusRecorder, r *http.Request, name string) {
 			// net/http closes the connection after a body shorter than
 			// its Content-Length, so the client reads an unexpected EOF.
 			w.Header().Set("Content-Type", rssType)
+			setValidators(w, "wrong-length", claim)
 			w.Header().Set("Content-Length", strconv.FormatInt(claim, 10))
 			io.Copy(w, newFeedReader(claim/2))
 		}
@@ -139,6 +141,13 @@ func trickle(w *statusRecorder, r *http.Request, q url.Values) error {
 			return nil
 		}
 	}
+}
+
+// setValidators gives a fault's body an ETag and a Last-Modified, as a
+// static file has, so that tests can tell whether a client keeps them.
+func setValidators(w http.ResponseWriter, fault string, size int64) {
+	w.Header().Set("ETag", `"`+fault+"-"+strconv.FormatInt(size, 10)+`"`)
+	w.Header().Set("Last-Modified", genEpoch.Format(http.TimeFormat))
 }
 
 // reset takes the connection over and closes it with SO_LINGER 0, which

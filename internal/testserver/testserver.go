@@ -31,9 +31,10 @@
 //	/fault/cloudflare             a 403 challenge page (server: cloudflare,
 //	                              cf-mitigated: challenge)
 //	/fault/huge[?size=BYTES]      a 200 with BYTES (default 64 MiB) of RSS,
-//	                              streamed
-//	/fault/wrong-length[?claim=N] Content-Length N (default 4096), then N/2
-//	                              bytes and the connection closes
+//	                              streamed, ETag "huge-BYTES"
+//	/fault/wrong-length[?claim=N] Content-Length N (default 4096), ETag
+//	                              "wrong-length-N", then N/2 bytes and the
+//	                              connection closes
 //	/fault/encoding/E             /gen/0.xml with Content-Encoding E
 //	                              (gzip, deflate, zstd or br), whatever the
 //	                              request accepts

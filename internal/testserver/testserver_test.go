@@ -434,6 +434,9 @@ func TestHuge(t *testing.T) {
 	if resp.StatusCode != 200 || resp.ContentLength != size || len(body) != size {
 		t.Fatalf("status %d, Content-Length %d, %d bytes; want %d", resp.StatusCode, resp.ContentLength, len(body), size)
 	}
+	if etag := resp.Header.Get("ETag"); etag != `"huge-1048593"` || resp.Header.Get("Last-Modified") == "" {
+		t.Errorf("ETag %q, Last-Modified %q", etag, resp.Header.Get("Last-Modified"))
+	}
 	if n := len(parseRSS(t, body).Channel.Items); n < 300 {
 		t.Errorf("%d items in 1 MiB", n)
 	}
@@ -458,6 +461,9 @@ func TestWrongLength(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	if resp.ContentLength != 1000 || len(body) != 500 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("Content-Length %d, %d bytes, error %v; want 1000, 500, unexpected EOF", resp.ContentLength, len(body), err)
+	}
+	if etag := resp.Header.Get("ETag"); etag != `"wrong-length-1000"` || resp.Header.Get("Last-Modified") == "" {
+		t.Errorf("ETag %q, Last-Modified %q", etag, resp.Header.Get("Last-Modified"))
 	}
 }
 
