@@ -10,8 +10,11 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 )
 
-func main() {
-	cmdkit.Main(&cli.App{
+func main() { cmdkit.Main(app()) }
+
+// app is feed-fetch's command line.
+func app() *cli.App {
+	return &cli.App{
 		Name:      "feed-fetch",
 		Usage:     "fetch due feeds over HTTP into the raw store",
 		UsageText: "feed-due | feed-fetch [options] | feed-parse | feed-dedup | feed-store",
@@ -61,5 +64,5 @@ types pass through.`,
 				Progress:          cmdkit.Progress(c),
 			})
 		},
-	})
+	}
 }

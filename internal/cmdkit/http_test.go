@@ -1,11 +1,16 @@
 package cmdkit
 
 import (
+	"bytes"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/httpx"
 )
 
 // TestHTTPSettings: the shared HTTP flags of feed-fetch and feed-scrape,
@@ -51,4 +56,56 @@ func TestHTTPSettings(t *testing.T) {
 			}
 		})
 	}
+
+	// The defaults, as --help shows them and as the client and the
+	// limiter get them.
+	t.Run("defaults as --help gives them", func(t *testing.T) {
+		for _, k := range []string{"FETCH_TIMEOUT_MS", "FEEDPIPE_FETCH_TIMEOUT", "FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY",
+			"FEEDPIPE_HOST_RPS", "HOST_RPS", "FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES", "FEEDPIPE_USER_AGENT", "FEEDPIPE_ALLOW_PRIVATE"} {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+		var help bytes.Buffer
+		app := &cli.App{Name: "feed-test", Flags: HTTPFlags("cap", "UA"), Writer: &help, Action: func(c *cli.Context) error {
+			opts, limiter, err := HTTPSettings(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ua := "feedpipe/" + httpx.Version + " (+https://github.com/feedpipe/feedpipe)"
+			if opts.UserAgent != ua || opts.Timeout != 10*time.Second || opts.MaxBodyBytes != 10<<20 || opts.AllowPrivate {
+				t.Errorf("options %+v, want User-Agent %q, timeout 10s, 10 MiB, no private addresses", opts, ua)
+			}
+			// One request in flight to a host, and the next a second
+			// after the last began.
+			release, _, ok := limiter.TryAcquire("http://a.example:80")
+			if !ok {
+				t.Fatal("no first request to a host")
+			}
+			if _, wait, ok := limiter.TryAcquire("http://a.example:80"); ok || wait != 0 {
+				t.Errorf("a second request in flight to one host: ok %v, wait %s", ok, wait)
+			}
+			release()
+			if _, wait, ok := limiter.TryAcquire("http://a.example:80"); ok || wait <= 900*time.Millisecond || wait > time.Second {
+				t.Errorf("the next request to the host: ok %v, wait %s; want a second after the last", ok, wait)
+			}
+			return nil
+		}}
+		for _, args := range [][]string{{"feed-test"}, {"feed-test", "--help"}} {
+			if err := app.Run(args); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, want := range []string{
+			`--host-concurrency value +requests in flight to one host \(scheme, host and port\) \(default: 1\)`,
+			`--host-rps value +requests a second to one host; 0 for no limit \(default: 1\)`,
+			`--timeout value +per request: .* \(default: 10s\)`,
+			`--max-body-bytes value +cap \(default: 10485760\)`,
+			`--user-agent value +UA \(default: "feedpipe/` + regexp.QuoteMeta(httpx.Version) + ` \(\+https://github.com/feedpipe/feedpipe\)"\)`,
+			`--allow-private +allow loopback, .* \(default: false\)`,
+		} {
+			if !regexp.MustCompile(want).Match(help.Bytes()) {
+				t.Errorf("--help lacks %s:\n%s", want, help.String())
+			}
+		}
+	})
 }

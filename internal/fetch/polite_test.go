@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -132,14 +133,18 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 		return string(b)
 	}
 	moved := srv.URL + "/redirect/301?to=/feed.xml"
+	chain := srv.URL + "/redirect/301?to=/redirect/302%3Fto%3D/feed.xml"
 	first := run(t, st, due("etag", srv.URL+"/feed.xml", ndjson.LastFetch{}, ndjson.Validators{})).fetches[0]
 	in := due("third-move", moved, ndjson.LastFetch{MovedTo: srv.URL + "/feed.xml", MovedCount: 2}, ndjson.Validators{}) +
 		due("first-move", moved, ndjson.LastFetch{MovedTo: srv.URL + "/elsewhere", MovedCount: 5}, ndjson.Validators{}) +
 		due("temporary", srv.URL+"/redirect/302?to=/feed.xml", ndjson.LastFetch{MovedTo: srv.URL + "/feed.xml", MovedCount: 2}, ndjson.Validators{}) +
 		due("same-body", srv.URL+"/feed.xml", ndjson.LastFetch{BodySHA256: hex.EncodeToString(sum[:])}, ndjson.Validators{}) +
-		due("not-modified", srv.URL+"/feed.xml", ndjson.LastFetch{ContentLength: 4321}, ndjson.Validators{ETag: first.ResponseHeaders["Etag"]})
+		due("not-modified", srv.URL+"/feed.xml", ndjson.LastFetch{ContentLength: 4321}, ndjson.Validators{ETag: first.ResponseHeaders["Etag"]}) +
+		due("not-modified-2", srv.URL+"/feed.xml", ndjson.LastFetch{ContentLength: 1000}, ndjson.Validators{ETag: first.ResponseHeaders["Etag"]}) +
+		due("chain", chain, ndjson.LastFetch{MovedTo: srv.URL + "/feed.xml", MovedCount: 2}, ndjson.Validators{})
+	r := run(t, st, in)
 	by := map[string]ndjson.Fetch{}
-	for _, f := range run(t, st, in).fetches {
+	for _, f := range r.fetches {
 		by[f.Due.FeedID] = f
 	}
 	for id, want := range map[string]string{
@@ -148,6 +153,7 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 		"temporary":    "moved  0 new ",
 		"same-body":    "moved  0 new ",
 		"not-modified": "moved  0 new ",
+		"chain":        "moved  0 new ", // a 302 in the chain: not moved for good
 	} {
 		f := by[id]
 		if got := fmt.Sprintf("moved %s %d new %s", f.MovedTo, f.MovedCount, f.NewURL); got != want {
@@ -159,6 +165,29 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 	}
 	if nm := by["not-modified"]; !nm.NotModified || nm.BytesSaved != 4321 {
 		t.Errorf("304 saved %d bytes (not modified %v), want 4321", nm.BytesSaved, nm.NotModified)
+	}
+	// The log's total of bytes saved is the 304s' sum.
+	if !regexp.MustCompile(`msg="fetch done" .*not_modified=2 .*bytes_saved=5321 `).MatchString(r.logs) {
+		t.Errorf("the fetch done line lacks not_modified=2 bytes_saved=5321:\n%s", r.logs)
+	}
+
+	// Every hop of a redirect chain is recorded: the URL asked for, and
+	// the status that sent the fetch on.
+	for id, want := range map[string]string{
+		"third-move": fmt.Sprint([]ndjson.Redirect{{URL: moved, Status: 301}}),
+		"temporary":  fmt.Sprint([]ndjson.Redirect{{URL: srv.URL + "/redirect/302?to=/feed.xml", Status: 302}}),
+		"chain":      fmt.Sprint([]ndjson.Redirect{{URL: chain, Status: 301}, {URL: srv.URL + "/redirect/302?to=/feed.xml", Status: 302}}),
+		"same-body":  "[]",
+	} {
+		f := by[id]
+		if got := fmt.Sprint(f.Redirects); got != want || f.URL != srv.URL+"/feed.xml" {
+			t.Errorf("%s: redirects %s to %s, want %s to %s/feed.xml", id, got, f.URL, want, srv.URL)
+		}
+	}
+	for _, l := range r.lines {
+		if strings.Contains(l, `"feed_id":"same-body"`) && !strings.Contains(l, `"redirects":[],`) {
+			t.Errorf("a fetch without redirects must record an empty list:\n%s", l)
+		}
 	}
 }
 
