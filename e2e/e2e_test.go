@@ -75,8 +75,9 @@ func repoRoot(t testing.TB) string {
 // TestScripts runs testdata/script/*.txtar. Each script has:
 //
 //	$SERVER          a feed server over $WORK/www (ETag, Last-Modified, 304,
-//	                 /status/NNN, ?delay=), logging each request to
-//	                 $WORK/server.log
+//	                 /status/NNN, ?delay=, a redirect for /PATH while
+//	                 www/PATH.redirect holds "NNN LOCATION"), logging each
+//	                 request to $WORK/server.log
 //	$FEEDPIPE_STORE  $WORK/store
 //	$SCRIPTS         the repository's scripts/ directory
 //	$TESTDATA        the repository's testdata/ directory

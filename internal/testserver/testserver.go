@@ -6,7 +6,11 @@
 // server can stand for many publishers reached through many addresses:
 //
 //	/PATH                         the file PATH under Dir, with ETag,
-//	                              Last-Modified, 304 and gzip when accepted
+//	                              Last-Modified, 304 and gzip when accepted;
+//	                              or, while Dir holds PATH.redirect, a file
+//	                              of one line "NNN LOCATION", a redirect
+//	                              with status NNN to LOCATION (so that a
+//	                              test can move a feed between requests)
 //	/gen/N.xml                    a generated RSS 2.0 feed for N >= 0: about
 //	                              5 KB, 10 items, deterministic for N and the
 //	                              handler's Revision; ETag, Last-Modified,
@@ -210,6 +214,10 @@ func (h *Handler) serve(w *statusRecorder, r *http.Request) {
 
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
 	file := filepath.Join(h.Dir, filepath.FromSlash(p))
+	if rule, err := os.ReadFile(file + ".redirect"); err == nil {
+		serveRedirectFile(w, r, string(rule))
+		return
+	}
 	st, err := os.Stat(file)
 	if err != nil || st.IsDir() {
 		http.NotFound(w, r)
@@ -233,6 +241,18 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, p string) {
 		ctype = http.DetectContentType(body)
 	}
 	serveBody(w, r, body, ctype, etag, st.ModTime())
+}
+
+// serveRedirectFile answers with the redirect of a PATH.redirect file:
+// "NNN LOCATION".
+func serveRedirectFile(w http.ResponseWriter, r *http.Request, rule string) {
+	code, to, _ := strings.Cut(strings.TrimSpace(rule), " ")
+	status, err := strconv.Atoi(code)
+	if err != nil || status < 300 || status > 399 || strings.TrimSpace(to) == "" {
+		http.Error(w, fmt.Sprintf("bad redirect file %q: want \"NNN LOCATION\"", rule), http.StatusInternalServerError)
+		return
+	}
+	http.Redirect(w, r, strings.TrimSpace(to), status)
 }
 
 // resource is a body with its type and validators, as serveResource

@@ -162,6 +162,37 @@ func TestStatusRedirectDelay(t *testing.T) {
 	}
 }
 
+// TestRedirectFile: a PATH.redirect file redirects /PATH while it is
+// there, as its one line says; without it, the file is served again.
+func TestRedirectFile(t *testing.T) {
+	h, srv, _ := start(t)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	rule := filepath.Join(h.Dir, "a.xml.redirect")
+	for _, tc := range []struct {
+		rule     string // "" for no file
+		status   int
+		location string
+	}{
+		{"301 /b.xml\n", 301, "/b.xml"},
+		{"302 http://elsewhere.example/feed", 302, "http://elsewhere.example/feed"},
+		{"", 200, ""},
+		{"200 /b.xml", 500, ""},
+		{"301", 500, ""},
+	} {
+		os.Remove(rule)
+		if tc.rule != "" {
+			if err := os.WriteFile(rule, []byte(tc.rule), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp := get(t, noFollow, srv.URL+"/a.xml")
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%q: %d to %q, want %d to %q", tc.rule, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
+		}
+	}
+}
+
 func TestGen(t *testing.T) {
 	h, srv, _ := start(t)
 	c := srv.Client()
