@@ -266,3 +266,70 @@ func TestConvert(t *testing.T) {
 		t.Errorf("posts %v", p[len(p)-3:])
 	}
 }
+
+// The politeness counters count: polls made on purpose inside a ttl, a
+// max-age, a Retry-After and a skip window, straight through poll's
+// accounting, each raise their own counter and no other, and the polite
+// polls around them raise none. Every other test asserts zero, which a
+// counter that never counts would also pass.
+func TestViolationsCounted(t *testing.T) {
+	start, end := day0, day0.Add(7*24*time.Hour)
+	at := func(h, m int) time.Time { return day0.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	type poll struct {
+		at   time.Time
+		rude bool // this poll is a violation of the case's kind
+	}
+	for _, tc := range []struct {
+		name  string
+		feed  Feed
+		kind  string // ttl, max_age, retry_after, skip
+		polls []poll
+	}{
+		// ttl 60m, declared by the first answer: 11:00 keeps it, 11:30
+		// does not.
+		{"ttl", Feed{TTLMinutes: 60}, "ttl", []poll{{at(10, 0), false}, {at(11, 0), false}, {at(11, 30), true}}},
+		// max-age 600s on every answer: 10:10 keeps it, 10:15 does not.
+		{"max_age", Feed{MaxAgeSec: 600}, "max_age", []poll{{at(10, 0), false}, {at(10, 10), false}, {at(10, 15), true}}},
+		// 429 with Retry-After 1800s at 10:00: 10:20 is inside it, 10:30
+		// at its end.
+		{"retry_after", Feed{Outages: []Outage{{From: at(10, 0), To: at(10, 1), Status: 429, RetryAfterSec: 1800}}}, "retry_after",
+			[]poll{{at(9, 0), false}, {at(10, 0), false}, {at(10, 20), true}, {at(10, 30), false}}},
+		// 503 with a Retry-After date of 12:00.
+		{"retry_after_date", Feed{Outages: []Outage{{From: at(10, 0), To: at(10, 1), Status: 503, RetryAfterAt: at(12, 0)}}}, "retry_after",
+			[]poll{{at(10, 0), false}, {at(11, 0), true}, {at(12, 0), false}}},
+		// skipHours 3 (known from the first answer): 03:30 is in it, 04:00 not.
+		{"skip_hours", Feed{SkipHours: []int{3}}, "skip", []poll{{at(2, 0), false}, {at(3, 30), true}, {at(4, 0), false}}},
+		// skipDays Tuesday (day0 is a Monday): Tuesday 06:00 is in it.
+		{"skip_days", Feed{SkipDays: []string{"Tuesday"}}, "skip", []poll{{at(20, 0), false}, {at(30, 0), true}, {at(48, 0), false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.feed
+			f.ID, f.Window, f.Bytes = tc.name, 20, 1000
+			f.Posts = []int64{day0.Add(-time.Hour).Unix()}
+			fr := &feedRun{f: &f, servedEnd: -1}
+			var res Result
+			var delays []float64
+			rude := 0
+			for _, pl := range tc.polls {
+				fr.poll(pl.at, sched.Defaults(), &res, start, end, &delays)
+				if pl.rude {
+					rude++
+				}
+				got := map[string]int{"ttl": res.ViolationsTTL, "max_age": res.ViolationsMaxAge,
+					"retry_after": res.ViolationsRetryAfter, "skip": res.ViolationsSkip}
+				for k, n := range got {
+					want := 0
+					if k == tc.kind {
+						want = rude
+					}
+					if n != want {
+						t.Fatalf("after the poll at %s: %d %s violations, want %d (%v)", pl.at.Format("Mon 15:04"), n, k, want, got)
+					}
+				}
+			}
+			if rude == 0 {
+				t.Fatal("no impolite poll in the case")
+			}
+		})
+	}
+}
