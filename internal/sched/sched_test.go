@@ -57,6 +57,9 @@ func TestSeedRules(t *testing.T) {
 			pubs: []int64{t0.Unix() - 7200, t0.Unix() - 3600, t0.Unix()}},
 		{name: "ttl is a floor", out: Outcome{Status: 200, NewEntries: 1, Parsed: true, TTLMinutes: 60}, before: 1000, want: 3600, reason: ReasonNewEntries},
 		{name: "max-age is a floor", out: Outcome{Status: 304, NotModified: true, MaxAgeSec: 7200}, before: 1000, want: 7200, reason: ReasonNotModified},
+		// seed 000 §7: a body cut at the size cap increases the interval,
+		// here against ×b_down.
+		{name: "truncated body at least ×b_up", out: Outcome{Status: 200, NewEntries: 1, Truncated: true}, before: 1000, want: 1250, reason: ReasonNewEntries},
 		{name: "a ttl above the max is capped at it", out: Outcome{Status: 200, Parsed: true, TTLMinutes: 3000}, before: 1000, want: 86400, reason: ReasonNoNewEntries},
 	}
 	for _, tt := range tests {
