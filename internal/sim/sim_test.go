@@ -333,3 +333,71 @@ func TestViolationsCounted(t *testing.T) {
 		})
 	}
 }
+
+// The generator makes what its comment and docs/scheduler.md §8 promise: at
+// 1,000 feeds, every kind of feed, every kind of outage, and the hints;
+// --plain the same feeds without floors or outages.
+func TestGenerateKinds(t *testing.T) {
+	w := Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30})
+	kinds := map[string]int{}
+	outages := map[string]int{}
+	hints := map[string]int{}
+	for _, f := range w.Feeds {
+		kinds[f.Kind]++
+		for _, o := range f.Outages {
+			var k string
+			switch {
+			case o.Status == 503 && o.RetryAfterSec > 0:
+				k = "503 Retry-After seconds"
+			case o.Status == 503 && !o.RetryAfterAt.IsZero():
+				k = "503 Retry-After date"
+			case o.Status == 503:
+				k = "503"
+			case o.Status == 500:
+				k = "500"
+			case o.Status == 429 && o.RetryAfterSec > 0:
+				k = "429 Retry-After seconds"
+			case o.Status == 404:
+				k = "404"
+			case o.Status == 502 && o.FailRatio > 0 && o.FailRatio < 1:
+				k = "502 flapping"
+			case o.Status == 410 && !o.To.Before(w.End):
+				k = "410 for good"
+			default:
+				t.Errorf("%s: an outage of no known kind: %+v", f.ID, o)
+			}
+			outages[k]++
+		}
+		for h, ok := range map[string]bool{"ttl": f.TTLMinutes > 0, "max-age": f.MaxAgeSec > 0, "skipHours": len(f.SkipHours) > 0,
+			"skipDays": len(f.SkipDays) > 0, "etag": f.ETag, "no dates": f.NoDates} {
+			if ok {
+				hints[h]++
+			}
+		}
+	}
+	for _, k := range []string{"regular", "bursty", "dormant", "dead", "batch", "sparse"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s feed: %v", k, kinds)
+		}
+	}
+	if len(kinds) != 6 {
+		t.Errorf("kinds %v, want the six", kinds)
+	}
+	for _, k := range []string{"503 Retry-After seconds", "503 Retry-After date", "503", "500", "429 Retry-After seconds", "404", "502 flapping", "410 for good"} {
+		if outages[k] == 0 {
+			t.Errorf("no %s outage: %v", k, outages)
+		}
+	}
+	for _, h := range []string{"ttl", "max-age", "skipHours", "skipDays", "etag", "no dates"} {
+		if hints[h] == 0 {
+			t.Errorf("no feed with %s: %v", h, hints)
+		}
+	}
+	t.Logf("kinds %v\noutages %v\nhints %v", kinds, outages, hints)
+	// --plain leaves out the floors and the outages, and only them.
+	for i, f := range Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30, Plain: true}).Feeds {
+		if f.TTLMinutes != 0 || f.MaxAgeSec != 0 || len(f.Outages) != 0 || f.Kind != w.Feeds[i].Kind {
+			t.Fatalf("plain %s: %+v", f.ID, f)
+		}
+	}
+}
