@@ -75,6 +75,34 @@ func TestSimulatorBasics(t *testing.T) {
 	}
 }
 
+// Delays as computed by hand: without jitter, fixed:20m polls at :00, :20
+// and :40; a post each hour at h:20 minus (h mod 20) minutes is found
+// (h mod 20) minutes late. Over 240 hours each delay of 0-19 minutes comes
+// 12 times: sorted, delay v holds places 12v to 12v+11, so (interpolating
+// between places, as quantile does) p50 is halfway between places 119 (9)
+// and 120 (10), p95 at place 227.05 is 18 + 0.05, p99 at place 236.61 is 19.
+func TestDelayPercentiles(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"period","start":"2026-06-01T00:00:00Z","end":"2026-06-11T00:00:00Z"}` + "\n")
+	for h := range 240 {
+		at := day0.Add(time.Duration(h)*time.Hour + time.Duration(20-h%20)*time.Minute).Format(time.RFC3339)
+		b.WriteString(`{"type":"post","feed_id":"a","at":"` + at + `"}` + "\n")
+	}
+	w := load(t, b.String())
+	p := sched.Defaults()
+	p.Jitter = -1
+	pol, _ := ParsePolicy("fixed:20m")
+	r, err := Simulate(context.Background(), w, pol, p, 0, 1, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	if r.Found != 240 || r.Requests != 720 || !near(r.DelayMean, 9.5) || !near(r.DelayP50, 9.5) || !near(r.DelayP95, 18.05) || !near(r.DelayP99, 19) {
+		t.Errorf("found %d, requests %d, delay mean %g p50 %g p95 %g p99 %g; want 240, 720, 9.5, 9.5, 18.05, 19",
+			r.Found, r.Requests, r.DelayMean, r.DelayP50, r.DelayP95, r.DelayP99)
+	}
+}
+
 // Outages: Retry-After is never violated, a 404 disables the feed and a
 // probe brings it back, and the items posted meanwhile are found late, not
 // lost.
@@ -129,6 +157,10 @@ func TestAdaptiveBudgetAndGain(t *testing.T) {
 	}
 	if math.Abs(small.RequestsPerFeedDay-12)/12 > 0.05 {
 		t.Errorf("adaptive@12 spent %.2f", small.RequestsPerFeedDay)
+	}
+	// The oracle spends its budget, fixed 1h's spend, within 2%.
+	if o.Budget != f1.RequestsPerFeedDay || math.Abs(o.RequestsPerFeedDay-o.Budget)/o.Budget > 0.02 {
+		t.Errorf("oracle spent %.2f requests per feed-day on a budget of %.2f (fixed:1h spent %.2f)", o.RequestsPerFeedDay, o.Budget, f1.RequestsPerFeedDay)
 	}
 	if a.DelayP50 > 0.5*f1.DelayP50 || a.DelayMean > 0.75*f1.DelayMean || a.DelayMean > 1.3*o.DelayMean {
 		t.Errorf("adaptive p50 %.1f mean %.1f; fixed:1h p50 %.1f mean %.1f; oracle mean %.1f", a.DelayP50, a.DelayMean, f1.DelayP50, f1.DelayMean, o.DelayMean)
