@@ -52,6 +52,7 @@ func Next(st State, out Outcome, p Params, ov Overrides, now time.Time, rnd *ran
 		r.manual()
 	default:
 		r.fetched(out)
+		r.holdPaused()
 	}
 	r.finish()
 	return r.st, r.d
@@ -128,6 +129,23 @@ func (r *run) held() {
 		r.st.Lifecycle = StatePaused
 		r.override = joinOverride(r.override, "paused")
 		r.pause(ReasonPaused, r.ov.PausedUntil)
+	}
+}
+
+// holdPaused keeps a fetch's decision out of a pause set by hand. An
+// answer's is a Pause already (success); this holds a backoff, a
+// Retry-After, an open circuit or a probe to the pause's end too, keeping
+// its kind, state and reason. (A manual nudge is not held: feed-due skips
+// a paused feed, and feed-sub refetch says so.)
+func (r *run) holdPaused() {
+	pu := r.ov.PausedUntil
+	if r.d.NextAt.IsZero() || !pu.After(r.d.NextAt.Time) {
+		return
+	}
+	r.override = joinOverride(r.override, "paused")
+	r.setNext(r.settle(pu, 0))
+	if !r.d.Until.IsZero() {
+		r.d.Until = r.d.NextAt
 	}
 }
 

@@ -332,6 +332,49 @@ func TestOverrides(t *testing.T) {
 	})
 }
 
+// A pause set by hand holds every decision on a fetch to its end, not
+// only an answer's: a backoff, a Retry-After, an open circuit and a probe
+// keep their kind, reason and state, at the pause's end. A Retry-After
+// longer than the pause still wins.
+func TestPausedHoldsFailures(t *testing.T) {
+	p := noJitter()
+	pu := t0.Add(72 * time.Hour)
+	ov := Overrides{PausedUntil: pu}
+	at := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name   string
+		st     func(State) State
+		out    Outcome
+		kind   Kind
+		reason Reason
+		state  Lifecycle
+		next   time.Time
+	}{
+		{"backoff", nil, Outcome{Status: 503, ErrorClass: ClassTransient}, Backoff, ReasonHTTPError, StateBackoff, pu},
+		{"retry-after", nil, Outcome{Status: 429, ErrorClass: ClassRateLimited, RetryAfterSec: 600}, Pause, ReasonRetryAfter, StatePaused, pu},
+		{"retry-after past the pause", nil, Outcome{Status: 429, ErrorClass: ClassRateLimited, RetryAfterSec: 4 * 86400}, Pause, ReasonRetryAfter, StatePaused, at.Add(4 * 24 * time.Hour)},
+		{"circuit", func(st State) State { st.ErrorsSpent = p.ErrorBudget; return st }, Outcome{Status: 502, ErrorClass: ClassTransient}, Pause, ReasonBudgetExceeded, StatePaused, pu},
+		{"disabled, probed", nil, Outcome{Status: 404, ErrorClass: ClassPermanent}, Pause, ReasonDisabled, StateDisabled, pu},
+		{"an answer", nil, Outcome{Status: 304, NotModified: true}, Pause, ReasonPaused, StatePaused, pu},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := started(p, ov)
+			if tc.st != nil {
+				st = tc.st(st)
+			}
+			out := tc.out
+			out.At = at
+			got, d := Next(st, out, p, ov, at, nil)
+			if d.Kind != tc.kind || d.Reason != tc.reason || got.Lifecycle != tc.state || !d.NextAt.Equal(tc.next) {
+				t.Errorf("%s %s, state %s, until %s; want %s %s, %s, %s", d.Kind, d.Reason, got.Lifecycle, d.NextAt, tc.kind, tc.reason, tc.state, tc.next)
+			}
+			if !d.Until.Equal(d.NextAt.Time) || strings.Contains(d.Inputs.Override, "paused") != tc.next.Equal(pu) {
+				t.Errorf("until %s, override %q", d.Until, d.Inputs.Override)
+			}
+		})
+	}
+}
+
 func TestParseCron(t *testing.T) {
 	for _, ok := range []string{"*/20 * * * *", "0 * * * *", "@hourly", "@every 90m", "0 8 * * 1-5"} {
 		if _, err := ParseCron(ok); err != nil {
