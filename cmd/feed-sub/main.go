@@ -99,8 +99,13 @@ flags, or both.`,
 				Name:      "enable",
 				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now)",
 				ArgsUsage: "FEED...",
+				Flags:     cmdkit.SchedFlags(),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+					p, err := cmdkit.SchedParams(c)
+					if err != nil {
+						return err
+					}
+					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice(), p), storage.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{

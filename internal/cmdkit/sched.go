@@ -1,8 +1,11 @@
 package cmdkit
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +32,41 @@ const (
 	flagErrorBudget      = "error-budget"
 	flagMaxRetryAfter    = "max-retry-after"
 	flagProfile          = "profile"
+	flagUpFactor         = "up-factor"
+	flagDownFactor       = "down-factor"
+	flagEWMAAlpha        = "ewma-alpha"
+	flagBlendLambda      = "blend-lambda"
+	flagBackoffBase      = "backoff-base"
 )
+
+// schedCategory groups the scheduler's flags in --help.
+const schedCategory = "Scheduler"
+
+// number is the value of a scheduler flag that takes a number. A
+// cli.Float64Flag given "abc" says only "parse error"; this says what it
+// wants.
+type number struct{ v float64 }
+
+func (n *number) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return errors.New("not a number")
+	}
+	n.v = f
+	return nil
+}
+
+func (n *number) String() string {
+	if n == nil {
+		return ""
+	}
+	return strconv.FormatFloat(n.v, 'g', -1, 64)
+}
+
+// numberFlag is a scheduler flag that takes a number.
+func numberFlag(name, usage, def string) *cli.GenericFlag {
+	return &cli.GenericFlag{Name: name, Category: schedCategory, Value: &number{}, DefaultText: def, Usage: usage}
+}
 
 // SchedFlags are the scheduler's flags. Their defaults come from the
 // environment, then from sched.Defaults.
@@ -46,7 +83,7 @@ func SchedFlags() []cli.Flag {
 		}
 		return ""
 	}
-	cat := "Scheduler"
+	cat := schedCategory
 	// DefaultText, not the zero Value urfave/cli would print: the default
 	// is decided after the environment, in SchedParams.
 	return []cli.Flag{
@@ -54,14 +91,20 @@ func SchedFlags() []cli.Flag {
 		&cli.DurationFlag{Name: flagInitialInterval, Category: cat, DefaultText: d.Initial.String(), Usage: "interval of a feed without history" + env("FEEDPIPE_SCHED_INITIAL_INTERVAL_SEC") + ", seconds"},
 		&cli.DurationFlag{Name: flagMinInterval, Category: cat, DefaultText: d.Min.String(), Usage: "shortest interval between fetches of a feed" + env("FEEDPIPE_SCHED_MIN_INTERVAL_SEC") + ", seconds"},
 		&cli.DurationFlag{Name: flagMaxInterval, Category: cat, DefaultText: d.Max.String(), Usage: "longest interval; also how often a feed disabled for errors is probed" + env("FEEDPIPE_SCHED_MAX_INTERVAL_SEC") + ", seconds"},
-		&cli.Float64Flag{Name: flagJitter, Category: cat, DefaultText: fmt.Sprintf("%g", d.Jitter), Usage: "jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j]" + env("FEEDPIPE_SCHED_JITTER_RATIO")},
-		&cli.Float64Flag{Name: flagBudget, Category: cat, DefaultText: "24, as fixed 1h", Usage: "adaptive policy: requests per feed and day the whole store may spend" + env("FEEDPIPE_SCHED_BUDGET")},
+		numberFlag(flagJitter, "jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j]"+env("FEEDPIPE_SCHED_JITTER_RATIO"), fmt.Sprintf("%g", d.Jitter)),
+		numberFlag(flagBudget, "adaptive policy: requests per feed and day the whole store may spend"+env("FEEDPIPE_SCHED_BUDGET"), "24, as fixed 1h"),
 		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, DefaultText: fmt.Sprint(d.DisableThreshold), Usage: "failures in a row that disable a feed; 0 never" + env("FEEDPIPE_SCHED_DISABLE_THRESHOLD")},
 		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, DefaultText: "true", Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable" + env("FEEDPIPE_SCHED_PROBE_DISABLED")},
 		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, DefaultText: d.BackoffCap.String(), Usage: "longest backoff delay after failures" + env("FEEDPIPE_SCHED_BACKOFF_CAP_SEC") + ", seconds"},
-		&cli.Float64Flag{Name: flagErrorBudget, Category: cat, DefaultText: fmt.Sprintf("%g, refilled %g a day", d.ErrorBudget, d.ErrorBudgetPerDay), Usage: "failures before a feed's circuit opens" + env("FEEDPIPE_SCHED_ERROR_BUDGET")},
+		numberFlag(flagErrorBudget, "failures before a feed's circuit opens"+env("FEEDPIPE_SCHED_ERROR_BUDGET"), fmt.Sprintf("%g, refilled %g a day", d.ErrorBudget, d.ErrorBudgetPerDay)),
 		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env("FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC") + ", seconds"},
 		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env("FEEDPIPE_SCHED_PROFILE")},
+		// Seed 000 §6.1's factors.
+		numberFlag(flagUpFactor, "b_up, 1 to 100: the seed policy's factor on the interval after a 304 or no new entries, and every policy's after a truncated body"+env("FEEDPIPE_SCHED_UP_FACTOR"), fmt.Sprintf("%g", d.Up)),
+		numberFlag(flagDownFactor, "b_down, in (0, 1]: the seed policy's factor on the interval after new entries"+env("FEEDPIPE_SCHED_DOWN_FACTOR"), fmt.Sprintf("%g", d.Down)),
+		numberFlag(flagEWMAAlpha, "weight of the newest gap between items in their EWMA (the seed policy's cadence, ewma_secs), in (0, 1]"+env("FEEDPIPE_SCHED_EWMA_ALPHA"), fmt.Sprintf("%g", d.Alpha)),
+		numberFlag(flagBlendLambda, "seed policy: weight of the EWMA in the blend with the interval, in (0, 1]"+env("FEEDPIPE_SCHED_BLEND_LAMBDA"), fmt.Sprintf("%g", d.Lambda)),
+		numberFlag(flagBackoffBase, "the backoff's factor per failure, 1 to 100"+env("FEEDPIPE_SCHED_BACKOFF_BASE"), fmt.Sprintf("%g", d.BackoffBase)),
 	}
 }
 
@@ -116,8 +159,9 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 			return sched.Params{}, err
 		}
 	}
+	num := func(name string) float64 { return c.Generic(name).(*number).v }
 	if c.IsSet(flagJitter) {
-		j := c.Float64(flagJitter)
+		j := num(flagJitter)
 		if !(j >= 0 && j <= 0.5) {
 			return sched.Params{}, Usagef("--%s %g: want a ratio from 0 to 0.5", flagJitter, j)
 		}
@@ -127,7 +171,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		}
 	}
 	if c.IsSet(flagBudget) {
-		b := c.Float64(flagBudget)
+		b := num(flagBudget)
 		if !(b >= 0 && b <= 1e6) {
 			return sched.Params{}, Usagef("--%s %g: want requests per feed and day, 0 for the default", flagBudget, b)
 		}
@@ -148,7 +192,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		p.NoProbe = !c.Bool(flagProbeDisabled)
 	}
 	if c.IsSet(flagErrorBudget) {
-		b := c.Float64(flagErrorBudget)
+		b := num(flagErrorBudget)
 		if !(b > 0 && b <= 1e6) {
 			return sched.Params{}, Usagef("--%s %g: want a positive number of failures", flagErrorBudget, b)
 		}
@@ -156,6 +200,31 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 	}
 	if c.IsSet(flagProfile) {
 		p.NoProfile = !c.Bool(flagProfile)
+	}
+	// The ranges ParamsFromEnv accepts; open: the low end is excluded.
+	for _, f := range []struct {
+		name   string
+		dst    *float64
+		lo, hi float64
+		open   bool
+	}{
+		{flagUpFactor, &p.Up, 1, 100, false},
+		{flagDownFactor, &p.Down, 0, 1, true},
+		{flagEWMAAlpha, &p.Alpha, 0, 1, true},
+		{flagBlendLambda, &p.Lambda, 0, 1, true},
+		{flagBackoffBase, &p.BackoffBase, 1, 100, false},
+	} {
+		if !c.IsSet(f.name) {
+			continue
+		}
+		v := num(f.name)
+		if v < f.lo || v > f.hi || (f.open && v == f.lo) {
+			if f.open {
+				return sched.Params{}, Usagef("--%s %g: want a number in (%g, %g]", f.name, v, f.lo, f.hi)
+			}
+			return sched.Params{}, Usagef("--%s %g: want a number from %g to %g", f.name, v, f.lo, f.hi)
+		}
+		*f.dst = v
 	}
 	if p.Max < p.Min {
 		return sched.Params{}, Usagef("the max interval %s is below the min interval %s", p.Max, p.Min)

@@ -158,6 +158,11 @@ func checkDecision(t *testing.T, tag string, before State, out Outcome, p Params
 		fail("decision and state disagree")
 	}
 	next := d.NextAt.Time
+	// A feed paused by hand until T is not scheduled before T, whatever
+	// the decision; but a manual nudge, which feed-due holds to the pause.
+	if pu := ov.PausedUntil; pu.After(now) && out.Kind != Nudged && !next.IsZero() && next.Before(pu) {
+		fail("%s %s at %s, inside the pause until %s", d.Kind, d.Reason, next, pu)
+	}
 	if out.Kind == Nudged || out.Kind == NeverFetched {
 		if d.Kind == FetchNow && !next.Equal(now) {
 			fail("fetch now at %s", next)

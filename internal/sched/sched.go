@@ -52,6 +52,7 @@ func Next(st State, out Outcome, p Params, ov Overrides, now time.Time, rnd *ran
 		r.manual()
 	default:
 		r.fetched(out)
+		r.holdPaused()
 	}
 	r.finish()
 	return r.st, r.d
@@ -128,6 +129,23 @@ func (r *run) held() {
 		r.st.Lifecycle = StatePaused
 		r.override = joinOverride(r.override, "paused")
 		r.pause(ReasonPaused, r.ov.PausedUntil)
+	}
+}
+
+// holdPaused keeps a fetch's decision out of a pause set by hand. An
+// answer's is a Pause already (success); this holds a backoff, a
+// Retry-After, an open circuit or a probe to the pause's end too, keeping
+// its kind, state and reason. (A manual nudge is not held: feed-due skips
+// a paused feed, and feed-sub refetch says so.)
+func (r *run) holdPaused() {
+	pu := r.ov.PausedUntil
+	if r.d.NextAt.IsZero() || !pu.After(r.d.NextAt.Time) {
+		return
+	}
+	r.override = joinOverride(r.override, "paused")
+	r.setNext(r.settle(pu, 0))
+	if !r.d.Until.IsZero() {
+		r.d.Until = r.d.NextAt
 	}
 }
 
@@ -261,14 +279,22 @@ func (r *run) disable(reason string) {
 
 // backoff schedules the retry of a failed fetch: the interval times
 // base^step, capped at BackoffCap (or at the interval, when that is
-// longer), with jitter, above the floors. When the failure spent the last
-// of the error budget, the circuit opens instead: a pause until the budget
-// holds a token again.
+// longer), with jitter, above the floors; under the seed policy, its own
+// rule (seedBackoff). When the failure spent the last of the error budget,
+// the circuit opens instead: a pause until the budget holds a token again.
 func (r *run) backoff(class string) {
 	st, p, in := &r.st, r.p, r.in()
-	iv := st.Interval()
-	capd := max(p.BackoffCap, iv)
-	delay := time.Duration(math.Min(float64(iv)*math.Pow(p.BackoffBase, float64(st.Step)), float64(capd)))
+	// A feed on its own interval or cron is not on the policy's cadence:
+	// it backs off in steps under every policy.
+	seedRule := p.Policy.Kind == PolicySeed && r.ov.Interval <= 0 && r.ov.Cron == ""
+	var delay time.Duration
+	if seedRule {
+		delay = r.seedBackoff()
+	} else {
+		iv := st.Interval()
+		capd := max(p.BackoffCap, iv)
+		delay = time.Duration(math.Min(float64(iv)*math.Pow(p.BackoffBase, float64(st.Step)), float64(capd)))
+	}
 	in.BackoffSec = int(delay / time.Second)
 	if st.ErrorsSpent >= p.ErrorBudget {
 		wait := max(delay, time.Duration(float64(24*time.Hour)/p.ErrorBudgetPerDay))
@@ -287,10 +313,33 @@ func (r *run) backoff(class string) {
 	if class == ClassParse {
 		reason = ReasonParseError
 	}
-	gap := r.jitter(delay, r.floor, time.Duration(float64(delay)*(1+max(p.Jitter, 0))))
+	var gap time.Duration
+	if seedRule { // jittered as after an answer (§6.2 ends every branch alike)
+		gap = r.jitter(delay, max(r.floor, r.lo), r.hi)
+	} else {
+		gap = r.jitter(delay, r.floor, time.Duration(float64(delay)*(1+max(p.Jitter, 0))))
+	}
 	r.d.Kind, r.d.Reason = Backoff, reason
 	r.setNext(r.settle(r.t0.Add(gap), gap))
 	r.d.Until = r.d.NextAt
+}
+
+// seedBackoff is seed 000 §6.2's error branch as written: the stored
+// interval itself becomes I = min(I·base, cap) (so an interval longer than
+// the cap comes down to it), kept within the clamps, then blended with the
+// EWMA and raised to the floors as after an answer. It returns the new
+// interval, before jitter. The pseudocode names only 429/503 without
+// Retry-After; every other failure that is not permanent (5xx, network,
+// blocked, parse errors) gets the same rule: seed 000 §7's "continue with
+// cautious backoff" names no other.
+func (r *run) seedBackoff() time.Duration {
+	st, p := &r.st, r.p
+	iv := math.Min(float64(st.Interval())*p.BackoffBase, float64(p.BackoffCap))
+	iv = math.Min(math.Max(iv, float64(r.lo)), float64(r.hi))
+	iv, _, _ = r.blend(iv)
+	d := max(time.Duration(iv), r.floor)
+	st.IntervalSec = int(d / time.Second)
+	return d
 }
 
 // success schedules the next fetch of a feed that answered.
@@ -360,16 +409,26 @@ func (r *run) seed(o Outcome, newCount int) (time.Duration, Reason) {
 	default:
 		iv, reason = iv*p.Up, ReasonNoNewEntries
 	}
-	lo, hi := float64(r.lo), float64(r.hi)
-	iv = math.Min(math.Max(iv, lo), hi)
-	if len(st.Pub) >= 2 {
-		target := math.Min(math.Max(st.EWMASec*float64(time.Second), lo), hi)
+	iv = math.Min(math.Max(iv, float64(r.lo)), float64(r.hi))
+	if blended, target, ok := r.blend(iv); ok {
 		if math.Abs(target-iv) <= 0.1*iv {
 			reason = ReasonEWMAStable
 		}
-		iv = math.Min(math.Max(p.Lambda*target+(1-p.Lambda)*iv, lo), hi)
+		iv = blended
 	}
 	return time.Duration(iv), reason
+}
+
+// blend is seed 000 §6.2's EWMA step: with two publication times or more,
+// I = clamp(λ·I* + (1-λ)·I, min, max), I* the EWMA of the feed's gaps
+// within the clamps. ok is false, and iv unchanged, with fewer.
+func (r *run) blend(iv float64) (blended, target float64, ok bool) {
+	if len(r.st.Pub) < 2 {
+		return iv, 0, false
+	}
+	lo, hi, l := float64(r.lo), float64(r.hi), r.p.Lambda
+	target = math.Min(math.Max(r.st.EWMASec*float64(time.Second), lo), hi)
+	return math.Min(math.Max(l*target+(1-l)*iv, lo), hi), target, true
 }
 
 // cron schedules at the first fire time of the feed's cron expression that

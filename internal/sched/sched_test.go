@@ -57,6 +57,9 @@ func TestSeedRules(t *testing.T) {
 			pubs: []int64{t0.Unix() - 7200, t0.Unix() - 3600, t0.Unix()}},
 		{name: "ttl is a floor", out: Outcome{Status: 200, NewEntries: 1, Parsed: true, TTLMinutes: 60}, before: 1000, want: 3600, reason: ReasonNewEntries},
 		{name: "max-age is a floor", out: Outcome{Status: 304, NotModified: true, MaxAgeSec: 7200}, before: 1000, want: 7200, reason: ReasonNotModified},
+		// seed 000 §7: a body cut at the size cap increases the interval,
+		// here against ×b_down.
+		{name: "truncated body at least ×b_up", out: Outcome{Status: 200, NewEntries: 1, Truncated: true}, before: 1000, want: 1250, reason: ReasonNewEntries},
 		{name: "a ttl above the max is capped at it", out: Outcome{Status: 200, Parsed: true, TTLMinutes: 3000}, before: 1000, want: 86400, reason: ReasonNoNewEntries},
 	}
 	for _, tt := range tests {
@@ -104,36 +107,94 @@ func TestRetryAfterExact(t *testing.T) {
 	}
 }
 
+// Backoff on failures. The adaptive (and fixed) policies count steps:
+// delay = min(I·base^step, max(cap, I)), the interval kept for when the
+// feed answers. The seed policy follows seed 000 §6.2 as written: the
+// interval itself becomes min(I·base, cap), then the EWMA blend and the
+// floors apply as after an answer.
 func TestBackoffAndCap(t *testing.T) {
-	p := noJitter()
-	p.ErrorBudget = 100
-	st := started(p, Overrides{})
-	st.IntervalSec = 900
-	at := t0
-	var got []float64
-	for range 5 {
-		at = at.Add(time.Minute)
-		var d Decision
-		st, d = Next(st, Outcome{At: at, Status: 503, ErrorClass: ClassTransient}, p, Overrides{}, at, nil)
-		if d.Kind != Backoff || d.Reason != ReasonHTTPError || d.State != StateBackoff {
-			t.Fatalf("got %s %s %s", d.Kind, d.Reason, d.State)
+	fail := func(p Params, st State, n int) (State, []float64) {
+		t.Helper()
+		at := t0
+		var got []float64
+		for range n {
+			at = at.Add(time.Minute)
+			var d Decision
+			st, d = Next(st, Outcome{At: at, Status: 503, ErrorClass: ClassTransient}, p, Overrides{}, at, nil)
+			if d.Kind != Backoff || d.Reason != ReasonHTTPError || d.State != StateBackoff {
+				t.Fatalf("got %s %s %s", d.Kind, d.Reason, d.State)
+			}
+			got = append(got, secs(d))
 		}
-		got = append(got, secs(d))
+		return st, got
 	}
-	want := []float64{1800, 3600, 3600, 3600, 3600}
-	for i := range want {
-		if got[i] != want[i] {
+	same := func(got, want []float64) bool {
+		for i := range want {
+			if got[i] != want[i] {
+				return false
+			}
+		}
+		return len(got) == len(want)
+	}
+	t.Run("adaptive steps", func(t *testing.T) {
+		p := noJitter()
+		p.ErrorBudget = 100
+		st := started(p, Overrides{})
+		st.IntervalSec = 900
+		st, got := fail(p, st, 5)
+		if want := []float64{1800, 3600, 3600, 3600, 3600}; !same(got, want) {
 			t.Errorf("backoff delays %v, want %v", got, want)
-			break
 		}
-	}
-	// A feed polled less often than the cap backs off at its own interval.
-	st = started(p, Overrides{})
-	st.IntervalSec = 6 * 3600
-	_, d := Next(st, Outcome{At: t0, Status: 500}, p, Overrides{}, t0, nil)
-	if secs(d) != 6*3600 {
-		t.Errorf("backoff of a 6h feed: %.0fs", secs(d))
-	}
+		if st.IntervalSec != 900 {
+			t.Errorf("interval %ds after the failures, want 900 kept", st.IntervalSec)
+		}
+		// A feed polled less often than the cap backs off at its own interval.
+		st = started(p, Overrides{})
+		st.IntervalSec = 6 * 3600
+		_, d := Next(st, Outcome{At: t0, Status: 500}, p, Overrides{}, t0, nil)
+		if secs(d) != 6*3600 {
+			t.Errorf("backoff of a 6h feed: %.0fs", secs(d))
+		}
+	})
+	t.Run("seed as written", func(t *testing.T) {
+		p := seedParams()
+		p.ErrorBudget = 100
+		st := started(p, Overrides{})
+		st.IntervalSec = 900
+		st, got := fail(p, st, 4)
+		if want := []float64{1800, 3600, 3600, 3600}; !same(got, want) || st.IntervalSec != 3600 {
+			t.Errorf("delays %v, interval %ds; want %v and 3600 stored", got, st.IntervalSec, want)
+		}
+		// The grown interval is the one the next answer starts from: a 304
+		// stretches it by b_up.
+		at := t0.Add(time.Hour)
+		st, d := Next(st, Outcome{At: at, Status: 304, NotModified: true}, p, Overrides{}, at, nil)
+		if st.IntervalSec != 4500 || d.Reason != ReasonNotModified {
+			t.Errorf("a 304 after the failures: interval %ds %s, want 4500 (3600·1.25)", st.IntervalSec, d.Reason)
+		}
+		// An interval longer than the cap comes down to it.
+		st = started(p, Overrides{})
+		st.IntervalSec = 6 * 3600
+		st, d = Next(st, Outcome{At: t0, Status: 500}, p, Overrides{}, t0, nil)
+		if secs(d) != 3600 || st.IntervalSec != 3600 {
+			t.Errorf("a 6h feed's failure: in %.0fs, interval %ds; want the cap, 3600", secs(d), st.IntervalSec)
+		}
+		// Then the EWMA blend (gaps of 2h: 0.5·7200 + 0.5·1800) and the
+		// ttl floor, as after an answer.
+		st = started(p, Overrides{})
+		st.IntervalSec = 900
+		st.Pub = []int64{t0.Unix() - 4*3600, t0.Unix() - 2*3600, t0.Unix()}
+		st.EWMASec = ewma(st.Pub, p.Alpha)
+		_, d = Next(st, Outcome{At: t0, Status: 0, ErrorClass: ClassTransient, ErrorCode: "timeout"}, p, Overrides{}, t0, nil)
+		if secs(d) != 4500 {
+			t.Errorf("blended backoff in %.0fs, want 4500", secs(d))
+		}
+		st.Hints = Hints{TTLMinutes: 120}
+		_, d = Next(st, Outcome{At: t0, Status: 200, ErrorClass: ClassParse, ErrorCode: "parse_failed"}, p, Overrides{}, t0, nil)
+		if secs(d) != 7200 || d.Reason != ReasonParseError {
+			t.Errorf("backoff under a 2h ttl in %.0fs (%s), want 7200", secs(d), d.Reason)
+		}
+	})
 }
 
 func TestDisable(t *testing.T) {
@@ -269,6 +330,49 @@ func TestOverrides(t *testing.T) {
 			t.Errorf("after the pause: %s %s", d.State, d.Kind)
 		}
 	})
+}
+
+// A pause set by hand holds every decision on a fetch to its end, not
+// only an answer's: a backoff, a Retry-After, an open circuit and a probe
+// keep their kind, reason and state, at the pause's end. A Retry-After
+// longer than the pause still wins.
+func TestPausedHoldsFailures(t *testing.T) {
+	p := noJitter()
+	pu := t0.Add(72 * time.Hour)
+	ov := Overrides{PausedUntil: pu}
+	at := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name   string
+		st     func(State) State
+		out    Outcome
+		kind   Kind
+		reason Reason
+		state  Lifecycle
+		next   time.Time
+	}{
+		{"backoff", nil, Outcome{Status: 503, ErrorClass: ClassTransient}, Backoff, ReasonHTTPError, StateBackoff, pu},
+		{"retry-after", nil, Outcome{Status: 429, ErrorClass: ClassRateLimited, RetryAfterSec: 600}, Pause, ReasonRetryAfter, StatePaused, pu},
+		{"retry-after past the pause", nil, Outcome{Status: 429, ErrorClass: ClassRateLimited, RetryAfterSec: 4 * 86400}, Pause, ReasonRetryAfter, StatePaused, at.Add(4 * 24 * time.Hour)},
+		{"circuit", func(st State) State { st.ErrorsSpent = p.ErrorBudget; return st }, Outcome{Status: 502, ErrorClass: ClassTransient}, Pause, ReasonBudgetExceeded, StatePaused, pu},
+		{"disabled, probed", nil, Outcome{Status: 404, ErrorClass: ClassPermanent}, Pause, ReasonDisabled, StateDisabled, pu},
+		{"an answer", nil, Outcome{Status: 304, NotModified: true}, Pause, ReasonPaused, StatePaused, pu},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := started(p, ov)
+			if tc.st != nil {
+				st = tc.st(st)
+			}
+			out := tc.out
+			out.At = at
+			got, d := Next(st, out, p, ov, at, nil)
+			if d.Kind != tc.kind || d.Reason != tc.reason || got.Lifecycle != tc.state || !d.NextAt.Equal(tc.next) {
+				t.Errorf("%s %s, state %s, until %s; want %s %s, %s, %s", d.Kind, d.Reason, got.Lifecycle, d.NextAt, tc.kind, tc.reason, tc.state, tc.next)
+			}
+			if !d.Until.Equal(d.NextAt.Time) || strings.Contains(d.Inputs.Override, "paused") != tc.next.Equal(pu) {
+				t.Errorf("until %s, override %q", d.Until, d.Inputs.Override)
+			}
+		})
+	}
 }
 
 func TestParseCron(t *testing.T) {

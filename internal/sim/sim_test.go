@@ -75,6 +75,34 @@ func TestSimulatorBasics(t *testing.T) {
 	}
 }
 
+// Delays as computed by hand: without jitter, fixed:20m polls at :00, :20
+// and :40; a post each hour at h:20 minus (h mod 20) minutes is found
+// (h mod 20) minutes late. Over 240 hours each delay of 0-19 minutes comes
+// 12 times: sorted, delay v holds places 12v to 12v+11, so (interpolating
+// between places, as quantile does) p50 is halfway between places 119 (9)
+// and 120 (10), p95 at place 227.05 is 18 + 0.05, p99 at place 236.61 is 19.
+func TestDelayPercentiles(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"period","start":"2026-06-01T00:00:00Z","end":"2026-06-11T00:00:00Z"}` + "\n")
+	for h := range 240 {
+		at := day0.Add(time.Duration(h)*time.Hour + time.Duration(20-h%20)*time.Minute).Format(time.RFC3339)
+		b.WriteString(`{"type":"post","feed_id":"a","at":"` + at + `"}` + "\n")
+	}
+	w := load(t, b.String())
+	p := sched.Defaults()
+	p.Jitter = -1
+	pol, _ := ParsePolicy("fixed:20m")
+	r, err := Simulate(context.Background(), w, pol, p, 0, 1, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	if r.Found != 240 || r.Requests != 720 || !near(r.DelayMean, 9.5) || !near(r.DelayP50, 9.5) || !near(r.DelayP95, 18.05) || !near(r.DelayP99, 19) {
+		t.Errorf("found %d, requests %d, delay mean %g p50 %g p95 %g p99 %g; want 240, 720, 9.5, 9.5, 18.05, 19",
+			r.Found, r.Requests, r.DelayMean, r.DelayP50, r.DelayP95, r.DelayP99)
+	}
+}
+
 // Outages: Retry-After is never violated, a 404 disables the feed and a
 // probe brings it back, and the items posted meanwhile are found late, not
 // lost.
@@ -129,6 +157,10 @@ func TestAdaptiveBudgetAndGain(t *testing.T) {
 	}
 	if math.Abs(small.RequestsPerFeedDay-12)/12 > 0.05 {
 		t.Errorf("adaptive@12 spent %.2f", small.RequestsPerFeedDay)
+	}
+	// The oracle spends its budget, fixed 1h's spend, within 2%.
+	if o.Budget != f1.RequestsPerFeedDay || math.Abs(o.RequestsPerFeedDay-o.Budget)/o.Budget > 0.02 {
+		t.Errorf("oracle spent %.2f requests per feed-day on a budget of %.2f (fixed:1h spent %.2f)", o.RequestsPerFeedDay, o.Budget, f1.RequestsPerFeedDay)
 	}
 	if a.DelayP50 > 0.5*f1.DelayP50 || a.DelayMean > 0.75*f1.DelayMean || a.DelayMean > 1.3*o.DelayMean {
 		t.Errorf("adaptive p50 %.1f mean %.1f; fixed:1h p50 %.1f mean %.1f; oracle mean %.1f", a.DelayP50, a.DelayMean, f1.DelayP50, f1.DelayMean, o.DelayMean)
@@ -264,5 +296,140 @@ func TestConvert(t *testing.T) {
 	p := w.Feeds[0].Posts
 	if last := p[len(p)-1]; last != day0.Unix()-1 || p[len(p)-2] != last-7200 || p[len(p)-3] != last-4*3600 {
 		t.Errorf("posts %v", p[len(p)-3:])
+	}
+}
+
+// The politeness counters count: polls made on purpose inside a ttl, a
+// max-age, a Retry-After and a skip window, straight through poll's
+// accounting, each raise their own counter and no other, and the polite
+// polls around them raise none. Every other test asserts zero, which a
+// counter that never counts would also pass.
+func TestViolationsCounted(t *testing.T) {
+	start, end := day0, day0.Add(7*24*time.Hour)
+	at := func(h, m int) time.Time { return day0.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	type poll struct {
+		at   time.Time
+		rude bool // this poll is a violation of the case's kind
+	}
+	for _, tc := range []struct {
+		name  string
+		feed  Feed
+		kind  string // ttl, max_age, retry_after, skip
+		polls []poll
+	}{
+		// ttl 60m, declared by the first answer: 11:00 keeps it, 11:30
+		// does not.
+		{"ttl", Feed{TTLMinutes: 60}, "ttl", []poll{{at(10, 0), false}, {at(11, 0), false}, {at(11, 30), true}}},
+		// max-age 600s on every answer: 10:10 keeps it, 10:15 does not.
+		{"max_age", Feed{MaxAgeSec: 600}, "max_age", []poll{{at(10, 0), false}, {at(10, 10), false}, {at(10, 15), true}}},
+		// 429 with Retry-After 1800s at 10:00: 10:20 is inside it, 10:30
+		// at its end.
+		{"retry_after", Feed{Outages: []Outage{{From: at(10, 0), To: at(10, 1), Status: 429, RetryAfterSec: 1800}}}, "retry_after",
+			[]poll{{at(9, 0), false}, {at(10, 0), false}, {at(10, 20), true}, {at(10, 30), false}}},
+		// 503 with a Retry-After date of 12:00.
+		{"retry_after_date", Feed{Outages: []Outage{{From: at(10, 0), To: at(10, 1), Status: 503, RetryAfterAt: at(12, 0)}}}, "retry_after",
+			[]poll{{at(10, 0), false}, {at(11, 0), true}, {at(12, 0), false}}},
+		// skipHours 3 (known from the first answer): 03:30 is in it, 04:00 not.
+		{"skip_hours", Feed{SkipHours: []int{3}}, "skip", []poll{{at(2, 0), false}, {at(3, 30), true}, {at(4, 0), false}}},
+		// skipDays Tuesday (day0 is a Monday): Tuesday 06:00 is in it.
+		{"skip_days", Feed{SkipDays: []string{"Tuesday"}}, "skip", []poll{{at(20, 0), false}, {at(30, 0), true}, {at(48, 0), false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.feed
+			f.ID, f.Window, f.Bytes = tc.name, 20, 1000
+			f.Posts = []int64{day0.Add(-time.Hour).Unix()}
+			fr := &feedRun{f: &f, servedEnd: -1}
+			var res Result
+			var delays []float64
+			rude := 0
+			for _, pl := range tc.polls {
+				fr.poll(pl.at, sched.Defaults(), &res, start, end, &delays)
+				if pl.rude {
+					rude++
+				}
+				got := map[string]int{"ttl": res.ViolationsTTL, "max_age": res.ViolationsMaxAge,
+					"retry_after": res.ViolationsRetryAfter, "skip": res.ViolationsSkip}
+				for k, n := range got {
+					want := 0
+					if k == tc.kind {
+						want = rude
+					}
+					if n != want {
+						t.Fatalf("after the poll at %s: %d %s violations, want %d (%v)", pl.at.Format("Mon 15:04"), n, k, want, got)
+					}
+				}
+			}
+			if rude == 0 {
+				t.Fatal("no impolite poll in the case")
+			}
+		})
+	}
+}
+
+// The generator makes what its comment and docs/scheduler.md §8 promise: at
+// 1,000 feeds, every kind of feed, every kind of outage, and the hints;
+// --plain the same feeds without floors or outages.
+func TestGenerateKinds(t *testing.T) {
+	w := Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30})
+	kinds := map[string]int{}
+	outages := map[string]int{}
+	hints := map[string]int{}
+	for _, f := range w.Feeds {
+		kinds[f.Kind]++
+		for _, o := range f.Outages {
+			var k string
+			switch {
+			case o.Status == 503 && o.RetryAfterSec > 0:
+				k = "503 Retry-After seconds"
+			case o.Status == 503 && !o.RetryAfterAt.IsZero():
+				k = "503 Retry-After date"
+			case o.Status == 503:
+				k = "503"
+			case o.Status == 500:
+				k = "500"
+			case o.Status == 429 && o.RetryAfterSec > 0:
+				k = "429 Retry-After seconds"
+			case o.Status == 404:
+				k = "404"
+			case o.Status == 502 && o.FailRatio > 0 && o.FailRatio < 1:
+				k = "502 flapping"
+			case o.Status == 410 && !o.To.Before(w.End):
+				k = "410 for good"
+			default:
+				t.Errorf("%s: an outage of no known kind: %+v", f.ID, o)
+			}
+			outages[k]++
+		}
+		for h, ok := range map[string]bool{"ttl": f.TTLMinutes > 0, "max-age": f.MaxAgeSec > 0, "skipHours": len(f.SkipHours) > 0,
+			"skipDays": len(f.SkipDays) > 0, "etag": f.ETag, "no dates": f.NoDates} {
+			if ok {
+				hints[h]++
+			}
+		}
+	}
+	for _, k := range []string{"regular", "bursty", "dormant", "dead", "batch", "sparse"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s feed: %v", k, kinds)
+		}
+	}
+	if len(kinds) != 6 {
+		t.Errorf("kinds %v, want the six", kinds)
+	}
+	for _, k := range []string{"503 Retry-After seconds", "503 Retry-After date", "503", "500", "429 Retry-After seconds", "404", "502 flapping", "410 for good"} {
+		if outages[k] == 0 {
+			t.Errorf("no %s outage: %v", k, outages)
+		}
+	}
+	for _, h := range []string{"ttl", "max-age", "skipHours", "skipDays", "etag", "no dates"} {
+		if hints[h] == 0 {
+			t.Errorf("no feed with %s: %v", h, hints)
+		}
+	}
+	t.Logf("kinds %v\noutages %v\nhints %v", kinds, outages, hints)
+	// --plain leaves out the floors and the outages, and only them.
+	for i, f := range Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30, Plain: true}).Feeds {
+		if f.TTLMinutes != 0 || f.MaxAgeSec != 0 || len(f.Outages) != 0 || f.Kind != w.Feeds[i].Kind {
+			t.Fatalf("plain %s: %+v", f.ID, f)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,8 +14,8 @@ import (
 )
 
 var (
-	update = flag.Bool("update", false, "rewrite the generated trace in testdata/sim")
-	traces = flag.String("traces", "", "convert the real traces in this directory (../shared/corpus/traces) into testdata/sim")
+	update = flag.Bool("update", false, "rewrite the shipped traces in testdata/sim")
+	traces = flag.String("traces", "", "the real traces (default: $FEEDPIPE_TRACES, or shared/corpus/traces in a directory above the repository)")
 )
 
 const simData = "../../testdata/sim"
@@ -28,12 +29,42 @@ var (
 	snapshotEnd   = time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// tracesDir is where the real traces are: -traces, else $FEEDPIPE_TRACES,
+// else shared/corpus/traces in the nearest directory above this package
+// that has one (../shared/corpus/traces beside the repository). "" when
+// there is none, as in a checkout on its own.
+func tracesDir(t *testing.T) string {
+	for _, dir := range []string{*traces, os.Getenv("FEEDPIPE_TRACES")} {
+		if dir != "" {
+			return dir
+		}
+	}
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, "shared", "corpus", "traces")); err == nil && fi.IsDir() {
+			return filepath.Join(dir, "shared", "corpus", "traces")
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
+}
+
+// The shipped real traces are what converting the corpus's traces makes
+// now (go test -update rewrites them). Skipped where the corpus is not
+// beside the repository.
 func TestConvertTraces(t *testing.T) {
-	if *traces == "" {
-		t.Skip("-traces DIR converts the real traces")
+	dir := tracesDir(t)
+	if dir == "" {
+		t.Skip("no real traces: no shared/corpus/traces above the repository; -traces DIR or FEEDPIPE_TRACES=DIR names them")
 	}
 	open := func(name string) *os.File {
-		f, err := os.Open(filepath.Join(*traces, name))
+		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,44 +75,40 @@ func TestConvertTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTrace(t, wsqsFile, w)
+	checkTrace(t, wsqsFile, w, "ConvertWSQS of "+dir)
 	w, err = ConvertSnapshots(open("snapshot-item-times.ndjson"), snapshotEnd, 14)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTrace(t, snapshotFile, w)
+	checkTrace(t, snapshotFile, w, "ConvertSnapshots of "+dir)
 }
 
-func writeTrace(t *testing.T, name string, w *Workload) {
+// checkTrace compares w, written as a trace, with the shipped file name,
+// after rewriting it with -update.
+func checkTrace(t *testing.T, name string, w *Workload, what string) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := w.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	if *update {
+		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("%s differs from %s; run go test -update and review the diff", what, name)
 	}
 }
 
 // The shipped generated trace is what the generator makes: the generator
 // is deterministic, and a change to it shows in this file's diff.
 func TestGeneratedTraceIsCurrent(t *testing.T) {
-	var b bytes.Buffer
-	if err := Generate(generatedCfg).Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.WriteFile(generatedFile, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(generatedFile)
-	if err != nil {
-		t.Fatalf("%v (go test -update writes it)", err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("Generate(%+v) differs from %s; run go test -update and review the diff", generatedCfg, generatedFile)
-	}
+	checkTrace(t, generatedFile, Generate(generatedCfg), fmt.Sprintf("Generate(%+v)", generatedCfg))
 }
 
 // Every shipped trace loads and simulates under every policy with no

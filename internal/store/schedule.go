@@ -298,9 +298,7 @@ func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any
 	SetSched(fs, st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
-	c.cfg.Log.Info("scheduled", "feed_id", feedID, "fetch_id", f.FetchID, "state", string(d.State), "decision", string(d.Kind),
-		"next_at", d.NextAt.String(), "reason", string(d.Reason), "ewma_secs", d.Inputs.EWMASecs,
-		"error_budget", d.Inputs.ErrorBudget, "retry_after_secs", d.Inputs.RetryAfterSecs)
+	sched.LogDecision(c.cfg.Log, feedID, f.FetchID, d)
 
 	switch d.Event {
 	case sched.EventDisabled, sched.EventReenabled:

@@ -61,14 +61,14 @@ func Pause(cfg Config, refs []string, until time.Time) error {
 
 // Refetch makes the subscriptions refs name due now: the scheduler's
 // manual nudge (reason manual), which only a running Retry-After holds
-// back. p are the scheduler's parameters.
+// back. p are the scheduler's parameters. Each decision is stored and
+// logged as feed-store logs its own (sched.LogDecision).
 func Refetch(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
 	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) {
-		st, d := sched.Next(schedState(fs), sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
-		setSched(fs, st, d)
+		d := nudge(cfg, s, fs, schedState(fs), p, now, rnd)
 		if d.Kind == sched.FetchNow {
 			fmt.Fprintf(cfg.Msg, "feed-sub: due now: %s\n", s.URL)
 		} else {
@@ -80,27 +80,42 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	})
 }
 
+// nudge stores and logs the scheduler's decision for a manual nudge of the
+// feed whose scheduler state is st.
+func nudge(cfg Config, s ndjson.Subscription, fs *storage.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
+	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
+	setSched(fs, st, d)
+	sched.LogDecision(cfg.Log, s.FeedID, "", d)
+	return d
+}
+
 // Enable enables the subscriptions refs name: a subscription disabled by
 // hand is fetched again, and a feed the scheduler disabled for errors (or
-// left backing off) starts again healthy, due now, its posting history
-// kept (sched.Enable).
-func Enable(cfg Config, refs []string) error {
+// left backing off) starts again healthy, its posting history kept
+// (sched.Enable), and is nudged as Refetch nudges: due now unless a
+// Retry-After still runs. p are the scheduler's parameters.
+func Enable(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
 	if err := SetDisabled(cfg, refs, false); err != nil {
 		return err
 	}
 	now := cfg.Now()
+	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
 	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) {
 		if fs.Sched == nil || fs.LastFetchAt.IsZero() {
 			return
 		}
-		if fs.Sched.Lifecycle == sched.StateDisabled {
-			fmt.Fprintf(cfg.Msg, "feed-sub: re-enabled %s (it was disabled: %s); due now\n", s.URL, fs.Sched.DisabledReason)
-		}
-		st := sched.Enable(*fs.Sched, now)
-		fs.Sched, fs.Decision = &st, nil
-		fs.NextFetchAt, fs.IntervalSec = st.NextAt, st.IntervalSec
+		was := *fs.Sched
+		d := nudge(cfg, s, fs, sched.Enable(was, now), p, now, rnd)
 		fs.ConsecutiveFailures = 0
+		if was.Lifecycle != sched.StateDisabled {
+			return
+		}
+		when := "due now"
+		if d.Kind != sched.FetchNow {
+			when = strings.SplitN(d.Explain(), "\n", 2)[0]
+		}
+		fmt.Fprintf(cfg.Msg, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
 	})
 }
 

@@ -1,7 +1,10 @@
 package sub
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +120,7 @@ func TestDisabledShownThenEnabled(t *testing.T) {
 	if !strings.Contains(e.out.String(), "disabled: permanent error permanent/http_404 (probe in 23h)") {
 		t.Errorf("ls:\n%s", e.out)
 	}
-	if err := Enable(e.cfg, []string{a.FeedID}); err != nil {
+	if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
 		t.Fatal(err)
 	}
 	fs := state(t, e, a.FeedID)
@@ -156,5 +159,65 @@ func TestRefetch(t *testing.T) {
 	}
 	if err := Refetch(e.cfg, []string{"nope"}, sched.Params{}); !errors.Is(err, storage.ErrNoSuchSubscription) {
 		t.Errorf("unknown feed: %v", err)
+	}
+}
+
+// refetch and enable log each decision as feed-store does (msg=scheduled
+// and seed 002 §7's keys, in feed-store's order), store it for feed-due
+// --explain, and write nothing on stdout, which is for what ls and export
+// list.
+func TestNudgesLogDecisions(t *testing.T) {
+	e := newEnv(t)
+	var logs bytes.Buffer
+	e.cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	disabledState(t, e, a.FeedID)
+	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fb := storage.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	setSched(&fb, stB, dB)
+	states, _ := e.cfg.Store.States()
+	if err := states.Put(storage.Durable, fb); err != nil {
+		t.Fatal(err)
+	}
+	e.out.Reset()
+	logs.Reset()
+
+	line := func(feedID, state, decision, nextAt, reason, budget, retry string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=scheduled feed_id=` + feedID + ` state=` + state + ` decision=` + decision +
+			` next_at=` + regexp.QuoteMeta(nextAt) + ` reason=` + reason + ` ewma_secs=0 error_budget=` + budget + ` retry_after_secs=` + retry + `$`)
+	}
+	if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	// The budget is full again after enable.
+	if re := line(a.FeedID, "healthy", "fetch_now", "2026-11-21T12:00:00Z", "manual", "5", "0"); !re.MatchString(logs.String()) {
+		t.Errorf("enable logged:\n%s\nwant a line matching %s", logs.String(), re)
+	}
+	if fs := state(t, e, a.FeedID); fs.Decision == nil || fs.Decision.Kind != sched.FetchNow || fs.Decision.Reason != sched.ReasonManual {
+		t.Errorf("enable stored the decision %+v", fs.Decision)
+	}
+	logs.Reset()
+	if err := Refetch(e.cfg, []string{a.FeedID, b.FeedID}, sched.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []*regexp.Regexp{
+		line(a.FeedID, "healthy", "fetch_now", "2026-11-21T12:00:00Z", "manual", "5", "0"),
+		// b: the Retry-After holds the nudge, 59 of its 60 minutes left.
+		line(b.FeedID, "paused", "pause", "2026-11-21T12:59:00Z", "retry_after", "5", "3540"),
+	} {
+		if !re.MatchString(logs.String()) {
+			t.Errorf("refetch logged:\n%s\nwant a line matching %s", logs.String(), re)
+		}
+	}
+	// Enable nudges as refetch does: a running Retry-After holds it too.
+	if err := Enable(e.cfg, []string{b.FeedID}, sched.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	if fs := state(t, e, b.FeedID); fs.Decision == nil || fs.Decision.Reason != sched.ReasonRetryAfter || !fs.NextFetchAt.Equal(now.Add(59*time.Minute)) {
+		t.Errorf("enable inside a Retry-After: next %s, decision %+v", fs.NextFetchAt, fs.Decision)
+	}
+	if e.out.Len() > 0 {
+		t.Errorf("stdout: %q", e.out)
 	}
 }
