@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -59,7 +60,7 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 	st, p := &r.st, r.p
 	t0 := r.t0.Unix()
 	n := min(max(o.NewEntries, len(o.Published), 0), 100000)
-	var pubs []int64
+	var pubs, dated []int64
 	if n > 0 {
 		pubs = make([]int64, n)
 		for i := range pubs {
@@ -70,10 +71,15 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 				// would make the feed look busier than it is.
 				if pt := o.Published[i]; !pt.IsZero() && !pt.After(r.t0) {
 					t = max(pt.Unix(), minUnix+1)
+					dated = append(dated, t)
 				}
 			}
 			pubs[i] = t
 		}
+		// Runs need the publisher's times: a fetch time would find the
+		// schedule's own slot.
+		slices.Sort(dated)
+		st.Runs = addRuns(st.Runs, dated)
 		// A new slice: the old one may be the caller's.
 		all := make([]int64, 0, len(st.Pub)+len(pubs))
 		all = append(append(all, st.Pub...), pubs...)
@@ -347,6 +353,27 @@ func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 			in.WindowCapSec = int(math.Max(c, r.lo.Seconds()))
 		}
 	}
+	if tod, spread, ok := dailySlot(st.Runs, st.Window); ok {
+		// Today's run may be in already: the next poll is for the next.
+		// A poll that came as the run was being written comes back for
+		// the rest of it.
+		last := st.Runs[len(st.Runs)-1].last()
+		next := nextSlot(max(now, last+secsPerDayInt/2), tod, spread)
+		if newCount > 0 && now-last < slotMargin {
+			next = now + int64(r.lo.Seconds())
+		}
+		// A poll of the slot that found nothing: the run is late today, or
+		// skips the day. The rate rule goes on polling until the slot's
+		// lateness window has passed; a late run is found as any item is.
+		late := newCount == 0 && floorMod(now-slotPoll(tod, spread), secsPerDayInt) < slotLate
+		// A max interval shorter than a day (the feed's own, say) keeps
+		// the rate rule.
+		if (!late || float64(next-now) < gap) && next-now <= int64(r.hi.Seconds()) {
+			r.slotAt = time.Unix(next, 0).UTC()
+			in.Slot = fmt.Sprintf("%02d:%02d", tod/3600, tod/60%60)
+			return time.Duration(gap * float64(time.Second)), ReasonDailySlot
+		}
+	}
 	return time.Duration(gap * float64(time.Second)), ReasonPostingRate
 }
 
@@ -448,6 +475,8 @@ type DemandInputs struct {
 	Peak        float64
 	Window      int
 	TTLMinutes  int
+	// Slot: the feed has a daily slot (dailySlot of State.Runs).
+	Slot bool
 }
 
 // DemandInputs is the projection of st that Demand reads, before any
@@ -461,6 +490,7 @@ func (st State) DemandInputs() DemandInputs {
 		Window:     st.Window,
 		TTLMinutes: st.Hints.TTLMinutes,
 	}
+	_, _, in.Slot = dailySlot(st.Runs, st.Window)
 	if !in.FetchedZero {
 		in.FetchedSec, in.FetchedNsec = st.FetchedAt.Unix(), int64(st.FetchedAt.Nanosecond())
 	}
@@ -567,6 +597,10 @@ func (in *DemandInputs) demand(k *demandConsts, ov *Overrides, now time.Time) De
 		return fixed(p.Policy.Every)
 	case p.Policy.Kind == PolicySeed:
 		return fixed(st.Interval())
+	case in.Slot && hi >= 24*time.Hour:
+		// One poll a day at its slot (more on a day it is late or
+		// skips: BudgetFeedback corrects for those).
+		return Demand{Fixed: true, PerDay: 1, Min: lo, Max: hi}
 	}
 	dt := 0.0
 	if now.After(st.FetchedAt.Time) {

@@ -37,6 +37,7 @@ const (
 	ReasonNotModified  Reason = "not_modified"   // seed: 304, interval ×b_up
 	ReasonNoNewEntries Reason = "no_new_entries" // seed: 2xx without new entries, interval ×b_up
 	ReasonPostingRate  Reason = "posting_rate"   // adaptive: interval from the estimated posting rate
+	ReasonDailySlot    Reason = "daily_slot"     // adaptive: just after the time of day the feed's items appear
 	ReasonFixed        Reason = "fixed"          // a fixed interval: policy fixed:D or the feed's polling_interval
 	ReasonCron         Reason = "cron"           // the feed's cron expression
 	ReasonPaused       Reason = "paused"         // paused by hand until a time
@@ -105,8 +106,12 @@ type Inputs struct {
 	ProfileFactor float64 `json:"profile_factor,omitempty"`
 	TailCapSec    int     `json:"tail_cap_sec,omitempty"`
 	WindowCapSec  int     `json:"window_cap_sec,omitempty"`
-	CronNextAt    string  `json:"cron_next_at,omitempty"`
-	CronError     string  `json:"cron_error,omitempty"`
+	// Slot is the time of day, "15:04" UTC, at which the feed's items
+	// have appeared on its last days, when the adaptive policy polls
+	// just after it.
+	Slot       string `json:"slot,omitempty"`
+	CronNextAt string `json:"cron_next_at,omitempty"`
+	CronError  string `json:"cron_error,omitempty"`
 
 	// Publisher floors: ttl and max-age (capped at the max interval), the
 	// floor they set, and Retry-After (seed 002's retry_after_secs).
@@ -227,6 +232,8 @@ func cadence(d Decision) string {
 			s += fmt.Sprintf(", ×%s for the coming hours of the week", fmtNum(f))
 		}
 		return s + fmt.Sprintf(": interval %s.", fmtDur(after))
+	case ReasonDailySlot:
+		return fmt.Sprintf("The feed's items have appeared by %s UTC on each of its last days with items; policy adaptive polls once a day, just after that.", in.Slot)
 	case ReasonNewEntries, ReasonNotModified, ReasonNoNewEntries, ReasonEWMAStable:
 		what := map[Reason]string{
 			ReasonNewEntries:   fmt.Sprintf("%d new entries: ×b_down", in.NewEntries),

@@ -73,6 +73,7 @@ type run struct {
 	notBefore time.Time     // end of Retry-After
 	skip      skip
 	override  string
+	slotAt    time.Time // the adaptive policy's daily slot poll; zero: none
 }
 
 func (r *run) in() *Inputs { return &r.d.Inputs }
@@ -384,9 +385,13 @@ func (r *run) success(o Outcome, newCount int, prev time.Time) {
 		}
 		iv = max(min(max(iv, r.lo), r.hi), r.floor)
 		st.IntervalSec = int(iv / time.Second)
-		gap := r.jitter(iv, max(r.floor, r.lo), r.hi)
 		r.d.Kind, r.d.Reason = Defer, reason
-		r.setNext(r.settle(r.t0.Add(gap), gap))
+		if !r.slotAt.IsZero() {
+			r.setNext(r.settle(r.slotPoll(), 0))
+		} else {
+			gap := r.jitter(iv, max(r.floor, r.lo), r.hi)
+			r.setNext(r.settle(r.t0.Add(gap), gap))
+		}
 	}
 	if pu := r.ov.PausedUntil; pu.After(r.d.NextAt.Time) {
 		st.Lifecycle = StatePaused
@@ -494,6 +499,21 @@ func (r *run) jitter(iv, lo, hi time.Duration) time.Duration {
 	g := a + time.Duration(r.rnd.Float64()*float64(b-a))
 	r.in().JitterSec = int((g - iv).Round(time.Second) / time.Second)
 	return g
+}
+
+// slotPoll is the time of the daily slot's poll: not before the floors and
+// the min interval, and with jitter that only moves it later, and by
+// little, so that the feeds of one slot do not all come at once but none
+// comes before its items.
+func (r *run) slotPoll() time.Time {
+	t := later(r.slotAt, r.t0.Add(max(r.floor, r.lo)))
+	room := min(time.Duration(float64(t.Sub(r.t0))*max(r.p.Jitter, 0)), slotMargin*time.Second)
+	if r.rnd != nil && room > 0 {
+		j := time.Duration(r.rnd.Float64() * float64(room))
+		r.in().JitterSec = int(j.Round(time.Second) / time.Second)
+		t = t.Add(j)
+	}
+	return t
 }
 
 // settle makes t a valid next_at: not before Retry-After, out of the skip

@@ -92,6 +92,10 @@ type State struct {
 	Peak float64 `json:"peak,omitempty"`
 	// Window is how many items the feed's document held last time.
 	Window int `json:"window,omitempty"`
+	// Runs are the last RunWindow runs of dated items (items published
+	// less than 30 minutes apart), oldest first: the adaptive policy finds
+	// a feed's daily slot in them (slot.go).
+	Runs []Run `json:"runs,omitempty"`
 
 	// Failures counts failed fetches in a row (Retry-After answers do not
 	// count). Step is the backoff step. Successes counts answers in a row
@@ -145,6 +149,7 @@ func (st State) Overdue(now time.Time) time.Duration {
 // The posting history is kept.
 func Enable(st State, now time.Time) State {
 	st.Pub = slices.Clone(st.Pub)
+	st.Runs = slices.Clone(st.Runs)
 	st.Hints.SkipHours = slices.Clone(st.Hints.SkipHours)
 	st.Hints.SkipDays = slices.Clone(st.Hints.SkipDays)
 	st.Lifecycle = StateHealthy
@@ -184,6 +189,9 @@ func (st State) clean(p Params) State {
 			pub = pub[len(pub)-PubWindow:]
 		}
 		st.Pub = pub
+	}
+	if !runsSound(st.Runs) {
+		st.Runs = nil // rebuilt by the next items
 	}
 	for _, f := range []*float64{&st.EWMASec, &st.RateN, &st.RateT, &st.BurstN, &st.BurstT, &st.Peak, &st.ErrorsSpent} {
 		if !(*f >= 0 && *f < 1e12) { // also catches NaN

@@ -106,6 +106,9 @@ func appendDemandInputs(b []byte, in sched.DemandInputs) []byte {
 	if in.FetchedZero {
 		flags |= 2
 	}
+	if in.Slot {
+		flags |= 4
+	}
 	b = append(b, flags)
 	for _, v := range [...]int64{int64(in.IntervalSec), in.FetchedSec, in.FetchedNsec, int64(in.Window), int64(in.TTLMinutes)} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
@@ -120,7 +123,7 @@ func readDemandInputs(b []byte) (in sched.DemandInputs, ok bool) {
 	if len(b) != demandInputsSize {
 		return in, false
 	}
-	in.Disabled, in.FetchedZero = b[0]&1 != 0, b[0]&2 != 0
+	in.Disabled, in.FetchedZero, in.Slot = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
 	u := func(i int) uint64 { return binary.LittleEndian.Uint64(b[1+8*i:]) }
 	in.IntervalSec, in.FetchedSec, in.FetchedNsec, in.Window, in.TTLMinutes = int(u(0)), int64(u(1)), int64(u(2)), int(u(3)), int(u(4))
 	f := func(i int) float64 { return math.Float64frombits(u(i)) }

@@ -66,6 +66,7 @@ type DecisionInputs struct {
 	ProfileFactor float64 `json:"profile_factor"`
 	TailCapSec    int     `json:"tail_cap_sec"`
 	WindowCapSec  int     `json:"window_cap_sec"`
+	Slot          string  `json:"slot"`
 	CronNextAt    string  `json:"cron_next_at"`
 	CronError     string  `json:"cron_error"`
 

@@ -401,6 +401,10 @@
 //	    window_cap_sec       int     adaptive: the cap that keeps items
 //	                                 from leaving the feed's window unseen,
 //	                                 when it bound
+//	    slot                 string  adaptive, reason daily_slot: the time
+//	                                 of day ("15:04" UTC) by which the
+//	                                 feed's items have appeared on its last
+//	                                 days; "" otherwise
 //	    cron_next_at         string  cron: the fire time chosen
 //	    cron_error           string  cron: why the expression was not used
 //	    ttl_sec              int     the feed's RSS ttl (capped at max_sec)

@@ -381,6 +381,7 @@ func appendDecisionInputs(b []byte, x *DecisionInputs) []byte {
 	b = appendFloat(b, `,"profile_factor":`, x.ProfileFactor)
 	b = appendInt(b, `,"tail_cap_sec":`, x.TailCapSec)
 	b = appendInt(b, `,"window_cap_sec":`, x.WindowCapSec)
+	b = appendStr(b, `,"slot":`, x.Slot)
 	b = appendStr(b, `,"cron_next_at":`, x.CronNextAt)
 	b = appendStr(b, `,"cron_error":`, x.CronError)
 	b = appendInt(b, `,"ttl_sec":`, x.TTLSec)
