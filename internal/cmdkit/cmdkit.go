@@ -199,6 +199,8 @@ func Run(app *cli.App, args []string) int {
 var (
 	unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
 	badValue    = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
+	// The flag package words a bad --name=value of a boolean flag so.
+	badBool = regexp.MustCompile(`^invalid boolean value "(.*)" for -+([^:]+): (.*)$`)
 )
 
 // usageHandler turns the flag package's messages into one line that says
@@ -208,6 +210,9 @@ func usageHandler(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
 		msg := err.Error()
 		if m := unknownFlag.FindStringSubmatch(msg); m != nil {
 			return Usagef("unknown flag --%s (see %s --help)", m[1], command)
+		}
+		if m := badBool.FindStringSubmatch(msg); m != nil {
+			return Usagef("--%s=%q: not true or false", m[2], m[1])
 		}
 		if m := badValue.FindStringSubmatch(msg); m != nil {
 			what := m[3]

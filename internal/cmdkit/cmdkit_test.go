@@ -63,6 +63,7 @@ func TestRunExitStatuses(t *testing.T) {
 		{"unknown subcommand flag", "feed-test add URL --lable x", nil, ExitUsage, "feed-test: error: unknown flag --lable (see feed-test add --help)\n"},
 		{"bad duration", "feed-test add URL --interval 30", nil, ExitUsage, `feed-test: error: --interval "30": not a duration such as 90s, 30m or 2h` + "\n"},
 		{"bad number", "feed-test add URL --n many", nil, ExitUsage, `--n "many": not a whole number`},
+		{"bad boolean", "feed-test add URL --quiet=maybe", nil, ExitUsage, `feed-test: error: --quiet="maybe": not true or false` + "\n"},
 		{"bad log level", "feed-test --log-level loud", nil, ExitUsage, "--log-level"},
 		{"subcommand flags after args", "feed-test add URL --label x", nil, ExitOK, ""},
 	} {

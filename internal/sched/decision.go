@@ -81,6 +81,7 @@ type Inputs struct {
 	Outcome     OutcomeKind `json:"outcome"`
 	HTTPStatus  int         `json:"http_status,omitempty"`
 	NotModified bool        `json:"not_modified,omitempty"`
+	Truncated   bool        `json:"truncated,omitempty"` // the body was cut at the size cap: the interval is at least ×b_up
 	ErrorClass  string      `json:"error_class,omitempty"`
 	ErrorCode   string      `json:"error_code,omitempty"`
 	NewEntries  int         `json:"new_entries"`
@@ -155,8 +156,14 @@ func (d Decision) Explain() string {
 	case Defer:
 		fmt.Fprintf(&b, "Next fetch %s.", when(next))
 	case Backoff:
-		fmt.Fprintf(&b, "Backing off until %s: %s; failure %d in a row, backoff step %d (%s).",
-			when(next), failure(in), in.ConsecutiveFailures, in.BackoffStep, fmtDur(time.Duration(in.BackoffSec)*time.Second))
+		delay := fmtDur(time.Duration(in.BackoffSec) * time.Second)
+		if in.Policy == string(PolicySeed) && !strings.Contains(in.Override, "interval ") && !strings.Contains(in.Override, "cron ") {
+			fmt.Fprintf(&b, "Backing off until %s: %s; failure %d in a row; policy seed: interval ×backoff base, capped, then as after an answer: %s.",
+				when(next), failure(in), in.ConsecutiveFailures, delay)
+		} else {
+			fmt.Fprintf(&b, "Backing off until %s: %s; failure %d in a row, backoff step %d (%s).",
+				when(next), failure(in), in.ConsecutiveFailures, in.BackoffStep, delay)
+		}
 	case Pause:
 		switch d.Reason {
 		case ReasonRetryAfter:
@@ -197,6 +204,9 @@ func (d Decision) Explain() string {
 	}
 	if in.RetryAfterSecs > 0 && d.Reason != ReasonRetryAfter {
 		adj = append(adj, fmt.Sprintf("Retry-After %s is a floor", fmtDur(sec(in.RetryAfterSecs))))
+	}
+	if in.Truncated {
+		adj = append(adj, "the body was cut at the size cap, so the interval is at least ×b_up")
 	}
 	if in.TailCapSec > 0 && in.WindowCapSec == 0 {
 		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))

@@ -382,6 +382,7 @@ func (r *run) success(o Outcome, newCount int, prev time.Time) {
 		}
 		if o.Truncated { // seed 000 §7: a body cut at the cap asks for a longer interval
 			iv = max(iv, time.Duration(float64(st.Interval())*p.Up))
+			r.in().Truncated = true
 		}
 		iv = max(min(max(iv, r.lo), r.hi), r.floor)
 		st.IntervalSec = int(iv / time.Second)

@@ -65,7 +65,7 @@ func DecisionRecord(feedID, fetchID string, d sched.Decision) *ndjson.Decision {
 		State: string(d.State), Event: string(d.Event), DisabledReason: d.DisabledReason,
 		Inputs: ndjson.DecisionInputs{
 			Policy: in.Policy, Override: in.Override,
-			Outcome: string(in.Outcome), HTTPStatus: in.HTTPStatus, NotModified: in.NotModified,
+			Outcome: string(in.Outcome), HTTPStatus: in.HTTPStatus, NotModified: in.NotModified, Truncated: in.Truncated,
 			ErrorClass: in.ErrorClass, ErrorCode: in.ErrorCode, NewEntries: in.NewEntries, Items: in.Items,
 			IntervalBeforeSec: in.IntervalBeforeSec, IntervalAfterSec: in.IntervalAfterSec, MinSec: in.MinSec, MaxSec: in.MaxSec,
 			EWMASecs: in.EWMASecs, RatePerDay: in.RatePerDay, Scale: in.Scale, BaseSec: in.BaseSec,

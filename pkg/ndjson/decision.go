@@ -49,6 +49,7 @@ type DecisionInputs struct {
 	Outcome     string `json:"outcome"`
 	HTTPStatus  int    `json:"http_status"`
 	NotModified bool   `json:"not_modified"`
+	Truncated   bool   `json:"truncated"`
 	ErrorClass  string `json:"error_class"`
 	ErrorCode   string `json:"error_code"`
 	NewEntries  int    `json:"new_entries"`

@@ -379,6 +379,8 @@
 //	    outcome              string  fetch, manual or new
 //	    http_status          int     the fetch's status; 0 without response
 //	    not_modified         bool    a 304 answer
+//	    truncated            bool    the body was cut at the size cap: the
+//	                                 interval is at least ×b_up (seed 000 §7)
 //	    error_class          string  the fetch's error class
 //	    error_code           string  the fetch's error code
 //	    new_entries          int     entries stored new from the fetch

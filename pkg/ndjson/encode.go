@@ -366,6 +366,7 @@ func appendDecisionInputs(b []byte, x *DecisionInputs) []byte {
 	b = appendStr(b, `,"outcome":`, x.Outcome)
 	b = appendInt(b, `,"http_status":`, x.HTTPStatus)
 	b = appendBool(b, `,"not_modified":`, x.NotModified)
+	b = appendBool(b, `,"truncated":`, x.Truncated)
 	b = appendStr(b, `,"error_class":`, x.ErrorClass)
 	b = appendStr(b, `,"error_code":`, x.ErrorCode)
 	b = appendInt(b, `,"new_entries":`, x.NewEntries)
