@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -185,6 +189,51 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 	f := r.fetches[0]
 	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Plain"] != "p" || f.RequestHeaders["User-Agent"] != "mine/1" {
 		t.Errorf("recorded due %+v, request headers %v", f.Due.Access, f.RequestHeaders)
+	}
+}
+
+// TestURLCredentialsNeverRecorded: a due URL with user:password@ in it
+// authenticates, and the password reaches neither fetches/, stdout nor
+// the logs (a failed fetch logs its URL), nor the feed id.
+func TestURLCredentialsNeverRecorded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/feed" {
+			http.Redirect(w, r, "/final", http.StatusFound)
+			return
+		}
+		if user, pass, _ := r.BasicAuth(); user != "ann" || pass != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	st, _ := storage.Open(t.TempDir())
+	r := run(t, st, `{"type":"due","v":1,"url":"http://ann:s3cret@`+host+`/feed"}`+"\n"+
+		`{"type":"due","v":1,"feed_id":"wrong","url":"http://ann:wr0ng@`+host+`/feed"}`+"\n")
+	if len(r.fetches) != 2 {
+		t.Fatalf("%d fetches, err %v", len(r.fetches), r.err)
+	}
+	by := map[string]ndjson.Fetch{}
+	for _, f := range r.fetches {
+		by[f.Due.FeedID] = f
+	}
+	ok, wrong := by[ids.FeedID(srv.URL+"/feed")], by["wrong"]
+	if ok.Error != nil || ok.HTTPStatus != 200 || wrong.HTTPStatus != 401 {
+		t.Fatalf("with the password: %d %+v; with a wrong one: %d; feed ids %v", ok.HTTPStatus, ok.Error, wrong.HTTPStatus, slices.Collect(maps.Keys(by)))
+	}
+	if ok.RequestedURL != srv.URL+"/feed" || ok.Due.URL != srv.URL+"/feed" || ok.Due.Auth == nil || ok.Due.Auth.Username != "ann" {
+		t.Errorf("requested %s, due %s, auth %+v", ok.RequestedURL, ok.Due.URL, ok.Due.Auth)
+	}
+	if !strings.Contains(r.logs, "url="+srv.URL+"/feed") {
+		t.Errorf("the failed fetch's URL was not logged:\n%s", r.logs)
+	}
+	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
+	for _, secret := range []string{"s3cret", "wr0ng", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
+		if strings.Contains(string(logged), secret) || strings.Contains(strings.Join(r.lines, ""), secret) || strings.Contains(r.logs, secret) {
+			t.Errorf("%q was recorded", secret)
+		}
 	}
 }
 

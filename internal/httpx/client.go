@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -156,10 +157,17 @@ type redirectsKey struct{}
 // classified in Response.Err.
 func (c *Client) Get(ctx context.Context, req Request) *Response {
 	start := c.opts.Now()
-	resp := &Response{RequestedURL: req.URL, URL: req.URL}
+	// Credentials in the URL are sent as basic auth, and never recorded
+	// with the URL.
+	rawURL, user := urlnorm.SplitUserinfo(req.URL)
+	if user != nil && req.Auth == nil {
+		pass, _ := user.Password()
+		req.Auth = &BasicAuth{Username: user.Username(), Password: pass}
+	}
+	resp := &Response{RequestedURL: rawURL, URL: rawURL}
 	defer func() { resp.Duration = c.opts.Now().Sub(start) }()
 
-	u, err := urlnorm.Parse(req.URL)
+	u, err := urlnorm.Parse(rawURL)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
@@ -200,7 +208,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		return resp
 	}
 	defer hresp.Body.Close()
-	resp.URL = hresp.Request.URL.String()
+	resp.URL = withoutUserinfo(hresp.Request.URL)
 	resp.Status = hresp.StatusCode
 	resp.Header = hresp.Header
 	resp.RetryAfter, resp.HasRetryAfter = parseRetryAfter(hresp.Header.Get("Retry-After"), c.opts.Now())
@@ -228,7 +236,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if hops, ok := req.Context().Value(redirectsKey{}).(*[]ndjson.Redirect); ok && req.Response != nil {
-		*hops = append(*hops, ndjson.Redirect{URL: via[len(via)-1].URL.String(), Status: req.Response.StatusCode})
+		*hops = append(*hops, ndjson.Redirect{URL: withoutUserinfo(via[len(via)-1].URL), Status: req.Response.StatusCode})
 	}
 	if len(via) > c.opts.MaxRedirects {
 		return fmt.Errorf("%w: more than %d", errTooManyRedirects, c.opts.MaxRedirects)
@@ -240,6 +248,17 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 var errTooManyRedirects = errors.New("too many redirects")
+
+// withoutUserinfo is u as recorded: a redirect may name credentials in its
+// Location, which must not be written down.
+func withoutUserinfo(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	c := *u
+	c.User = nil
+	return c.String()
+}
 
 // hopTimeout gives each request of a redirect chain its own deadline,
 // covering its body too.

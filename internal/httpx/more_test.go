@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -167,6 +168,37 @@ func TestUserAgentAndBasicAuthPerRequest(t *testing.T) {
 	for _, v := range Flatten(r.RequestHeader) {
 		if strings.Contains(v, "s3cret") || strings.Contains(v, base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))) {
 			t.Fatal("a credential reached the recorded headers")
+		}
+	}
+}
+
+// TestURLCredentialsSentAsBasicAuthOnly: user:password@ in the URL
+// authenticates, and neither it nor one in a redirect's Location is
+// recorded with the URLs.
+func TestURLCredentialsSentAsBasicAuthOnly(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, _ := r.BasicAuth(); user != "ann" || pass != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/a" {
+			http.Redirect(w, r, "http://bob:hunter2@"+r.Host+"/b", http.StatusFound)
+			return
+		}
+		w.Write([]byte(rss))
+	}))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	r := local().Get(context.Background(), Request{URL: "http://ann:s3cret@" + host + "/a"})
+	if r.Err != nil || r.Status != 200 {
+		t.Fatalf("status %d, err %+v", r.Status, r.Err)
+	}
+	if r.RequestedURL != srv.URL+"/a" || r.URL != srv.URL+"/b" || len(r.Redirects) != 1 || r.Redirects[0].URL != srv.URL+"/a" {
+		t.Errorf("requested %s, final %s, redirects %+v", r.RequestedURL, r.URL, r.Redirects)
+	}
+	recorded := fmt.Sprint(r.RequestedURL, r.URL, r.Redirects, Flatten(r.RequestHeader))
+	for _, secret := range []string{"s3cret", "hunter2", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
+		if strings.Contains(recorded, secret) {
+			t.Errorf("%q recorded: %s", secret, recorded)
 		}
 	}
 }

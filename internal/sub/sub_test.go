@@ -111,6 +111,38 @@ func TestAddAccess(t *testing.T) {
 	}
 }
 
+// TestURLCredentialsBecomeBasicAuth: a password written into the URL
+// would be recorded and logged with it, and make the feed id; it is kept
+// as the basic auth instead, by add and import alike, unless --basic-auth
+// says otherwise.
+func TestURLCredentialsBecomeBasicAuth(t *testing.T) {
+	e := newEnv(t)
+	sub, _, err := Add(e.cfg, Spec{URL: "https://ann:s3cret@example.org/private"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.URL != "https://example.org/private" || sub.FeedID != ids.FeedID("https://example.org/private") ||
+		sub.Auth == nil || *sub.Auth != (ndjson.Auth{Username: "ann", Password: "s3cret"}) {
+		t.Fatalf("url %q, id %q, auth %+v", sub.URL, sub.FeedID, sub.Auth)
+	}
+	sub, _, err = Add(e.cfg, Spec{URL: "https://old:pw@example.org/other", BasicAuth: "bob:n3w"})
+	if err != nil || sub.URL != "https://example.org/other" || *sub.Auth != (ndjson.Auth{Username: "bob", Password: "n3w"}) {
+		t.Fatalf("with --basic-auth: %v, url %q, auth %+v", err, sub.URL, sub.Auth)
+	}
+	if _, err := Import(e.cfg, strings.NewReader("https://cat:m30w@example.org/imported\n"), "in", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.subs(t)
+	if got := subs[len(subs)-1]; got.URL != "https://example.org/imported" || got.Auth == nil || got.Auth.Password != "m30w" {
+		t.Fatalf("imported: url %q, auth %+v", got.URL, got.Auth)
+	}
+	for _, secret := range []string{"s3cret", "m30w", "pw@"} {
+		if strings.Contains(e.out.String(), secret) || strings.Contains(e.msg.String(), secret) {
+			t.Errorf("%q was shown:\n%s%s", secret, e.out, e.msg)
+		}
+	}
+}
+
 func TestIntervalClamped(t *testing.T) {
 	e := newEnv(t)
 	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Interval: time.Minute})

@@ -50,7 +50,8 @@
 //	feed_id       string  UUIDv5 (URL namespace) of the normalized URL at
 //	                      creation; never changes afterwards
 //	url           string  the feed's URL, normalized: lower-case scheme and
-//	                      host, no default port, no fragment
+//	                      host, no default port, no fragment, no
+//	                      user:password@ (feed-sub keeps those as auth)
 //	name          string  a name the user gave; "" means use the feed's title
 //	labels        [string] user labels (OPML folders become labels)
 //	source_type   string  rss, atom, json, website, or auto (detect from
@@ -122,6 +123,8 @@
 //	url              string  the final URL, after redirects
 //	redirects        [object] each hop: {url, status} of a response that
 //	                         redirected, in order; [] if none
+//	                         (these URLs, and the due's, never hold a
+//	                         user:password@: it is sent as basic auth)
 //	fetched_at       time    when the request started
 //	duration_ms      int     how long it took, body included
 //	http_status      int     the final response's status; 0 if no response
