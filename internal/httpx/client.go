@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -151,7 +152,19 @@ func (r *Response) PermanentRedirect() string {
 	return r.URL
 }
 
-type redirectsKey struct{}
+// getState is what checkRedirect keeps and needs of one Get.
+type getState struct {
+	resp  *Response
+	extra []string // the names of the request's own headers (Request.Header)
+}
+
+type getStateKey struct{}
+
+// clientHeaders are the request headers the client sets itself: standard,
+// never secret. Every other header comes from the caller's Request.Header.
+var clientHeaders = map[string]bool{
+	"User-Agent": true, "Accept": true, "Accept-Encoding": true, "If-None-Match": true, "If-Modified-Since": true,
+}
 
 // Get fetches req.URL. It never returns a Go error: every failure is
 // classified in Response.Err.
@@ -174,13 +187,18 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 	}
 	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(context.WithValue(total, redirectsKey{}, &resp.Redirects), http.MethodGet, u.String(), nil)
+	st := &getState{resp: resp}
+	hr, err := http.NewRequestWithContext(context.WithValue(total, getStateKey{}, st), http.MethodGet, u.String(), nil)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
 	}
 	for k, vs := range req.Header {
-		hr.Header[http.CanonicalHeaderKey(k)] = vs
+		k = http.CanonicalHeaderKey(k)
+		hr.Header[k] = vs
+		if !clientHeaders[k] {
+			st.extra = append(st.extra, k)
+		}
 	}
 	hr.Header.Set("User-Agent", c.opts.UserAgent)
 	if req.UserAgent != "" {
@@ -235,8 +253,21 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 }
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
-	if hops, ok := req.Context().Value(redirectsKey{}).(*[]ndjson.Redirect); ok && req.Response != nil {
-		*hops = append(*hops, ndjson.Redirect{URL: withoutUserinfo(via[len(via)-1].URL), Status: req.Response.StatusCode})
+	st, _ := req.Context().Value(getStateKey{}).(*getState)
+	if st == nil {
+		return errors.New("httpx: a redirect outside Get") // cannot happen: only Get sends
+	}
+	if req.Response != nil {
+		st.resp.Redirects = append(st.resp.Redirects, ndjson.Redirect{URL: withoutUserinfo(via[len(via)-1].URL), Status: req.Response.StatusCode})
+	}
+	// The request's own headers and credentials are for its host only;
+	// Go drops Authorization only across domains, not ports or schemes,
+	// and keeps other headers everywhere.
+	if leavesHost(via[0].URL, req.URL) {
+		for _, name := range st.extra {
+			req.Header.Del(name)
+		}
+		req.Header.Del("Authorization")
 	}
 	if len(via) > c.opts.MaxRedirects {
 		return fmt.Errorf("%w: more than %d", errTooManyRedirects, c.opts.MaxRedirects)
@@ -248,6 +279,19 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 var errTooManyRedirects = errors.New("too many redirects")
+
+// leavesHost reports whether a redirect from one URL to another goes to
+// another host (HostKey), except for an upgrade from http to https of the
+// same name on the default ports: publishers move feeds so all the time,
+// and the credentials go over the safer channel.
+func leavesHost(from, to *url.URL) bool {
+	if HostKey(from.String()) == HostKey(to.String()) {
+		return false
+	}
+	upgrade := from.Scheme == "http" && to.Scheme == "https" && strings.EqualFold(from.Hostname(), to.Hostname()) &&
+		(from.Port() == "" || from.Port() == "80") && (to.Port() == "" || to.Port() == "443")
+	return !upgrade
+}
 
 // withoutUserinfo is u as recorded: a redirect may name credentials in its
 // Location, which must not be written down.

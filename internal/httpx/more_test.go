@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,68 @@ func TestURLCredentialsSentAsBasicAuthOnly(t *testing.T) {
 	for _, secret := range []string{"s3cret", "hunter2", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
 		if strings.Contains(recorded, secret) {
 			t.Errorf("%q recorded: %s", secret, recorded)
+		}
+	}
+}
+
+// TestRedirectToAnotherHostDropsTheRequestsHeaders: a feed's own headers
+// and basic auth go to its host only, not to another one it redirects to
+// (another port of 127.0.0.1, which Go alone would send Authorization to);
+// a redirect within the host keeps them.
+func TestRedirectToAnotherHostDropsTheRequestsHeaders(t *testing.T) {
+	type seen struct{ key, auth, ua string }
+	got := map[string]seen{}
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			got[name] = seen{r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.Header.Get("User-Agent")}
+			w.Write([]byte(rss))
+		}
+	}
+	other := newTestServer(t, record("other"))
+	origin := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/feed", http.StatusFound)
+		case "/within":
+			http.Redirect(w, r, "/feed", http.StatusFound)
+		default:
+			record("origin")(w, r)
+		}
+	}))
+	c := local()
+	for _, path := range []string{"/away", "/within"} {
+		r := c.Get(context.Background(), Request{URL: origin.URL + path, UserAgent: "mine/1",
+			Header: http.Header{"X-Api-Key": {"k-e-y"}}, Auth: &BasicAuth{"ann", "s3cret"}})
+		if r.Err != nil || len(r.Redirects) != 1 {
+			t.Fatalf("%s: err %+v, redirects %+v", path, r.Err, r.Redirects)
+		}
+	}
+	if o := got["other"]; o.key != "" || o.auth != "" || o.ua != "mine/1" {
+		t.Errorf("the other host got X-Api-Key %q, Authorization %q, User-Agent %q", o.key, o.auth, o.ua)
+	}
+	if o := got["origin"]; o.key != "k-e-y" || o.auth == "" {
+		t.Errorf("a redirect within the host lost X-Api-Key %q or Authorization %q", o.key, o.auth)
+	}
+}
+
+func TestLeavesHost(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		leaves   bool
+	}{
+		{"https://example.org/a", "https://EXAMPLE.org:443/b", false},
+		{"http://example.org/a", "https://example.org/a", false}, // an upgrade to https
+		{"http://example.org:80/a", "https://example.org:443/a", false},
+		{"https://example.org/a", "http://example.org/a", true}, // a downgrade
+		{"http://example.org:8080/a", "https://example.org/a", true},
+		{"http://example.org/a", "https://example.org:8443/a", true},
+		{"http://127.0.0.1:8080/a", "http://127.0.0.1:9090/a", true},
+		{"https://example.org/a", "https://feeds.example.org/a", true},
+	} {
+		from, _ := url.Parse(tc.from)
+		to, _ := url.Parse(tc.to)
+		if got := leavesHost(from, to); got != tc.leaves {
+			t.Errorf("leavesHost(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.leaves)
 		}
 	}
 }

@@ -71,7 +71,9 @@
 //	                      pages; null when there is none
 //	user_agent    string  a User-Agent for this feed only; "" means
 //	                      feed-fetch's own
-//	headers       object  extra request headers, name -> value; null if none
+//	headers       object  extra request headers, name -> value; null if
+//	                      none. They and auth are sent to the feed's host
+//	                      only, never to another host it redirects to
 //	auth          object  {username, password} for HTTP basic
 //	                      authentication; null if none. Listings (feed-sub
 //	                      ls --json) and fetch records show the password as
