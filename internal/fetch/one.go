@@ -106,7 +106,7 @@ func (cfg *Config) movedPermanently(f *ndjson.Fetch, to string, last ndjson.Last
 }
 
 // recordedDue is the due record as a fetch record keeps it: without the
-// password, and with secret-looking headers redacted.
+// password, and with its headers' values redacted.
 func recordedDue(due ndjson.Due) ndjson.Due {
 	due.Headers = httpx.RedactHeaderMap(due.Headers)
 	if due.Auth != nil {

@@ -174,21 +174,31 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 	}))
 	defer srv.Close()
 	st, _ := storage.Open(t.TempDir())
+	// A header's name does not tell whether its value is a secret (X-Auth,
+	// X-Access-Key, Api_Key): every extra header's value is redacted.
+	secrets := map[string]string{"X-Api-Key": "k-e-y", "X-Auth": "x-auth-v", "X-Access-Key": "x-access-v", "Api_key": "api-key-v", "X-Plain": "plain-v"}
 	b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "f", URL: srv.URL,
-		Access: ndjson.Access{UserAgent: "mine/1", Headers: map[string]string{"X-Api-Key": "k-e-y", "X-Plain": "p"}, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}}})
+		Access:     ndjson.Access{UserAgent: "mine/1", Headers: secrets, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}},
+		Validators: ndjson.Validators{ETag: `"v1"`}})
 	r := run(t, st, string(b))
 	if gotAuth == "" || gotKey != "k-e-y" {
 		t.Fatalf("the server got auth %q key %q", gotAuth, gotKey)
 	}
 	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
-	for _, secret := range []string{"s3cret", "k-e-y", gotAuth[len("Basic "):]} {
+	for _, secret := range append(slices.Collect(maps.Values(secrets)), "s3cret", gotAuth[len("Basic "):]) {
 		if strings.Contains(string(logged), secret) || strings.Contains(strings.Join(r.lines, ""), secret) || strings.Contains(r.logs, secret) {
 			t.Errorf("%q was recorded", secret)
 		}
 	}
 	f := r.fetches[0]
-	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Plain"] != "p" || f.RequestHeaders["User-Agent"] != "mine/1" {
+	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Auth"] != "(redacted)" || f.RequestHeaders["X-Plain"] != "(redacted)" {
 		t.Errorf("recorded due %+v, request headers %v", f.Due.Access, f.RequestHeaders)
+	}
+	// The standard headers the client sets itself stay readable.
+	for _, name := range []string{"User-Agent", "Accept", "Accept-Encoding", "If-None-Match"} {
+		if v := f.RequestHeaders[name]; v == "" || v == "(redacted)" {
+			t.Errorf("request header %s recorded as %q", name, v)
+		}
 	}
 }
 

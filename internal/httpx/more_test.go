@@ -157,11 +157,14 @@ func TestUserAgentAndBasicAuthPerRequest(t *testing.T) {
 		w.Write([]byte(rss))
 	}))
 	r := local().Get(context.Background(), Request{URL: srv.URL, UserAgent: "special/1.0", Auth: &BasicAuth{"ann", "s3cret"},
-		Header: http.Header{"X-Api-Key": {"k"}, "X-Other": {"v"}}})
+		Header: http.Header{"X-Api-Key": {"k"}, "X-Other": {"v"}, "Accept": {"application/rss+xml"}}})
 	if gotUA != "special/1.0" || gotAuth != "Basic "+base64.StdEncoding.EncodeToString([]byte("ann:s3cret")) {
 		t.Fatalf("server saw UA %q auth %q", gotUA, gotAuth)
 	}
-	for name, want := range map[string]string{"Authorization": "", "X-Api-Key": "(redacted)", "X-Other": "v", "User-Agent": "special/1.0"} {
+	// Every header the caller adds may be a secret, whatever its name;
+	// the standard ones stay readable.
+	for name, want := range map[string]string{"Authorization": "", "X-Api-Key": "(redacted)", "X-Other": "(redacted)", "User-Agent": "special/1.0",
+		"Accept": "application/rss+xml", "Accept-Encoding": acceptEncoding} {
 		if got := r.RequestHeader.Get(name); got != want {
 			t.Errorf("recorded %s = %q, want %q", name, got, want)
 		}

@@ -88,7 +88,8 @@ func TestAddRefusesBadInput(t *testing.T) {
 
 func TestAddAccess(t *testing.T) {
 	e := newEnv(t)
-	sub, _, err := Add(e.cfg, Spec{URL: "https://example.org/private", UserAgent: "mine/1", Headers: []string{"x-api-key: k1", "Accept: application/rss+xml"}, BasicAuth: "ann:pa:ss"})
+	sub, _, err := Add(e.cfg, Spec{URL: "https://example.org/private", UserAgent: "mine/1", BasicAuth: "ann:pa:ss",
+		Headers: []string{"x-api-key: k1", "Accept: application/rss+xml", "X-Auth: xa1", "X-Access-Key: xk1", "Api_Key: ak1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +103,20 @@ func TestAddAccess(t *testing.T) {
 	}
 	e.out.Reset()
 	List(e.cfg, ListOptions{JSON: true})
-	if strings.Contains(e.out.String(), "pa:ss") || strings.Contains(e.out.String(), "k1") || !strings.Contains(e.out.String(), `"username":"ann"`) {
-		t.Errorf("ls --json shows secrets: %s", e.out)
+	// A header's name does not tell whether its value is a secret: every
+	// value is hidden, but those of standard headers.
+	if strings.Contains(e.out.String(), "pa:ss") || strings.Contains(e.out.String(), "k1") || !strings.Contains(e.out.String(), `"username":"ann"`) ||
+		!strings.Contains(e.out.String(), `"Accept":"application/rss+xml"`) {
+		t.Errorf("ls --json shows secrets, or hides Accept: %s", e.out)
+	}
+	e.msg.Reset()
+	if err := Set(e.cfg, []string{sub.FeedID}, Changes{Headers: ptr([]string{"X-Auth: xa2", "X-Access-Key: xk1"})}); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"k1", "xa1", "xa2", "xk1", "ak1"} {
+		if strings.Contains(e.msg.String(), secret) || !strings.Contains(e.msg.String(), `"X-Auth: (redacted)"`) {
+			t.Errorf("feed-sub set shows %q: %s", secret, e.msg)
+		}
 	}
 	info, _ := os.Stat(e.cfg.Store.Path(storage.SubscriptionsFile))
 	if info.Mode().Perm()&0o077 != 0 {

@@ -76,8 +76,9 @@
 //	                      only, never to another host it redirects to
 //	auth          object  {username, password} for HTTP basic
 //	                      authentication; null if none. Listings (feed-sub
-//	                      ls --json) and fetch records show the password as
-//	                      "(redacted)"
+//	                      ls --json) and fetch records show the password,
+//	                      and the values of headers (but standard ones
+//	                      such as Accept), as "(redacted)"
 //	min_interval_sec int  the shortest interval the scheduler may choose
 //	                      for this feed; 0 means the global one; it can
 //	                      narrow the global clamps, never widen them
@@ -120,7 +121,7 @@
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
 //	due              object  the due record this fetch answers, its password
-//	                         and secret-looking headers "(redacted)"
+//	                         and the values of its headers "(redacted)"
 //	requested_url    string  the URL asked for
 //	url              string  the final URL, after redirects
 //	redirects        [object] each hop: {url, status} of a response that
@@ -132,7 +133,10 @@
 //	http_status      int     the final response's status; 0 if no response
 //	                         came (network error)
 //	not_modified     bool    the server answered 304: nothing changed
-//	request_headers  object  name -> value as sent (credentials removed)
+//	request_headers  object  name -> value as sent; Authorization left out,
+//	                         and every value "(redacted)" but those of the
+//	                         standard User-Agent, Accept, Accept-Encoding,
+//	                         If-None-Match and If-Modified-Since
 //	response_headers object  name -> value as received; repeated headers
 //	                         joined with ", "
 //	body_ref         object  {storage: "localfs", key:
