@@ -48,7 +48,10 @@ type Options struct {
 	// server trickling bytes is cut off.
 	TotalTimeout time.Duration
 	MaxBodyBytes int64 // cap on the decoded body
-	MaxRedirects int
+	// MaxRedirects is how many redirects a Get follows: nil means
+	// DefaultMaxRedirects, 0 none. The redirect over it is the response,
+	// with the error too_many_redirects.
+	MaxRedirects *int
 	Now          func() time.Time // for Retry-After dates; default time.Now
 }
 
@@ -73,8 +76,8 @@ func New(opts Options) *Client {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if opts.MaxRedirects <= 0 {
-		opts.MaxRedirects = DefaultMaxRedirects
+	if opts.MaxRedirects == nil {
+		opts.MaxRedirects = new(DefaultMaxRedirects)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -154,8 +157,9 @@ func (r *Response) PermanentRedirect() string {
 
 // getState is what checkRedirect keeps and needs of one Get.
 type getState struct {
-	resp  *Response
-	extra []string // the names of the request's own headers (Request.Header)
+	resp    *Response
+	extra   []string // the names of the request's own headers (Request.Header)
+	stopped bool     // a redirect over MaxRedirects was not followed
 }
 
 type getStateKey struct{}
@@ -237,6 +241,15 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 	}
 	body, truncated, err := decodeBody(hresp, c.opts.MaxBodyBytes)
 	resp.Body, resp.Truncated = body, truncated
+	if st.stopped {
+		to := hresp.Header.Get("Location")
+		if loc, err := hresp.Location(); err == nil {
+			to = withoutUserinfo(loc)
+		}
+		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "too_many_redirects",
+			Message: fmt.Sprintf("HTTP %d to %s not followed: --max-redirects is %d", hresp.StatusCode, to, *c.opts.MaxRedirects)}
+		return resp
+	}
 	if e := classifyStatus(hresp, resp.HasRetryAfter); e != nil {
 		resp.Err = e // keep the body: it is worth storing even when it is an error page
 		return resp
@@ -257,6 +270,12 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if st == nil {
 		return errors.New("httpx: a redirect outside Get") // cannot happen: only Get sends
 	}
+	if len(via) > *c.opts.MaxRedirects {
+		// The redirect is the response: its status and Location are
+		// recorded, and Get gives the error.
+		st.stopped = true
+		return http.ErrUseLastResponse
+	}
 	if req.Response != nil {
 		st.resp.Redirects = append(st.resp.Redirects, ndjson.Redirect{URL: withoutUserinfo(via[len(via)-1].URL), Status: req.Response.StatusCode})
 	}
@@ -269,16 +288,11 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		}
 		req.Header.Del("Authorization")
 	}
-	if len(via) > c.opts.MaxRedirects {
-		return fmt.Errorf("%w: more than %d", errTooManyRedirects, c.opts.MaxRedirects)
-	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, req.URL)
 	}
 	return nil
 }
-
-var errTooManyRedirects = errors.New("too many redirects")
 
 // leavesHost reports whether a redirect from one URL to another goes to
 // another host (HostKey), except for an upgrade from http to https of the

@@ -168,8 +168,10 @@
 //	                         rate_limited (429, 503 with Retry-After),
 //	                         blocked (403, bot challenges) or parse (the
 //	                         body is not a feed); code a short machine name
-//	                         such as http_404, timeout, not_a_feed; message
-//	                         one line for people
+//	                         such as http_404, timeout, not_a_feed,
+//	                         too_many_redirects (then http_status and url
+//	                         are those of the redirect not followed);
+//	                         message one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json
 //	    version           string  the format's version: for RSS what the
