@@ -289,7 +289,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		req.Header.Del("Authorization")
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, req.URL)
+		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, withoutUserinfo(req.URL))
 	}
 	return nil
 }

@@ -185,8 +185,12 @@ func TestURLCredentialsSentAsBasicAuthOnly(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path == "/a" {
+		switch r.URL.Path {
+		case "/a":
 			http.Redirect(w, r, "http://bob:hunter2@"+r.Host+"/b", http.StatusFound)
+			return
+		case "/ftp":
+			http.Redirect(w, r, "ftp://bob:hunter2@"+r.Host+"/b", http.StatusFound)
 			return
 		}
 		w.Write([]byte(rss))
@@ -199,7 +203,11 @@ func TestURLCredentialsSentAsBasicAuthOnly(t *testing.T) {
 	if r.RequestedURL != srv.URL+"/a" || r.URL != srv.URL+"/b" || len(r.Redirects) != 1 || r.Redirects[0].URL != srv.URL+"/a" {
 		t.Errorf("requested %s, final %s, redirects %+v", r.RequestedURL, r.URL, r.Redirects)
 	}
-	recorded := fmt.Sprint(r.RequestedURL, r.URL, r.Redirects, Flatten(r.RequestHeader))
+	ftp := local().Get(context.Background(), Request{URL: "http://ann:s3cret@" + host + "/ftp"})
+	if ftp.Err == nil || ftp.Err.Code != "invalid_url" {
+		t.Fatalf("a redirect to ftp: %+v", ftp.Err)
+	}
+	recorded := fmt.Sprint(r.RequestedURL, r.URL, r.Redirects, Flatten(r.RequestHeader), ftp.URL, ftp.Redirects, ftp.Err.Message)
 	for _, secret := range []string{"s3cret", "hunter2", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
 		if strings.Contains(recorded, secret) {
 			t.Errorf("%q recorded: %s", secret, recorded)
