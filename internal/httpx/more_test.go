@@ -124,12 +124,12 @@ func TestTotalTimeoutCutsATrickle(t *testing.T) {
 func TestConnectionReset(t *testing.T) {
 	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.(*net.TCPConn).SetLinger(0)
+		conn.(*net.TCPConn).SetLinger(0) // close with a RST
 		conn.Close()
 	}))
 	r := local().Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Class != ndjson.ClassTransient {
-		t.Fatalf("err %+v", r.Err)
+	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "connection_reset" {
+		t.Fatalf("err %+v, want transient connection_reset", r.Err)
 	}
 }
 
