@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -53,6 +55,10 @@ type Options struct {
 	// with the error too_many_redirects.
 	MaxRedirects *int
 	Now          func() time.Time // for Retry-After dates; default time.Now
+	// Resolver looks up host names for the dialer, which checks each
+	// address it then connects to; nil is net.DefaultResolver. (Tests
+	// make any name resolve to loopback with it.)
+	Resolver *net.Resolver
 }
 
 // Client fetches URLs. It is safe for concurrent use.
@@ -60,6 +66,9 @@ type Client struct {
 	opts   Options
 	hc     *http.Client
 	robots *robotsCache
+	// public says which addresses may be connected to without
+	// AllowPrivate: those publicAddr accepts, but in tests.
+	public func(netip.AddrPort) bool
 }
 
 // New returns a Client.
@@ -82,9 +91,10 @@ func New(opts Options) *Client {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
+	c := &Client{opts: opts, robots: newRobotsCache(), public: func(a netip.AddrPort) bool { return publicAddr(a.Addr()) }}
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
 	if !opts.AllowPrivate {
-		dialer.Control = dialControl
+		dialer.Control = func(_, address string, _ syscall.RawConn) error { return checkAddress(address, c.public) }
 	}
 	transport := &http.Transport{
 		// No proxy: the address check must see the publisher's address.
@@ -101,7 +111,6 @@ func New(opts Options) *Client {
 		// Bodies are decoded here, under the size cap, not by the transport.
 		DisableCompression: true,
 	}
-	c := &Client{opts: opts, robots: newRobotsCache()}
 	c.hc = &http.Client{Transport: hopTimeout{transport, opts.Timeout}, CheckRedirect: c.checkRedirect}
 	return c
 }

@@ -295,7 +295,9 @@ func TestPublicAddr(t *testing.T) {
 		{"::ffff:127.0.0.1", false}, {"::ffff:10.0.0.1", false}, {"::ffff:8.8.8.8", true},
 		{"::127.0.0.1", false}, {"64:ff9b::10.0.0.1", false}, {"64:ff9b::8.8.8.8", true},
 		{"2002:7f00:0001::", false}, {"2002:0808:0808::", true},
-		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false}, // Teredo carrying 127.0.0.1
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false},         // Teredo carrying 127.0.0.1
+		{"::ffff:0:7f00:1", false}, {"::ffff:0:808:808", false}, // IPv4-translated (SIIT)
+		{"fec0::1", false}, {"feff:ffff::1", false}, // site-local, fec0::/10
 	} {
 		if got := publicAddr(netip.MustParseAddr(tc.addr)); got != tc.public {
 			t.Errorf("publicAddr(%s) = %v, want %v", tc.addr, got, tc.public)
