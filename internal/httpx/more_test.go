@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,6 +305,67 @@ func TestRobotsAllowed(t *testing.T) {
 		if ok, _ := local().RobotsAllowed(context.Background(), srv.URL+"/page", nil); ok != want {
 			t.Errorf("robots.txt answering %d: allowed %v, want %v", status, ok, want)
 		}
+	}
+}
+
+// TestRobotsCachedPerHost: each host's robots.txt is fetched once and
+// applies to that host only, two ports of one address being two hosts.
+func TestRobotsCachedPerHost(t *testing.T) {
+	var fetches [2]atomic.Int32
+	robots := func(i int, body string) *httptest.Server {
+		return newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				fetches[i].Add(1)
+				w.Write([]byte(body))
+			}
+		}))
+	}
+	closed := robots(0, "User-agent: *\nDisallow: /\n")
+	open := robots(1, "User-agent: *\nDisallow: /private/\n")
+	c := local()
+	for range 2 {
+		for u, want := range map[string]bool{closed.URL + "/a": false, open.URL + "/a": true, open.URL + "/private/a": false} {
+			if ok, err := c.RobotsAllowed(context.Background(), u, nil); err != nil || ok != want {
+				t.Errorf("%s: %v, %v; want %v", u, ok, err, want)
+			}
+		}
+	}
+	if a, b := fetches[0].Load(), fetches[1].Load(); a != 1 || b != 1 {
+		t.Errorf("robots.txt fetched %d and %d times, want once from each host", a, b)
+	}
+}
+
+// TestRobotsNotCachedWhenCancelled: a robots.txt fetch cut short by the
+// caller's context (a signal) says nothing about the host: it is not kept
+// as "disallow everything" for the Client's life, and the next call
+// fetches again.
+func TestRobotsNotCachedWhenCancelled(t *testing.T) {
+	var fetches atomic.Int32
+	started := make(chan struct{})
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fetches.Add(1) == 1 { // the first hangs until the client gives up
+			close(started)
+			<-r.Context().Done()
+			return
+		}
+		w.Write([]byte("User-agent: *\nDisallow: /private/\n"))
+	}))
+	c := local()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	if ok, err := c.RobotsAllowed(ctx, srv.URL+"/page", nil); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v, %v; want false and context.Canceled", ok, err)
+	}
+	if ok, err := c.RobotsAllowed(ctx, srv.URL+"/page", nil); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled before: %v, %v; want false and context.Canceled", ok, err)
+	}
+	for path, want := range map[string]bool{"/page": true, "/private/x": false} {
+		if ok, err := c.RobotsAllowed(context.Background(), srv.URL+path, nil); err != nil || ok != want {
+			t.Errorf("%s after the cancelled call: %v, %v; want %v", path, ok, err, want)
+		}
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("robots.txt fetched %d times, want 2 (the cancelled one and one kept)", n)
 	}
 }
 
