@@ -87,6 +87,64 @@ func TestPerHostRateSpreadsABurst(t *testing.T) {
 	}
 }
 
+// TestRedirectTargetGetsItsHostRate: feeds on three hosts that all
+// redirect to one host (a feed proxy) reach it no faster than its rate,
+// a second apart on the fake clock, not at once.
+func TestRedirectTargetGetsItsHostRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(t0)
+	arrived := make(chan time.Duration, 3)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- fake.Now().Sub(t0)
+		w.Write([]byte(feedBody))
+	}))
+	defer proxy.Close()
+	var urls []string
+	for i := range 3 {
+		origin := httptest.NewServer(http.RedirectHandler(fmt.Sprintf("%s/feed/%d", proxy.URL, i), http.StatusFound))
+		defer origin.Close()
+		urls = append(urls, origin.URL+"/feed")
+	}
+	st, _ := storage.Open(t.TempDir())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			In: strings.NewReader(dues(t, urls...)), Out: ndjson.NewWriter(&out), Store: st, Clock: fake,
+			Client:  httpx.New(httpx.Options{AllowPrivate: true}),
+			Limiter: httpx.NewLimiter(1, 1, fake),
+		})
+	}()
+	// The clock moves only while a fetch waits for it and none is in
+	// flight to the proxy (one at a time there): a request is timed
+	// when it arrives.
+	var seen []time.Duration
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(20 * time.Second)
+	for len(seen) < 3 {
+		select {
+		case at := <-arrived:
+			seen = append(seen, at)
+		case <-tick.C:
+			if fake.Waiters() > 0 {
+				fake.Advance(time.Second)
+			}
+		case <-timeout:
+			t.Fatalf("the proxy got requests at %v only", seen)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(seen); got != "[0s 1s 2s]" {
+		t.Errorf("the proxy got requests at %s, want [0s 1s 2s]: one a second", got)
+	}
+	if n := strings.Count(out.String(), `"http_status":200,`); n != 3 {
+		t.Errorf("%d fetches succeeded, want 3:\n%s", n, out.String())
+	}
+}
+
 // TestSlowHostDoesNotHoldUpOthers keeps one host's request hanging until
 // the feeds of four other hosts have been fetched: were the slow host
 // holding the others up, they would never be.

@@ -130,6 +130,16 @@ type Request struct {
 	// one that will not come (at 10,000 hosts, idle connections held
 	// 150 MB of buffers and goroutine stacks).
 	LastToHost bool
+	// Limiter, if set, makes a redirect to another host (HostKey) wait
+	// for a turn at that host, so that many feeds redirected to one host
+	// (a feed proxy) reach it no faster than its limits allow. Release
+	// ends the caller's turn at the request's host, taken from Limiter;
+	// Get calls it when it leaves the host, or else when it returns, so a
+	// Get holds one turn at a time: two fetches redirected to each other's
+	// host never wait for each other. (A Limiter's release may be called
+	// again.)
+	Limiter *Limiter
+	Release func()
 }
 
 // Response is the outcome of a GET. Err is nil on success (2xx or 304).
@@ -169,6 +179,24 @@ type getState struct {
 	resp    *Response
 	extra   []string // the names of the request's own headers (Request.Header)
 	stopped bool     // a redirect over MaxRedirects was not followed
+	limiter *Limiter // Request.Limiter
+	host    string   // the host (HostKey) of the turn held
+	release func()   // ends that turn; nil if none is held
+}
+
+// turnAt ends the Get's turn at its host and waits for one at host. Only
+// one is held at a time, so waiting never holds up another fetch's turn.
+func (st *getState) turnAt(ctx context.Context, host string) error {
+	if st.release != nil {
+		st.release()
+		st.release = nil
+	}
+	release, err := st.limiter.Acquire(ctx, host)
+	if err != nil {
+		return fmt.Errorf("httpx: waiting for a turn at %s: %w", host, err)
+	}
+	st.host, st.release = host, release
+	return nil
 }
 
 type getStateKey struct{}
@@ -183,6 +211,12 @@ var clientHeaders = map[string]bool{
 // classified in Response.Err.
 func (c *Client) Get(ctx context.Context, req Request) *Response {
 	start := c.opts.Now()
+	st := &getState{limiter: req.Limiter, release: req.Release}
+	defer func() {
+		if st.release != nil {
+			st.release()
+		}
+	}()
 	// Credentials in the URL are sent as basic auth, and never recorded
 	// with the URL.
 	rawURL, user := urlnorm.SplitUserinfo(req.URL)
@@ -200,7 +234,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 	}
 	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
-	st := &getState{resp: resp}
+	st.resp, st.host = resp, HostKey(u.String())
 	hr, err := http.NewRequestWithContext(context.WithValue(total, getStateKey{}, st), http.MethodGet, u.String(), nil)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
@@ -299,6 +333,11 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, withoutUserinfo(req.URL))
+	}
+	// Within one host the turn goes on, as one request: a new one would
+	// wait out the host's rate after itself.
+	if host := HostKey(req.URL.String()); st.limiter != nil && host != st.host {
+		return st.turnAt(req.Context(), host)
 	}
 	return nil
 }

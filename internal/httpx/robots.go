@@ -80,16 +80,16 @@ func (e *robotsEntry) get(ctx context.Context, fetch func() *robotstxt.RobotsDat
 }
 
 func (c *Client) fetchRobots(ctx context.Context, u *url.URL, limiter *Limiter) *robotstxt.RobotsData {
+	req := Request{URL: u.Scheme + "://" + u.Host + "/robots.txt"}
 	if limiter != nil {
 		release, err := limiter.Acquire(ctx, HostKey(u.String()))
 		if err != nil {
 			data, _ := robotstxt.FromStatusAndBytes(503, nil)
 			return data
 		}
-		defer release()
+		req.Limiter, req.Release = limiter, release
 	}
-	robotsURL := u.Scheme + "://" + u.Host + "/robots.txt"
-	r := c.Get(ctx, Request{URL: robotsURL})
+	r := c.Get(ctx, req)
 	status := r.Status
 	if status == 0 { // no response at all: treat as a server error
 		status = 503
