@@ -32,7 +32,7 @@ types pass through.`,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "feeds fetched at once, in all", Value: fetch.DefaultConcurrency, EnvVars: []string{"FEEDPIPE_CONCURRENCY", "NEWSFED_CONCURRENCY"}},
 			&cli.DurationFlag{Name: "total-timeout", Usage: "per feed, redirects included", Value: httpx.DefaultTotalTimeout, EnvVars: []string{"FEEDPIPE_TOTAL_TIMEOUT", "NEWSFED_FETCH_TIMEOUT"}},
-			&cli.IntFlag{Name: "max-redirects", Usage: "redirects followed per fetch", Value: httpx.DefaultMaxRedirects, EnvVars: []string{"FEEDPIPE_MAX_REDIRECTS"}},
+			&cli.IntFlag{Name: "max-redirects", Usage: "redirects followed per fetch; 0 follows none (a redirect over it is the response, with the error too_many_redirects)", Value: httpx.DefaultMaxRedirects, EnvVars: []string{"FEEDPIPE_MAX_REDIRECTS"}},
 			&cli.IntFlag{Name: "redirect-threshold", Usage: "fetches in a row moved permanently (301, 308) to one URL before it is proposed as the feed's new URL", Value: fetch.DefaultRedirectThreshold, EnvVars: []string{"FEEDPIPE_REDIRECT_THRESHOLD"}},
 		}, append(cmdkit.HTTPFlags("cap on a decoded body; longer ones are cut and flagged truncated", "User-Agent header"), cmdkit.CommonFlags()...)...),
 		Action: func(c *cli.Context) error {
@@ -54,7 +54,7 @@ types pass through.`,
 			case c.Int("redirect-threshold") < 1:
 				return cmdkit.Usagef("--redirect-threshold %d: it must be at least 1", c.Int("redirect-threshold"))
 			}
-			opts.TotalTimeout, opts.MaxRedirects = c.Duration("total-timeout"), c.Int("max-redirects")
+			opts.TotalTimeout, opts.MaxRedirects = c.Duration("total-timeout"), new(c.Int("max-redirects"))
 			return fetch.Run(c.Context, fetch.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
 				Concurrency:       c.Int("concurrency"),

@@ -118,8 +118,12 @@ func (d *dispatcher) start(ctx context.Context, results chan<- result) time.Time
 			d.queued--
 			d.inFlight++
 			go func() {
-				f := d.cfg.fetchOne(ctx, due, last)
-				release()
+				// A redirect to another host waits for a turn there, in
+				// the client: a feed proxy that many feeds redirect to
+				// gets no more than its limits. The wait keeps its place
+				// among cfg.Concurrency, bounded by the total timeout.
+				f := d.cfg.fetchOne(ctx, due, last, release)
+				release() // if the fetch ended before the client had it
 				results <- result{fetch: f}
 				d.done <- host
 			}()

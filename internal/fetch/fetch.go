@@ -89,6 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 			if !pipe.Decode(line, &due, cfg.Log, &fails) {
 				return nil
 			}
+			due = withoutUserinfo(due)
 			if due.FeedID == "" {
 				// A due record written by hand ({"type":"due","url":"..."})
 				// gets the id a subscription to that URL would have. (An
@@ -130,6 +131,24 @@ func Run(ctx context.Context, cfg Config) error {
 		"failed", stats.failed, "bytes_saved", stats.bytesSaved, "skipped", rs.skipped, "resumed", rs.resumed)
 	fails.Records = stats.failed
 	return fails.Err("feed", "feeds")
+}
+
+// withoutUserinfo moves credentials written into the due URL
+// (http://user:password@host/) to its basic auth, unless it has its own, so
+// that they are sent but never recorded or logged with the URL, nor make
+// its feed id. (feed-sub moves them when it subscribes; a due record
+// written by hand, or an older subscription, may still hold them.)
+func withoutUserinfo(due ndjson.Due) ndjson.Due {
+	u, user := urlnorm.SplitUserinfo(due.URL)
+	if user == nil {
+		return due
+	}
+	due.URL = u
+	if due.Auth == nil {
+		pass, _ := user.Password()
+		due.Auth = &ndjson.Auth{Username: user.Username(), Password: pass}
+	}
+	return due
 }
 
 type counts struct {

@@ -13,8 +13,9 @@ import (
 )
 
 // fetchOne fetches one feed and stores its payload; last says no other
-// feed of its host is queued.
-func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool) *ndjson.Fetch {
+// feed of its host is queued, and release ends the fetch's turn at its
+// host (the client ends it early if a redirect leaves the host).
+func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, release func()) *ndjson.Fetch {
 	fetchedAt := cfg.Clock.Now()
 	f := &ndjson.Fetch{
 		Header:       ndjson.Head(ndjson.TypeFetch),
@@ -34,7 +35,8 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool) *ndj
 	// every fetch, even at a level that drops them.
 	log := func() *slog.Logger { return cfg.Log.With("feed_id", due.FeedID, "fetch_id", id) }
 
-	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent, LastToHost: last}
+	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent, LastToHost: last,
+		Limiter: cfg.Limiter, Release: release}
 	if len(due.Headers) > 0 {
 		req.Header = http.Header{}
 		for k, v := range due.Headers {
@@ -106,7 +108,7 @@ func (cfg *Config) movedPermanently(f *ndjson.Fetch, to string, last ndjson.Last
 }
 
 // recordedDue is the due record as a fetch record keeps it: without the
-// password, and with secret-looking headers redacted.
+// password, and with its headers' values redacted.
 func recordedDue(due ndjson.Due) ndjson.Due {
 	due.Headers = httpx.RedactHeaderMap(due.Headers)
 	if due.Auth != nil {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -81,6 +85,64 @@ func TestPerHostRateSpreadsABurst(t *testing.T) {
 	}
 	if got := fmt.Sprint(seen["b"]); got != "[0s]" {
 		t.Errorf("host b requested at %s, want [0s]: it must not wait for a", got)
+	}
+}
+
+// TestRedirectTargetGetsItsHostRate: feeds on three hosts that all
+// redirect to one host (a feed proxy) reach it no faster than its rate,
+// a second apart on the fake clock, not at once.
+func TestRedirectTargetGetsItsHostRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(t0)
+	arrived := make(chan time.Duration, 3)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- fake.Now().Sub(t0)
+		w.Write([]byte(feedBody))
+	}))
+	defer proxy.Close()
+	var urls []string
+	for i := range 3 {
+		origin := httptest.NewServer(http.RedirectHandler(fmt.Sprintf("%s/feed/%d", proxy.URL, i), http.StatusFound))
+		defer origin.Close()
+		urls = append(urls, origin.URL+"/feed")
+	}
+	st, _ := storage.Open(t.TempDir())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			In: strings.NewReader(dues(t, urls...)), Out: ndjson.NewWriter(&out), Store: st, Clock: fake,
+			Client:  httpx.New(httpx.Options{AllowPrivate: true}),
+			Limiter: httpx.NewLimiter(1, 1, fake),
+		})
+	}()
+	// The clock moves only while a fetch waits for it and none is in
+	// flight to the proxy (one at a time there): a request is timed
+	// when it arrives.
+	var seen []time.Duration
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(20 * time.Second)
+	for len(seen) < 3 {
+		select {
+		case at := <-arrived:
+			seen = append(seen, at)
+		case <-tick.C:
+			if fake.Waiters() > 0 {
+				fake.Advance(time.Second)
+			}
+		case <-timeout:
+			t.Fatalf("the proxy got requests at %v only", seen)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(seen); got != "[0s 1s 2s]" {
+		t.Errorf("the proxy got requests at %s, want [0s 1s 2s]: one a second", got)
+	}
+	if n := strings.Count(out.String(), `"http_status":200,`); n != 3 {
+		t.Errorf("%d fetches succeeded, want 3:\n%s", n, out.String())
 	}
 }
 
@@ -199,21 +261,76 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 	}))
 	defer srv.Close()
 	st, _ := storage.Open(t.TempDir())
+	// A header's name does not tell whether its value is a secret (X-Auth,
+	// X-Access-Key, Api_Key): every extra header's value is redacted.
+	secrets := map[string]string{"X-Api-Key": "k-e-y", "X-Auth": "x-auth-v", "X-Access-Key": "x-access-v", "Api_key": "api-key-v", "X-Plain": "plain-v"}
 	b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "f", URL: srv.URL,
-		Access: ndjson.Access{UserAgent: "mine/1", Headers: map[string]string{"X-Api-Key": "k-e-y", "X-Plain": "p"}, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}}})
+		Access:     ndjson.Access{UserAgent: "mine/1", Headers: secrets, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}},
+		Validators: ndjson.Validators{ETag: `"v1"`}})
 	r := run(t, st, string(b))
 	if gotAuth == "" || gotKey != "k-e-y" {
 		t.Fatalf("the server got auth %q key %q", gotAuth, gotKey)
 	}
 	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
-	for _, secret := range []string{"s3cret", "k-e-y", gotAuth[len("Basic "):]} {
+	for _, secret := range append(slices.Collect(maps.Values(secrets)), "s3cret", gotAuth[len("Basic "):]) {
 		if strings.Contains(string(logged), secret) || strings.Contains(strings.Join(r.lines, ""), secret) || strings.Contains(r.logs, secret) {
 			t.Errorf("%q was recorded", secret)
 		}
 	}
 	f := r.fetches[0]
-	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Plain"] != "p" || f.RequestHeaders["User-Agent"] != "mine/1" {
+	if f.Due.Auth == nil || f.Due.Auth.Username != "ann" || f.Due.Headers["X-Auth"] != "(redacted)" || f.RequestHeaders["X-Plain"] != "(redacted)" {
 		t.Errorf("recorded due %+v, request headers %v", f.Due.Access, f.RequestHeaders)
+	}
+	// The standard headers the client sets itself stay readable.
+	for _, name := range []string{"User-Agent", "Accept", "Accept-Encoding", "If-None-Match"} {
+		if v := f.RequestHeaders[name]; v == "" || v == "(redacted)" {
+			t.Errorf("request header %s recorded as %q", name, v)
+		}
+	}
+}
+
+// TestURLCredentialsNeverRecorded: a due URL with user:password@ in it
+// authenticates, and the password reaches neither fetches/, stdout nor
+// the logs (a failed fetch logs its URL), nor the feed id.
+func TestURLCredentialsNeverRecorded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/feed" {
+			http.Redirect(w, r, "/final", http.StatusFound)
+			return
+		}
+		if user, pass, _ := r.BasicAuth(); user != "ann" || pass != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	st, _ := storage.Open(t.TempDir())
+	r := run(t, st, `{"type":"due","v":1,"url":"http://ann:s3cret@`+host+`/feed"}`+"\n"+
+		`{"type":"due","v":1,"feed_id":"wrong","url":"http://ann:wr0ng@`+host+`/feed"}`+"\n")
+	if len(r.fetches) != 2 {
+		t.Fatalf("%d fetches, err %v", len(r.fetches), r.err)
+	}
+	by := map[string]ndjson.Fetch{}
+	for _, f := range r.fetches {
+		by[f.Due.FeedID] = f
+	}
+	ok, wrong := by[ids.FeedID(srv.URL+"/feed")], by["wrong"]
+	if ok.Error != nil || ok.HTTPStatus != 200 || wrong.HTTPStatus != 401 {
+		t.Fatalf("with the password: %d %+v; with a wrong one: %d; feed ids %v", ok.HTTPStatus, ok.Error, wrong.HTTPStatus, slices.Collect(maps.Keys(by)))
+	}
+	if ok.RequestedURL != srv.URL+"/feed" || ok.Due.URL != srv.URL+"/feed" || ok.Due.Auth == nil || ok.Due.Auth.Username != "ann" {
+		t.Errorf("requested %s, due %s, auth %+v", ok.RequestedURL, ok.Due.URL, ok.Due.Auth)
+	}
+	if !strings.Contains(r.logs, "url="+srv.URL+"/feed") {
+		t.Errorf("the failed fetch's URL was not logged:\n%s", r.logs)
+	}
+	logged, _ := os.ReadFile(st.Path("fetches/2026-11-21.ndjson"))
+	for _, secret := range []string{"s3cret", "wr0ng", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
+		if strings.Contains(string(logged), secret) || strings.Contains(strings.Join(r.lines, ""), secret) || strings.Contains(r.logs, secret) {
+			t.Errorf("%q was recorded", secret)
+		}
 	}
 }
 

@@ -72,8 +72,6 @@ func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 	switch {
 	case errors.Is(err, ErrAddressRefused):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: CodeAddressRefused, Message: msg}
-	case errors.Is(err, errTooManyRedirects):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "too_many_redirects", Message: msg}
 	case errors.Is(err, urlnorm.ErrScheme):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: msg}
 	case errors.As(err, &dnsErr):

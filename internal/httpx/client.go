@@ -11,6 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -46,8 +50,15 @@ type Options struct {
 	// server trickling bytes is cut off.
 	TotalTimeout time.Duration
 	MaxBodyBytes int64 // cap on the decoded body
-	MaxRedirects int
+	// MaxRedirects is how many redirects a Get follows: nil means
+	// DefaultMaxRedirects, 0 none. The redirect over it is the response,
+	// with the error too_many_redirects.
+	MaxRedirects *int
 	Now          func() time.Time // for Retry-After dates; default time.Now
+	// Resolver looks up host names for the dialer, which checks each
+	// address it then connects to; nil is net.DefaultResolver. (Tests
+	// make any name resolve to loopback with it.)
+	Resolver *net.Resolver
 }
 
 // Client fetches URLs. It is safe for concurrent use.
@@ -55,6 +66,9 @@ type Client struct {
 	opts   Options
 	hc     *http.Client
 	robots *robotsCache
+	// public says which addresses may be connected to without
+	// AllowPrivate: those publicAddr accepts, but in tests.
+	public func(netip.AddrPort) bool
 }
 
 // New returns a Client.
@@ -71,15 +85,16 @@ func New(opts Options) *Client {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if opts.MaxRedirects <= 0 {
-		opts.MaxRedirects = DefaultMaxRedirects
+	if opts.MaxRedirects == nil {
+		opts.MaxRedirects = new(DefaultMaxRedirects)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
+	c := &Client{opts: opts, robots: newRobotsCache(), public: func(a netip.AddrPort) bool { return publicAddr(a.Addr()) }}
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
 	if !opts.AllowPrivate {
-		dialer.Control = dialControl
+		dialer.Control = func(_, address string, _ syscall.RawConn) error { return checkAddress(address, c.public) }
 	}
 	transport := &http.Transport{
 		// No proxy: the address check must see the publisher's address.
@@ -96,7 +111,6 @@ func New(opts Options) *Client {
 		// Bodies are decoded here, under the size cap, not by the transport.
 		DisableCompression: true,
 	}
-	c := &Client{opts: opts, robots: newRobotsCache()}
 	c.hc = &http.Client{Transport: hopTimeout{transport, opts.Timeout}, CheckRedirect: c.checkRedirect}
 	return c
 }
@@ -116,6 +130,16 @@ type Request struct {
 	// one that will not come (at 10,000 hosts, idle connections held
 	// 150 MB of buffers and goroutine stacks).
 	LastToHost bool
+	// Limiter, if set, makes a redirect to another host (HostKey) wait
+	// for a turn at that host, so that many feeds redirected to one host
+	// (a feed proxy) reach it no faster than its limits allow. Release
+	// ends the caller's turn at the request's host, taken from Limiter;
+	// Get calls it when it leaves the host, or else when it returns, so a
+	// Get holds one turn at a time: two fetches redirected to each other's
+	// host never wait for each other. (A Limiter's release may be called
+	// again.)
+	Limiter *Limiter
+	Release func()
 }
 
 // Response is the outcome of a GET. Err is nil on success (2xx or 304).
@@ -150,29 +174,78 @@ func (r *Response) PermanentRedirect() string {
 	return r.URL
 }
 
-type redirectsKey struct{}
+// getState is what checkRedirect keeps and needs of one Get.
+type getState struct {
+	resp    *Response
+	extra   []string // the names of the request's own headers (Request.Header)
+	stopped bool     // a redirect over MaxRedirects was not followed
+	limiter *Limiter // Request.Limiter
+	host    string   // the host (HostKey) of the turn held
+	release func()   // ends that turn; nil if none is held
+}
+
+// turnAt ends the Get's turn at its host and waits for one at host. Only
+// one is held at a time, so waiting never holds up another fetch's turn.
+func (st *getState) turnAt(ctx context.Context, host string) error {
+	if st.release != nil {
+		st.release()
+		st.release = nil
+	}
+	release, err := st.limiter.Acquire(ctx, host)
+	if err != nil {
+		return fmt.Errorf("httpx: waiting for a turn at %s: %w", host, err)
+	}
+	st.host, st.release = host, release
+	return nil
+}
+
+type getStateKey struct{}
+
+// clientHeaders are the request headers the client sets itself: standard,
+// never secret. Every other header comes from the caller's Request.Header.
+var clientHeaders = map[string]bool{
+	"User-Agent": true, "Accept": true, "Accept-Encoding": true, "If-None-Match": true, "If-Modified-Since": true,
+}
 
 // Get fetches req.URL. It never returns a Go error: every failure is
 // classified in Response.Err.
 func (c *Client) Get(ctx context.Context, req Request) *Response {
 	start := c.opts.Now()
-	resp := &Response{RequestedURL: req.URL, URL: req.URL}
+	st := &getState{limiter: req.Limiter, release: req.Release}
+	defer func() {
+		if st.release != nil {
+			st.release()
+		}
+	}()
+	// Credentials in the URL are sent as basic auth, and never recorded
+	// with the URL.
+	rawURL, user := urlnorm.SplitUserinfo(req.URL)
+	if user != nil && req.Auth == nil {
+		pass, _ := user.Password()
+		req.Auth = &BasicAuth{Username: user.Username(), Password: pass}
+	}
+	resp := &Response{RequestedURL: rawURL, URL: rawURL}
 	defer func() { resp.Duration = c.opts.Now().Sub(start) }()
 
-	u, err := urlnorm.Parse(req.URL)
+	u, err := urlnorm.Parse(rawURL)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
 	}
 	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(context.WithValue(total, redirectsKey{}, &resp.Redirects), http.MethodGet, u.String(), nil)
+	st.resp, st.host = resp, HostKey(u.String())
+	hr, err := http.NewRequestWithContext(context.WithValue(total, getStateKey{}, st), http.MethodGet, u.String(), nil)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return resp
 	}
 	for k, vs := range req.Header {
-		hr.Header[http.CanonicalHeaderKey(k)] = vs
+		k = http.CanonicalHeaderKey(k)
+		hr.Header[k] = vs
+		if !clientHeaders[k] {
+			st.extra = append(st.extra, k)
+		}
 	}
 	hr.Header.Set("User-Agent", c.opts.UserAgent)
 	if req.UserAgent != "" {
@@ -200,7 +273,7 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 		return resp
 	}
 	defer hresp.Body.Close()
-	resp.URL = hresp.Request.URL.String()
+	resp.URL = withoutUserinfo(hresp.Request.URL)
 	resp.Status = hresp.StatusCode
 	resp.Header = hresp.Header
 	resp.RetryAfter, resp.HasRetryAfter = parseRetryAfter(hresp.Header.Get("Retry-After"), c.opts.Now())
@@ -211,6 +284,15 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 	}
 	body, truncated, err := decodeBody(hresp, c.opts.MaxBodyBytes)
 	resp.Body, resp.Truncated = body, truncated
+	if st.stopped {
+		to := hresp.Header.Get("Location")
+		if loc, err := hresp.Location(); err == nil {
+			to = withoutUserinfo(loc)
+		}
+		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "too_many_redirects",
+			Message: fmt.Sprintf("HTTP %d to %s not followed: --max-redirects is %d", hresp.StatusCode, to, *c.opts.MaxRedirects)}
+		return resp
+	}
 	if e := classifyStatus(hresp, resp.HasRetryAfter); e != nil {
 		resp.Err = e // keep the body: it is worth storing even when it is an error page
 		return resp
@@ -227,19 +309,62 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 }
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
-	if hops, ok := req.Context().Value(redirectsKey{}).(*[]ndjson.Redirect); ok && req.Response != nil {
-		*hops = append(*hops, ndjson.Redirect{URL: via[len(via)-1].URL.String(), Status: req.Response.StatusCode})
+	st, _ := req.Context().Value(getStateKey{}).(*getState)
+	if st == nil {
+		return errors.New("httpx: a redirect outside Get") // cannot happen: only Get sends
 	}
-	if len(via) > c.opts.MaxRedirects {
-		return fmt.Errorf("%w: more than %d", errTooManyRedirects, c.opts.MaxRedirects)
+	if len(via) > *c.opts.MaxRedirects {
+		// The redirect is the response: its status and Location are
+		// recorded, and Get gives the error.
+		st.stopped = true
+		return http.ErrUseLastResponse
+	}
+	if req.Response != nil {
+		st.resp.Redirects = append(st.resp.Redirects, ndjson.Redirect{URL: withoutUserinfo(via[len(via)-1].URL), Status: req.Response.StatusCode})
+	}
+	// The request's own headers and credentials are for its host only;
+	// Go drops Authorization only across domains, not ports or schemes,
+	// and keeps other headers everywhere.
+	if leavesHost(via[0].URL, req.URL) {
+		for _, name := range st.extra {
+			req.Header.Del(name)
+		}
+		req.Header.Del("Authorization")
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, req.URL)
+		return fmt.Errorf("%w: redirect to %s", urlnorm.ErrScheme, withoutUserinfo(req.URL))
+	}
+	// Within one host the turn goes on, as one request: a new one would
+	// wait out the host's rate after itself.
+	if host := HostKey(req.URL.String()); st.limiter != nil && host != st.host {
+		return st.turnAt(req.Context(), host)
 	}
 	return nil
 }
 
-var errTooManyRedirects = errors.New("too many redirects")
+// leavesHost reports whether a redirect from one URL to another goes to
+// another host (HostKey), except for an upgrade from http to https of the
+// same name on the default ports: publishers move feeds so all the time,
+// and the credentials go over the safer channel.
+func leavesHost(from, to *url.URL) bool {
+	if HostKey(from.String()) == HostKey(to.String()) {
+		return false
+	}
+	upgrade := from.Scheme == "http" && to.Scheme == "https" && strings.EqualFold(from.Hostname(), to.Hostname()) &&
+		(from.Port() == "" || from.Port() == "80") && (to.Port() == "" || to.Port() == "443")
+	return !upgrade
+}
+
+// withoutUserinfo is u as recorded: a redirect may name credentials in its
+// Location, which must not be written down.
+func withoutUserinfo(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	c := *u
+	c.User = nil
+	return c.String()
+}
 
 // hopTimeout gives each request of a redirect chain its own deadline,
 // covering its body too.

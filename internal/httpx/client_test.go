@@ -3,11 +3,13 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,13 +128,53 @@ func TestRedirectsRecorded(t *testing.T) {
 	}
 }
 
-func TestTooManyRedirects(t *testing.T) {
+// TestMaxRedirects: exactly MaxRedirects redirects are followed; the one
+// over it is the response, with the error too_many_redirects; 0 follows
+// none, and nil means the default.
+func TestMaxRedirects(t *testing.T) {
+	// /hop/N redirects to /hop/N-1; /hop/0 is the feed.
 	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/again", http.StatusFound)
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/hop/"))
+		if n == 0 {
+			w.Write([]byte("<rss/>"))
+			return
+		}
+		http.Redirect(w, r, fmt.Sprintf("/hop/%d", n-1), http.StatusFound)
 	}))
-	r := New(Options{AllowPrivate: true, MaxRedirects: 3}).Get(context.Background(), Request{URL: srv.URL + "/"})
-	if r.Err == nil || r.Err.Code != "too_many_redirects" || r.Err.Class != ndjson.ClassPermanent {
-		t.Fatalf("err %+v", r.Err)
+	for _, tc := range []struct {
+		max       *int
+		hops      int
+		followed  int    // redirects recorded
+		stoppedAt string // "": the feed was reached
+	}{
+		{new(3), 3, 3, ""},
+		{new(3), 4, 3, "/hop/1"},
+		{new(0), 0, 0, ""},
+		{new(0), 1, 0, "/hop/1"},
+		{nil, DefaultMaxRedirects, DefaultMaxRedirects, ""},
+		{nil, DefaultMaxRedirects + 1, DefaultMaxRedirects, "/hop/1"},
+	} {
+		name := fmt.Sprintf("max %v, %d hops", tc.max, tc.hops)
+		if tc.max != nil {
+			name = fmt.Sprintf("max %d, %d hops", *tc.max, tc.hops)
+		}
+		r := New(Options{AllowPrivate: true, MaxRedirects: tc.max}).Get(context.Background(), Request{URL: fmt.Sprintf("%s/hop/%d", srv.URL, tc.hops)})
+		if len(r.Redirects) != tc.followed {
+			t.Errorf("%s: %d redirects recorded, want %d", name, len(r.Redirects), tc.followed)
+		}
+		if tc.stoppedAt == "" {
+			if r.Err != nil || r.Status != 200 || r.URL != srv.URL+"/hop/0" {
+				t.Errorf("%s: status %d, url %s, err %+v; want the feed", name, r.Status, r.URL, r.Err)
+			}
+			continue
+		}
+		if r.Err == nil || r.Err.Code != "too_many_redirects" || r.Err.Class != ndjson.ClassPermanent || r.Status != http.StatusFound || r.URL != srv.URL+tc.stoppedAt ||
+			!strings.Contains(r.Err.Message, "HTTP 302 to "+srv.URL+"/hop/0 not followed") || !strings.Contains(r.Err.Message, "--max-redirects is") {
+			t.Errorf("%s: status %d, url %s, err %+v; want the redirect at %s with too_many_redirects", name, r.Status, r.URL, r.Err, tc.stoppedAt)
+		}
+		if r.Header.Get("Location") != "/hop/0" {
+			t.Errorf("%s: the redirect's Location was not kept: %v", name, r.Header)
+		}
 	}
 }
 
@@ -253,7 +295,9 @@ func TestPublicAddr(t *testing.T) {
 		{"::ffff:127.0.0.1", false}, {"::ffff:10.0.0.1", false}, {"::ffff:8.8.8.8", true},
 		{"::127.0.0.1", false}, {"64:ff9b::10.0.0.1", false}, {"64:ff9b::8.8.8.8", true},
 		{"2002:7f00:0001::", false}, {"2002:0808:0808::", true},
-		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false}, // Teredo carrying 127.0.0.1
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false},         // Teredo carrying 127.0.0.1
+		{"::ffff:0:7f00:1", false}, {"::ffff:0:808:808", false}, // IPv4-translated (SIIT)
+		{"fec0::1", false}, {"feff:ffff::1", false}, // site-local, fec0::/10
 	} {
 		if got := publicAddr(netip.MustParseAddr(tc.addr)); got != tc.public {
 			t.Errorf("publicAddr(%s) = %v, want %v", tc.addr, got, tc.public)

@@ -132,38 +132,34 @@ type zstdCloser struct{ *zstd.Decoder }
 
 func (z zstdCloser) Close() error { z.Decoder.Close(); return nil }
 
-// sensitive reports whether a request header may carry a secret, and so
-// must never be recorded.
-func sensitive(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
-	return strings.Contains(n, "token") || strings.Contains(n, "secret") || strings.Contains(n, "api-key") || strings.Contains(n, "apikey")
-}
+// redacted is what a header's value is recorded as when it may be a
+// secret.
+const redacted = "(redacted)"
 
-// redactHeaders copies request headers for the record, with the values of
-// those that may carry secrets replaced.
+// redactHeaders copies request headers for the record, with the value of
+// every header but the standard ones the client sets itself replaced: the
+// others come from the caller (a subscription's extra headers), and a
+// name does not tell whether one is a secret (X-Auth, Api_Key, ...).
 func redactHeaders(h http.Header) http.Header {
 	out := h.Clone()
 	for name := range out {
-		if sensitive(name) {
-			out[name] = []string{"(redacted)"}
+		if !clientHeaders[name] {
+			out[name] = []string{redacted}
 		}
 	}
 	return out
 }
 
-// RedactHeaderMap is redactHeaders for a subscription's extra headers.
+// RedactHeaderMap is redactHeaders for a subscription's extra headers,
+// for records, listings and logs.
 func RedactHeaderMap(h map[string]string) map[string]string {
 	if h == nil {
 		return nil
 	}
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		if sensitive(k) {
-			v = "(redacted)"
+		if !clientHeaders[http.CanonicalHeaderKey(k)] {
+			v = redacted
 		}
 		out[k] = v
 	}

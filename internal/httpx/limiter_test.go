@@ -2,6 +2,9 @@ package httpx
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,5 +101,59 @@ func TestAcquireWaitsForTheClockAndForReleases(t *testing.T) {
 	cancel()
 	if err := <-got; err != context.Canceled {
 		t.Fatalf("cancelled Acquire returned %v", err)
+	}
+}
+
+// TestRedirectsTakeTurnsWithoutDeadlock: two hosts whose feeds redirect to
+// each other, both requests in flight at once, one request at a time per
+// host. A fetch that kept its host's turn while waiting for the other's
+// would wait for the other fetch, doing the same, until the total timeout.
+// Every turn is given back; a redirect within a host keeps its turn.
+func TestRedirectsTakeTurnsWithoutDeadlock(t *testing.T) {
+	var both sync.WaitGroup
+	both.Add(2)
+	var a, b *httptest.Server
+	handler := func(other **httptest.Server) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/feed":
+				both.Done()
+				both.Wait() // both fetches hold their own host's turn now
+				http.Redirect(w, r, (*other).URL+"/final", http.StatusFound)
+			case "/self":
+				http.Redirect(w, r, "/final", http.StatusFound)
+			default:
+				w.Write([]byte(rss))
+			}
+		}
+	}
+	a, b = newTestServer(t, handler(&b)), newTestServer(t, handler(&a))
+	l := NewLimiter(1, 0, nil)
+	c := New(Options{AllowPrivate: true, TotalTimeout: 5 * time.Second})
+	ctx := context.Background()
+	results := make(chan *Response, 2)
+	for _, srv := range []*httptest.Server{a, b} {
+		release, err := l.Acquire(ctx, HostKey(srv.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { results <- c.Get(ctx, Request{URL: srv.URL + "/feed", Limiter: l, Release: release}) }()
+	}
+	for range 2 {
+		if r := <-results; r.Err != nil || len(r.Redirects) != 1 {
+			t.Fatalf("%s: err %+v, redirects %+v", r.RequestedURL, r.Err, r.Redirects)
+		}
+	}
+	for _, srv := range []*httptest.Server{a, b} {
+		if _, _, ok := l.TryAcquire(HostKey(srv.URL)); !ok {
+			t.Errorf("the turn at %s was not given back", srv.URL)
+		}
+	}
+	// At one request a second and a clock that does not move, a redirect
+	// that took a new turn at its own host would wait for ever.
+	l = NewLimiter(1, 1, clock.NewFake(time.Time{}))
+	release, _ := l.Acquire(ctx, HostKey(a.URL))
+	if r := c.Get(ctx, Request{URL: a.URL + "/self", Limiter: l, Release: release}); r.Err != nil || len(r.Redirects) != 1 {
+		t.Fatalf("a redirect within the host: err %+v, redirects %+v", r.Err, r.Redirects)
 	}
 }

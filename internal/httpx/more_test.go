@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,12 +127,12 @@ func TestTotalTimeoutCutsATrickle(t *testing.T) {
 func TestConnectionReset(t *testing.T) {
 	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.(*net.TCPConn).SetLinger(0)
+		conn.(*net.TCPConn).SetLinger(0) // close with a RST
 		conn.Close()
 	}))
 	r := local().Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Class != ndjson.ClassTransient {
-		t.Fatalf("err %+v", r.Err)
+	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "connection_reset" {
+		t.Fatalf("err %+v, want transient connection_reset", r.Err)
 	}
 }
 
@@ -155,11 +160,14 @@ func TestUserAgentAndBasicAuthPerRequest(t *testing.T) {
 		w.Write([]byte(rss))
 	}))
 	r := local().Get(context.Background(), Request{URL: srv.URL, UserAgent: "special/1.0", Auth: &BasicAuth{"ann", "s3cret"},
-		Header: http.Header{"X-Api-Key": {"k"}, "X-Other": {"v"}}})
+		Header: http.Header{"X-Api-Key": {"k"}, "X-Other": {"v"}, "Accept": {"application/rss+xml"}}})
 	if gotUA != "special/1.0" || gotAuth != "Basic "+base64.StdEncoding.EncodeToString([]byte("ann:s3cret")) {
 		t.Fatalf("server saw UA %q auth %q", gotUA, gotAuth)
 	}
-	for name, want := range map[string]string{"Authorization": "", "X-Api-Key": "(redacted)", "X-Other": "v", "User-Agent": "special/1.0"} {
+	// Every header the caller adds may be a secret, whatever its name;
+	// the standard ones stay readable.
+	for name, want := range map[string]string{"Authorization": "", "X-Api-Key": "(redacted)", "X-Other": "(redacted)", "User-Agent": "special/1.0",
+		"Accept": "application/rss+xml", "Accept-Encoding": acceptEncoding} {
 		if got := r.RequestHeader.Get(name); got != want {
 			t.Errorf("recorded %s = %q, want %q", name, got, want)
 		}
@@ -167,6 +175,107 @@ func TestUserAgentAndBasicAuthPerRequest(t *testing.T) {
 	for _, v := range Flatten(r.RequestHeader) {
 		if strings.Contains(v, "s3cret") || strings.Contains(v, base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))) {
 			t.Fatal("a credential reached the recorded headers")
+		}
+	}
+}
+
+// TestURLCredentialsSentAsBasicAuthOnly: user:password@ in the URL
+// authenticates, and neither it nor one in a redirect's Location is
+// recorded with the URLs.
+func TestURLCredentialsSentAsBasicAuthOnly(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, _ := r.BasicAuth(); user != "ann" || pass != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/a":
+			http.Redirect(w, r, "http://bob:hunter2@"+r.Host+"/b", http.StatusFound)
+			return
+		case "/ftp":
+			http.Redirect(w, r, "ftp://bob:hunter2@"+r.Host+"/b", http.StatusFound)
+			return
+		}
+		w.Write([]byte(rss))
+	}))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	r := local().Get(context.Background(), Request{URL: "http://ann:s3cret@" + host + "/a"})
+	if r.Err != nil || r.Status != 200 {
+		t.Fatalf("status %d, err %+v", r.Status, r.Err)
+	}
+	if r.RequestedURL != srv.URL+"/a" || r.URL != srv.URL+"/b" || len(r.Redirects) != 1 || r.Redirects[0].URL != srv.URL+"/a" {
+		t.Errorf("requested %s, final %s, redirects %+v", r.RequestedURL, r.URL, r.Redirects)
+	}
+	ftp := local().Get(context.Background(), Request{URL: "http://ann:s3cret@" + host + "/ftp"})
+	if ftp.Err == nil || ftp.Err.Code != "invalid_url" {
+		t.Fatalf("a redirect to ftp: %+v", ftp.Err)
+	}
+	recorded := fmt.Sprint(r.RequestedURL, r.URL, r.Redirects, Flatten(r.RequestHeader), ftp.URL, ftp.Redirects, ftp.Err.Message)
+	for _, secret := range []string{"s3cret", "hunter2", base64.StdEncoding.EncodeToString([]byte("ann:s3cret"))} {
+		if strings.Contains(recorded, secret) {
+			t.Errorf("%q recorded: %s", secret, recorded)
+		}
+	}
+}
+
+// TestRedirectToAnotherHostDropsTheRequestsHeaders: a feed's own headers
+// and basic auth go to its host only, not to another one it redirects to
+// (another port of 127.0.0.1, which Go alone would send Authorization to);
+// a redirect within the host keeps them.
+func TestRedirectToAnotherHostDropsTheRequestsHeaders(t *testing.T) {
+	type seen struct{ key, auth, ua string }
+	got := map[string]seen{}
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			got[name] = seen{r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.Header.Get("User-Agent")}
+			w.Write([]byte(rss))
+		}
+	}
+	other := newTestServer(t, record("other"))
+	origin := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/feed", http.StatusFound)
+		case "/within":
+			http.Redirect(w, r, "/feed", http.StatusFound)
+		default:
+			record("origin")(w, r)
+		}
+	}))
+	c := local()
+	for _, path := range []string{"/away", "/within"} {
+		r := c.Get(context.Background(), Request{URL: origin.URL + path, UserAgent: "mine/1",
+			Header: http.Header{"X-Api-Key": {"k-e-y"}}, Auth: &BasicAuth{"ann", "s3cret"}})
+		if r.Err != nil || len(r.Redirects) != 1 {
+			t.Fatalf("%s: err %+v, redirects %+v", path, r.Err, r.Redirects)
+		}
+	}
+	if o := got["other"]; o.key != "" || o.auth != "" || o.ua != "mine/1" {
+		t.Errorf("the other host got X-Api-Key %q, Authorization %q, User-Agent %q", o.key, o.auth, o.ua)
+	}
+	if o := got["origin"]; o.key != "k-e-y" || o.auth == "" {
+		t.Errorf("a redirect within the host lost X-Api-Key %q or Authorization %q", o.key, o.auth)
+	}
+}
+
+func TestLeavesHost(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		leaves   bool
+	}{
+		{"https://example.org/a", "https://EXAMPLE.org:443/b", false},
+		{"http://example.org/a", "https://example.org/a", false}, // an upgrade to https
+		{"http://example.org:80/a", "https://example.org:443/a", false},
+		{"https://example.org/a", "http://example.org/a", true}, // a downgrade
+		{"http://example.org:8080/a", "https://example.org/a", true},
+		{"http://example.org/a", "https://example.org:8443/a", true},
+		{"http://127.0.0.1:8080/a", "http://127.0.0.1:9090/a", true},
+		{"https://example.org/a", "https://feeds.example.org/a", true},
+	} {
+		from, _ := url.Parse(tc.from)
+		to, _ := url.Parse(tc.to)
+		if got := leavesHost(from, to); got != tc.leaves {
+			t.Errorf("leavesHost(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.leaves)
 		}
 	}
 }
@@ -196,6 +305,67 @@ func TestRobotsAllowed(t *testing.T) {
 		if ok, _ := local().RobotsAllowed(context.Background(), srv.URL+"/page", nil); ok != want {
 			t.Errorf("robots.txt answering %d: allowed %v, want %v", status, ok, want)
 		}
+	}
+}
+
+// TestRobotsCachedPerHost: each host's robots.txt is fetched once and
+// applies to that host only, two ports of one address being two hosts.
+func TestRobotsCachedPerHost(t *testing.T) {
+	var fetches [2]atomic.Int32
+	robots := func(i int, body string) *httptest.Server {
+		return newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				fetches[i].Add(1)
+				w.Write([]byte(body))
+			}
+		}))
+	}
+	closed := robots(0, "User-agent: *\nDisallow: /\n")
+	open := robots(1, "User-agent: *\nDisallow: /private/\n")
+	c := local()
+	for range 2 {
+		for u, want := range map[string]bool{closed.URL + "/a": false, open.URL + "/a": true, open.URL + "/private/a": false} {
+			if ok, err := c.RobotsAllowed(context.Background(), u, nil); err != nil || ok != want {
+				t.Errorf("%s: %v, %v; want %v", u, ok, err, want)
+			}
+		}
+	}
+	if a, b := fetches[0].Load(), fetches[1].Load(); a != 1 || b != 1 {
+		t.Errorf("robots.txt fetched %d and %d times, want once from each host", a, b)
+	}
+}
+
+// TestRobotsNotCachedWhenCancelled: a robots.txt fetch cut short by the
+// caller's context (a signal) says nothing about the host: it is not kept
+// as "disallow everything" for the Client's life, and the next call
+// fetches again.
+func TestRobotsNotCachedWhenCancelled(t *testing.T) {
+	var fetches atomic.Int32
+	started := make(chan struct{})
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fetches.Add(1) == 1 { // the first hangs until the client gives up
+			close(started)
+			<-r.Context().Done()
+			return
+		}
+		w.Write([]byte("User-agent: *\nDisallow: /private/\n"))
+	}))
+	c := local()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	if ok, err := c.RobotsAllowed(ctx, srv.URL+"/page", nil); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v, %v; want false and context.Canceled", ok, err)
+	}
+	if ok, err := c.RobotsAllowed(ctx, srv.URL+"/page", nil); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled before: %v, %v; want false and context.Canceled", ok, err)
+	}
+	for path, want := range map[string]bool{"/page": true, "/private/x": false} {
+		if ok, err := c.RobotsAllowed(context.Background(), srv.URL+path, nil); err != nil || ok != want {
+			t.Errorf("%s after the cancelled call: %v, %v; want %v", path, ok, err, want)
+		}
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("robots.txt fetched %d times, want 2 (the cancelled one and one kept)", n)
 	}
 }
 

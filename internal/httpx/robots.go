@@ -3,6 +3,7 @@ package httpx
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -21,8 +22,8 @@ type robotsCache struct {
 }
 
 type robotsEntry struct {
-	once sync.Once
-	data *robotstxt.RobotsData
+	lock chan struct{}         // held while the host's robots.txt is fetched
+	data *robotstxt.RobotsData // nil until fetched
 }
 
 func newRobotsCache() *robotsCache { return &robotsCache{hosts: map[string]*robotsEntry{}} }
@@ -33,6 +34,7 @@ func newRobotsCache() *robotsCache { return &robotsCache{hosts: map[string]*robo
 // polled and are not checked; the scraper checks the HTML pages it
 // fetches. A robots.txt that is missing (4xx) allows everything; one that
 // cannot be fetched (5xx, network errors) disallows everything for now.
+// When ctx ends first, the error says so and nothing is cached.
 func (c *Client) RobotsAllowed(ctx context.Context, rawURL string, limiter *Limiter) (bool, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -42,29 +44,52 @@ func (c *Client) RobotsAllowed(ctx context.Context, rawURL string, limiter *Limi
 	c.robots.mu.Lock()
 	e := c.robots.hosts[host]
 	if e == nil {
-		e = &robotsEntry{}
+		e = &robotsEntry{lock: make(chan struct{}, 1)}
 		c.robots.hosts[host] = e
 	}
 	c.robots.mu.Unlock()
-	e.once.Do(func() { e.data = c.fetchRobots(ctx, u, limiter) })
+	data, err := e.get(ctx, func() *robotstxt.RobotsData { return c.fetchRobots(ctx, u, limiter) })
+	if err != nil {
+		return false, fmt.Errorf("httpx: robots.txt of %s: %w", host, err)
+	}
 	path := u.EscapedPath()
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return e.data.TestAgent(cmp.Or(path, "/"), robotsAgent(c.opts.UserAgent)), nil
+	return data.TestAgent(cmp.Or(path, "/"), robotsAgent(c.opts.UserAgent)), nil
+}
+
+// get returns the host's robots.txt, fetching it first if it has none. A
+// fetch that ctx cut short is not kept: it says nothing about the host, and
+// the next caller fetches again.
+func (e *robotsEntry) get(ctx context.Context, fetch func() *robotstxt.RobotsData) (*robotstxt.RobotsData, error) {
+	select {
+	case e.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-e.lock }()
+	if e.data == nil {
+		data := fetch()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e.data = data
+	}
+	return e.data, nil
 }
 
 func (c *Client) fetchRobots(ctx context.Context, u *url.URL, limiter *Limiter) *robotstxt.RobotsData {
+	req := Request{URL: u.Scheme + "://" + u.Host + "/robots.txt"}
 	if limiter != nil {
 		release, err := limiter.Acquire(ctx, HostKey(u.String()))
 		if err != nil {
 			data, _ := robotstxt.FromStatusAndBytes(503, nil)
 			return data
 		}
-		defer release()
+		req.Limiter, req.Release = limiter, release
 	}
-	robotsURL := u.Scheme + "://" + u.Host + "/robots.txt"
-	r := c.Get(ctx, Request{URL: robotsURL})
+	r := c.Get(ctx, req)
 	status := r.Status
 	if status == 0 { // no response at all: treat as a server error
 		status = 503

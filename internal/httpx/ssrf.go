@@ -3,9 +3,7 @@ package httpx
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"syscall"
 )
 
 // ErrAddressRefused is returned when a host resolves to an address feedpipe
@@ -25,6 +23,8 @@ var refusedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT, RFC 2765): never a public host
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, RFC 3879): a private network
 }
 
 // publicAddr reports whether a is an address on the public Internet,
@@ -73,20 +73,16 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// dialControl checks the address a connection is about to be made to,
-// after DNS resolution, so that a public name pointing at a private
-// address (or re-pointed there: DNS rebinding) is refused too.
-func dialControl(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
+// checkAddress checks the address a connection is about to be made to (the
+// dialer's Control), after DNS resolution, so that a public name pointing
+// at a private address (or re-pointed there: DNS rebinding) is refused too.
+func checkAddress(address string, public func(netip.AddrPort) bool) error {
+	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %s", ErrAddressRefused, address)
 	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrAddressRefused, host)
-	}
-	if !publicAddr(a) {
-		return fmt.Errorf("%w: %s (--allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it)", ErrAddressRefused, a)
+	if !public(ap) {
+		return fmt.Errorf("%w: %s (--allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it)", ErrAddressRefused, ap.Addr())
 	}
 	return nil
 }

@@ -496,7 +496,9 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 		return nil, nil, false
 	}
 	// A page fetch in flight finishes even after a signal, and is stored.
-	r := cfg.Client.Get(context.WithoutCancel(j.ctx), j.request(rawURL))
+	req := j.request(rawURL)
+	req.Limiter, req.Release = cfg.Limiter, release // a redirect to another host waits for a turn there
+	r := cfg.Client.Get(context.WithoutCancel(j.ctx), req)
 	release()
 	rec := &ndjson.Fetch{
 		Header:          ndjson.Head(ndjson.TypeFetch),

@@ -174,8 +174,11 @@ func describeChanges(old, s ndjson.Subscription) string {
 	diff("max interval", seconds(old.MaxIntervalSec), seconds(s.MaxIntervalSec))
 	diff("cron", fmt.Sprintf("%q", old.Cron), fmt.Sprintf("%q", s.Cron))
 	diff("user agent", fmt.Sprintf("%q", old.UserAgent), fmt.Sprintf("%q", s.UserAgent))
-	if !maps.Equal(old.Headers, s.Headers) {
-		out = append(out, "headers "+headers(old.Headers)+" -> "+headers(s.Headers))
+	switch a, b := headers(old.Headers), headers(s.Headers); {
+	case a != b:
+		out = append(out, "headers "+a+" -> "+b)
+	case !maps.Equal(old.Headers, s.Headers):
+		out = append(out, "header values changed") // the values are redacted
 	}
 	switch a, b := auth(old.Auth), auth(s.Auth); {
 	case a != b:
@@ -203,7 +206,8 @@ func seconds(n int) string {
 	return (time.Duration(n) * time.Second).String()
 }
 
-// headers shows extra headers with the values of sensitive ones redacted.
+// headers shows extra headers with their values redacted (but those of
+// standard headers such as Accept).
 func headers(h map[string]string) string {
 	if len(h) == 0 {
 		return "none"

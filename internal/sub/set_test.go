@@ -30,6 +30,8 @@ func TestSet(t *testing.T) {
 		{"user agent", Changes{UserAgent: ptr("mine/2")}, func(s ndjson.Subscription) bool { return s.UserAgent == "mine/2" }, `user agent "mine/1" -> "mine/2"`},
 		{"headers replaced", Changes{Headers: ptr([]string{"accept: x"})}, func(s ndjson.Subscription) bool { return len(s.Headers) == 1 && s.Headers["Accept"] == "x" },
 			`headers ["X-Api-Key: (redacted)"] -> ["Accept: x"]`},
+		{"header value", Changes{Headers: ptr([]string{"X-Api-Key: k2"})}, func(s ndjson.Subscription) bool { return s.Headers["X-Api-Key"] == "k2" },
+			"header values changed"},
 		{"headers cleared", Changes{Headers: ptr([]string{""})}, func(s ndjson.Subscription) bool { return len(s.Headers) == 0 }, "-> none"},
 		{"auth", Changes{BasicAuth: ptr("bob:pw2")}, func(s ndjson.Subscription) bool { return s.Auth.Username == "bob" && s.Auth.Password == "pw2" },
 			`basic auth user "ann", password (redacted) -> user "bob", password (redacted)`},
@@ -63,7 +65,7 @@ func TestSet(t *testing.T) {
 			if s.FeedID != a.FeedID || s.URL != a.URL || !s.CreatedAt.Equal(a.CreatedAt.Time) {
 				t.Errorf("identity changed: %+v", s)
 			}
-			for _, secret := range []string{"k1", "secret", "pw2"} {
+			for _, secret := range []string{"k1", "k2", "secret", "pw2"} {
 				if strings.Contains(e.msg.String(), secret) {
 					t.Errorf("messages show a secret: %q", e.msg)
 				}

@@ -80,7 +80,10 @@ var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAto
 // derives from the normalized URL (DESIGN.md §4). notes receives anything
 // that was adjusted.
 func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
-	u, err := urlnorm.Normalize(spec.URL)
+	// Credentials in the URL would be written with it into records and
+	// logs, and make the feed id: they become the basic auth instead.
+	raw, user := urlnorm.SplitUserinfo(spec.URL)
+	u, err := urlnorm.Normalize(raw)
 	if err != nil {
 		// urlnorm's message names the URL; its package prefix means nothing
 		// to a user.
@@ -102,6 +105,14 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	access, err := spec.access()
 	if err != nil {
 		return ndjson.Subscription{}, err
+	}
+	switch {
+	case user != nil && access.Auth != nil:
+		note("the user and password in the URL are dropped: --basic-auth is used")
+	case user != nil:
+		pass, _ := user.Password()
+		access.Auth = &ndjson.Auth{Username: user.Username(), Password: pass}
+		note("the user and password in the URL are kept as its basic auth, not in the URL")
 	}
 	if typ == ndjson.SourceAuto && spec.Scrape != nil && strings.TrimSpace(spec.Scrape.DiscoveryMode) != "" {
 		typ = ndjson.SourceWebsite // a discovery mode says it is a website

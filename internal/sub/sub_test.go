@@ -88,7 +88,8 @@ func TestAddRefusesBadInput(t *testing.T) {
 
 func TestAddAccess(t *testing.T) {
 	e := newEnv(t)
-	sub, _, err := Add(e.cfg, Spec{URL: "https://example.org/private", UserAgent: "mine/1", Headers: []string{"x-api-key: k1", "Accept: application/rss+xml"}, BasicAuth: "ann:pa:ss"})
+	sub, _, err := Add(e.cfg, Spec{URL: "https://example.org/private", UserAgent: "mine/1", BasicAuth: "ann:pa:ss",
+		Headers: []string{"x-api-key: k1", "Accept: application/rss+xml", "X-Auth: xa1", "X-Access-Key: xk1", "Api_Key: ak1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +103,56 @@ func TestAddAccess(t *testing.T) {
 	}
 	e.out.Reset()
 	List(e.cfg, ListOptions{JSON: true})
-	if strings.Contains(e.out.String(), "pa:ss") || strings.Contains(e.out.String(), "k1") || !strings.Contains(e.out.String(), `"username":"ann"`) {
-		t.Errorf("ls --json shows secrets: %s", e.out)
+	// A header's name does not tell whether its value is a secret: every
+	// value is hidden, but those of standard headers.
+	if strings.Contains(e.out.String(), "pa:ss") || strings.Contains(e.out.String(), "k1") || !strings.Contains(e.out.String(), `"username":"ann"`) ||
+		!strings.Contains(e.out.String(), `"Accept":"application/rss+xml"`) {
+		t.Errorf("ls --json shows secrets, or hides Accept: %s", e.out)
+	}
+	e.msg.Reset()
+	if err := Set(e.cfg, []string{sub.FeedID}, Changes{Headers: ptr([]string{"X-Auth: xa2", "X-Access-Key: xk1"})}); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"k1", "xa1", "xa2", "xk1", "ak1"} {
+		if strings.Contains(e.msg.String(), secret) || !strings.Contains(e.msg.String(), `"X-Auth: (redacted)"`) {
+			t.Errorf("feed-sub set shows %q: %s", secret, e.msg)
+		}
 	}
 	info, _ := os.Stat(e.cfg.Store.Path(storage.SubscriptionsFile))
 	if info.Mode().Perm()&0o077 != 0 {
 		t.Errorf("subscriptions.ndjson, which holds passwords, has mode %v", info.Mode().Perm())
+	}
+}
+
+// TestURLCredentialsBecomeBasicAuth: a password written into the URL
+// would be recorded and logged with it, and make the feed id; it is kept
+// as the basic auth instead, by add and import alike, unless --basic-auth
+// says otherwise.
+func TestURLCredentialsBecomeBasicAuth(t *testing.T) {
+	e := newEnv(t)
+	sub, _, err := Add(e.cfg, Spec{URL: "https://ann:s3cret@example.org/private"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.URL != "https://example.org/private" || sub.FeedID != ids.FeedID("https://example.org/private") ||
+		sub.Auth == nil || *sub.Auth != (ndjson.Auth{Username: "ann", Password: "s3cret"}) {
+		t.Fatalf("url %q, id %q, auth %+v", sub.URL, sub.FeedID, sub.Auth)
+	}
+	sub, _, err = Add(e.cfg, Spec{URL: "https://old:pw@example.org/other", BasicAuth: "bob:n3w"})
+	if err != nil || sub.URL != "https://example.org/other" || *sub.Auth != (ndjson.Auth{Username: "bob", Password: "n3w"}) {
+		t.Fatalf("with --basic-auth: %v, url %q, auth %+v", err, sub.URL, sub.Auth)
+	}
+	if _, err := Import(e.cfg, strings.NewReader("https://cat:m30w@example.org/imported\n"), "in", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.subs(t)
+	if got := subs[len(subs)-1]; got.URL != "https://example.org/imported" || got.Auth == nil || got.Auth.Password != "m30w" {
+		t.Fatalf("imported: url %q, auth %+v", got.URL, got.Auth)
+	}
+	for _, secret := range []string{"s3cret", "m30w", "pw@"} {
+		if strings.Contains(e.out.String(), secret) || strings.Contains(e.msg.String(), secret) {
+			t.Errorf("%q was shown:\n%s%s", secret, e.out, e.msg)
+		}
 	}
 }
 

@@ -68,6 +68,24 @@ func parse(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// SplitUserinfo returns raw without the user:password@ of its authority,
+// and the credentials it held (nil if none): a URL is written into records
+// and logs, where a password must never go, so callers move them to where
+// credentials belong (basic auth). raw is returned as it is when it holds
+// none or does not parse.
+func SplitUserinfo(raw string) (string, *url.Userinfo) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.User == nil {
+		return raw, nil
+	}
+	user := u.User
+	u.User = nil
+	if _, hasPass := user.Password(); user.Username() == "" && !hasPass {
+		user = nil // "http://@host/": nothing to keep
+	}
+	return u.String(), user
+}
+
 // Key is the form of a URL used to compare identities that publishers
 // spell inconsistently: normalized, with the scheme dropped so that an
 // http/https flip does not make a new identity, and the fragment kept, since

@@ -38,6 +38,27 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+func TestSplitUserinfo(t *testing.T) {
+	for _, tc := range []struct{ in, want, user, pass string }{
+		{in: "http://ann:s3cret@example.org/feed?a=1", want: "http://example.org/feed?a=1", user: "ann", pass: "s3cret"},
+		{in: "https://tok@example.org:8443/x", want: "https://example.org:8443/x", user: "tok"},
+		{in: "http://a%40b:p%3Aw@example.org/", want: "http://example.org/", user: "a@b", pass: "p:w"},
+		{in: "http://example.org/user@home", want: "http://example.org/user@home"},
+		{in: "http://@example.org/", want: "http://example.org/"},
+		{in: "not a url %zz", want: "not a url %zz"},
+	} {
+		got, user := SplitUserinfo(tc.in)
+		var u, p string
+		if user != nil {
+			u = user.Username()
+			p, _ = user.Password()
+		}
+		if got != tc.want || u != tc.user || p != tc.pass {
+			t.Errorf("SplitUserinfo(%q) = %q, %q:%q; want %q, %q:%q", tc.in, got, u, p, tc.want, tc.user, tc.pass)
+		}
+	}
+}
+
 func TestKeyIgnoresSchemeFlip(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"http://example.org/post/1", "https://EXAMPLE.org:443/post/1"},

@@ -50,7 +50,8 @@
 //	feed_id       string  UUIDv5 (URL namespace) of the normalized URL at
 //	                      creation; never changes afterwards
 //	url           string  the feed's URL, normalized: lower-case scheme and
-//	                      host, no default port, no fragment
+//	                      host, no default port, no fragment, no
+//	                      user:password@ (feed-sub keeps those as auth)
 //	name          string  a name the user gave; "" means use the feed's title
 //	labels        [string] user labels (OPML folders become labels)
 //	source_type   string  rss, atom, json, website, or auto (detect from
@@ -70,11 +71,14 @@
 //	                      pages; null when there is none
 //	user_agent    string  a User-Agent for this feed only; "" means
 //	                      feed-fetch's own
-//	headers       object  extra request headers, name -> value; null if none
+//	headers       object  extra request headers, name -> value; null if
+//	                      none. They and auth are sent to the feed's host
+//	                      only, never to another host it redirects to
 //	auth          object  {username, password} for HTTP basic
 //	                      authentication; null if none. Listings (feed-sub
-//	                      ls --json) and fetch records show the password as
-//	                      "(redacted)"
+//	                      ls --json) and fetch records show the password,
+//	                      and the values of headers (but standard ones
+//	                      such as Accept), as "(redacted)"
 //	min_interval_sec int  the shortest interval the scheduler may choose
 //	                      for this feed; 0 means the global one; it can
 //	                      narrow the global clamps, never widen them
@@ -117,17 +121,22 @@
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
 //	due              object  the due record this fetch answers, its password
-//	                         and secret-looking headers "(redacted)"
+//	                         and the values of its headers "(redacted)"
 //	requested_url    string  the URL asked for
 //	url              string  the final URL, after redirects
 //	redirects        [object] each hop: {url, status} of a response that
 //	                         redirected, in order; [] if none
+//	                         (these URLs, and the due's, never hold a
+//	                         user:password@: it is sent as basic auth)
 //	fetched_at       time    when the request started
 //	duration_ms      int     how long it took, body included
 //	http_status      int     the final response's status; 0 if no response
 //	                         came (network error)
 //	not_modified     bool    the server answered 304: nothing changed
-//	request_headers  object  name -> value as sent (credentials removed)
+//	request_headers  object  name -> value as sent; Authorization left out,
+//	                         and every value "(redacted)" but those of the
+//	                         standard User-Agent, Accept, Accept-Encoding,
+//	                         If-None-Match and If-Modified-Since
 //	response_headers object  name -> value as received; repeated headers
 //	                         joined with ", "
 //	body_ref         object  {storage: "localfs", key:
@@ -159,8 +168,10 @@
 //	                         rate_limited (429, 503 with Retry-After),
 //	                         blocked (403, bot challenges) or parse (the
 //	                         body is not a feed); code a short machine name
-//	                         such as http_404, timeout, not_a_feed; message
-//	                         one line for people
+//	                         such as http_404, timeout, not_a_feed,
+//	                         too_many_redirects (then http_status and url
+//	                         are those of the redirect not followed);
+//	                         message one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json
 //	    version           string  the format's version: for RSS what the
