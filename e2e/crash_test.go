@@ -78,6 +78,7 @@ func rssDoc(feed string, items map[int]int) []byte {
 // what the feeds served: every entry version stored exactly once, every one
 // announced exactly once, no line a reader cannot read.
 func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
+	sourcesRead(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}

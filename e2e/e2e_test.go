@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -28,10 +29,6 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		binDir = dir
-		if err := readSources(".."); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/...", "../tools/testserver")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -43,10 +40,25 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-// readSources reads every file the binaries and scripts are made of. The
-// go test cache keys a result on the files the test opened, and the
-// binaries are built by a subprocess it cannot see: without this, a change
-// to a binary could replay an old "ok".
+// sourcesRead reads, once per run, every file the binaries and scripts are
+// made of; every test calls it first. The go test cache keys a result on
+// the files the tests opened, and the binaries are built by a subprocess it
+// cannot see: without this, a change to a binary could replay an old "ok".
+// It must run inside a test: opens in TestMain, before m.Run, are not
+// recorded.
+func sourcesRead(t testing.TB) {
+	t.Helper()
+	readOnce.Do(func() { readErr = readSources("..") })
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+}
+
+var (
+	readOnce sync.Once
+	readErr  error
+)
+
 func readSources(root string) error {
 	for _, dir := range []string{"cmd", "internal", "pkg", "scripts", "tools"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
@@ -91,6 +103,7 @@ func repoRoot(t testing.TB) string {
 // pipestatus gets each stage's exit status ("0 1 0 0 0"). It fails unless
 // every stage exits 0 (or, as `! pipe`, unless one does not).
 func TestScripts(t *testing.T) {
+	sourcesRead(t)
 	root := repoRoot(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",

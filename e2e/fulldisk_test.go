@@ -19,6 +19,7 @@ import (
 // with a clear message, leave the store readable and the index untouched,
 // and store everything on the next run, once it can write again.
 func TestFullDiskFailsCleanlyAndCatchesUp(t *testing.T) {
+	sourcesRead(t)
 	store := t.TempDir()
 	env := append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_LOG_LEVEL=error")
 	feed := filepath.Join(t.TempDir(), "feed.xml")

@@ -20,6 +20,7 @@ import (
 // flight still stores what it fetched before the loop exits. It also checks
 // that a second loop on the same store is refused while the first runs.
 func TestLoopFinishesTheCycleOnSignal(t *testing.T) {
+	sourcesRead(t)
 	for _, tc := range []struct {
 		name  string
 		group bool

@@ -46,6 +46,7 @@ func commands(block string) []string {
 // ./scripts/test sets when it runs this test, so that the nested run, told
 // by FEEDPIPE_TEST_NESTED, does not run it again).
 func TestREADMEQuickStart(t *testing.T) {
+	sourcesRead(t)
 	blocks := codeBlocks(t, "sh")
 	if len(blocks) == 0 {
 		t.Fatal("README.md has no sh blocks")
@@ -91,6 +92,7 @@ func TestREADMEQuickStart(t *testing.T) {
 // one shell, against a loopback server standing in for example.org. Only
 // `go install` is skipped: the binaries under test are already on PATH.
 func TestREADMEExamples(t *testing.T) {
+	sourcesRead(t)
 	root := repoRoot(t)
 	www := t.TempDir()
 	for name, src := range map[string]string{"feed.xml": "TechCrunch.xml", "atom.xml": "AmazonWebServicesBlog.xml", "blog.json": "json_feed.json"} {

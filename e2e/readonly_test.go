@@ -17,6 +17,7 @@ import (
 // announce nothing and leave the store as it was; once writable again,
 // the same input is stored.
 func TestReadOnlyStoreFailsClearly(t *testing.T) {
+	sourcesRead(t)
 	parent, err := os.MkdirTemp("", "feedpipe-ro-")
 	if err != nil {
 		t.Fatal(err)
