@@ -19,7 +19,7 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "host-concurrency", Usage: "requests in flight to one host (scheme, host and port)", Value: httpx.DefaultHostConcurrency, EnvVars: []string{"FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY"}},
 		&cli.Float64Flag{Name: "host-rps", Usage: "requests a second to one host; 0 for no limit", Value: httpx.DefaultHostRPS, EnvVars: []string{"FEEDPIPE_HOST_RPS", "HOST_RPS"}},
-		&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS, headers and body of one hop (env FETCH_TIMEOUT_MS in milliseconds also works)", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
+		&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body (env FETCH_TIMEOUT_MS in milliseconds also works)", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},

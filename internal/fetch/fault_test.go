@@ -160,8 +160,7 @@ func TestFaults(t *testing.T) {
 			status: 429, err: "rate_limited/http_429", retry: 90}, // 89.75 s from t0, rounded up
 		{name: "429 Retry-After date, past the half second", path: "/fault/retry-after?after=" + url.QueryEscape("Sat, 21 Nov 2026 10:01:30 GMT"),
 			later:  500 * time.Millisecond,
-			status: 429, err: "rate_limited/http_429", retry: 90, // 89.25 s, rounded up
-			skip: "httpx's parseRetryAfter rounds a date to the nearest second (89 here), so the pause ends before the date; internal/httpx is not this branch's to change"},
+			status: 429, err: "rate_limited/http_429", retry: 90}, // 89.25 s, rounded up
 		{name: "429 Retry-After date gone by", path: "/fault/retry-after?after=" + url.QueryEscape("Sat, 21 Nov 2026 09:00:00 GMT"),
 			status: 429, err: "rate_limited/http_429", retry: 0},
 		{name: "503 with Retry-After", path: "/fault/retry-after?status=503&after=30",
@@ -263,5 +262,37 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 	}
 	if v := validators("/fault/huge?size=4194304"); v.ETag != `"huge-4194304"` {
 		t.Fatalf("after a body cut at the cap: %+v, want the ETag of the cut one", v)
+	}
+}
+
+// TestRetryAfterCountsFromTheResponse: a server that took 30 s to answer
+// "Retry-After: 60" asked for a pause until 90 s after fetched_at.
+func TestRetryAfterCountsFromTheResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(t0)
+	calls := 0
+	slow := func() time.Time { // the request starts at t0; the answer comes 30 s later
+		calls++
+		if calls == 1 {
+			return t0
+		}
+		return t0.Add(30 * time.Second)
+	}
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runConfig(t, Config{
+		In: strings.NewReader(dueLine(t, "a", srv.URL+"/", ndjson.Validators{})), Store: st,
+		Client: httpx.New(httpx.Options{AllowPrivate: true, Now: slow}), Clock: fake,
+		Limiter: httpx.NewLimiter(100, 0, fake),
+	})
+	if len(r.fetches) != 1 || r.fetches[0].RetryAfterSec != 90 {
+		t.Fatalf("fetches %+v, want retry_after_sec 90", r.fetches)
 	}
 }

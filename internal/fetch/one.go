@@ -59,7 +59,11 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 	f.ContentType = r.Header.Get("Content-Type")
 	f.Truncated = r.Truncated
 	if r.HasRetryAfter {
-		f.RetryAfterSec = int((r.RetryAfter + time.Second - 1) / time.Second)
+		// Retry-After counts from the response, retry_after_sec from
+		// fetched_at, the request's start: a slow answer's time is added
+		// (to the nearest second, so that a quick one keeps the
+		// server's number).
+		f.RetryAfterSec = int((r.RetryAfter+time.Second-1)/time.Second) + int(r.Duration.Round(time.Second)/time.Second)
 	}
 	f.Error = r.Err
 	if r.NotModified {

@@ -16,7 +16,9 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date,
+// as the time from now to it, rounded up to a second: a pause that ends
+// before the date is no pause as asked.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -26,7 +28,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return time.Duration(secs) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0).Round(time.Second), true
+		d := max(t.Sub(now), 0)
+		if r := d % time.Second; r != 0 {
+			d += time.Second - r
+		}
+		return d, true
 	}
 	return 0, false
 }
@@ -81,7 +87,7 @@ func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 			Message: fmt.Sprintf("took longer than %s in all (--total-timeout)", c.opts.TotalTimeout)}
 	case errors.Is(err, errHopTimeout), errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return &ndjson.Error{Class: ndjson.ClassTransient, Code: "timeout",
-			Message: fmt.Sprintf("timed out after %s (--timeout)", c.opts.Timeout)}
+			Message: fmt.Sprintf("nothing for %s (--timeout)", c.opts.Timeout)}
 	case isCertificateError(err):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "tls_certificate", Message: msg}
 	case errors.Is(err, syscall.ECONNRESET):

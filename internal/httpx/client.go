@@ -43,11 +43,11 @@ const acceptHeader = "application/rss+xml, application/atom+xml, application/fee
 type Options struct {
 	UserAgent    string
 	AllowPrivate bool // permit loopback, private and link-local addresses
-	// Timeout bounds each request: connecting, the TLS handshake, the
-	// headers and the body of one hop of a redirect chain.
+	// Timeout bounds each request of a redirect chain: connecting, the TLS
+	// handshake and the headers, and then any stall of its body.
 	Timeout time.Duration
-	// TotalTimeout bounds a whole Get, redirects included, so that a
-	// server trickling bytes is cut off.
+	// TotalTimeout bounds a whole Get, redirects and bodies included, so
+	// that a server trickling bytes is cut off.
 	TotalTimeout time.Duration
 	MaxBodyBytes int64 // cap on the decoded body
 	// MaxRedirects is how many redirects a Get follows: nil means
@@ -366,33 +366,51 @@ func withoutUserinfo(u *url.URL) string {
 	return c.String()
 }
 
-// hopTimeout gives each request of a redirect chain its own deadline,
-// covering its body too.
+// hopTimeout bounds each request of a redirect chain: its connection, TLS
+// handshake and headers must come within timeout, and then its body may
+// not stall for that long. A body that keeps coming, however slowly, is
+// left to the total timeout: a large feed on a slow link arrives, and a
+// server trickling bytes is still cut off.
 type hopTimeout struct {
 	base    http.RoundTripper
 	timeout time.Duration
 }
 
 func (h hopTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithTimeoutCause(req.Context(), h.timeout, errHopTimeout)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(h.timeout, func() { cancel(errHopTimeout) })
 	resp, err := h.base.RoundTrip(req.WithContext(ctx))
 	if err != nil {
-		cancel()
+		timer.Stop()
+		cancel(nil)
 		return nil, err
 	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	timer.Reset(h.timeout) // the body's first bytes get a whole timeout too
+	resp.Body = &idleBody{ReadCloser: resp.Body, timer: timer, timeout: h.timeout, cancel: cancel}
 	return resp, nil
 }
 
 var errHopTimeout = errors.New("request timed out")
 
-type cancelOnClose struct {
+// idleBody restarts its request's timeout whenever bytes arrive.
+type idleBody struct {
 	io.ReadCloser
-	cancel context.CancelFunc
+	timer   *time.Timer
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
 }
 
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.timeout)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
 	return err
 }

@@ -253,7 +253,7 @@ func TestTimeout(t *testing.T) {
 	}))
 	defer close(release)
 	r := New(Options{AllowPrivate: true, Timeout: 100 * time.Millisecond}).Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "timeout" || r.Err.Message != "timed out after 100ms (--timeout)" {
+	if r.Err == nil || r.Err.Class != ndjson.ClassTransient || r.Err.Code != "timeout" || r.Err.Message != "nothing for 100ms (--timeout)" {
 		t.Fatalf("err %+v", r.Err)
 	}
 }
@@ -321,5 +321,10 @@ func TestParseRetryAfter(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+	// A date is rounded up to a second, never down: the pause must not end
+	// before it.
+	if got, _ := parseRetryAfter("Sat, 21 Nov 2026 12:05:00 GMT", now.Add(750*time.Millisecond)); got != 5*time.Minute {
+		t.Errorf("parseRetryAfter of a date 4m59.25s away = %v, want 5m0s", got)
 	}
 }

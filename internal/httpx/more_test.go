@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,31 +97,54 @@ func TestUnknownEncodingIsAnError(t *testing.T) {
 }
 
 func TestTotalTimeoutCutsATrickle(t *testing.T) {
+	// /?n=N&stall=D sends N bytes 20ms apart, then waits D before the rest.
 	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "1000")
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		stall, _ := time.ParseDuration(r.URL.Query().Get("stall"))
+		w.Header().Set("Content-Length", strconv.Itoa(n+1))
 		w.WriteHeader(200)
-		for i := 0; i < 1000; i++ {
+		for i := 0; i <= n; i++ {
+			wait := 20 * time.Millisecond
+			if i == n {
+				wait = stall
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(wait):
+			}
 			if _, err := w.Write([]byte("x")); err != nil {
 				return
 			}
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
 		}
 	}))
-	// Each request may take a second, the whole fetch only 200ms: the
-	// trickle keeps the request alive, the total cuts it off.
-	r := New(Options{AllowPrivate: true, Timeout: time.Second, TotalTimeout: 200 * time.Millisecond}).Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Code != "timeout" || r.Err.Message != "took longer than 200ms in all (--total-timeout)" {
-		t.Fatalf("err %+v", r.Err)
-	}
-	// And the per-request timeout covers the body too.
-	r = New(Options{AllowPrivate: true, Timeout: 150 * time.Millisecond, TotalTimeout: time.Minute}).Get(context.Background(), Request{URL: srv.URL})
-	if r.Err == nil || r.Err.Code != "timeout" || r.Err.Message != "timed out after 150ms (--timeout)" {
-		t.Fatalf("err %+v", r.Err)
+	for _, tc := range []struct {
+		name           string
+		query          string
+		timeout, total time.Duration
+		want           string // the error message; "" for the whole body
+	}{
+		// The trickle never stalls for a request's timeout: the total
+		// cuts it off.
+		{"trickle", "n=1000", time.Second, 200 * time.Millisecond, "took longer than 200ms in all (--total-timeout)"},
+		// A body that stalls is cut off by the request's timeout.
+		{"stall", "n=3&stall=1s", 150 * time.Millisecond, time.Minute, "nothing for 150ms (--timeout)"},
+		// A body that keeps coming may take longer than a request's
+		// timeout: a large feed on a slow link arrives.
+		{"slow but steady", "n=20", 150 * time.Millisecond, time.Minute, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(Options{AllowPrivate: true, Timeout: tc.timeout, TotalTimeout: tc.total}).Get(context.Background(), Request{URL: srv.URL + "/?" + tc.query})
+			switch {
+			case tc.want == "" && r.Err != nil:
+				t.Fatalf("err %+v, want the body", r.Err)
+			case tc.want == "" && len(r.Body) != 21:
+				t.Fatalf("%d bytes, want 21", len(r.Body))
+			case tc.want != "" && (r.Err == nil || r.Err.Code != "timeout" || r.Err.Message != tc.want):
+				t.Fatalf("err %+v, want timeout %q", r.Err, tc.want)
+			}
+		})
 	}
 }
 

@@ -153,7 +153,8 @@
 //	bytes_saved      int     for a 304: the length of the body it spared
 //	                         (the last body's); 0 otherwise
 //	retry_after_sec  int     the Retry-After the server asked for, in
-//	                         seconds; 0 if none
+//	                         seconds from fetched_at (a date rounded up, a
+//	                         slow answer's time added); 0 if none
 //	moved_to         string  where every hop of the redirect chain, all 301
 //	                         or 308, led; "" when not moved permanently
 //	moved_count      int     fetches in a row moved to moved_to, this one
