@@ -204,6 +204,10 @@ type committer struct {
 	// they were seen (hold); final releases them at the end of the input.
 	held  []item
 	final bool
+	// The buffers of a batch's entry and event lines, kept for the next:
+	// grown anew for every batch they were most of feed-store's
+	// allocations.
+	entryBuf, eventBuf []byte
 }
 
 // newCommitter opens the feed states and the subscriptions lazily: a run
@@ -252,12 +256,13 @@ func (c *committer) commit(batch []item) error {
 	now := c.cfg.Now()
 	entriesKey := storage.DayFile(storage.DirEntries, now)
 	batch, seenAt := c.hold(batch, now)
+	entryLines, eventLines := c.entryBuf[:0], c.eventBuf[:0]
+	defer func() { c.entryBuf, c.eventBuf = keepBuf(entryLines), keepBuf(eventLines) }()
 	var (
-		entryLines, eventLines []byte
-		seen                   = map[string][]storage.Seen{}
-		states                 []storage.FeedState
-		moves                  []*ndjson.Fetch // proposing a feed's new URL
-		out                    []any           // records, or lines without their newline, in input order
+		seen   = map[string][]storage.Seen{}
+		states []storage.FeedState
+		moves  []*ndjson.Fetch // proposing a feed's new URL
+		out    []any           // records, or lines without their newline, in input order
 	)
 	for _, it := range batch {
 		switch {
@@ -278,16 +283,17 @@ func (c *committer) commit(batch []item) error {
 				continue
 			}
 			c.noteURL(it.entry)
-			line, err := ndjson.Marshal(it.entry)
-			if err != nil {
+			if entryLines, err = ndjson.Append(entryLines, it.entry); err != nil {
 				return err
 			}
-			entryLines = append(entryLines, line...)
-			if line, err = ndjson.Marshal(ev); err != nil {
+			n := len(eventLines)
+			if eventLines, err = ndjson.Append(eventLines, ev); err != nil {
 				return err
 			}
-			eventLines = append(eventLines, line...)
-			out = append(out, line[:len(line)-1]) // encoded once for the file and stdout
+			// Encoded once for the file and stdout; the line stays as it is
+			// until the batch is written out (appends go past it).
+			end := len(eventLines) - 1
+			out = append(out, eventLines[n:end:end])
 		case it.fetch != nil && it.fetch.Page != nil:
 			// A page feed-scrape fetched for a source (in a replay of
 			// fetches/): not a fetch of the source, nothing to record.
@@ -379,6 +385,15 @@ func (c *committer) commit(batch []item) error {
 		delete(c.indexes, st.FeedID)
 	}
 	return nil
+}
+
+// keepBuf returns b emptied for reuse, or nil when it is too large to
+// keep: a batch of huge entries does not pin its size of memory.
+func keepBuf(b []byte) []byte {
+	if cap(b) > 32<<20 {
+		return nil
+	}
+	return b[:0]
 }
 
 // stage decides what becomes of an entry against the index: stored new,
