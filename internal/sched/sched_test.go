@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,21 +129,13 @@ func TestBackoffAndCap(t *testing.T) {
 		}
 		return st, got
 	}
-	same := func(got, want []float64) bool {
-		for i := range want {
-			if got[i] != want[i] {
-				return false
-			}
-		}
-		return len(got) == len(want)
-	}
 	t.Run("adaptive steps", func(t *testing.T) {
 		p := noJitter()
 		p.ErrorBudget = 100
 		st := started(p, Overrides{})
 		st.IntervalSec = 900
 		st, got := fail(p, st, 5)
-		if want := []float64{1800, 3600, 3600, 3600, 3600}; !same(got, want) {
+		if want := []float64{1800, 3600, 3600, 3600, 3600}; !slices.Equal(got, want) {
 			t.Errorf("backoff delays %v, want %v", got, want)
 		}
 		if st.IntervalSec != 900 {
@@ -162,7 +155,7 @@ func TestBackoffAndCap(t *testing.T) {
 		st := started(p, Overrides{})
 		st.IntervalSec = 900
 		st, got := fail(p, st, 4)
-		if want := []float64{1800, 3600, 3600, 3600}; !same(got, want) || st.IntervalSec != 3600 {
+		if want := []float64{1800, 3600, 3600, 3600}; !slices.Equal(got, want) || st.IntervalSec != 3600 {
 			t.Errorf("delays %v, interval %ds; want %v and 3600 stored", got, st.IntervalSec, want)
 		}
 		// The grown interval is the one the next answer starts from: a 304
