@@ -79,7 +79,11 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 		// Runs need the publisher's times: a fetch time would find the
 		// schedule's own slot.
 		slices.Sort(dated)
-		st.Runs = addRuns(st.Runs, dated)
+		if r.backdated(dated, prev) {
+			st.Runs = nil
+		} else {
+			st.Runs = addRuns(st.Runs, dated)
+		}
 		// A new slice: the old one may be the caller's.
 		all := make([]int64, 0, len(st.Pub)+len(pubs))
 		all = append(append(all, st.Pub...), pubs...)

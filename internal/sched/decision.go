@@ -208,10 +208,12 @@ func (d Decision) Explain() string {
 	if in.Truncated {
 		adj = append(adj, "the body was cut at the size cap, so the interval is at least ×b_up")
 	}
-	if in.TailCapSec > 0 && in.WindowCapSec == 0 {
+	// A daily slot's poll time is not the interval's: the caps on the
+	// interval do not apply to it.
+	if in.TailCapSec > 0 && in.WindowCapSec == 0 && d.Reason != ReasonDailySlot {
 		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))
 	}
-	if in.WindowCapSec > 0 {
+	if in.WindowCapSec > 0 && d.Reason != ReasonDailySlot {
 		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %d-item window unseen", fmtDur(sec(in.WindowCapSec)), in.Items))
 	}
 	if !in.SkipMovedFrom.IsZero() {

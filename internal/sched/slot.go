@@ -1,6 +1,9 @@
 package sched
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Daily slots.
 //
@@ -66,6 +69,20 @@ func addRuns(runs []Run, pubs []int64) []Run {
 	}
 	return out
 }
+
+// backdated reports whether a dated item (dated, ascending) is older than
+// the previous fetch, which answered without it: the item appeared after
+// its date. A date without a time (midnight), or a copy a cache served
+// late, says nothing of when a feed's items appear, and a slot found in
+// such dates would be polled before them; the feed's runs start over.
+// (A previous fetch that failed, or got a Retry-After, saw no document.)
+func (r *run) backdated(dated []int64, prev time.Time) bool {
+	return len(dated) > 0 && !prev.IsZero() && r.st.LastError == "" && dated[0] < prev.Unix()-backdateSlack
+}
+
+// backdateSlack is how much older than the previous fetch an item may be
+// dated before it counts as backdated, seconds: clocks disagree a little.
+const backdateSlack = 60
 
 // dailySlot looks for a daily slot in the feed's runs: at least
 // slotMinRuns of them, each on its own day, each short (slotRunMax) and
