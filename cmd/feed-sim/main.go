@@ -66,6 +66,7 @@ Example:
 			&cli.IntFlag{Name: "days", Usage: "with --generate: days measured (after 60 days of history)", Value: 30},
 			&cli.StringFlag{Name: "start", Usage: "with --generate: start of the measured period, RFC 3339", Value: "2026-06-01T00:00:00Z"},
 			&cli.BoolFlag{Name: "plain", Usage: "with --generate: no ttl, max-age or outages, so that every delay is the policy's"},
+			&cli.BoolFlag{Name: "no-floors", Usage: "with --generate: no ttl or max-age (outages and skip windows stay)"},
 			&cli.StringFlag{Name: "policies", Usage: "comma-separated policies", Value: strings.Join(sim.DefaultPolicies, ",")},
 			&cli.Float64Flag{Name: "budget", Usage: "request budget of adaptive and oracle, requests per feed-day"},
 			&cli.StringFlag{Name: "budget-of", Usage: "give adaptive and oracle the budget this policy spends"},
@@ -110,7 +111,7 @@ Example:
 				if c.Int("feeds") < 1 || c.Int("days") < 1 {
 					return cmdkit.Usagef("--feeds and --days must be at least 1")
 				}
-				cfg.Generate = &sim.GenConfig{Seed: c.Uint64("seed"), Feeds: c.Int("feeds"), Days: c.Int("days"), Start: start, Plain: c.Bool("plain")}
+				cfg.Generate = &sim.GenConfig{Seed: c.Uint64("seed"), Feeds: c.Int("feeds"), Days: c.Int("days"), Start: start, Plain: c.Bool("plain"), NoFloors: c.Bool("no-floors")}
 			} else {
 				switch c.NArg() {
 				case 0:

@@ -455,11 +455,48 @@ func TestScale(t *testing.T) {
 	if s := Scale(nil, 100, p); s != DefaultScale {
 		t.Errorf("no feeds: %g", s)
 	}
-	if f := BudgetFeedback(1, 200, 100); f != math.Sqrt(0.5) {
-		t.Errorf("BudgetFeedback overspent: %g", f)
+}
+
+func TestBudgetLoopDay(t *testing.T) {
+	cases := []struct {
+		name          string
+		in            BudgetLoop
+		spent, budget float64
+		want          BudgetLoop
+	}{
+		{"on budget", BudgetLoop{Factor: 1}, 100, 100, BudgetLoop{Factor: 1}},
+		// Owes 0.8 of a day, asks the next for the least, 0.75.
+		{"overspent", BudgetLoop{Factor: 1}, 200, 100, BudgetLoop{Factor: math.Sqrt(0.75 / 2), Over: 0.8}},
+		{"underspent", BudgetLoop{Factor: 1}, 90, 100, BudgetLoop{Factor: math.Sqrt(1.08 / 0.9), Over: -0.08}},
+		{"making up", BudgetLoop{Factor: 1, Over: 0.1}, 100, 100, BudgetLoop{Factor: math.Sqrt(0.92), Over: 0.08}},
+		{"no data", BudgetLoop{Factor: math.NaN(), Over: math.Inf(1)}, 0, 100, BudgetLoop{Factor: 1}},
+		{"zero factor reads as 1", BudgetLoop{}, 100, 100, BudgetLoop{Factor: 1}},
+		{"clamped", BudgetLoop{Factor: 0.6}, 1e6, 100, BudgetLoop{Factor: 0.5, Over: 0.8 * (1e4 - 1)}},
 	}
-	if f := BudgetFeedback(math.NaN(), 0, 100); f != 1 {
-		t.Errorf("BudgetFeedback without data: %g", f)
+	for _, c := range cases {
+		got := c.in.Day(c.spent, c.budget)
+		if math.Abs(got.Factor-c.want.Factor) > 1e-12 || math.Abs(got.Over-c.want.Over) > 1e-9 {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestBudgetLoopAverage closes the loop over a plant whose model is 15% off
+// and whose days swing by a fifth: the average spend meets the budget.
+func TestBudgetLoopAverage(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	const budget, days = 1000.0, 60
+	b := BudgetLoop{Factor: 1}
+	var total float64
+	for d := range days {
+		spent := b.Factor * budget * 1.15 * (0.8 + 0.4*rnd.Float64())
+		if d >= 5 {
+			total += spent
+		}
+		b = b.Day(spent, budget)
+	}
+	if avg := total / (days - 5); math.Abs(avg/budget-1) > 0.01 {
+		t.Errorf("average spend %.1f a day against a budget of %g", avg, budget)
 	}
 }
 

@@ -18,6 +18,10 @@ type GenConfig struct {
 	// that every delay is the policy's doing: the workload on which
 	// policies compare most directly.
 	Plain bool
+	// NoFloors leaves out ttl and max-age only: the mix the issue lists
+	// (rates, cycles, kinds, outages), without the floors that set a
+	// delay no policy can shorten.
+	NoFloors bool
 }
 
 // History is how much posting history before the start Generate makes,
@@ -57,8 +61,11 @@ func Generate(cfg GenConfig) *Workload {
 	for i := range cfg.Feeds {
 		rnd := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15))
 		f := genFeed(rnd, fmt.Sprintf("g%04d", i), w.Start, w.End)
+		if cfg.Plain || cfg.NoFloors {
+			f.TTLMinutes, f.MaxAgeSec = 0, 0
+		}
 		if cfg.Plain {
-			f.TTLMinutes, f.MaxAgeSec, f.Outages = 0, 0, nil
+			f.Outages = nil
 		}
 		w.Feeds = append(w.Feeds, f)
 	}

@@ -192,22 +192,22 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 	adaptive := pol.Base == "adaptive"
 	nextScale := start
 	// As feed-store would: requests per hour, to correct the budget once a
-	// day by what the last day really cost (sched.BudgetFeedback).
+	// day by what the last day really cost (sched.BudgetLoop).
 	perHour := make([]int, int(stop.Sub(start)/time.Hour)+2)
-	factor := 1.0
+	loop := sched.BudgetLoop{Factor: 1}
 	rescale := func(at time.Time) {
 		if h := int(at.Sub(start) / time.Hour); h >= 24 && at.Sub(start)%(24*time.Hour) == 0 {
 			spent := 0
 			for _, n := range perHour[h-24 : h] {
 				spent += n
 			}
-			factor = sched.BudgetFeedback(factor, float64(spent), budget*float64(len(feeds)))
+			loop = loop.Day(float64(spent), budget*float64(len(feeds)))
 		}
 		ds := make([]sched.Demand, len(feeds))
 		for i, fr := range feeds {
 			ds[i] = fr.st.Demand(p, fr.ov, at)
 		}
-		p.Scale = sched.ScaleFor(ds, factor*budget*float64(len(feeds)))
+		p.Scale = sched.ScaleFor(ds, loop.Factor*budget*float64(len(feeds)))
 	}
 	if adaptive {
 		// feed-store recomputes the scale on every run, once a minute; the
@@ -301,7 +301,9 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 }
 
 // byKind groups the feeds' figures by kind, and adds the groups "ttl"
-// (feeds with a ttl or max-age), "outage" (feeds with outages) and
+// (feeds with a ttl or max-age), "ttl>=2h" (a floor of 2 hours or more,
+// longer than any policy's interval at the budget of fixed 1h), "outage"
+// (feeds with outages) and
 // "plain" (feeds with neither, nor skip windows: where only the policy
 // sets the delay).
 func byKind(feeds []*feedRun, days float64) []KindResult {
@@ -320,6 +322,9 @@ func byKind(feeds []*feedRun, days float64) []KindResult {
 		add(fr.f.Kind, fr)
 		if fr.f.TTLMinutes > 0 || fr.f.MaxAgeSec > 0 {
 			add("ttl", fr)
+		}
+		if fr.f.TTLMinutes >= 120 || fr.f.MaxAgeSec >= 7200 {
+			add("ttl>=2h", fr)
 		}
 		if len(fr.f.Outages) > 0 {
 			add("outage", fr)

@@ -368,7 +368,8 @@ func TestViolationsCounted(t *testing.T) {
 
 // The generator makes what its comment and docs/scheduler.md §8 promise: at
 // 1,000 feeds, every kind of feed, every kind of outage, and the hints;
-// --plain the same feeds without floors or outages.
+// --plain the same feeds without floors or outages, --no-floors without
+// floors.
 func TestGenerateKinds(t *testing.T) {
 	w := Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30})
 	kinds := map[string]int{}
@@ -430,6 +431,12 @@ func TestGenerateKinds(t *testing.T) {
 	for i, f := range Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30, Plain: true}).Feeds {
 		if f.TTLMinutes != 0 || f.MaxAgeSec != 0 || len(f.Outages) != 0 || f.Kind != w.Feeds[i].Kind {
 			t.Fatalf("plain %s: %+v", f.ID, f)
+		}
+	}
+	for i, f := range Generate(GenConfig{Seed: 1, Feeds: 1000, Days: 30, NoFloors: true}).Feeds {
+		g := w.Feeds[i]
+		if f.TTLMinutes != 0 || f.MaxAgeSec != 0 || len(f.Outages) != len(g.Outages) || f.Kind != g.Kind || len(f.SkipHours) != len(g.SkipHours) {
+			t.Fatalf("no floors %s: %+v", f.ID, f)
 		}
 	}
 }

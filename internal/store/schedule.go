@@ -18,12 +18,12 @@ import (
 )
 
 // BudgetFile keeps the adaptive policy's budget feedback between runs: the
-// factor the request budget is multiplied by, and what was spent since the
-// day it was last corrected.
+// factor the request budget is multiplied by, what earlier days spent over
+// it, and what was spent since the day it was last corrected.
 const BudgetFile = storage.DirState + "/sched-budget.json"
 
 type budgetState struct {
-	Factor  float64     `json:"factor"`
+	sched.BudgetLoop
 	Since   ndjson.Time `json:"since"`
 	Fetches int         `json:"fetches"`
 }
@@ -244,7 +244,7 @@ func (c *committer) scale(now time.Time) error {
 	budget := p.BudgetPerFeedDay() * float64(len(ds))
 	if elapsed := now.Sub(b.Since.Time); elapsed >= 24*time.Hour {
 		spent := float64(b.Fetches) * 86400 / elapsed.Seconds()
-		b.Factor = sched.BudgetFeedback(b.Factor, spent, budget)
+		b.BudgetLoop = b.Day(spent, budget)
 		b.Since, b.Fetches = ndjson.At(now), 0
 	}
 	c.sch.budget = &b
@@ -254,7 +254,7 @@ func (c *committer) scale(now time.Time) error {
 }
 
 func (c *committer) loadBudget(now time.Time) budgetState {
-	b := budgetState{Factor: 1, Since: ndjson.At(now)}
+	b := budgetState{BudgetLoop: sched.BudgetLoop{Factor: 1}, Since: ndjson.At(now)}
 	data, err := os.ReadFile(c.cfg.Store.Path(BudgetFile))
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -362,12 +363,19 @@ func TestScaleAndBudget(t *testing.T) {
 		t.Fatalf("budget file %s (%v)", data, err)
 	}
 	// A day later the factor moves towards budget/spent: 2 fetches a day
-	// against 48 is far under, so it grows (at most 2).
+	// against 48 is far under, so it grows (at most 2), and the day's
+	// underspend is kept for the next days to make up.
 	in = fetchRec("A", func(f *ndjson.Fetch) { f.FetchedAt = ndjson.At(t0.Add(25 * time.Hour)) })
 	runSched(t, st, t0.Add(25*time.Hour), sched.Params{}, in)
 	data, _ = os.ReadFile(st.Path(BudgetFile))
 	json.Unmarshal(data, &b)
-	if b.Factor <= 1 || b.Fetches != 1 || !b.Since.Equal(t0.Add(25*time.Hour)) {
+	if b.Factor <= 1 || b.Over >= 0 || b.Fetches != 1 || !b.Since.Equal(t0.Add(25*time.Hour)) {
 		t.Fatalf("after a day: %s", data)
+	}
+	// A file from before the loop kept what was owed reads as owing nothing.
+	os.WriteFile(st.Path(BudgetFile), []byte(`{"factor":1.5,"since":"2026-06-01T00:00:00Z","fetches":3}`), 0o644)
+	c := &committer{cfg: Config{Store: st, Log: slog.New(slog.DiscardHandler)}}
+	if got := c.loadBudget(t0.Add(26 * time.Hour)); got.Factor != 1.5 || got.Over != 0 || got.Fetches != 3 {
+		t.Errorf("an older budget file: %+v", got)
 	}
 }

@@ -145,7 +145,7 @@ func scaleBefore(t *testing.T, st *storage.Store, now time.Time, p sched.Params)
 	b := c.loadBudget(now)
 	budget := p.BudgetPerFeedDay() * float64(len(ds))
 	if elapsed := now.Sub(b.Since.Time); elapsed >= 24*time.Hour {
-		b.Factor = sched.BudgetFeedback(b.Factor, float64(b.Fetches)*86400/elapsed.Seconds(), budget)
+		b.BudgetLoop = b.Day(float64(b.Fetches)*86400/elapsed.Seconds(), budget)
 	}
 	return sched.ScaleFor(ds, b.Factor*budget)
 }
