@@ -37,6 +37,8 @@ const (
 	flagEWMAAlpha        = "ewma-alpha"
 	flagBlendLambda      = "blend-lambda"
 	flagBackoffBase      = "backoff-base"
+	flagErrorRefill      = "error-budget-per-day"
+	flagRateHalfLife     = "rate-half-life"
 )
 
 // schedCategory groups the scheduler's flags in --help.
@@ -96,8 +98,10 @@ func SchedFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, DefaultText: fmt.Sprint(d.DisableThreshold), Usage: "failures in a row that disable a feed; 0 never" + env("FEEDPIPE_SCHED_DISABLE_THRESHOLD")},
 		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, DefaultText: "true", Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable" + env("FEEDPIPE_SCHED_PROBE_DISABLED")},
 		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, DefaultText: d.BackoffCap.String(), Usage: "longest backoff delay after failures" + env("FEEDPIPE_SCHED_BACKOFF_CAP_SEC") + ", seconds"},
-		numberFlag(flagErrorBudget, "failures before a feed's circuit opens"+env("FEEDPIPE_SCHED_ERROR_BUDGET"), fmt.Sprintf("%g, refilled %g a day", d.ErrorBudget, d.ErrorBudgetPerDay)),
+		numberFlag(flagErrorBudget, "failures before a feed's circuit opens"+env("FEEDPIPE_SCHED_ERROR_BUDGET"), fmt.Sprintf("%g", d.ErrorBudget)),
+		numberFlag(flagErrorRefill, "failures the error budget gets back a day"+env("FEEDPIPE_SCHED_ERROR_BUDGET_PER_DAY"), fmt.Sprintf("%g", d.ErrorBudgetPerDay)),
 		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env("FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC") + ", seconds"},
+		&cli.DurationFlag{Name: flagRateHalfLife, Category: cat, DefaultText: d.RateHalfLife.String(), Usage: "adaptive policy: half-life of the posting-rate estimate, at least 1h" + env("FEEDPIPE_SCHED_RATE_HALF_LIFE_SEC") + ", seconds"},
 		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env("FEEDPIPE_SCHED_PROFILE")},
 		// Seed 000 §6.1's factors.
 		numberFlag(flagUpFactor, "b_up, 1 to 100: the seed policy's factor on the interval after a 304 or no new entries, and every policy's after a truncated body"+env("FEEDPIPE_SCHED_UP_FACTOR"), fmt.Sprintf("%g", d.Up)),
@@ -191,12 +195,18 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 	if c.IsSet(flagProbeDisabled) {
 		p.NoProbe = !c.Bool(flagProbeDisabled)
 	}
-	if c.IsSet(flagErrorBudget) {
-		b := num(flagErrorBudget)
-		if !(b > 0 && b <= 1e6) {
-			return sched.Params{}, Usagef("--%s %g: want a positive number of failures", flagErrorBudget, b)
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{flagErrorBudget, &p.ErrorBudget}, {flagErrorRefill, &p.ErrorBudgetPerDay}} {
+		if !c.IsSet(f.name) {
+			continue
 		}
-		p.ErrorBudget = b
+		b := num(f.name)
+		if !(b > 0 && b <= 1e6) {
+			return sched.Params{}, Usagef("--%s %g: want a positive number of failures", f.name, b)
+		}
+		*f.dst = b
 	}
 	if c.IsSet(flagProfile) {
 		p.NoProfile = !c.Bool(flagProfile)
@@ -225,6 +235,13 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 			return sched.Params{}, Usagef("--%s %g: want a number from %g to %g", f.name, v, f.lo, f.hi)
 		}
 		*f.dst = v
+	}
+	if c.IsSet(flagRateHalfLife) {
+		h := c.Duration(flagRateHalfLife)
+		if h < time.Hour {
+			return sched.Params{}, Usagef("--%s %s: want at least 1h", flagRateHalfLife, h)
+		}
+		p.RateHalfLife = h
 	}
 	if p.Max < p.Min {
 		return sched.Params{}, Usagef("the max interval %s is below the min interval %s", p.Max, p.Min)

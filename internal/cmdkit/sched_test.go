@@ -56,6 +56,10 @@ func TestSchedFlags(t *testing.T) {
 			"-0.5", "--blend-lambda -0.5: want a number in (0, 1]"},
 		{"backoff-base", "3", "FEEDPIPE_SCHED_BACKOFF_BASE", "1.5", func(p sched.Params) any { return p.BackoffBase }, 3.0,
 			"abc", `--backoff-base "abc": not a number`},
+		{"error-budget-per-day", "2", "FEEDPIPE_SCHED_ERROR_BUDGET_PER_DAY", "10", func(p sched.Params) any { return p.ErrorBudgetPerDay }, 2.0,
+			"0", "--error-budget-per-day 0: want a positive number of failures"},
+		{"rate-half-life", "72h", "FEEDPIPE_SCHED_RATE_HALF_LIFE_SEC", "86400", func(p sched.Params) any { return p.RateHalfLife }, 72 * time.Hour,
+			"30m", "--rate-half-life 30m0s: want at least 1h"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			env := map[string]string{tc.env: tc.envValue}
