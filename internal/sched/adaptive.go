@@ -640,7 +640,10 @@ const budgetKeep = 0.8
 // Day returns the loop after a day that cost spentPerDay requests against
 // budgetPerDay; call it once a day. The factor moves halfway (in ratio) to
 // the correction the next day asks for, which is the budget less what is
-// owed, within a quarter of it; it stays in [0.5, 2].
+// owed, within a quarter of it; it stays in [0.5, 2]. Days under the
+// budget are made up for a quarter of a day's budget at most: days the
+// store did not run, or feeds that cannot spend their share, should not
+// buy days of overspending later.
 func (b BudgetLoop) Day(spentPerDay, budgetPerDay float64) BudgetLoop {
 	if !(b.Factor > 0) || math.IsInf(b.Factor, 0) {
 		b.Factor = 1
@@ -650,7 +653,7 @@ func (b BudgetLoop) Day(spentPerDay, budgetPerDay float64) BudgetLoop {
 	}
 	if spentPerDay > 0 && budgetPerDay > 0 {
 		spent := spentPerDay / budgetPerDay
-		b.Over = budgetKeep * (b.Over + spent - 1)
+		b.Over = max(budgetKeep*(b.Over+spent-1), -0.25)
 		target := math.Min(math.Max(1-b.Over, 0.75), 1.25)
 		b.Factor *= math.Sqrt(target / spent)
 	}

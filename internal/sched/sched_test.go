@@ -469,6 +469,9 @@ func TestBudgetLoopDay(t *testing.T) {
 		{"overspent", BudgetLoop{Factor: 1}, 200, 100, BudgetLoop{Factor: math.Sqrt(0.75 / 2), Over: 0.8}},
 		{"underspent", BudgetLoop{Factor: 1}, 90, 100, BudgetLoop{Factor: math.Sqrt(1.08 / 0.9), Over: -0.08}},
 		{"making up", BudgetLoop{Factor: 1, Over: 0.1}, 100, 100, BudgetLoop{Factor: math.Sqrt(0.92), Over: 0.08}},
+		// Idle days: at most a quarter of a day is owed back.
+		{"idle days", BudgetLoop{Factor: 1}, 10, 100, BudgetLoop{Factor: 2, Over: -0.25}},
+		{"idle, then busy", BudgetLoop{Factor: 2, Over: -0.25}, 100, 100, BudgetLoop{Factor: 2, Over: -0.2}},
 		{"no data", BudgetLoop{Factor: math.NaN(), Over: math.Inf(1)}, 0, 100, BudgetLoop{Factor: 1}},
 		{"zero factor reads as 1", BudgetLoop{}, 100, 100, BudgetLoop{Factor: 1}},
 		{"clamped", BudgetLoop{Factor: 0.6}, 1e6, 100, BudgetLoop{Factor: 0.5, Over: 0.8 * (1e4 - 1)}},
