@@ -161,7 +161,11 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 			if st.Window > 0 && n >= st.Window { // the window overflowed: it was faster
 				rate *= overflowFactor
 			}
-			st.Peak = math.Max(st.Peak, rate)
+			// A burst is remembered from when it was, not from when a poll
+			// found it: a first answer full of items from years ago says
+			// nothing of the coming week.
+			age := math.Max(float64(t0-sorted[len(sorted)-1]), 0)
+			st.Peak = math.Max(st.Peak, rate*math.Exp(-age*math.Ln2/peakHalfLife.Seconds()))
 		}
 	}
 	for _, pt := range pubs {
