@@ -84,6 +84,12 @@ func Run(cfg Config) error {
 				MovedCount:    st.MovedCount,
 			},
 		}
+		if st.Sched != nil && cfg.Now.Before(st.Sched.RetryUntil.Time) && (forced[i] || cfg.All) {
+			// The server asked for this much quiet: --all and --feed make a
+			// feed due before its schedule says, not before its server.
+			cfg.Log.Info("held back: the server's Retry-After runs", "feed_id", sub.FeedID, "until", st.Sched.RetryUntil)
+			continue
+		}
 		switch {
 		case forced[i]:
 			if sub.Disabled {

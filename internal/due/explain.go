@@ -38,6 +38,12 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	if sub.Disabled {
 		b.WriteString("Disabled by hand (feed-sub disable): feed-due skips it; feed-sub enable puts it back.\n")
 	}
+	paused := pausedByHand(sub, cfg.Now)
+	if paused {
+		// The decision below was made at the last fetch; the pause came
+		// after it and holds whatever it says.
+		fmt.Fprintf(&b, "Paused by hand until %s (feed-sub pause): feed-due skips it until then, whatever the decision below says; feed-sub resume lifts the pause.\n", sub.PausedUntil)
+	}
 	if ov := overridesText(sub); ov != "" {
 		fmt.Fprintf(&b, "Overrides: %s.\n", ov)
 	}
@@ -73,11 +79,14 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	}
 	if st := fs.Sched; st != nil {
 		fmt.Fprintf(&b, "  state           %s (reason %s)\n", st.Lifecycle, st.Reason)
-		if st.NextAt.IsZero() {
+		switch {
+		case paused:
+			fmt.Fprintf(&b, "  next fetch      %s (in %s), when the pause ends\n", sub.PausedUntil, sub.PausedUntil.Sub(now).Round(time.Second))
+		case st.NextAt.IsZero():
 			b.WriteString("  next fetch      never (disabled, not probed)\n")
-		} else if st.Due(now) {
+		case st.Due(now):
 			fmt.Fprintf(&b, "  next fetch      %s: due now, %s overdue\n", st.NextAt, st.Overdue(now).Round(time.Second))
-		} else {
+		default:
 			fmt.Fprintf(&b, "  next fetch      %s (in %s)\n", st.NextAt, st.NextAt.Sub(now).Round(time.Second))
 		}
 		fmt.Fprintf(&b, "  interval        %s\n", st.Interval())

@@ -19,13 +19,14 @@ import (
 //	waiting   next in 10 minutes
 //	paused    due, but its subscription is paused for a day
 //	late      due 2h ago
+//	limited   a 503 with Retry-After 2h, a minute ago: not even --all fetches it
 func schedFixture(t *testing.T) *storage.Store {
 	t.Helper()
 	st, _ := storage.Open(t.TempDir())
 	paused := sub("paused", false)
 	paused.PausedUntil = ndjson.At(now.Add(24 * time.Hour))
 	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false)}, nil
+		return []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false), sub("limited", false)}, nil
 	})
 	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) storage.FeedState {
 		s, d := sched.Next(st, out, p, sched.Overrides{}, at, nil)
@@ -49,6 +50,7 @@ func schedFixture(t *testing.T) *storage.Store {
 		decide("waiting", sched.State{}, ok, fixed(time.Hour), now.Add(-50*time.Minute)),
 		decide("paused", sched.State{}, ok, fixed(time.Hour), now.Add(-2*time.Hour)),
 		decide("late", sched.State{}, ok, fixed(time.Hour), now.Add(-3*time.Hour)),
+		decide("limited", sched.State{}, sched.Outcome{Status: 503, ErrorClass: "rate_limited", ErrorCode: "http_503", RetryAfterSec: 7200}, fixed(time.Hour), now.Add(-time.Minute)),
 	)
 	return st
 }
@@ -62,6 +64,7 @@ func TestRunSched(t *testing.T) {
 	}{
 		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
 		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual dead:forced paused:forced waiting:forced"},
+		{name: "by name", cfg: Config{Feeds: []string{"waiting", "limited"}}, want: "waiting:forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Store = st
@@ -89,7 +92,7 @@ func TestExplain(t *testing.T) {
 		{"probe", []string{"Feed probe", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
-		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z"}},
+		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h0m0s), when the pause ends"}},
 		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
 	} {
 		var b bytes.Buffer
