@@ -30,7 +30,9 @@ time: a second one waits for the first (or, with --no-wait, exits).
 
 ` + cmdkit.SchedEnvHelp(),
 		Flags: append([]cli.Flag{
-			&cli.DurationFlag{Name: "interval", Usage: "poll every feed without an interval of its own at this fixed interval, such as 1h (the policy fixed:1h); default: the scheduler's policy", EnvVars: []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"}},
+			// Not EnvVars: urfave/cli would read the variables as Go
+			// durations, and the environment speaks whole seconds.
+			&cli.DurationFlag{Name: "interval", Usage: "poll every feed without an interval of its own at this fixed interval, such as 1h (the policy fixed:1h); default: the scheduler's policy (env FEEDPIPE_INTERVAL or NEWSFED_POLL_INTERVAL, seconds)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
 			&cli.StringFlag{Name: "metrics-file", Usage: "write the store's figures here in the Prometheus text format after each run (node_exporter's textfile collector)", EnvVars: []string{"FEEDPIPE_METRICS_FILE"}},
@@ -45,10 +47,14 @@ time: a second one waits for the first (or, with --no-wait, exits).
 			if err != nil {
 				return err
 			}
+			interval, err := cmdkit.FixedInterval(c)
+			if err != nil {
+				return err
+			}
 			var sum store.Summary
 			err = store.Run(c.Context, store.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Sched: p, Interval: c.Duration("interval"), NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
+				Sched: p, Interval: interval, NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
 			})
 			if path := c.String("summary-file"); path != "" {
 				line := fmt.Sprintf("feeds=%d not_modified=%d same_body=%d errors=%d new=%d updated=%d bytes_saved=%d\n",

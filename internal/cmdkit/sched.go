@@ -248,3 +248,37 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 	}
 	return p, nil
 }
+
+// FixedInterval is feed-store's --interval, or else FEEDPIPE_INTERVAL or
+// NEWSFED_POLL_INTERVAL: a fixed polling interval for every feed, 0 for
+// the scheduler's policy. A bad value is a usage error.
+func FixedInterval(c *cli.Context) (time.Duration, error) { return fixedInterval(c, os.LookupEnv) }
+
+// fixedInterval is FixedInterval with the environment's lookup given.
+// The variables are whole seconds, as every duration in the environment
+// is; a Go duration such as 1h is taken too.
+func fixedInterval(c *cli.Context, lookup func(string) (string, bool)) (time.Duration, error) {
+	if c.IsSet("interval") {
+		d := c.Duration("interval")
+		if d != 0 && d < time.Second {
+			return 0, Usagef("--interval %s: want at least 1s, or 0 for the scheduler's policy", d)
+		}
+		return d, nil
+	}
+	for _, name := range []string{"FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL"} {
+		v, ok := lookup(name)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		d, err := time.ParseDuration(v)
+		if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil && n >= 0 && n <= math.MaxInt64/int64(time.Second) {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+		if err != nil || (d != 0 && d < time.Second) {
+			return 0, Usagef("%s=%q: want whole seconds such as 3600 (or a duration such as 1h), 0 for the scheduler's policy", name, v)
+		}
+		return d, nil
+	}
+	return 0, nil
+}

@@ -115,3 +115,41 @@ func TestSchedFlagsHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedInterval: feed-store's --interval and its variables, which
+// take whole seconds as the README says.
+func TestFixedInterval(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want time.Duration
+		msg  string // a usage error containing this
+	}{
+		{nil, nil, 0, ""},
+		{[]string{"--interval=2h"}, nil, 2 * time.Hour, ""},
+		{[]string{"--interval=0"}, map[string]string{"FEEDPIPE_INTERVAL": "60"}, 0, ""},
+		{nil, map[string]string{"FEEDPIPE_INTERVAL": "3600"}, time.Hour, ""},
+		{nil, map[string]string{"NEWSFED_POLL_INTERVAL": "900"}, 15 * time.Minute, ""},
+		{nil, map[string]string{"FEEDPIPE_INTERVAL": "90m", "NEWSFED_POLL_INTERVAL": "900"}, 90 * time.Minute, ""},
+		{[]string{"--interval=30m"}, map[string]string{"FEEDPIPE_INTERVAL": "3600"}, 30 * time.Minute, ""},
+		{[]string{"--interval=-1h"}, nil, 0, "--interval -1h0m0s: want at least 1s"},
+		{nil, map[string]string{"FEEDPIPE_INTERVAL": "-5"}, 0, `FEEDPIPE_INTERVAL="-5": want whole seconds`},
+		{nil, map[string]string{"NEWSFED_POLL_INTERVAL": "hourly"}, 0, `NEWSFED_POLL_INTERVAL="hourly": want whole seconds`},
+	} {
+		var got time.Duration
+		var stderr bytes.Buffer
+		app := &cli.App{Name: "feed-test", Flags: []cli.Flag{&cli.DurationFlag{Name: "interval"}}, Action: func(c *cli.Context) error {
+			var err error
+			got, err = fixedInterval(c, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			return err
+		}}
+		app.ErrWriter, app.Writer = &stderr, &bytes.Buffer{}
+		status := Run(app, append([]string{"feed-test"}, tc.args...))
+		switch {
+		case tc.msg != "" && (status != ExitUsage || !strings.Contains(stderr.String(), tc.msg)):
+			t.Errorf("%v %v: status %d, stderr %q; want a usage error with %q", tc.args, tc.env, status, stderr.String(), tc.msg)
+		case tc.msg == "" && (status != ExitOK || got != tc.want):
+			t.Errorf("%v %v: status %d %q, got %s, want %s", tc.args, tc.env, status, stderr.String(), got, tc.want)
+		}
+	}
+}
