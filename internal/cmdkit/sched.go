@@ -41,6 +41,30 @@ const (
 	flagRateHalfLife     = "rate-half-life"
 )
 
+// flagEnv is each scheduler flag's environment variable (sched.EnvNames
+// has its alias): the flag wins over both.
+var flagEnv = map[string]string{
+	flagPolicy:           "FEEDPIPE_SCHED_POLICY",
+	flagInitialInterval:  "FEEDPIPE_SCHED_INITIAL_INTERVAL_SEC",
+	flagMinInterval:      "FEEDPIPE_SCHED_MIN_INTERVAL_SEC",
+	flagMaxInterval:      "FEEDPIPE_SCHED_MAX_INTERVAL_SEC",
+	flagJitter:           "FEEDPIPE_SCHED_JITTER_RATIO",
+	flagBudget:           "FEEDPIPE_SCHED_BUDGET",
+	flagDisableThreshold: "FEEDPIPE_SCHED_DISABLE_THRESHOLD",
+	flagProbeDisabled:    "FEEDPIPE_SCHED_PROBE_DISABLED",
+	flagBackoffCap:       "FEEDPIPE_SCHED_BACKOFF_CAP_SEC",
+	flagErrorBudget:      "FEEDPIPE_SCHED_ERROR_BUDGET",
+	flagErrorRefill:      "FEEDPIPE_SCHED_ERROR_BUDGET_PER_DAY",
+	flagMaxRetryAfter:    "FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC",
+	flagRateHalfLife:     "FEEDPIPE_SCHED_RATE_HALF_LIFE_SEC",
+	flagProfile:          "FEEDPIPE_SCHED_PROFILE",
+	flagUpFactor:         "FEEDPIPE_SCHED_UP_FACTOR",
+	flagDownFactor:       "FEEDPIPE_SCHED_DOWN_FACTOR",
+	flagEWMAAlpha:        "FEEDPIPE_SCHED_EWMA_ALPHA",
+	flagBlendLambda:      "FEEDPIPE_SCHED_BLEND_LAMBDA",
+	flagBackoffBase:      "FEEDPIPE_SCHED_BACKOFF_BASE",
+}
+
 // schedCategory groups the scheduler's flags in --help.
 const schedCategory = "Scheduler"
 
@@ -74,9 +98,9 @@ func numberFlag(name, usage, def string) *cli.GenericFlag {
 // environment, then from sched.Defaults.
 func SchedFlags() []cli.Flag {
 	d := sched.Defaults()
-	env := func(name string) string {
+	env := func(flag string) string {
 		for _, e := range sched.EnvNames() {
-			if e[0] == name {
+			if e[0] == flagEnv[flag] {
 				if e[1] != "" {
 					return " (env " + e[0] + ", or " + e[1] + ")"
 				}
@@ -89,26 +113,26 @@ func SchedFlags() []cli.Flag {
 	// DefaultText, not the zero Value urfave/cli would print: the default
 	// is decided after the environment, in SchedParams.
 	return []cli.Flag{
-		&cli.StringFlag{Name: flagPolicy, Category: cat, DefaultText: "adaptive", Usage: "scheduling policy: adaptive, seed or fixed:DURATION such as fixed:1h" + env("FEEDPIPE_SCHED_POLICY")},
-		&cli.DurationFlag{Name: flagInitialInterval, Category: cat, DefaultText: d.Initial.String(), Usage: "interval of a feed without history" + env("FEEDPIPE_SCHED_INITIAL_INTERVAL_SEC") + ", seconds"},
-		&cli.DurationFlag{Name: flagMinInterval, Category: cat, DefaultText: d.Min.String(), Usage: "shortest interval between fetches of a feed" + env("FEEDPIPE_SCHED_MIN_INTERVAL_SEC") + ", seconds"},
-		&cli.DurationFlag{Name: flagMaxInterval, Category: cat, DefaultText: d.Max.String(), Usage: "longest interval; also how often a feed disabled for errors is probed" + env("FEEDPIPE_SCHED_MAX_INTERVAL_SEC") + ", seconds"},
-		numberFlag(flagJitter, "jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j]"+env("FEEDPIPE_SCHED_JITTER_RATIO"), fmt.Sprintf("%g", d.Jitter)),
-		numberFlag(flagBudget, "adaptive policy: requests per feed and day the whole store may spend"+env("FEEDPIPE_SCHED_BUDGET"), "24, as fixed 1h"),
-		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, DefaultText: fmt.Sprint(d.DisableThreshold), Usage: "failures in a row that disable a feed; 0 never" + env("FEEDPIPE_SCHED_DISABLE_THRESHOLD")},
-		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, DefaultText: "true", Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable" + env("FEEDPIPE_SCHED_PROBE_DISABLED")},
-		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, DefaultText: d.BackoffCap.String(), Usage: "longest backoff delay after failures" + env("FEEDPIPE_SCHED_BACKOFF_CAP_SEC") + ", seconds"},
-		numberFlag(flagErrorBudget, "failures before a feed's circuit opens"+env("FEEDPIPE_SCHED_ERROR_BUDGET"), fmt.Sprintf("%g", d.ErrorBudget)),
-		numberFlag(flagErrorRefill, "failures the error budget gets back a day"+env("FEEDPIPE_SCHED_ERROR_BUDGET_PER_DAY"), fmt.Sprintf("%g", d.ErrorBudgetPerDay)),
-		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env("FEEDPIPE_SCHED_MAX_RETRY_AFTER_SEC") + ", seconds"},
-		&cli.DurationFlag{Name: flagRateHalfLife, Category: cat, DefaultText: d.RateHalfLife.String(), Usage: "adaptive policy: half-life of the posting-rate estimate, at least 1h" + env("FEEDPIPE_SCHED_RATE_HALF_LIFE_SEC") + ", seconds"},
-		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env("FEEDPIPE_SCHED_PROFILE")},
+		&cli.StringFlag{Name: flagPolicy, Category: cat, DefaultText: "adaptive", Usage: "scheduling policy: adaptive, seed or fixed:DURATION such as fixed:1h" + env(flagPolicy)},
+		&cli.DurationFlag{Name: flagInitialInterval, Category: cat, DefaultText: d.Initial.String(), Usage: "interval of a feed without history" + env(flagInitialInterval) + ", seconds"},
+		&cli.DurationFlag{Name: flagMinInterval, Category: cat, DefaultText: d.Min.String(), Usage: "shortest interval between fetches of a feed" + env(flagMinInterval) + ", seconds"},
+		&cli.DurationFlag{Name: flagMaxInterval, Category: cat, DefaultText: d.Max.String(), Usage: "longest interval; also how often a feed disabled for errors is probed" + env(flagMaxInterval) + ", seconds"},
+		numberFlag(flagJitter, "jitter ratio in [0, 0.5]: intervals are drawn from I·[1-j, 1+j]"+env(flagJitter), fmt.Sprintf("%g", d.Jitter)),
+		numberFlag(flagBudget, "adaptive policy: requests per feed and day the whole store may spend"+env(flagBudget), "24, as fixed 1h"),
+		&cli.IntFlag{Name: flagDisableThreshold, Category: cat, DefaultText: fmt.Sprint(d.DisableThreshold), Usage: "failures in a row that disable a feed; 0 never" + env(flagDisableThreshold)},
+		&cli.BoolFlag{Name: flagProbeDisabled, Category: cat, DefaultText: "true", Usage: "probe a feed disabled for errors once per max interval and re-enable it when it answers; --probe-disabled=false keeps it disabled until feed-sub enable" + env(flagProbeDisabled)},
+		&cli.DurationFlag{Name: flagBackoffCap, Category: cat, DefaultText: d.BackoffCap.String(), Usage: "longest backoff delay after failures" + env(flagBackoffCap) + ", seconds"},
+		numberFlag(flagErrorBudget, "failures before a feed's circuit opens"+env(flagErrorBudget), fmt.Sprintf("%g", d.ErrorBudget)),
+		numberFlag(flagErrorRefill, "failures the error budget gets back a day"+env(flagErrorRefill), fmt.Sprintf("%g", d.ErrorBudgetPerDay)),
+		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env(flagMaxRetryAfter) + ", seconds"},
+		&cli.DurationFlag{Name: flagRateHalfLife, Category: cat, DefaultText: d.RateHalfLife.String(), Usage: "adaptive policy: half-life of the posting-rate estimate, at least 1h" + env(flagRateHalfLife) + ", seconds"},
+		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env(flagProfile)},
 		// Seed 000 §6.1's factors.
-		numberFlag(flagUpFactor, "b_up, 1 to 100: the seed policy's factor on the interval after a 304 or no new entries, and every policy's after a truncated body"+env("FEEDPIPE_SCHED_UP_FACTOR"), fmt.Sprintf("%g", d.Up)),
-		numberFlag(flagDownFactor, "b_down, in (0, 1]: the seed policy's factor on the interval after new entries"+env("FEEDPIPE_SCHED_DOWN_FACTOR"), fmt.Sprintf("%g", d.Down)),
-		numberFlag(flagEWMAAlpha, "weight of the newest gap between items in their EWMA (the seed policy's cadence, ewma_secs), in (0, 1]"+env("FEEDPIPE_SCHED_EWMA_ALPHA"), fmt.Sprintf("%g", d.Alpha)),
-		numberFlag(flagBlendLambda, "seed policy: weight of the EWMA in the blend with the interval, in (0, 1]"+env("FEEDPIPE_SCHED_BLEND_LAMBDA"), fmt.Sprintf("%g", d.Lambda)),
-		numberFlag(flagBackoffBase, "the backoff's factor per failure, 1 to 100"+env("FEEDPIPE_SCHED_BACKOFF_BASE"), fmt.Sprintf("%g", d.BackoffBase)),
+		numberFlag(flagUpFactor, "b_up, 1 to 100: the seed policy's factor on the interval after a 304 or no new entries, and every policy's after a truncated body"+env(flagUpFactor), fmt.Sprintf("%g", d.Up)),
+		numberFlag(flagDownFactor, "b_down, in (0, 1]: the seed policy's factor on the interval after new entries"+env(flagDownFactor), fmt.Sprintf("%g", d.Down)),
+		numberFlag(flagEWMAAlpha, "weight of the newest gap between items in their EWMA (the seed policy's cadence, ewma_secs), in (0, 1]"+env(flagEWMAAlpha), fmt.Sprintf("%g", d.Alpha)),
+		numberFlag(flagBlendLambda, "seed policy: weight of the EWMA in the blend with the interval, in (0, 1]"+env(flagBlendLambda), fmt.Sprintf("%g", d.Lambda)),
+		numberFlag(flagBackoffBase, "the backoff's factor per failure, 1 to 100"+env(flagBackoffBase), fmt.Sprintf("%g", d.BackoffBase)),
 	}
 }
 
@@ -135,7 +159,22 @@ func SchedParams(c *cli.Context) (sched.Params, error) {
 }
 
 func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Params, error) {
-	p, err := sched.ParamsFromEnv(lookup)
+	// A flag given hides its variables: a bad value there is not an
+	// error the flag leaves standing.
+	hidden := map[string]bool{}
+	for _, e := range sched.EnvNames() {
+		for flag, name := range flagEnv {
+			if name == e[0] && c.IsSet(flag) {
+				hidden[e[0]], hidden[e[1]] = true, true
+			}
+		}
+	}
+	p, err := sched.ParamsFromEnv(func(name string) (string, bool) {
+		if hidden[name] {
+			return "", false
+		}
+		return lookup(name)
+	})
 	if err != nil {
 		return sched.Params{}, Usage(err)
 	}

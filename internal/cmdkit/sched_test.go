@@ -86,6 +86,13 @@ func TestSchedFlags(t *testing.T) {
 			if status != ExitOK || tc.got(p) != tc.want {
 				t.Errorf("--%s=%s with %s=%s: status %d %q, got %v, want %v", tc.flag, tc.value, tc.env, tc.envValue, status, stderr, tc.got(p), tc.want)
 			}
+			// ...even over a bad value there.
+			env = map[string]string{tc.env: tc.bad}
+			p, status, stderr = run("--" + tc.flag + "=" + tc.value)
+			if status != ExitOK || tc.got(p) != tc.want {
+				t.Errorf("--%s=%s with %s=%s: status %d %q, got %v, want %v", tc.flag, tc.value, tc.env, tc.bad, status, stderr, tc.got(p), tc.want)
+			}
+			env = map[string]string{tc.env: tc.envValue}
 			_, status, stderr = run("--" + tc.flag + "=" + tc.bad)
 			if status != ExitUsage || !strings.Contains(stderr, tc.msg) || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("--%s=%s: status %d, stderr %q; want %d and one line with %q", tc.flag, tc.bad, status, stderr, ExitUsage, tc.msg)
