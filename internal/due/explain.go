@@ -94,8 +94,13 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 		if st.DisabledReason != "" {
 			fmt.Fprintf(&b, "  disabled        %s, since %s\n", st.DisabledReason, st.DisabledAt)
 		}
-		fmt.Fprintf(&b, "  posting rate    %.3g a day (%d publication times kept, EWMA gap %s)\n",
-			st.RatePerDay(cfg.Sched, now), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
+		if st.RateN == 0 && st.RateT == 0 {
+			// Only the prior, which says nothing of this feed.
+			b.WriteString("  posting rate    not known yet: the feed has not answered\n")
+		} else {
+			fmt.Fprintf(&b, "  posting rate    %.3g a day (%d publication times kept, EWMA gap %s)\n",
+				st.RatePerDay(cfg.Sched, now), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
+		}
 		if h := st.Hints; h.TTLMinutes > 0 || len(h.SkipHours) > 0 || len(h.SkipDays) > 0 {
 			fmt.Fprintf(&b, "  hints           ttl %dm, skipHours %v, skipDays %v\n", h.TTLMinutes, h.SkipHours, h.SkipDays)
 		}

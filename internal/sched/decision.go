@@ -264,9 +264,20 @@ func cadence(d Decision) string {
 		if in.CronError != "" {
 			return "The cron expression is unusable (" + in.CronError + ")."
 		}
-		return fmt.Sprintf("Cron %s fires next at %s.", strings.TrimPrefix(in.Override, "cron "), in.CronNextAt)
+		return fmt.Sprintf("Cron %s fires next at %s.", cronOf(in.Override), in.CronNextAt)
 	}
 	return ""
+}
+
+// cronOf is the cron expression in an Override list ("min 10m, cron 0 3
+// * * *"): the other overrides are said elsewhere.
+func cronOf(override string) string {
+	for part := range strings.SplitSeq(override, ", ") {
+		if expr, ok := strings.CutPrefix(part, "cron "); ok {
+			return expr
+		}
+	}
+	return override
 }
 
 func failure(in Inputs) string {

@@ -621,3 +621,14 @@ func TestNextLeavesInputAlone(t *testing.T) {
 		t.Errorf("Next changed its input:\n%s\n%s", before, after)
 	}
 }
+
+// The cron sentence names the expression alone, whatever other overrides
+// the feed has.
+func TestExplainCronWithOverrides(t *testing.T) {
+	for _, ov := range []string{"cron 0 3 * * *", "min 10m, cron 0 3 * * *", "min 10m, max 12h, cron 0 3 * * *, paused"} {
+		d := Decision{Kind: Defer, Reason: ReasonCron, Inputs: Inputs{Override: ov, CronNextAt: "2026-06-02T03:00Z"}}
+		if want := "Cron 0 3 * * * fires next at 2026-06-02T03:00Z."; !strings.Contains(d.Explain(), want) {
+			t.Errorf("%q: %q lacks %q", ov, d.Explain(), want)
+		}
+	}
+}
