@@ -36,6 +36,12 @@ func TestSetOverrides(t *testing.T) {
 		{name: "cron descriptor", o: Overrides{Cron: ptr("@every 2h")}, check: func(s ndjson.Subscription) bool { return s.Cron == "@every 2h" }},
 		{name: "bad cron", o: Overrides{Cron: ptr("61 * * * *")}, err: true},
 		{name: "cron with zone", o: Overrides{Cron: ptr("TZ=Europe/Paris 0 8 * * *")}, err: true},
+		// A cron may not poll more often than an interval may.
+		{name: "cron every negative", o: Overrides{Cron: ptr("@every -1h")}, err: true},
+		{name: "cron every zero", o: Overrides{Cron: ptr("@every 0s")}, err: true},
+		{name: "cron every 1ms", o: Overrides{Cron: ptr("@every 1ms")}, err: true},
+		{name: "cron every minute", o: Overrides{Cron: ptr("* * * * *")}, err: true},
+		{name: "cron every 5m", o: Overrides{Cron: ptr("*/5 * * * *")}, check: func(s ndjson.Subscription) bool { return s.Cron == "*/5 * * * *" }},
 		{name: "nothing", err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,9 +66,15 @@ func TestSetOverrides(t *testing.T) {
 }
 
 func TestAddChecksCron(t *testing.T) {
-	e := newEnv(t)
-	if _, _, err := Add(e.cfg, Spec{URL: "https://example.org/a", Cron: "every hour"}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("err %v", err)
+	for _, tc := range []struct{ cron, want string }{
+		{"every hour", `bad cron expression "every hour"`},
+		{"@every -1h", `bad cron expression "@every -1h": the interval must be positive`},
+		{"@every 1ms", `bad cron expression "@every 1ms": it fires every 1ms; a feed is polled at most every 5m0s`},
+	} {
+		e := newEnv(t)
+		if _, _, err := Add(e.cfg, Spec{URL: "https://example.org/a", Cron: tc.cron}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("add --cron %q: err %v, want %q", tc.cron, err, tc.want)
+		}
 	}
 }
 
