@@ -32,6 +32,12 @@ func TestSetOverrides(t *testing.T) {
 		{name: "min max", o: Overrides{Min: ptr(10 * time.Minute), Max: ptr(2 * time.Hour)},
 			check: func(s ndjson.Subscription) bool { return s.MinIntervalSec == 600 && s.MaxIntervalSec == 7200 }},
 		{name: "max below min", o: Overrides{Min: ptr(2 * time.Hour), Max: ptr(time.Hour)}, err: true},
+		// Outside the scheduler's clamps: kept, as they count under other
+		// global clamps, with a note that they cannot widen them.
+		{name: "min below the global min", o: Overrides{Min: ptr(2 * time.Minute)}, check: func(s ndjson.Subscription) bool { return s.MinIntervalSec == 120 },
+			msg: "note: min interval 2m0s is below the scheduler's min interval (5m0s by default), which still holds"},
+		{name: "max above the global max", o: Overrides{Max: ptr(48 * time.Hour)}, check: func(s ndjson.Subscription) bool { return s.MaxIntervalSec == 48*3600 },
+			msg: "note: max interval 48h0m0s is above the scheduler's max interval (24h0m0s by default), which still holds"},
 		{name: "cron", o: Overrides{Cron: ptr(" */20 * * * * ")}, check: func(s ndjson.Subscription) bool { return s.Cron == "*/20 * * * *" }},
 		{name: "cron descriptor", o: Overrides{Cron: ptr("@every 2h")}, check: func(s ndjson.Subscription) bool { return s.Cron == "@every 2h" }},
 		{name: "bad cron", o: Overrides{Cron: ptr("61 * * * *")}, err: true},
@@ -60,6 +66,50 @@ func TestSetOverrides(t *testing.T) {
 			}
 			if err != nil || !tc.check(e.subs(t)[0]) || !strings.Contains(e.msg.String(), tc.msg) {
 				t.Fatalf("err %v, sub %+v, messages %q", err, e.subs(t)[0], e.msg)
+			}
+		})
+	}
+}
+
+// The min and max intervals are checked as the feed would have them: the
+// one given against the one set before too.
+func TestSetMinMaxAgainstStored(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		before, o  Overrides
+		want       string // in the error; "" for none
+		minS, maxS int    // after a change made
+	}{
+		{"min above stored max", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour)},
+			"https://example.org/a: invalid subscription: min interval 7h0m0s is above the max interval 6h0m0s the feed has already", 0, 0},
+		{"max below stored min", Overrides{Min: ptr(7 * time.Hour)}, Overrides{Max: ptr(6 * time.Hour)},
+			"max interval 6h0m0s is below the min interval 7h0m0s the feed has already", 0, 0},
+		{"both given", Overrides{}, Overrides{Min: ptr(8 * time.Hour), Max: ptr(7 * time.Hour)},
+			"max interval 7h0m0s is below min interval 8h0m0s", 0, 0},
+		{"max cleared with it", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour), Max: ptr(time.Duration(0))}, "", 7 * 3600, 0},
+		{"max raised with it", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour), Max: ptr(8 * time.Hour)}, "", 7 * 3600, 8 * 3600},
+		{"min below stored max", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(6 * time.Hour)}, "", 6 * 3600, 6 * 3600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+			if err := SetOverrides(e.cfg, []string{a.FeedID}, tc.before); err != nil && tc.before != (Overrides{}) {
+				t.Fatal(err)
+			}
+			before := e.subs(t)[0]
+			err := SetOverrides(e.cfg, []string{a.FeedID}, tc.o)
+			s := e.subs(t)[0]
+			if tc.want != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("err %v, want one line with %q", err, tc.want)
+				}
+				if s.MinIntervalSec != before.MinIntervalSec || s.MaxIntervalSec != before.MaxIntervalSec {
+					t.Fatalf("a refused change changed %+v", s)
+				}
+				return
+			}
+			if err != nil || s.MinIntervalSec != tc.minS || s.MaxIntervalSec != tc.maxS {
+				t.Fatalf("err %v, min %d max %d, want %d %d", err, s.MinIntervalSec, s.MaxIntervalSec, tc.minS, tc.maxS)
 			}
 		})
 	}
