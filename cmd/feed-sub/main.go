@@ -85,7 +85,7 @@ flags, or both.`,
 				Name:  "ls",
 				Usage: "list subscriptions with their state",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON) instead of a table"},
+					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON), with the state the table shows, instead of a table"},
 					&cli.StringFlag{Name: "label", Usage: "only subscriptions with this label"},
 				},
 				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {

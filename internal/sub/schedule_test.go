@@ -2,7 +2,9 @@ package sub
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -281,5 +283,79 @@ func TestNudgesLogDecisions(t *testing.T) {
 	}
 	if e.out.Len() > 0 {
 		t.Errorf("stdout: %q", e.out)
+	}
+}
+
+// ls --json carries what the table shows of a feed's state: a feed the
+// scheduler disabled is disabled there too, with why and its last error.
+func TestListJSONCarriesState(t *testing.T) {
+	e := newEnv(t)
+	gone, _, _ := Add(e.cfg, Spec{URL: "https://example.org/gone"})
+	failing, _, _ := Add(e.cfg, Spec{URL: "https://example.org/failing"})
+	byHand, _, _ := Add(e.cfg, Spec{URL: "https://example.org/by-hand"})
+	fresh, _, _ := Add(e.cfg, Spec{URL: "https://example.org/new"})
+	disabledState(t, e, gone.FeedID)
+	st, d := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"},
+		sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fs := storage.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
+		LastError: &ndjson.Error{Class: "transient", Code: "http_500"}}
+	setSched(&fs, st, d)
+	states, _ := e.cfg.Store.States()
+	if err := states.Put(storage.Durable, fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetDisabled(e.cfg, []string{byHand.FeedID}, true); err != nil {
+		t.Fatal(err)
+	}
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	type listed struct {
+		FeedID              string        `json:"feed_id"`
+		Disabled            bool          `json:"disabled"`
+		State               string        `json:"state"`
+		StateReason         string        `json:"state_reason"`
+		DisabledReason      string        `json:"disabled_reason"`
+		ConsecutiveFailures int           `json:"consecutive_failures"`
+		LastError           *ndjson.Error `json:"last_error"`
+		LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
+		NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+	}
+	got := map[string]listed{}
+	for _, line := range strings.Split(strings.TrimSpace(e.out.String()), "\n") {
+		if !strings.HasPrefix(line, `{"type":"subscription","v":1,`) || !strings.Contains(line, `"state":`) {
+			t.Fatalf("line %s", line)
+		}
+		var l listed
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		got[l.FeedID] = l
+	}
+	for _, tc := range []struct {
+		name   string
+		feedID string
+		want   listed
+	}{
+		{"disabled for a 404", gone.FeedID, listed{State: "disabled", StateReason: "disabled", DisabledReason: "permanent error permanent/http_404",
+			ConsecutiveFailures: 1, LastError: &ndjson.Error{Class: "permanent", Code: "http_404"},
+			LastFetchAt: ndjson.At(now.Add(-time.Hour)), NextFetchAt: ndjson.At(now.Add(23 * time.Hour))}},
+		{"failing", failing.FeedID, listed{State: "backoff", StateReason: string(d.Reason), ConsecutiveFailures: 1,
+			LastError: &ndjson.Error{Class: "transient", Code: "http_500"}, LastFetchAt: ndjson.At(now.Add(-time.Minute)), NextFetchAt: st.NextAt}},
+		{"disabled by hand", byHand.FeedID, listed{Disabled: true}},
+		{"never fetched: due now", fresh.FeedID, listed{NextFetchAt: ndjson.At(now)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, want := got[tc.feedID], tc.want
+			want.FeedID = tc.feedID
+			if (l.LastError == nil) != (want.LastError == nil) || (l.LastError != nil && *l.LastError != *want.LastError) {
+				t.Errorf("last_error %+v, want %+v", l.LastError, want.LastError)
+			}
+			l.LastError, want.LastError = nil, nil
+			if fmt.Sprint(l) != fmt.Sprint(want) {
+				t.Errorf("got  %+v\nwant %+v", l, want)
+			}
+		})
 	}
 }
