@@ -97,7 +97,7 @@ flags, or both.`,
 			},
 			{
 				Name:      "enable",
-				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now)",
+				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now); one enabled and healthy is left as it is",
 				ArgsUsage: "FEED...",
 				Flags:     cmdkit.SchedFlags(),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {

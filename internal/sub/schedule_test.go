@@ -359,3 +359,76 @@ func TestListJSONCarriesState(t *testing.T) {
 		})
 	}
 }
+
+// enable says what it did; a feed with nothing to enable is left as it is,
+// not made due now (refetch does that).
+func TestEnableSaysWhatItDoes(t *testing.T) {
+	fetched := func(outcomes ...sched.Outcome) *sched.State {
+		var st sched.State
+		for _, o := range outcomes {
+			st, _ = sched.Next(st, o, sched.Params{}, sched.Overrides{}, o.At, nil)
+		}
+		return &st
+	}
+	ok := sched.Outcome{At: now.Add(-time.Minute), Status: 200}
+	failed := sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"}
+	gone := sched.Outcome{At: now.Add(-2 * time.Hour), Status: 404, ErrorClass: "permanent", ErrorCode: "http_404"}
+	for _, tc := range []struct {
+		name        string
+		st          *sched.State // nil: never fetched
+		byHand      bool         // disabled by hand first
+		pausedUntil time.Time
+		msg         string
+		dueNow      bool
+	}{
+		{name: "healthy", st: fetched(ok), msg: "feed-sub: https://example.org/a is enabled already; nothing changed (feed-sub refetch makes it due now)\n"},
+		{name: "cooling down", st: fetched(gone, ok), msg: "is enabled already; nothing changed"},
+		{name: "never fetched", msg: "is enabled already; nothing changed"},
+		{name: "paused by hand", st: fetched(ok), pausedUntil: now.Add(time.Hour),
+			msg: "feed-sub: https://example.org/a is enabled already; it is paused until 2026-11-21T13:00:00Z: feed-sub resume lifts the pause\n"},
+		{name: "disabled by hand", st: fetched(ok), byHand: true, msg: "feed-sub: enabled https://example.org/a; due now\n", dueNow: true},
+		{name: "disabled by hand, never fetched", byHand: true, msg: "feed-sub: enabled https://example.org/a\n"},
+		{name: "failing", st: fetched(failed), msg: "feed-sub: enabled https://example.org/a again (it was failing: 1 in a row, the last http_500); due now\n", dueNow: true},
+		{name: "disabled for errors", st: fetched(gone), msg: "feed-sub: re-enabled https://example.org/a (it was disabled: permanent error permanent/http_404); due now\n", dueNow: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+			if tc.byHand {
+				SetDisabled(e.cfg, []string{a.FeedID}, true)
+			}
+			if !tc.pausedUntil.IsZero() {
+				Pause(e.cfg, []string{a.FeedID}, tc.pausedUntil)
+			}
+			var before storage.FeedState
+			if tc.st != nil {
+				before = storage.FeedState{FeedID: a.FeedID, LastFetchAt: tc.st.FetchedAt}
+				if tc.st.LastError != "" { // class/code
+					before.LastError = &ndjson.Error{Code: tc.st.LastError[strings.Index(tc.st.LastError, "/")+1:]}
+				}
+				setSched(&before, *tc.st, sched.Decision{})
+				states, _ := e.cfg.Store.States()
+				if err := states.Put(storage.Durable, before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.msg.Reset()
+			if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.msg.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, tc.msg) {
+				t.Errorf("messages %q, want %q", e.msg, tc.msg)
+			}
+			if e.subs(t)[0].Disabled {
+				t.Error("still disabled")
+			}
+			after := state(t, e, a.FeedID)
+			if due := after.Sched != nil && after.Sched.Reason == sched.ReasonManual && after.NextFetchAt.Equal(now); due != tc.dueNow {
+				t.Errorf("due now %v, want %v (next %s)", due, tc.dueNow, after.NextFetchAt)
+			}
+			if !tc.dueNow && !after.NextFetchAt.Equal(before.NextFetchAt.Time) {
+				t.Errorf("next fetch moved from %s to %s", before.NextFetchAt, after.NextFetchAt)
+			}
+		})
+	}
+}
