@@ -85,7 +85,7 @@ flags, or both.`,
 				Name:  "ls",
 				Usage: "list subscriptions with their state",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON) instead of a table"},
+					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON), with the state the table shows, instead of a table"},
 					&cli.StringFlag{Name: "label", Usage: "only subscriptions with this label"},
 				},
 				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
@@ -97,7 +97,7 @@ flags, or both.`,
 			},
 			{
 				Name:      "enable",
-				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now)",
+				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now); one enabled and healthy is left as it is",
 				ArgsUsage: "FEED...",
 				Flags:     cmdkit.SchedFlags(),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {

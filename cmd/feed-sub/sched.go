@@ -51,7 +51,7 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 				&cli.DurationFlag{Name: "interval", Usage: "poll at this fixed interval, 5m to 24h (0: the policy's)"},
 				&cli.DurationFlag{Name: "min-interval", Usage: "never poll more often than this (0: the global min)"},
 				&cli.DurationFlag{Name: "max-interval", Usage: "never poll less often than this (0: the global max)"},
-				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h ("" clears)`},
+				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h; firing at most every 5m ("" clears)`},
 			),
 			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 				ch, err := changes(c)

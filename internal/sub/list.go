@@ -10,13 +10,14 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // ListOptions select and shape `feed-sub ls` output.
 type ListOptions struct {
-	JSON  bool   // NDJSON subscription records instead of a table
+	JSON  bool   // NDJSON subscription records, with the state the table shows, instead of a table
 	Label string // only subscriptions with this label
 }
 
@@ -33,46 +34,38 @@ func List(cfg Config, o ListOptions) error {
 	if o.Label != "" {
 		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return !slices.Contains(s.Labels, o.Label) })
 	}
-	if o.JSON {
-		out := ndjson.NewWriter(cfg.Out)
-		for i := range subs {
-			// A listing is for reading and passing around: no secrets.
-			if subs[i].Auth != nil {
-				subs[i].Auth = &ndjson.Auth{Username: subs[i].Auth.Username, Password: "(redacted)"}
-			}
-			subs[i].Headers = httpx.RedactHeaderMap(subs[i].Headers)
-			if err := out.Write(&subs[i]); err != nil {
-				return err
-			}
-		}
-		return out.Flush()
-	}
 	states, err := cfg.Store.States()
 	if err != nil {
 		return err
 	}
 	now := cfg.Now()
+	if o.JSON {
+		out := ndjson.NewWriter(cfg.Out)
+		for _, s := range subs {
+			// A listing is for reading and passing around: no secrets.
+			if s.Auth != nil {
+				s.Auth = &ndjson.Auth{Username: s.Auth.Username, Password: "(redacted)"}
+			}
+			s.Headers = httpx.RedactHeaderMap(s.Headers)
+			if err := out.Write(listingOf(s, states.ByFeed[s.FeedID], now)); err != nil {
+				return err
+			}
+		}
+		return out.Flush()
+	}
 	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
 	for _, s := range subs {
-		st, fetched := states.ByFeed[s.FeedID]
-		status, last, next := "enabled", "never", "now"
-		if s.Disabled {
-			status, next = "disabled", "-"
-		} else {
+		st := states.ByFeed[s.FeedID]
+		status, last, next := "disabled", "never", "-"
+		if !s.Disabled {
 			status = schedStatus(s, st, now)
 		}
-		if fetched && !st.LastFetchAt.IsZero() {
+		if !st.LastFetchAt.IsZero() {
 			last = ago(now, st.LastFetchAt.Time)
 		}
-		if fetched && !s.Disabled && (!st.LastFetchAt.IsZero() || st.Sched != nil) {
-			next = until(now, st.NextFetchAt.Time)
-			if st.Sched != nil && st.Sched.NextAt.IsZero() {
-				next = "-"
-			}
-		}
-		if !s.Disabled && s.PausedUntil.After(now) && s.PausedUntil.After(st.NextFetchAt.Time) {
-			next = until(now, s.PausedUntil.Time) // feed-due skips it until then
+		if at, ok := nextFetch(s, st, now); ok {
+			next = until(now, at)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
 			cell(strings.Join(s.Labels, ","), 24), status, last, next, s.URL)
@@ -81,6 +74,55 @@ func List(cfg Config, o ListOptions) error {
 		return err
 	}
 	return nil
+}
+
+// listing is a subscription as ls --json writes it: the record, and what
+// the table shows of the feed's state (STATUS, LAST FETCH, NEXT), so that
+// a feed the scheduler disabled reads as disabled, and why, in both.
+type listing struct {
+	ndjson.Subscription
+	// State is the scheduler's: healthy, cooling_down, backoff, paused or
+	// disabled; "" before its first decision. Disabled (by hand) is the
+	// subscription's own.
+	State               string        `json:"state"`
+	StateReason         string        `json:"state_reason"`
+	DisabledReason      string        `json:"disabled_reason"`
+	ConsecutiveFailures int           `json:"consecutive_failures"`
+	LastError           *ndjson.Error `json:"last_error"`
+	LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
+	NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+}
+
+func listingOf(s ndjson.Subscription, fs storage.FeedState, now time.Time) *listing {
+	l := &listing{Subscription: s, ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
+	if st := fs.Sched; st != nil {
+		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
+		if st.Lifecycle == sched.StateDisabled {
+			l.DisabledReason = st.DisabledReason
+		}
+	}
+	if at, ok := nextFetch(s, fs, now); ok {
+		l.NextFetchAt = ndjson.At(at)
+	}
+	return l
+}
+
+// nextFetch is when feed-due lists the feed next (a time past is now); ok
+// is false when it does not by itself: disabled by hand, or disabled for
+// errors and not probed.
+func nextFetch(s ndjson.Subscription, fs storage.FeedState, now time.Time) (at time.Time, ok bool) {
+	if s.Disabled {
+		return time.Time{}, false
+	}
+	at, ok = s.CreatedAt.Time, true // never fetched: due at once
+	if !fs.LastFetchAt.IsZero() || fs.Sched != nil {
+		at = fs.NextFetchAt.Time
+		ok = fs.Sched == nil || !fs.Sched.NextAt.IsZero()
+	}
+	if s.PausedUntil.After(now) && s.PausedUntil.After(fs.NextFetchAt.Time) {
+		at, ok = s.PausedUntil.Time, true // feed-due skips it until then
+	}
+	return at, ok
 }
 
 func errorCode(e *ndjson.Error) string {

@@ -1,6 +1,7 @@
 package sub
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -67,7 +68,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) {
+	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) bool {
 		d := nudge(cfg, s, fs, schedState(fs), p, now, rnd)
 		if d.Kind == sched.FetchNow {
 			fmt.Fprintf(cfg.Msg, "feed-sub: due now: %s\n", s.URL)
@@ -77,6 +78,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 		if !s.PausedUntil.IsZero() && now.Before(s.PausedUntil.Time) {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is paused until %s; feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
 		}
+		return true
 	})
 }
 
@@ -90,39 +92,107 @@ func nudge(cfg Config, s ndjson.Subscription, fs *storage.FeedState, st sched.St
 }
 
 // Enable enables the subscriptions refs name: a subscription disabled by
-// hand is fetched again, and a feed the scheduler disabled for errors (or
-// left backing off) starts again healthy, its posting history kept
-// (sched.Enable), and is nudged as Refetch nudges: due now unless a
-// Retry-After still runs. p are the scheduler's parameters.
+// hand is fetched again, and a feed the scheduler disabled for errors, or
+// left failing or paused by its error budget, starts again healthy, its
+// posting history kept (sched.Enable). Both are nudged as Refetch nudges:
+// due now unless a Retry-After still runs. A feed enabled and healthy (or
+// cooling down, or paused by hand) is left as it is, and said to be: it
+// has nothing to enable, and refetch is there to make it due now. p are
+// the scheduler's parameters.
 func Enable(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
-	if err := SetDisabled(cfg, refs, false); err != nil {
+	wasDisabled, err := enableSubscriptions(cfg, refs)
+	if err != nil {
 		return err
 	}
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) {
-		if fs.Sched == nil || fs.LastFetchAt.IsZero() {
-			return
+	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) bool {
+		byHand := wasDisabled[s.FeedID]
+		decided := fs.Sched != nil && !fs.LastFetchAt.IsZero()
+		if !decided || !needsEnable(*fs.Sched) {
+			switch {
+			case byHand && !decided:
+				fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s\n", s.URL) // never fetched: due at once
+				return false
+			case byHand: // nudged below: back in service, it is fetched now
+			case now.Before(s.PausedUntil.Time):
+				fmt.Fprintf(cfg.Msg, "feed-sub: %s is enabled already; it is paused until %s: feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
+				return false
+			default:
+				fmt.Fprintf(cfg.Msg, "feed-sub: %s is enabled already; nothing changed (feed-sub refetch makes it due now)\n", s.URL)
+				return false
+			}
 		}
-		was := *fs.Sched
+		was, lastError := *fs.Sched, fs.LastError
 		d := nudge(cfg, s, fs, sched.Enable(was, now), p, now, rnd)
 		fs.ConsecutiveFailures = 0
-		if was.Lifecycle != sched.StateDisabled {
-			return
-		}
 		when := "due now"
 		if d.Kind != sched.FetchNow {
 			when = strings.SplitN(d.Explain(), "\n", 2)[0]
 		}
-		fmt.Fprintf(cfg.Msg, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
+		switch {
+		case was.Lifecycle == sched.StateDisabled:
+			fmt.Fprintf(cfg.Msg, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
+		case was.Lifecycle == sched.StateBackoff:
+			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s again (it was failing: %d in a row, the last %s); %s\n", s.URL, was.Failures, errorCode(lastError), when)
+		case was.Lifecycle == sched.StatePaused:
+			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s again (the scheduler had paused it: %s); %s\n", s.URL, was.Reason, when)
+		default:
+			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s; %s\n", s.URL, when)
+		}
+		return true
 	})
+}
+
+// needsEnable says whether enable has something to undo in the scheduler
+// state st: a feed disabled for errors, failing, or paused by its error
+// budget or a Retry-After. Healthy and cooling down (ls shows both as
+// enabled) and a pause by hand (resume lifts it) are not.
+func needsEnable(st sched.State) bool {
+	switch st.Lifecycle {
+	case sched.StateDisabled, sched.StateBackoff:
+		return true
+	case sched.StatePaused:
+		return st.Reason != sched.ReasonPaused
+	}
+	return false
+}
+
+// enableSubscriptions clears the disabled flag of the subscriptions refs
+// name, in one atomic rewrite, and says which feeds had it.
+func enableSubscriptions(cfg Config, refs []string) (wasDisabled map[string]bool, err error) {
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
+	}
+	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		wasDisabled = map[string]bool{}
+		for _, ref := range refs {
+			i, err := storage.FindSubscription(subs, ref)
+			if err != nil {
+				return nil, err
+			}
+			if subs[i].Disabled {
+				wasDisabled[subs[i].FeedID] = true
+				subs[i].Disabled = false
+			}
+		}
+		if len(wasDisabled) == 0 {
+			return nil, errUnchanged
+		}
+		return subs, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		err = nil
+	}
+	return wasDisabled, err
 }
 
 // changeStates applies change to the stored feed state of each
 // subscription refs name, under the store's writer lock (feed-store's): a
-// running feed-store is waited for.
-func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *storage.FeedState)) error {
+// running feed-store is waited for. Only the states change says it
+// changed are written.
+func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *storage.FeedState) (changed bool)) error {
 	cfg.defaults()
 	subs, _, err := cfg.Store.Subscriptions()
 	if err != nil {
@@ -156,8 +226,12 @@ func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *s
 		if !ok {
 			fs = storage.FeedState{FeedID: s.FeedID}
 		}
-		change(s, &fs)
-		changed = append(changed, fs)
+		if change(s, &fs) {
+			changed = append(changed, fs)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
 	}
 	return states.Put(storage.Durable, changed...)
 }

@@ -2,7 +2,9 @@ package sub
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -32,10 +34,22 @@ func TestSetOverrides(t *testing.T) {
 		{name: "min max", o: Overrides{Min: ptr(10 * time.Minute), Max: ptr(2 * time.Hour)},
 			check: func(s ndjson.Subscription) bool { return s.MinIntervalSec == 600 && s.MaxIntervalSec == 7200 }},
 		{name: "max below min", o: Overrides{Min: ptr(2 * time.Hour), Max: ptr(time.Hour)}, err: true},
+		// Outside the scheduler's clamps: kept, as they count under other
+		// global clamps, with a note that they cannot widen them.
+		{name: "min below the global min", o: Overrides{Min: ptr(2 * time.Minute)}, check: func(s ndjson.Subscription) bool { return s.MinIntervalSec == 120 },
+			msg: "note: min interval 2m0s is below the scheduler's min interval (5m0s by default), which still holds"},
+		{name: "max above the global max", o: Overrides{Max: ptr(48 * time.Hour)}, check: func(s ndjson.Subscription) bool { return s.MaxIntervalSec == 48*3600 },
+			msg: "note: max interval 48h0m0s is above the scheduler's max interval (24h0m0s by default), which still holds"},
 		{name: "cron", o: Overrides{Cron: ptr(" */20 * * * * ")}, check: func(s ndjson.Subscription) bool { return s.Cron == "*/20 * * * *" }},
 		{name: "cron descriptor", o: Overrides{Cron: ptr("@every 2h")}, check: func(s ndjson.Subscription) bool { return s.Cron == "@every 2h" }},
 		{name: "bad cron", o: Overrides{Cron: ptr("61 * * * *")}, err: true},
 		{name: "cron with zone", o: Overrides{Cron: ptr("TZ=Europe/Paris 0 8 * * *")}, err: true},
+		// A cron may not poll more often than an interval may.
+		{name: "cron every negative", o: Overrides{Cron: ptr("@every -1h")}, err: true},
+		{name: "cron every zero", o: Overrides{Cron: ptr("@every 0s")}, err: true},
+		{name: "cron every 1ms", o: Overrides{Cron: ptr("@every 1ms")}, err: true},
+		{name: "cron every minute", o: Overrides{Cron: ptr("* * * * *")}, err: true},
+		{name: "cron every 5m", o: Overrides{Cron: ptr("*/5 * * * *")}, check: func(s ndjson.Subscription) bool { return s.Cron == "*/5 * * * *" }},
 		{name: "nothing", err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,10 +73,60 @@ func TestSetOverrides(t *testing.T) {
 	}
 }
 
+// The min and max intervals are checked as the feed would have them: the
+// one given against the one set before too.
+func TestSetMinMaxAgainstStored(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		before, o  Overrides
+		want       string // in the error; "" for none
+		minS, maxS int    // after a change made
+	}{
+		{"min above stored max", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour)},
+			"https://example.org/a: invalid subscription: min interval 7h0m0s is above the max interval 6h0m0s the feed has already", 0, 0},
+		{"max below stored min", Overrides{Min: ptr(7 * time.Hour)}, Overrides{Max: ptr(6 * time.Hour)},
+			"max interval 6h0m0s is below the min interval 7h0m0s the feed has already", 0, 0},
+		{"both given", Overrides{}, Overrides{Min: ptr(8 * time.Hour), Max: ptr(7 * time.Hour)},
+			"max interval 7h0m0s is below min interval 8h0m0s", 0, 0},
+		{"max cleared with it", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour), Max: ptr(time.Duration(0))}, "", 7 * 3600, 0},
+		{"max raised with it", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(7 * time.Hour), Max: ptr(8 * time.Hour)}, "", 7 * 3600, 8 * 3600},
+		{"min below stored max", Overrides{Max: ptr(6 * time.Hour)}, Overrides{Min: ptr(6 * time.Hour)}, "", 6 * 3600, 6 * 3600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+			if err := SetOverrides(e.cfg, []string{a.FeedID}, tc.before); err != nil && tc.before != (Overrides{}) {
+				t.Fatal(err)
+			}
+			before := e.subs(t)[0]
+			err := SetOverrides(e.cfg, []string{a.FeedID}, tc.o)
+			s := e.subs(t)[0]
+			if tc.want != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("err %v, want one line with %q", err, tc.want)
+				}
+				if s.MinIntervalSec != before.MinIntervalSec || s.MaxIntervalSec != before.MaxIntervalSec {
+					t.Fatalf("a refused change changed %+v", s)
+				}
+				return
+			}
+			if err != nil || s.MinIntervalSec != tc.minS || s.MaxIntervalSec != tc.maxS {
+				t.Fatalf("err %v, min %d max %d, want %d %d", err, s.MinIntervalSec, s.MaxIntervalSec, tc.minS, tc.maxS)
+			}
+		})
+	}
+}
+
 func TestAddChecksCron(t *testing.T) {
-	e := newEnv(t)
-	if _, _, err := Add(e.cfg, Spec{URL: "https://example.org/a", Cron: "every hour"}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("err %v", err)
+	for _, tc := range []struct{ cron, want string }{
+		{"every hour", `bad cron expression "every hour"`},
+		{"@every -1h", `bad cron expression "@every -1h": the interval must be positive`},
+		{"@every 1ms", `bad cron expression "@every 1ms": it fires every 1ms; a feed is polled at most every 5m0s`},
+	} {
+		e := newEnv(t)
+		if _, _, err := Add(e.cfg, Spec{URL: "https://example.org/a", Cron: tc.cron}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("add --cron %q: err %v, want %q", tc.cron, err, tc.want)
+		}
 	}
 }
 
@@ -219,5 +283,152 @@ func TestNudgesLogDecisions(t *testing.T) {
 	}
 	if e.out.Len() > 0 {
 		t.Errorf("stdout: %q", e.out)
+	}
+}
+
+// ls --json carries what the table shows of a feed's state: a feed the
+// scheduler disabled is disabled there too, with why and its last error.
+func TestListJSONCarriesState(t *testing.T) {
+	e := newEnv(t)
+	gone, _, _ := Add(e.cfg, Spec{URL: "https://example.org/gone"})
+	failing, _, _ := Add(e.cfg, Spec{URL: "https://example.org/failing"})
+	byHand, _, _ := Add(e.cfg, Spec{URL: "https://example.org/by-hand"})
+	fresh, _, _ := Add(e.cfg, Spec{URL: "https://example.org/new"})
+	disabledState(t, e, gone.FeedID)
+	st, d := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"},
+		sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fs := storage.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
+		LastError: &ndjson.Error{Class: "transient", Code: "http_500"}}
+	setSched(&fs, st, d)
+	states, _ := e.cfg.Store.States()
+	if err := states.Put(storage.Durable, fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetDisabled(e.cfg, []string{byHand.FeedID}, true); err != nil {
+		t.Fatal(err)
+	}
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	type listed struct {
+		FeedID              string        `json:"feed_id"`
+		Disabled            bool          `json:"disabled"`
+		State               string        `json:"state"`
+		StateReason         string        `json:"state_reason"`
+		DisabledReason      string        `json:"disabled_reason"`
+		ConsecutiveFailures int           `json:"consecutive_failures"`
+		LastError           *ndjson.Error `json:"last_error"`
+		LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
+		NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+	}
+	got := map[string]listed{}
+	for _, line := range strings.Split(strings.TrimSpace(e.out.String()), "\n") {
+		if !strings.HasPrefix(line, `{"type":"subscription","v":1,`) || !strings.Contains(line, `"state":`) {
+			t.Fatalf("line %s", line)
+		}
+		var l listed
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		got[l.FeedID] = l
+	}
+	for _, tc := range []struct {
+		name   string
+		feedID string
+		want   listed
+	}{
+		{"disabled for a 404", gone.FeedID, listed{State: "disabled", StateReason: "disabled", DisabledReason: "permanent error permanent/http_404",
+			ConsecutiveFailures: 1, LastError: &ndjson.Error{Class: "permanent", Code: "http_404"},
+			LastFetchAt: ndjson.At(now.Add(-time.Hour)), NextFetchAt: ndjson.At(now.Add(23 * time.Hour))}},
+		{"failing", failing.FeedID, listed{State: "backoff", StateReason: string(d.Reason), ConsecutiveFailures: 1,
+			LastError: &ndjson.Error{Class: "transient", Code: "http_500"}, LastFetchAt: ndjson.At(now.Add(-time.Minute)), NextFetchAt: st.NextAt}},
+		{"disabled by hand", byHand.FeedID, listed{Disabled: true}},
+		{"never fetched: due now", fresh.FeedID, listed{NextFetchAt: ndjson.At(now)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, want := got[tc.feedID], tc.want
+			want.FeedID = tc.feedID
+			if (l.LastError == nil) != (want.LastError == nil) || (l.LastError != nil && *l.LastError != *want.LastError) {
+				t.Errorf("last_error %+v, want %+v", l.LastError, want.LastError)
+			}
+			l.LastError, want.LastError = nil, nil
+			if fmt.Sprint(l) != fmt.Sprint(want) {
+				t.Errorf("got  %+v\nwant %+v", l, want)
+			}
+		})
+	}
+}
+
+// enable says what it did; a feed with nothing to enable is left as it is,
+// not made due now (refetch does that).
+func TestEnableSaysWhatItDoes(t *testing.T) {
+	fetched := func(outcomes ...sched.Outcome) *sched.State {
+		var st sched.State
+		for _, o := range outcomes {
+			st, _ = sched.Next(st, o, sched.Params{}, sched.Overrides{}, o.At, nil)
+		}
+		return &st
+	}
+	ok := sched.Outcome{At: now.Add(-time.Minute), Status: 200}
+	failed := sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"}
+	gone := sched.Outcome{At: now.Add(-2 * time.Hour), Status: 404, ErrorClass: "permanent", ErrorCode: "http_404"}
+	for _, tc := range []struct {
+		name        string
+		st          *sched.State // nil: never fetched
+		byHand      bool         // disabled by hand first
+		pausedUntil time.Time
+		msg         string
+		dueNow      bool
+	}{
+		{name: "healthy", st: fetched(ok), msg: "feed-sub: https://example.org/a is enabled already; nothing changed (feed-sub refetch makes it due now)\n"},
+		{name: "cooling down", st: fetched(gone, ok), msg: "is enabled already; nothing changed"},
+		{name: "never fetched", msg: "is enabled already; nothing changed"},
+		{name: "paused by hand", st: fetched(ok), pausedUntil: now.Add(time.Hour),
+			msg: "feed-sub: https://example.org/a is enabled already; it is paused until 2026-11-21T13:00:00Z: feed-sub resume lifts the pause\n"},
+		{name: "disabled by hand", st: fetched(ok), byHand: true, msg: "feed-sub: enabled https://example.org/a; due now\n", dueNow: true},
+		{name: "disabled by hand, never fetched", byHand: true, msg: "feed-sub: enabled https://example.org/a\n"},
+		{name: "failing", st: fetched(failed), msg: "feed-sub: enabled https://example.org/a again (it was failing: 1 in a row, the last http_500); due now\n", dueNow: true},
+		{name: "disabled for errors", st: fetched(gone), msg: "feed-sub: re-enabled https://example.org/a (it was disabled: permanent error permanent/http_404); due now\n", dueNow: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+			if tc.byHand {
+				SetDisabled(e.cfg, []string{a.FeedID}, true)
+			}
+			if !tc.pausedUntil.IsZero() {
+				Pause(e.cfg, []string{a.FeedID}, tc.pausedUntil)
+			}
+			var before storage.FeedState
+			if tc.st != nil {
+				before = storage.FeedState{FeedID: a.FeedID, LastFetchAt: tc.st.FetchedAt}
+				if tc.st.LastError != "" { // class/code
+					before.LastError = &ndjson.Error{Code: tc.st.LastError[strings.Index(tc.st.LastError, "/")+1:]}
+				}
+				setSched(&before, *tc.st, sched.Decision{})
+				states, _ := e.cfg.Store.States()
+				if err := states.Put(storage.Durable, before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.msg.Reset()
+			if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.msg.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, tc.msg) {
+				t.Errorf("messages %q, want %q", e.msg, tc.msg)
+			}
+			if e.subs(t)[0].Disabled {
+				t.Error("still disabled")
+			}
+			after := state(t, e, a.FeedID)
+			if due := after.Sched != nil && after.Sched.Reason == sched.ReasonManual && after.NextFetchAt.Equal(now); due != tc.dueNow {
+				t.Errorf("due now %v, want %v (next %s)", due, tc.dueNow, after.NextFetchAt)
+			}
+			if !tc.dueNow && !after.NextFetchAt.Equal(before.NextFetchAt.Time) {
+				t.Errorf("next fetch moved from %s to %s", before.NextFetchAt, after.NextFetchAt)
+			}
+		})
 	}
 }

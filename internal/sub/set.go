@@ -10,6 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -59,15 +60,13 @@ func Set(cfg Config, refs []string, c Changes) error {
 			return fmt.Errorf("%w: %s %s: want 0 (none) to 365 days", ErrInvalid, d.name, *d.v)
 		}
 	}
-	if o.Min != nil && o.Max != nil && *o.Min > 0 && *o.Max > 0 && *o.Max < *o.Min {
-		return fmt.Errorf("%w: max interval %s is below min interval %s", ErrInvalid, *o.Max, *o.Min)
-	}
 	var notes []string
 	note := func(s string) {
 		if !slices.Contains(notes, s) {
 			notes = append(notes, s)
 		}
 	}
+	noteGlobalClamps(o, note)
 	err := editEach(cfg, refs, func(subs []ndjson.Subscription, i int) ([]ndjson.Subscription, string, error) {
 		old := subs[i]
 		spec, err := specOf(old)
@@ -89,6 +88,9 @@ func Set(cfg Config, refs []string, c Changes) error {
 		if o.Max != nil {
 			s.MaxIntervalSec = int(*o.Max / time.Second)
 		}
+		if err := checkClamps(*s, o); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", old.URL, err)
+		}
 		return subs, describeChanges(old, *s), nil
 	})
 	if err == nil {
@@ -97,6 +99,43 @@ func Set(cfg Config, refs []string, c Changes) error {
 		}
 	}
 	return err
+}
+
+// checkClamps refuses a min interval above the max interval of s, the
+// subscription as set would save it: the one given now against the one it
+// has (set before) too, which the scheduler would quietly raise to the min.
+func checkClamps(s ndjson.Subscription, o Overrides) error {
+	lo, hi := time.Duration(s.MinIntervalSec)*time.Second, time.Duration(s.MaxIntervalSec)*time.Second
+	if lo == 0 || hi == 0 || hi >= lo {
+		return nil
+	}
+	switch {
+	case o.Max == nil:
+		return fmt.Errorf("%w: min interval %s is above the max interval %s the feed has already (give --max-interval too, or 0 to clear it)", ErrInvalid, lo, hi)
+	case o.Min == nil:
+		return fmt.Errorf("%w: max interval %s is below the min interval %s the feed has already (give --min-interval too, or 0 to clear it)", ErrInvalid, hi, lo)
+	}
+	return fmt.Errorf("%w: max interval %s is below min interval %s", ErrInvalid, hi, lo)
+}
+
+// noteGlobalClamps says when a feed's min or max interval lies outside the
+// scheduler's own clamps (their defaults, 5m and 24h):
+// the value is kept, as it counts under other global clamps, but it cannot
+// widen them, and ls showing it must not suggest it does.
+func noteGlobalClamps(o Overrides, note func(string)) {
+	global := sched.Defaults()
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+	}{{"min interval", o.Min}, {"max interval", o.Max}} {
+		switch {
+		case d.v == nil || *d.v == 0:
+		case *d.v < global.Min:
+			note(fmt.Sprintf("%s %s is below the scheduler's min interval (%s by default), which still holds: a feed's clamps only narrow the scheduler's", d.name, *d.v, global.Min))
+		case *d.v > global.Max:
+			note(fmt.Sprintf("%s %s is above the scheduler's max interval (%s by default), which still holds: a feed's clamps only narrow the scheduler's", d.name, *d.v, global.Max))
+		}
+	}
 }
 
 // specOf is the Spec that makes s, so that a change goes through

@@ -98,7 +98,7 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		return ndjson.Subscription{}, err
 	}
 	if c := strings.TrimSpace(spec.Cron); c != "" {
-		if _, err := sched.ParseCron(c); err != nil {
+		if err := sched.CheckCron(c); err != nil {
 			return ndjson.Subscription{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}

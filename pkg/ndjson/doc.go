@@ -86,6 +86,29 @@
 //	paused_until  time    no fetch before this time (feed-sub pause); null
 //	                      when not paused
 //
+// feed-sub ls --json adds what its table shows of each feed's state, from
+// the store's feed state (feed-store keeps it):
+//
+//	state         string  the scheduler's state: healthy, cooling_down,
+//	                      backoff, paused (Retry-After, an open circuit, a
+//	                      pause) or disabled (for errors: see
+//	                      disabled_reason); "" before the first decision.
+//	                      "disabled" above is the subscription's own flag,
+//	                      set by hand
+//	state_reason  string  the reason of the scheduler's last decision, as
+//	                      in decision (retry_after, circuit_open, ...)
+//	disabled_reason string why the scheduler disabled the feed, as in
+//	                      feed_disabled; "" unless state is disabled
+//	consecutive_failures int  failed fetches in a row
+//	last_error    object  the last fetch's error {class, code, message}
+//	                      (see fetch); null if it succeeded or none was made
+//	last_fetch_at time    the last fetch; null if never fetched
+//	next_fetch_at time    when feed-due lists it next (a time past: now;
+//	                      created_at for a feed never fetched; paused_until
+//	                      when later); null when it is not fetched by
+//	                      itself: disabled by hand, or disabled for errors
+//	                      and not probed
+//
 // # due (feed-due)
 //
 // One feed to fetch now.
