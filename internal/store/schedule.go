@@ -294,7 +294,8 @@ func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any
 	}
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
-	st, d := sched.Next(SchedState(*fs), out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
+	before := SchedState(*fs)
+	st, d := sched.Next(before, out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
 	SetSched(fs, st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
@@ -311,7 +312,10 @@ func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any
 			ev.DisabledReason, ev.Error = d.DisabledReason, f.Error
 			c.cfg.Log.Warn("feed disabled", "feed_id", feedID, "fetch_id", f.FetchID, "reason", d.DisabledReason, "next_probe", d.NextAt.String())
 		} else {
-			c.cfg.Log.Info("feed re-enabled: a probe answered", "feed_id", feedID, "fetch_id", f.FetchID)
+			// Why it had been out of service: what a reader of the event
+			// wants to know came right.
+			ev.DisabledReason = before.DisabledReason
+			c.cfg.Log.Info("feed re-enabled: a probe answered", "feed_id", feedID, "fetch_id", f.FetchID, "disabled_reason", before.DisabledReason)
 		}
 		recs = append(recs, ev)
 	}

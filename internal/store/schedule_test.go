@@ -138,7 +138,12 @@ func TestSchedule(t *testing.T) {
 			}},
 			{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
 				if r.types() != "decision,feed_reenabled" || fs.Sched.Lifecycle != sched.StateCoolingDown {
-					t.Errorf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
+					t.Fatalf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
+				}
+				var ev ndjson.FeedEvent
+				r.lines[1].Decode(&ev)
+				if !strings.Contains(ev.DisabledReason, "404") || ev.Error != nil {
+					t.Errorf("event %+v: want the reason it had been disabled for, and no error", ev)
 				}
 			}}}},
 		{name: "a private address refused: backoff, not disabled", steps: []step{

@@ -99,8 +99,8 @@ type FeedEvent struct {
 	FetchID string `json:"fetch_id"`
 	URL     string `json:"url"`
 	At      Time   `json:"at"`
-	// DisabledReason says why the feed was disabled ("" for
-	// feed_reenabled).
+	// DisabledReason says why the feed was disabled (for
+	// feed_reenabled: why it had been).
 	DisabledReason string `json:"disabled_reason"`
 	// Error is the error of the fetch that disabled it; null for
 	// feed_reenabled.

@@ -474,7 +474,8 @@
 //	fetch_id         string  the fetch that disabled or re-enabled it
 //	url              string  the feed's URL
 //	at               time    when it happened
-//	disabled_reason  string  why it was disabled; "" for feed_reenabled
+//	disabled_reason  string  why it was disabled (feed_reenabled: why it
+//	                         had been)
 //	error            object  the fetch's error {class, code, message}
 //	                         (see fetch); null for feed_reenabled
 //	next_at          time    the next fetch (a probe of a disabled feed);
