@@ -54,6 +54,11 @@ type Config struct {
 // ErrTargets is returned when a target is not met.
 var ErrTargets = errors.New("sim: targets not met")
 
+// ErrUsage wraps errors in what the caller asked for (the size of a
+// generated workload), as opposed to errors of the trace (ErrTrace) or of
+// the run.
+var ErrUsage = errors.New("sim")
+
 // Run simulates the configured policies on the workload and writes the
 // results.
 func Run(ctx context.Context, cfg Config) (err error) {
@@ -72,6 +77,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	var w *Workload
 	if cfg.Generate != nil {
+		if err := cfg.Generate.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
 		w = Generate(*cfg.Generate)
 	} else {
 		if cfg.Trace == nil {
@@ -127,6 +135,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 // depends on another first (in parallel), and returns their results in the
 // order named.
 func SimulateAll(ctx context.Context, w *Workload, names []string, cfg Config) ([]Result, error) {
+	// Load and Generate keep to these; a workload made otherwise might not.
+	if err := checkPeriod(w.Start, w.End); err != nil {
+		return nil, fmt.Errorf("sim: the period lasts %v", err)
+	}
 	var pols []Policy
 	seen := map[string]bool{}
 	for _, n := range names {

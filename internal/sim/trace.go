@@ -38,7 +38,8 @@ const TraceFormat = `A trace is NDJSON, one record per line, in any order:
       Retry-After in seconds or as a date when given; fail_ratio in (0,1)
       makes only that share of requests fail (a flapping server).
 
-Unknown fields and record types are ignored.`
+Times are RFC 3339, in the years 1970-2199, and the period lasts at most
+3660 days (10 years). Unknown fields and record types are ignored.`
 
 // Feed is one feed of a workload and the behaviour of its server.
 type Feed struct {
@@ -71,8 +72,9 @@ type Workload struct {
 	Feeds      []*Feed
 }
 
-// Days is the length of the measured period in days.
-func (w *Workload) Days() float64 { return w.End.Sub(w.Start).Hours() / 24 }
+// Days is the length of the measured period in days. (In seconds, as
+// End.Sub(Start) would saturate beyond 292 years.)
+func (w *Workload) Days() float64 { return float64(w.End.Unix()-w.Start.Unix()) / 86400 }
 
 type traceRecord struct {
 	Type          string    `json:"type"`
@@ -97,8 +99,69 @@ type traceRecord struct {
 	FailRatio     float64   `json:"fail_ratio,omitempty"`
 }
 
+// The times a workload may hold and the longest period it may measure:
+// further apart, the durations between its times overflow time.Duration
+// (292 years), and a long period takes hours and gigabytes to simulate.
+var (
+	EarliestTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	LatestTime   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// MaxDays is the longest measured period, in days: 10 years.
+const MaxDays = 3660
+
 // ErrTrace wraps every error in a trace file.
 var ErrTrace = errors.New("sim: trace")
+
+// traceLine is a trace record as read: times as strings, so that a bad one
+// is reported with its field's name.
+type traceLine struct {
+	traceRecord
+	At           string `json:"at"`
+	Start        string `json:"start"`
+	End          string `json:"end"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	RetryAfterAt string `json:"retry_after_at"`
+}
+
+const timeExample = "2026-06-03T07:24:00Z"
+
+// decodeLine reads one line of a trace.
+func decodeLine(b []byte) (traceRecord, error) {
+	var in traceLine
+	if err := json.Unmarshal(b, &in); err != nil {
+		return traceRecord{}, fmt.Errorf("not a JSON record: %v", err)
+	}
+	rec := in.traceRecord
+	for _, tf := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{{"at", in.At, &rec.At}, {"start", in.Start, &rec.Start}, {"end", in.End, &rec.End},
+		{"from", in.From, &rec.From}, {"to", in.To, &rec.To}, {"retry_after_at", in.RetryAfterAt, &rec.RetryAfterAt}} {
+		if tf.in == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, tf.in)
+		if err != nil {
+			return rec, fmt.Errorf("%q must be an RFC 3339 time such as %s, not %q", tf.name, timeExample, tf.in)
+		}
+		if t.Before(EarliestTime) || !t.Before(LatestTime) {
+			return rec, fmt.Errorf("%q must be in the years %d-%d, not %s", tf.name, EarliestTime.Year(), LatestTime.Year()-1, tf.in)
+		}
+		*tf.out = t.UTC()
+	}
+	return rec, nil
+}
+
+// checkPeriod rejects a period too long to simulate.
+func checkPeriod(start, end time.Time) error {
+	if secs := end.Unix() - start.Unix(); secs > MaxDays*86400 {
+		return fmt.Errorf("%.0f days, more than %d (10 years)", float64(secs)/86400, MaxDays)
+	}
+	return nil
+}
 
 // Load reads a trace.
 func Load(r io.Reader) (*Workload, error) {
@@ -113,6 +176,10 @@ func Load(r io.Reader) (*Workload, error) {
 		}
 		return f
 	}
+	// The first and last posts (Unix seconds) and their lines, for a
+	// period from them.
+	var first, last int64
+	var firstLine, lastLine int
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	line := 0
@@ -122,8 +189,8 @@ func Load(r io.Reader) (*Workload, error) {
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		var rec traceRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
+		rec, err := decodeLine(b)
+		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, line, err)
 		}
 		if rec.Type != "period" && rec.Type != "feed" && rec.Type != "post" && rec.Type != "outage" {
@@ -137,7 +204,10 @@ func Load(r io.Reader) (*Workload, error) {
 			if rec.Start.IsZero() || !rec.End.After(rec.Start) {
 				return nil, fmt.Errorf("%w: line %d: period needs start before end", ErrTrace, line)
 			}
-			w.Start, w.End = rec.Start.UTC(), rec.End.UTC()
+			if err := checkPeriod(rec.Start, rec.End); err != nil {
+				return nil, fmt.Errorf("%w: line %d: the period lasts %v", ErrTrace, line, err)
+			}
+			w.Start, w.End = rec.Start, rec.End
 		case "feed":
 			f := feed(rec.FeedID)
 			f.Kind, f.Window, f.TTLMinutes, f.SkipHours, f.SkipDays = rec.Kind, rec.Window, rec.TTLMinutes, rec.SkipHours, rec.SkipDays
@@ -147,14 +217,21 @@ func Load(r io.Reader) (*Workload, error) {
 				return nil, fmt.Errorf("%w: line %d: post without at", ErrTrace, line)
 			}
 			f := feed(rec.FeedID)
-			f.Posts = append(f.Posts, rec.At.Unix())
+			at := rec.At.Unix()
+			f.Posts = append(f.Posts, at)
+			if firstLine == 0 || at < first {
+				first, firstLine = at, line
+			}
+			if lastLine == 0 || at > last {
+				last, lastLine = at, line
+			}
 		case "outage":
 			if rec.From.IsZero() || !rec.To.After(rec.From) || rec.Status < 100 || rec.Status > 599 {
 				return nil, fmt.Errorf("%w: line %d: outage needs from before to and a status 100-599", ErrTrace, line)
 			}
 			f := feed(rec.FeedID)
-			f.Outages = append(f.Outages, Outage{From: rec.From.UTC(), To: rec.To.UTC(), Status: rec.Status,
-				RetryAfterSec: max(rec.RetryAfterSec, 0), RetryAfterAt: rec.RetryAfterAt.UTC(), FailRatio: rec.FailRatio})
+			f.Outages = append(f.Outages, Outage{From: rec.From, To: rec.To, Status: rec.Status,
+				RetryAfterSec: max(rec.RetryAfterSec, 0), RetryAfterAt: rec.RetryAfterAt, FailRatio: rec.FailRatio})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -165,16 +242,15 @@ func Load(r io.Reader) (*Workload, error) {
 	}
 	w.normalize()
 	if w.Start.IsZero() {
-		first, last := int64(1<<62), int64(-1<<62)
-		for _, f := range w.Feeds {
-			if len(f.Posts) > 0 {
-				first, last = min(first, f.Posts[0]), max(last, f.Posts[len(f.Posts)-1])
-			}
-		}
-		if first > last {
+		if firstLine == 0 {
 			return nil, fmt.Errorf("%w: no posts and no period", ErrTrace)
 		}
-		w.Start, w.End = time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC().Add(24*time.Hour)
+		start, end := time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC().Add(24*time.Hour)
+		if err := checkPeriod(start, end); err != nil {
+			return nil, fmt.Errorf("%w: line %d has the first post and line %d the last: with no period record the period runs from one to a day after the other, %v",
+				ErrTrace, firstLine, lastLine, err)
+		}
+		w.Start, w.End = start, end
 	}
 	return w, nil
 }
