@@ -30,6 +30,10 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(future, []byte("{\"type\":\"post\",\"feed_id\":\"b\",\"at\":\"9999-06-03T07:24:00Z\"}\n{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-03T07:24:00Z\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badField := filepath.Join(dir, "bad-field.ndjson")
+	if err := os.WriteFile(badField, []byte("{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-01T10:00:00Z\"}\n{\"type\":\"feed\",\"feed_id\":\"a\",\"window\":1.5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -54,6 +58,7 @@ func TestCLI(t *testing.T) {
 		{"budget twice", []string{"--budget", "10", "--budget-of", "fixed:1h", trace}, "", 2, nil, "exclude each other"},
 		{"generate and trace", []string{"--generate", trace}, "", 2, nil, "takes no TRACE"},
 		{"post far in the future", []string{"--policies", "fixed:1h", future}, "", 2, nil, `line 1: "at" must be in the years 1970-2199, not 9999-06-03T07:24:00Z`},
+		{"bad field", []string{badField}, "", 2, nil, `line 2: "window" must be a whole number, not 1.5`},
 		{"too many days", []string{"--generate", "--feeds", "1", "--days", "106752", "--policies", "fixed:1h"}, "", 2, nil, "--days 106752: at most 3660 (10 years)"},
 		{"too many feeds", []string{"--generate", "--feeds", "100000000", "--days", "1"}, "", 2, nil, "--feeds 100000000: at most 100000"},
 		{"too many feed-days", []string{"--generate", "--feeds", "50000", "--days", "200"}, "", 2, nil, "at most 10000000 feed-days"},

@@ -11,8 +11,9 @@ import (
 	"github.com/feedpipe/feedpipe/internal/sched"
 )
 
-// A time out of range is reported with its line and field: one once made
-// a period of centuries, whose durations overflowed.
+// A bad record is reported with its line and, in a user's terms, its
+// field: a time out of range once made a period of centuries, whose
+// durations overflowed.
 func TestLoadRejects(t *testing.T) {
 	const post = `{"type":"post","feed_id":"a","at":"2026-06-03T07:24:00Z"}` + "\n"
 	tests := []struct {
@@ -26,6 +27,21 @@ func TestLoadRejects(t *testing.T) {
 		{"period over 10 years", `{"type":"period","start":"2026-01-01T00:00:00Z","end":"2037-01-01T00:00:00Z"}` + "\n" + post, "line 1: the period lasts 4018 days, more than 3660 (10 years)"},
 		{"posts over 10 years apart", `{"type":"post","feed_id":"b","at":"2199-06-03T07:24:00Z"}` + "\n" + post, "line 2 has the first post and line 1 the last: with no period record the period runs from one to a day after the other, 63188 days, more than 3660 (10 years)"},
 		{"bad time", post + `{"type":"post","feed_id":"a","at":"yesterday"}`, `line 2: "at" must be an RFC 3339 time such as 2026-06-03T07:24:00Z, not "yesterday"`},
+		{"time as a number", post + `{"type":"period","start":5}`, `line 2: "start" must be an RFC 3339 time, not a number`},
+		{"negative window", `{"type":"feed","feed_id":"a","window":-1}` + "\n" + post, `line 1: "window" must be 0 or more, not -1`},
+		{"negative bytes", post + `{"type":"feed","feed_id":"a","bytes":-5}`, `line 2: "bytes" must be 0 or more, not -5`},
+		{"huge bytes", post + `{"type":"feed","feed_id":"a","bytes":9000000000000000000}`, `line 2: "bytes" must be at most 1073741824`},
+		{"negative ttl", post + `{"type":"feed","feed_id":"a","ttl_minutes":-60}`, `line 2: "ttl_minutes" must be 0 or more, not -60`},
+		{"negative max-age", post + `{"type":"feed","feed_id":"a","max_age_sec":-1}`, `line 2: "max_age_sec" must be 0 or more`},
+		{"negative retry-after", post + `{"type":"outage","feed_id":"a","from":"2026-06-01T00:00:00Z","to":"2026-06-02T00:00:00Z","status":503,"retry_after_sec":-1}`, `line 2: "retry_after_sec" must be 0 or more`},
+		{"fail ratio above 1", post + `{"type":"outage","feed_id":"a","from":"2026-06-01T00:00:00Z","to":"2026-06-02T00:00:00Z","status":502,"fail_ratio":1.5}`, `line 2: "fail_ratio" must be between 0 and 1, not 1.5`},
+		{"skip hour 24", post + `{"type":"feed","feed_id":"a","skip_hours":[3,24]}`, `line 2: "skip_hours" must hold hours 0-23, not 24`},
+		{"skip hour -1", post + `{"type":"feed","feed_id":"a","skip_hours":[-1]}`, `line 2: "skip_hours" must hold hours 0-23, not -1`},
+		{"skip day", post + `{"type":"feed","feed_id":"a","skip_days":["Sunday","Funday"]}`, `line 2: "skip_days" must hold weekday names such as Sunday, not "Funday"`},
+		{"fractional window", post + `{"type":"feed","feed_id":"a","window":1.5}`, `line 2: "window" must be a whole number, not 1.5`},
+		{"window as a string", post + `{"type":"feed","feed_id":"a","window":"10"}`, `line 2: "window" must be a whole number, not a string`},
+		{"skip hours not a list", post + `{"type":"feed","feed_id":"a","skip_hours":3}`, `line 2: "skip_hours" must be a list of hours such as [1,2], not a number`},
+		{"etag as a number", post + `{"type":"feed","feed_id":"a","etag":1}`, `line 2: "etag" must be true or false, not a number`},
 		{"not JSON", post + `{oops`, "line 2: not a JSON record"},
 	}
 	for _, tt := range tests {
@@ -45,6 +61,8 @@ func TestLoadAcceptsEdges(t *testing.T) {
 		{"10 years", `{"type":"period","start":"2026-01-01T00:00:00Z","end":"2036-01-09T00:00:00Z"}
 {"type":"post","feed_id":"a","at":"1970-01-01T00:00:00Z"}`},
 		{"last moment", `{"type":"post","feed_id":"a","at":"2199-12-31T23:59:59Z"}`},
+		{"hints", `{"type":"feed","feed_id":"a","window":0,"skip_hours":[0,23],"skip_days":["sunday","Saturday"],"fail_ratio":1}
+{"type":"post","feed_id":"a","at":"2026-06-03T07:24:00.5+02:00"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

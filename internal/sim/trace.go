@@ -110,6 +110,10 @@ var (
 // MaxDays is the longest measured period, in days: 10 years.
 const MaxDays = 3660
 
+// MaxBytes is the largest body a trace's feed may have: larger ones are
+// no feed, and would overflow the byte counts.
+const MaxBytes = 1 << 30
+
 // ErrTrace wraps every error in a trace file.
 var ErrTrace = errors.New("sim: trace")
 
@@ -127,10 +131,34 @@ type traceLine struct {
 
 const timeExample = "2026-06-03T07:24:00Z"
 
+// fieldWants says, in a user's terms, what each field of a record holds.
+var fieldWants = map[string]string{
+	"type": "a string", "feed_id": "a string", "kind": "a string",
+	"at": "an RFC 3339 time", "start": "an RFC 3339 time", "end": "an RFC 3339 time",
+	"from": "an RFC 3339 time", "to": "an RFC 3339 time", "retry_after_at": "an RFC 3339 time",
+	"window": "a whole number", "ttl_minutes": "a whole number", "bytes": "a whole number",
+	"max_age_sec": "a whole number", "status": "a whole number", "retry_after_sec": "a whole number",
+	"skip_hours": "a list of hours such as [1,2]", "skip_days": `a list of weekday names such as ["Sunday"]`,
+	"etag": "true or false", "no_dates": "true or false", "fail_ratio": "a number",
+}
+
 // decodeLine reads one line of a trace.
 func decodeLine(b []byte) (traceRecord, error) {
 	var in traceLine
 	if err := json.Unmarshal(b, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			// The embedding in traceLine prefixes "traceRecord.".
+			te.Field = te.Field[strings.LastIndex(te.Field, ".")+1:]
+		}
+		if te != nil && fieldWants[te.Field] != "" {
+			got, isNumber := strings.CutPrefix(te.Value, "number ")
+			if !isNumber {
+				got = map[string]string{"string": "a string", "number": "a number", "bool": "true or false",
+					"array": "a list", "object": "an object"}[te.Value]
+			}
+			return traceRecord{}, fmt.Errorf("%q must be %s, not %s", te.Field, fieldWants[te.Field], got)
+		}
 		return traceRecord{}, fmt.Errorf("not a JSON record: %v", err)
 	}
 	rec := in.traceRecord
@@ -152,8 +180,39 @@ func decodeLine(b []byte) (traceRecord, error) {
 		}
 		*tf.out = t.UTC()
 	}
-	return rec, nil
+	return rec, rec.checkValues()
 }
+
+// checkValues rejects values no feed or server has.
+func (rec *traceRecord) checkValues() error {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"window", rec.Window}, {"ttl_minutes", rec.TTLMinutes}, {"bytes", rec.Bytes}, {"max_age_sec", rec.MaxAgeSec}, {"retry_after_sec", rec.RetryAfterSec}} {
+		if n.v < 0 {
+			return fmt.Errorf("%q must be 0 or more, not %d", n.name, n.v)
+		}
+	}
+	if rec.Bytes > MaxBytes {
+		return fmt.Errorf(`"bytes" must be at most %d, not %d`, MaxBytes, rec.Bytes)
+	}
+	for _, h := range rec.SkipHours {
+		if h < 0 || h > 23 {
+			return fmt.Errorf(`"skip_hours" must hold hours 0-23, not %d`, h)
+		}
+	}
+	for _, d := range rec.SkipDays {
+		if !slices.ContainsFunc(weekdays, func(w string) bool { return strings.EqualFold(w, d) }) {
+			return fmt.Errorf(`"skip_days" must hold weekday names such as Sunday, not %q`, d)
+		}
+	}
+	if rec.FailRatio < 0 || rec.FailRatio > 1 {
+		return fmt.Errorf(`"fail_ratio" must be between 0 and 1, not %v`, rec.FailRatio)
+	}
+	return nil
+}
+
+var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
 
 // checkPeriod rejects a period too long to simulate.
 func checkPeriod(start, end time.Time) error {
@@ -231,7 +290,7 @@ func Load(r io.Reader) (*Workload, error) {
 			}
 			f := feed(rec.FeedID)
 			f.Outages = append(f.Outages, Outage{From: rec.From, To: rec.To, Status: rec.Status,
-				RetryAfterSec: max(rec.RetryAfterSec, 0), RetryAfterAt: rec.RetryAfterAt, FailRatio: rec.FailRatio})
+				RetryAfterSec: rec.RetryAfterSec, RetryAfterAt: rec.RetryAfterAt, FailRatio: rec.FailRatio})
 		}
 	}
 	if err := sc.Err(); err != nil {
