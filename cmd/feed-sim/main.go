@@ -19,6 +19,10 @@ func main() {
 	cmdkit.Main(app())
 }
 
+// generatorFlags shape a generated workload: with a trace they would be
+// silently ignored.
+var generatorFlags = []string{"feeds", "days", "start", "plain", "no-floors"}
+
 func app() *cli.App {
 	var env strings.Builder
 	for _, e := range sched.EnvNames() {
@@ -92,6 +96,11 @@ Example:
 			if c.IsSet("budget") && !(cfg.Budget > 0) {
 				return cmdkit.Usagef("--budget %v: want requests per feed-day above 0", cfg.Budget)
 			}
+			if cfg.BudgetOf != "" {
+				if err := sim.CheckBudgetOf(cfg.BudgetOf); err != nil {
+					return cmdkit.Usage(err)
+				}
+			}
 			for _, p := range strings.Split(c.String("policies"), ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					if _, err := sim.ParsePolicy(p); err != nil {
@@ -116,6 +125,11 @@ Example:
 					return cmdkit.Usage(err)
 				}
 			} else {
+				for _, name := range generatorFlags {
+					if c.IsSet(name) {
+						return cmdkit.Usagef("--%s only applies with --generate", name)
+					}
+				}
 				switch c.NArg() {
 				case 0:
 					return cmdkit.Usagef("no TRACE given (or --generate); see feed-sim --help")

@@ -63,6 +63,14 @@ func TestCLI(t *testing.T) {
 		{"too many feeds", []string{"--generate", "--feeds", "100000000", "--days", "1"}, "", 2, nil, "--feeds 100000000: at most 100000"},
 		{"too many feed-days", []string{"--generate", "--feeds", "50000", "--days", "200"}, "", 2, nil, "at most 10000000 feed-days"},
 		{"start too late", []string{"--generate", "--start", "2199-12-31T00:00:00Z"}, "", 2, nil, "the period must end by 2199-12-01"},
+		{"show unknown feed", []string{"--show", "nosuch", "--policies", "seed", trace}, "", 2, nil, `--show "nosuch": no feed with that id`},
+		{"budget of nothing", []string{"--budget-of", "nothing", trace}, "", 2, nil, `--budget-of "nothing": want a policy without a budget`},
+		{"feeds with a trace", []string{"--feeds", "10", trace}, "", 2, nil, "--feeds only applies with --generate"},
+		{"days with a trace", []string{"--days", "10", trace}, "", 2, nil, "--days only applies with --generate"},
+		{"start with a trace", []string{"--start", "2026-01-01T00:00:00Z", trace}, "", 2, nil, "--start only applies with --generate"},
+		{"plain with a trace", []string{"--plain", trace}, "", 2, nil, "--plain only applies with --generate"},
+		{"no-floors with a trace", []string{"--no-floors", trace}, "", 2, nil, "--no-floors only applies with --generate"},
+		{"show a feed", []string{"--show", "a", "--policies", "fixed:1h", trace}, "", 0, []string{"fixed:1h"}, "-- fixed:1h 2026-06-01T00:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -147,6 +147,9 @@ func TestRunUsageErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
+		{"show an unknown feed", Config{Show: "nosuch"}, `--show "nosuch": no feed with that id`},
+		{"budget of no policy", Config{BudgetOf: "nothing", Policies: []string{"adaptive"}}, `--budget-of "nothing": want a policy without a budget`},
+		{"budget of a budget", Config{BudgetOf: "adaptive@3", Policies: []string{"oracle"}}, `--budget-of "adaptive@3"`},
 		{"generate too much", Config{Generate: &GenConfig{Feeds: 1, Days: MaxDays + 1}}, "--days 3661: at most 3660"},
 	}
 	for _, tt := range tests {
