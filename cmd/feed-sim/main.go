@@ -19,6 +19,10 @@ func main() {
 	cmdkit.Main(app())
 }
 
+// generatorFlags shape a generated workload: with a trace they would be
+// silently ignored.
+var generatorFlags = []string{"feeds", "days", "start", "plain", "no-floors"}
+
 func app() *cli.App {
 	var env strings.Builder
 	for _, e := range sched.EnvNames() {
@@ -62,8 +66,8 @@ Example:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "generate", Usage: "simulate a generated workload instead of a TRACE"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the generator and of the schedulers' jitter", Value: 1},
-			&cli.IntFlag{Name: "feeds", Usage: "with --generate: number of feeds", Value: 1000},
-			&cli.IntFlag{Name: "days", Usage: "with --generate: days measured (after 60 days of history)", Value: 30},
+			&cli.IntFlag{Name: "feeds", Usage: fmt.Sprintf("with --generate: number of feeds (at most %d, and feeds × (days + 60) at most %d)", sim.MaxFeeds, sim.MaxFeedDays), Value: 1000},
+			&cli.IntFlag{Name: "days", Usage: fmt.Sprintf("with --generate: days measured (after 60 days of history; at most %d)", sim.MaxDays), Value: 30},
 			&cli.StringFlag{Name: "start", Usage: "with --generate: start of the measured period, RFC 3339", Value: "2026-06-01T00:00:00Z"},
 			&cli.BoolFlag{Name: "plain", Usage: "with --generate: no ttl, max-age or outages, so that every delay is the policy's"},
 			&cli.BoolFlag{Name: "no-floors", Usage: "with --generate: no ttl or max-age (outages and skip windows stay)"},
@@ -92,6 +96,11 @@ Example:
 			if c.IsSet("budget") && !(cfg.Budget > 0) {
 				return cmdkit.Usagef("--budget %v: want requests per feed-day above 0", cfg.Budget)
 			}
+			if cfg.BudgetOf != "" {
+				if err := sim.CheckBudgetOf(cfg.BudgetOf); err != nil {
+					return cmdkit.Usage(err)
+				}
+			}
 			for _, p := range strings.Split(c.String("policies"), ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					if _, err := sim.ParsePolicy(p); err != nil {
@@ -112,7 +121,15 @@ Example:
 					return cmdkit.Usagef("--feeds and --days must be at least 1")
 				}
 				cfg.Generate = &sim.GenConfig{Seed: c.Uint64("seed"), Feeds: c.Int("feeds"), Days: c.Int("days"), Start: start, Plain: c.Bool("plain"), NoFloors: c.Bool("no-floors")}
+				if err := cfg.Generate.Check(); err != nil {
+					return cmdkit.Usage(err)
+				}
 			} else {
+				for _, name := range generatorFlags {
+					if c.IsSet(name) {
+						return cmdkit.Usagef("--%s only applies with --generate", name)
+					}
+				}
 				switch c.NArg() {
 				case 0:
 					return cmdkit.Usagef("no TRACE given (or --generate); see feed-sim --help")
@@ -148,7 +165,7 @@ Example:
 					return err
 				}
 			}
-			return cmdkit.UsageIf(sim.Run(c.Context, cfg), sim.ErrTrace)
+			return cmdkit.UsageIf(sim.Run(c.Context, cfg), sim.ErrTrace, sim.ErrUsage)
 		},
 	}
 }

@@ -26,6 +26,14 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-01T10:00:00Z\"}\n{oops\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	future := filepath.Join(dir, "future.ndjson")
+	if err := os.WriteFile(future, []byte("{\"type\":\"post\",\"feed_id\":\"b\",\"at\":\"9999-06-03T07:24:00Z\"}\n{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-03T07:24:00Z\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badField := filepath.Join(dir, "bad-field.ndjson")
+	if err := os.WriteFile(badField, []byte("{\"type\":\"post\",\"feed_id\":\"a\",\"at\":\"2026-06-01T10:00:00Z\"}\n{\"type\":\"feed\",\"feed_id\":\"a\",\"window\":1.5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -49,6 +57,20 @@ func TestCLI(t *testing.T) {
 		{"bad policy", []string{"--policies", "sometimes", trace}, "", 2, nil, `policy "sometimes"`},
 		{"budget twice", []string{"--budget", "10", "--budget-of", "fixed:1h", trace}, "", 2, nil, "exclude each other"},
 		{"generate and trace", []string{"--generate", trace}, "", 2, nil, "takes no TRACE"},
+		{"post far in the future", []string{"--policies", "fixed:1h", future}, "", 2, nil, `line 1: "at" must be in the years 1970-2199, not 9999-06-03T07:24:00Z`},
+		{"bad field", []string{badField}, "", 2, nil, `line 2: "window" must be a whole number, not 1.5`},
+		{"too many days", []string{"--generate", "--feeds", "1", "--days", "106752", "--policies", "fixed:1h"}, "", 2, nil, "--days 106752: at most 3660 (10 years)"},
+		{"too many feeds", []string{"--generate", "--feeds", "100000000", "--days", "1"}, "", 2, nil, "--feeds 100000000: at most 100000"},
+		{"too many feed-days", []string{"--generate", "--feeds", "50000", "--days", "200"}, "", 2, nil, "at most 10000000 feed-days"},
+		{"start too late", []string{"--generate", "--start", "2199-12-31T00:00:00Z"}, "", 2, nil, "the period must end by 2199-12-01"},
+		{"show unknown feed", []string{"--show", "nosuch", "--policies", "seed", trace}, "", 2, nil, `--show "nosuch": no feed with that id`},
+		{"budget of nothing", []string{"--budget-of", "nothing", trace}, "", 2, nil, `--budget-of "nothing": want a policy without a budget`},
+		{"feeds with a trace", []string{"--feeds", "10", trace}, "", 2, nil, "--feeds only applies with --generate"},
+		{"days with a trace", []string{"--days", "10", trace}, "", 2, nil, "--days only applies with --generate"},
+		{"start with a trace", []string{"--start", "2026-01-01T00:00:00Z", trace}, "", 2, nil, "--start only applies with --generate"},
+		{"plain with a trace", []string{"--plain", trace}, "", 2, nil, "--plain only applies with --generate"},
+		{"no-floors with a trace", []string{"--no-floors", trace}, "", 2, nil, "--no-floors only applies with --generate"},
+		{"show a feed", []string{"--show", "a", "--policies", "fixed:1h", trace}, "", 0, []string{"fixed:1h"}, "-- fixed:1h 2026-06-01T00:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,54 @@ type GenConfig struct {
 	NoFloors bool
 }
 
+// Limits of a generated workload. Its memory grows with its feeds and its
+// days (with History): a few GB at MaxFeedDays. Its times must fit in
+// EarliestTime-LatestTime, so that a trace written from it loads: a feed's
+// oldest post (a dead feed's) is up to Lookback before the start, and the
+// last outage (a feed gone for good, 30 days) ends within Tail after the end.
+const (
+	MaxFeeds    = 100_000
+	MaxFeedDays = 10_000_000 // feeds × (days + History)
+	Lookback    = 900 * 24 * time.Hour
+	Tail        = 31 * 24 * time.Hour
+)
+
+func (cfg GenConfig) withDefaults() GenConfig {
+	if cfg.Feeds <= 0 {
+		cfg.Feeds = 1000
+	}
+	if cfg.Days <= 0 {
+		cfg.Days = 30
+	}
+	if cfg.Start.IsZero() {
+		cfg.Start = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return cfg
+}
+
+// Check rejects a workload too large to simulate, or whose times
+// overflow, naming feed-sim's flags.
+func (cfg GenConfig) Check() error {
+	cfg = cfg.withDefaults()
+	historyDays := int(History / (24 * time.Hour))
+	switch {
+	case cfg.Feeds > MaxFeeds:
+		return fmt.Errorf("--feeds %d: at most %d", cfg.Feeds, MaxFeeds)
+	case cfg.Days > MaxDays:
+		return fmt.Errorf("--days %d: at most %d (10 years)", cfg.Days, MaxDays)
+	case cfg.Feeds*(cfg.Days+historyDays) > MaxFeedDays:
+		return fmt.Errorf("--feeds %d × (--days %d + %d days of history): at most %d feed-days, which take a few GB of memory",
+			cfg.Feeds, cfg.Days, historyDays, MaxFeedDays)
+	case cfg.Start.Add(-Lookback).Before(EarliestTime):
+		return fmt.Errorf("--start %s: at least %s, as the oldest posts are %.0f days earlier",
+			cfg.Start.Format(time.RFC3339), EarliestTime.Add(Lookback).Format(time.DateOnly), Lookback.Hours()/24)
+	case cfg.Start.AddDate(0, 0, cfg.Days).After(LatestTime.Add(-Tail)):
+		return fmt.Errorf("--start %s and --days %d: the period must end by %s, as outages last up to %.0f days longer",
+			cfg.Start.Format(time.RFC3339), cfg.Days, LatestTime.Add(-Tail).Format(time.DateOnly), Tail.Hours()/24)
+	}
+	return nil
+}
+
 // History is how much posting history before the start Generate makes,
 // enough for a feed's window and for dormant and dead feeds' old items.
 const History = 60 * 24 * time.Hour
@@ -48,15 +96,7 @@ const History = 60 * 24 * time.Hour
 // Retry-After, 500s, 429 with Retry-After, a 404 for a day or more, a
 // flapping 502, and a few feeds gone (410) for good.
 func Generate(cfg GenConfig) *Workload {
-	if cfg.Feeds <= 0 {
-		cfg.Feeds = 1000
-	}
-	if cfg.Days <= 0 {
-		cfg.Days = 30
-	}
-	if cfg.Start.IsZero() {
-		cfg.Start = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	}
+	cfg = cfg.withDefaults()
 	w := &Workload{Start: cfg.Start.UTC(), End: cfg.Start.UTC().Add(time.Duration(cfg.Days) * 24 * time.Hour)}
 	for i := range cfg.Feeds {
 		rnd := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -54,6 +55,11 @@ type Config struct {
 // ErrTargets is returned when a target is not met.
 var ErrTargets = errors.New("sim: targets not met")
 
+// ErrUsage wraps errors in what the caller asked for (a feed to show, the
+// policy of a budget, the size of a generated workload), as opposed to
+// errors of the trace (ErrTrace) or of the run.
+var ErrUsage = errors.New("sim")
+
 // Run simulates the configured policies on the workload and writes the
 // results.
 func Run(ctx context.Context, cfg Config) (err error) {
@@ -72,6 +78,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	var w *Workload
 	if cfg.Generate != nil {
+		if err := cfg.Generate.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
 		w = Generate(*cfg.Generate)
 	} else {
 		if cfg.Trace == nil {
@@ -84,6 +93,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	if cfg.WriteTrace != nil {
 		return w.Write(cfg.WriteTrace)
+	}
+	if cfg.Show != "" && !slices.ContainsFunc(w.Feeds, func(f *Feed) bool { return f.ID == cfg.Show }) {
+		return fmt.Errorf("%w: --show %q: no feed with that id in the workload", ErrUsage, cfg.Show)
 	}
 	names := cfg.Policies
 	if cfg.Targets {
@@ -123,10 +135,23 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	return nil
 }
 
+// CheckBudgetOf rejects a --budget-of that names no policy without a
+// budget of its own.
+func CheckBudgetOf(name string) error {
+	if _, err := ParsePolicy(name); err != nil || strings.Contains(name, "@") {
+		return fmt.Errorf("%w: --budget-of %q: want a policy without a budget, such as fixed:1h", ErrUsage, name)
+	}
+	return nil
+}
+
 // SimulateAll simulates the named policies, those without a budget that
 // depends on another first (in parallel), and returns their results in the
 // order named.
 func SimulateAll(ctx context.Context, w *Workload, names []string, cfg Config) ([]Result, error) {
+	// Load and Generate keep to these; a workload made otherwise might not.
+	if err := checkPeriod(w.Start, w.End); err != nil {
+		return nil, fmt.Errorf("sim: the period lasts %v", err)
+	}
 	var pols []Policy
 	seen := map[string]bool{}
 	for _, n := range names {
@@ -142,8 +167,8 @@ func SimulateAll(ctx context.Context, w *Workload, names []string, cfg Config) (
 		if (p.Base == "adaptive" || p.Base == "oracle") && p.Budget == 0 && p.Of == "" {
 			p.Budget, p.Of = cfg.Budget, cfg.BudgetOf
 			if p.Of != "" {
-				if _, err := ParsePolicy(p.Of); err != nil || strings.Contains(p.Of, "@") {
-					return nil, fmt.Errorf("sim: budget of %q: not a policy without a budget", p.Of)
+				if err := CheckBudgetOf(p.Of); err != nil {
+					return nil, err
 				}
 			}
 		}

@@ -38,7 +38,8 @@ const TraceFormat = `A trace is NDJSON, one record per line, in any order:
       Retry-After in seconds or as a date when given; fail_ratio in (0,1)
       makes only that share of requests fail (a flapping server).
 
-Unknown fields and record types are ignored.`
+Times are RFC 3339, in the years 1970-2199, and the period lasts at most
+3660 days (10 years). Unknown fields and record types are ignored.`
 
 // Feed is one feed of a workload and the behaviour of its server.
 type Feed struct {
@@ -71,8 +72,9 @@ type Workload struct {
 	Feeds      []*Feed
 }
 
-// Days is the length of the measured period in days.
-func (w *Workload) Days() float64 { return w.End.Sub(w.Start).Hours() / 24 }
+// Days is the length of the measured period in days. (In seconds, as
+// End.Sub(Start) would saturate beyond 292 years.)
+func (w *Workload) Days() float64 { return float64(w.End.Unix()-w.Start.Unix()) / 86400 }
 
 type traceRecord struct {
 	Type          string    `json:"type"`
@@ -97,8 +99,128 @@ type traceRecord struct {
 	FailRatio     float64   `json:"fail_ratio,omitempty"`
 }
 
+// The times a workload may hold and the longest period it may measure:
+// further apart, the durations between its times overflow time.Duration
+// (292 years), and a long period takes hours and gigabytes to simulate.
+var (
+	EarliestTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	LatestTime   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// MaxDays is the longest measured period, in days: 10 years.
+const MaxDays = 3660
+
+// MaxBytes is the largest body a trace's feed may have: larger ones are
+// no feed, and would overflow the byte counts.
+const MaxBytes = 1 << 30
+
 // ErrTrace wraps every error in a trace file.
 var ErrTrace = errors.New("sim: trace")
+
+// traceLine is a trace record as read: times as strings, so that a bad one
+// is reported with its field's name.
+type traceLine struct {
+	traceRecord
+	At           string `json:"at"`
+	Start        string `json:"start"`
+	End          string `json:"end"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	RetryAfterAt string `json:"retry_after_at"`
+}
+
+const timeExample = "2026-06-03T07:24:00Z"
+
+// fieldWants says, in a user's terms, what each field of a record holds.
+var fieldWants = map[string]string{
+	"type": "a string", "feed_id": "a string", "kind": "a string",
+	"at": "an RFC 3339 time", "start": "an RFC 3339 time", "end": "an RFC 3339 time",
+	"from": "an RFC 3339 time", "to": "an RFC 3339 time", "retry_after_at": "an RFC 3339 time",
+	"window": "a whole number", "ttl_minutes": "a whole number", "bytes": "a whole number",
+	"max_age_sec": "a whole number", "status": "a whole number", "retry_after_sec": "a whole number",
+	"skip_hours": "a list of hours such as [1,2]", "skip_days": `a list of weekday names such as ["Sunday"]`,
+	"etag": "true or false", "no_dates": "true or false", "fail_ratio": "a number",
+}
+
+// decodeLine reads one line of a trace.
+func decodeLine(b []byte) (traceRecord, error) {
+	var in traceLine
+	if err := json.Unmarshal(b, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			// The embedding in traceLine prefixes "traceRecord.".
+			te.Field = te.Field[strings.LastIndex(te.Field, ".")+1:]
+		}
+		if te != nil && fieldWants[te.Field] != "" {
+			got, isNumber := strings.CutPrefix(te.Value, "number ")
+			if !isNumber {
+				got = map[string]string{"string": "a string", "number": "a number", "bool": "true or false",
+					"array": "a list", "object": "an object"}[te.Value]
+			}
+			return traceRecord{}, fmt.Errorf("%q must be %s, not %s", te.Field, fieldWants[te.Field], got)
+		}
+		return traceRecord{}, fmt.Errorf("not a JSON record: %v", err)
+	}
+	rec := in.traceRecord
+	for _, tf := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{{"at", in.At, &rec.At}, {"start", in.Start, &rec.Start}, {"end", in.End, &rec.End},
+		{"from", in.From, &rec.From}, {"to", in.To, &rec.To}, {"retry_after_at", in.RetryAfterAt, &rec.RetryAfterAt}} {
+		if tf.in == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, tf.in)
+		if err != nil {
+			return rec, fmt.Errorf("%q must be an RFC 3339 time such as %s, not %q", tf.name, timeExample, tf.in)
+		}
+		if t.Before(EarliestTime) || !t.Before(LatestTime) {
+			return rec, fmt.Errorf("%q must be in the years %d-%d, not %s", tf.name, EarliestTime.Year(), LatestTime.Year()-1, tf.in)
+		}
+		*tf.out = t.UTC()
+	}
+	return rec, rec.checkValues()
+}
+
+// checkValues rejects values no feed or server has.
+func (rec *traceRecord) checkValues() error {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"window", rec.Window}, {"ttl_minutes", rec.TTLMinutes}, {"bytes", rec.Bytes}, {"max_age_sec", rec.MaxAgeSec}, {"retry_after_sec", rec.RetryAfterSec}} {
+		if n.v < 0 {
+			return fmt.Errorf("%q must be 0 or more, not %d", n.name, n.v)
+		}
+	}
+	if rec.Bytes > MaxBytes {
+		return fmt.Errorf(`"bytes" must be at most %d, not %d`, MaxBytes, rec.Bytes)
+	}
+	for _, h := range rec.SkipHours {
+		if h < 0 || h > 23 {
+			return fmt.Errorf(`"skip_hours" must hold hours 0-23, not %d`, h)
+		}
+	}
+	for _, d := range rec.SkipDays {
+		if !slices.ContainsFunc(weekdays, func(w string) bool { return strings.EqualFold(w, d) }) {
+			return fmt.Errorf(`"skip_days" must hold weekday names such as Sunday, not %q`, d)
+		}
+	}
+	if rec.FailRatio < 0 || rec.FailRatio > 1 {
+		return fmt.Errorf(`"fail_ratio" must be between 0 and 1, not %v`, rec.FailRatio)
+	}
+	return nil
+}
+
+var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+
+// checkPeriod rejects a period too long to simulate.
+func checkPeriod(start, end time.Time) error {
+	if secs := end.Unix() - start.Unix(); secs > MaxDays*86400 {
+		return fmt.Errorf("%.0f days, more than %d (10 years)", float64(secs)/86400, MaxDays)
+	}
+	return nil
+}
 
 // Load reads a trace.
 func Load(r io.Reader) (*Workload, error) {
@@ -113,6 +235,10 @@ func Load(r io.Reader) (*Workload, error) {
 		}
 		return f
 	}
+	// The first and last posts (Unix seconds) and their lines, for a
+	// period from them.
+	var first, last int64
+	var firstLine, lastLine int
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	line := 0
@@ -122,8 +248,8 @@ func Load(r io.Reader) (*Workload, error) {
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		var rec traceRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
+		rec, err := decodeLine(b)
+		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, line, err)
 		}
 		if rec.Type != "period" && rec.Type != "feed" && rec.Type != "post" && rec.Type != "outage" {
@@ -137,7 +263,10 @@ func Load(r io.Reader) (*Workload, error) {
 			if rec.Start.IsZero() || !rec.End.After(rec.Start) {
 				return nil, fmt.Errorf("%w: line %d: period needs start before end", ErrTrace, line)
 			}
-			w.Start, w.End = rec.Start.UTC(), rec.End.UTC()
+			if err := checkPeriod(rec.Start, rec.End); err != nil {
+				return nil, fmt.Errorf("%w: line %d: the period lasts %v", ErrTrace, line, err)
+			}
+			w.Start, w.End = rec.Start, rec.End
 		case "feed":
 			f := feed(rec.FeedID)
 			f.Kind, f.Window, f.TTLMinutes, f.SkipHours, f.SkipDays = rec.Kind, rec.Window, rec.TTLMinutes, rec.SkipHours, rec.SkipDays
@@ -147,14 +276,21 @@ func Load(r io.Reader) (*Workload, error) {
 				return nil, fmt.Errorf("%w: line %d: post without at", ErrTrace, line)
 			}
 			f := feed(rec.FeedID)
-			f.Posts = append(f.Posts, rec.At.Unix())
+			at := rec.At.Unix()
+			f.Posts = append(f.Posts, at)
+			if firstLine == 0 || at < first {
+				first, firstLine = at, line
+			}
+			if lastLine == 0 || at > last {
+				last, lastLine = at, line
+			}
 		case "outage":
 			if rec.From.IsZero() || !rec.To.After(rec.From) || rec.Status < 100 || rec.Status > 599 {
 				return nil, fmt.Errorf("%w: line %d: outage needs from before to and a status 100-599", ErrTrace, line)
 			}
 			f := feed(rec.FeedID)
-			f.Outages = append(f.Outages, Outage{From: rec.From.UTC(), To: rec.To.UTC(), Status: rec.Status,
-				RetryAfterSec: max(rec.RetryAfterSec, 0), RetryAfterAt: rec.RetryAfterAt.UTC(), FailRatio: rec.FailRatio})
+			f.Outages = append(f.Outages, Outage{From: rec.From, To: rec.To, Status: rec.Status,
+				RetryAfterSec: rec.RetryAfterSec, RetryAfterAt: rec.RetryAfterAt, FailRatio: rec.FailRatio})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -165,16 +301,15 @@ func Load(r io.Reader) (*Workload, error) {
 	}
 	w.normalize()
 	if w.Start.IsZero() {
-		first, last := int64(1<<62), int64(-1<<62)
-		for _, f := range w.Feeds {
-			if len(f.Posts) > 0 {
-				first, last = min(first, f.Posts[0]), max(last, f.Posts[len(f.Posts)-1])
-			}
-		}
-		if first > last {
+		if firstLine == 0 {
 			return nil, fmt.Errorf("%w: no posts and no period", ErrTrace)
 		}
-		w.Start, w.End = time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC().Add(24*time.Hour)
+		start, end := time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC().Add(24*time.Hour)
+		if err := checkPeriod(start, end); err != nil {
+			return nil, fmt.Errorf("%w: line %d has the first post and line %d the last: with no period record the period runs from one to a day after the other, %v",
+				ErrTrace, firstLine, lastLine, err)
+		}
+		w.Start, w.End = start, end
 	}
 	return w, nil
 }
