@@ -103,7 +103,9 @@ func ToUTF8(body []byte, contentType string) ([]byte, string) {
 	if err != nil {
 		return bytes.ToValidUTF8(body, []byte("\uFFFD")), "utf-8"
 	}
-	return out, name
+	// A page that says utf-8 (its meta, or a guess) and is not gets no
+	// decoding at all (the charset package's utf-8 is a no-op): mend it.
+	return bytes.ToValidUTF8(out, []byte("\uFFFD")), name
 }
 
 // Select returns what sel selects in the page: the matches of its first
