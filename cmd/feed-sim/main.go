@@ -96,11 +96,6 @@ Example:
 			if c.IsSet("budget") && !(cfg.Budget > 0) {
 				return cmdkit.Usagef("--budget %v: want requests per feed-day above 0", cfg.Budget)
 			}
-			if cfg.BudgetOf != "" {
-				if err := sim.CheckBudgetOf(cfg.BudgetOf); err != nil {
-					return cmdkit.Usage(err)
-				}
-			}
 			for _, p := range strings.Split(c.String("policies"), ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					if _, err := sim.ParsePolicy(p); err != nil {
@@ -121,9 +116,6 @@ Example:
 					return cmdkit.Usagef("--feeds and --days must be at least 1")
 				}
 				cfg.Generate = &sim.GenConfig{Seed: c.Uint64("seed"), Feeds: c.Int("feeds"), Days: c.Int("days"), Start: start, Plain: c.Bool("plain"), NoFloors: c.Bool("no-floors")}
-				if err := cfg.Generate.Check(); err != nil {
-					return cmdkit.Usage(err)
-				}
 			} else {
 				for _, name := range generatorFlags {
 					if c.IsSet(name) {

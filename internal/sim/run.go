@@ -76,6 +76,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Err == nil {
 		cfg.Err = io.Discard
 	}
+	// What the caller asked for is checked before a trace is read or a
+	// workload generated, which can take a while.
+	if cfg.BudgetOf != "" {
+		if err := CheckBudgetOf(cfg.BudgetOf); err != nil {
+			return err
+		}
+	}
 	var w *Workload
 	if cfg.Generate != nil {
 		if err := cfg.Generate.Check(); err != nil {

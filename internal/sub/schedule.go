@@ -1,7 +1,6 @@
 package sub
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -162,29 +161,14 @@ func needsEnable(st sched.State) bool {
 // enableSubscriptions clears the disabled flag of the subscriptions refs
 // name, in one atomic rewrite, and says which feeds had it.
 func enableSubscriptions(cfg Config, refs []string) (wasDisabled map[string]bool, err error) {
-	if len(refs) == 0 {
-		return nil, fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
-	}
-	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
-		wasDisabled = map[string]bool{}
-		for _, ref := range refs {
-			i, err := storage.FindSubscription(subs, ref)
-			if err != nil {
-				return nil, err
-			}
-			if subs[i].Disabled {
-				wasDisabled[subs[i].FeedID] = true
-				subs[i].Disabled = false
-			}
+	wasDisabled = map[string]bool{}
+	err = edit(cfg, refs, "", func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
+		if subs[i].Disabled {
+			wasDisabled[subs[i].FeedID] = true
+			subs[i].Disabled = false
 		}
-		if len(wasDisabled) == 0 {
-			return nil, errUnchanged
-		}
-		return subs, nil
+		return subs
 	})
-	if errors.Is(err, errUnchanged) {
-		err = nil
-	}
 	return wasDisabled, err
 }
 

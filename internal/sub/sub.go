@@ -241,7 +241,8 @@ func SetDisabled(cfg Config, refs []string, disabled bool) error {
 
 // edit applies change to each subscription that refs name, in one atomic
 // rewrite: if any ref matches nothing, nothing changes, and only a change
-// made is reported, as "feed-sub: <verb> <url>".
+// made is reported, as "feed-sub: <verb> <url>" (nothing with verb "": the
+// caller says it).
 func edit(cfg Config, refs []string, verb string, change func([]ndjson.Subscription, int) []ndjson.Subscription) error {
 	cfg.defaults()
 	if len(refs) == 0 {
@@ -261,6 +262,9 @@ func edit(cfg Config, refs []string, verb string, change func([]ndjson.Subscript
 	})
 	if err != nil {
 		return err
+	}
+	if verb == "" {
+		return nil
 	}
 	for _, u := range done {
 		fmt.Fprintf(cfg.Msg, "feed-sub: %s %s\n", verb, u)
