@@ -15,6 +15,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/store"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -180,7 +181,7 @@ func TestFaults(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			due := ndjson.Due{FeedID: "f", URL: srv.URL + tc.path, Labels: []string{}}
+			due := ndjson.Due{FeedID: testids.Feed("f"), URL: srv.URL + tc.path, Labels: []string{}}
 			if tc.due != nil {
 				tc.due(&due)
 			}
@@ -236,7 +237,7 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	validators := func(path string) ndjson.Validators {
 		t.Helper()
-		f := fetchWith(t, st, fake, faultOptions(fake.Now), 0, ndjson.Due{FeedID: "f", URL: srv.URL + path, Labels: []string{}})
+		f := fetchWith(t, st, fake, faultOptions(fake.Now), 0, ndjson.Due{FeedID: testids.Feed("f"), URL: srv.URL + path, Labels: []string{}})
 		line, err := ndjson.Marshal(f)
 		if err != nil {
 			t.Fatal(err)
@@ -251,7 +252,7 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return states.ByFeed["f"].Validators
+		return states.ByFeed[testids.Feed("f")].Validators
 	}
 	first := validators("/gen/5.xml")
 	if first.ETag != `"gen-5-0"` || first.LastModified == "" {

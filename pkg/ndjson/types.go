@@ -2,7 +2,7 @@ package ndjson
 
 import (
 	"encoding/json"
-	"errors"
+	"strconv"
 )
 
 // Version is the schema version this package writes in every record's "v".
@@ -290,39 +290,76 @@ type Event struct {
 	StoredIn      string   `json:"stored_in"`
 }
 
-// Check reports what makes a due record unusable: it needs a url. (A
-// missing feed_id is derived from the url by feed-fetch.)
+// Check reports what makes a due record unusable: it needs a url, and a
+// feed_id, when it has one, must be a feed id. (A missing feed_id is
+// derived from the url by feed-fetch.)
 func (d *Due) Check() error {
-	if d.URL == "" {
-		return errors.New("due record without url")
-	}
-	return nil
+	c := checker{record: TypeDue}
+	c.nonEmpty("url", d.URL)
+	c.feedID("feed_id", d.FeedID, true)
+	return c.err
 }
 
-// Check reports what makes a fetch record unusable: it needs a fetch_id and
-// the feed_id of its due record.
+// Check reports what makes a fetch record unusable: its fetch_id and the
+// feed_id of its due record must be ids, and its payload key, when it has
+// one, a key of the raw store.
 func (f *Fetch) Check() error {
-	switch {
-	case f.FetchID == "":
-		return errors.New("fetch record without fetch_id")
-	case f.Due.FeedID == "":
-		return errors.New("fetch record without due.feed_id")
+	c := checker{record: TypeFetch}
+	c.fetchID("fetch_id", f.FetchID, false)
+	c.feedID("due.feed_id", f.Due.FeedID, false)
+	if f.BodyRef != nil {
+		c.field("body_ref.key", f.BodyRef.Key, IsRawKey, wantRawKey, false)
 	}
-	return nil
+	if f.Page != nil {
+		c.fetchID("page.source_fetch_id", f.Page.SourceFetchID, true)
+		c.entryUID("page.entry_uid", f.Page.EntryUID, true)
+	}
+	return c.err
 }
 
-// Check reports what makes an entry unusable: it needs an entry_uid, a
-// feed_id and a content_hash.
+// Check reports what makes an entry unusable: it needs an entry_uid and a
+// feed_id of the right shapes, and a content_hash; raw_ref.fetch_id, when
+// set, must be a fetch id.
 func (e *Entry) Check() error {
-	switch {
-	case e.EntryUID == "":
-		return errors.New("entry without entry_uid")
-	case e.FeedID == "":
-		return errors.New("entry without feed_id")
-	case e.ContentHash == "":
-		return errors.New("entry without content_hash")
+	c := checker{record: TypeEntry}
+	c.entryUID("entry_uid", e.EntryUID, false)
+	c.feedID("feed_id", e.FeedID, false)
+	c.nonEmpty("content_hash", e.ContentHash)
+	c.fetchID("raw_ref.fetch_id", e.RawRef.FetchID, true)
+	if e.AliasOf != nil {
+		c.feedID("alias_of.feed_id", e.AliasOf.FeedID, false)
+		c.entryUID("alias_of.entry_uid", e.AliasOf.EntryUID, false)
 	}
-	return nil
+	return c.err
+}
+
+// Check reports what makes a new_entry or updated_entry event unusable:
+// its ids and the entries file it names must have their shapes.
+func (ev *Event) Check() error {
+	c := checker{record: cmpOr(ev.Type, "event")}
+	c.entryUID("entry_uid", ev.EntryUID, false)
+	c.feedID("feed_id", ev.FeedID, false)
+	c.dayFile("stored_in", ev.StoredIn, "entries", true)
+	for i, r := range ev.RawRefs {
+		c.fetchID("raw_refs["+strconv.Itoa(i)+"].fetch_id", r.FetchID, true)
+	}
+	return c.err
+}
+
+// Check reports what makes a subscription unusable: its feed_id must be a
+// feed id, and it needs a url.
+func (s *Subscription) Check() error {
+	c := checker{record: TypeSubscription}
+	c.feedID("feed_id", s.FeedID, false)
+	c.nonEmpty("url", s.URL)
+	return c.err
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // Discovery modes of a website's scraper configuration
