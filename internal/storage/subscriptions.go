@@ -186,7 +186,7 @@ func (l *Subs) All() ([]ndjson.Subscription, error) {
 // (two feed-sub runs) cannot lose each other's changes. Nothing is written
 // when edit returns an error.
 func (s *Store) EditSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) error {
-	unlock, err := lockFile(s.Path(".subscriptions.lock"), true)
+	unlock, err := s.lockFile(".subscriptions.lock", true)
 	if err != nil {
 		return err
 	}
