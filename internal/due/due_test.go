@@ -154,3 +154,29 @@ func TestEmptyStore(t *testing.T) {
 		t.Fatalf("%d records, %v", len(dues), err)
 	}
 }
+
+// TestNoValidatorsAfterAParseFailure: a store written before feed-store
+// kept only the validators of bodies read may hold those of a body that
+// failed to parse; the next fetch must not send them, or a 304 would skip
+// the body for good.
+func TestNoValidatorsAfterAParseFailure(t *testing.T) {
+	st := fixture(t)
+	states, _ := st.States()
+	failed := state("due", -time.Hour, -2*time.Hour, -5*time.Minute)
+	failed.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10 items"}
+	transient := state("stale", -time.Hour, -2*time.Hour, -5*time.Minute)
+	transient.LastError = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_503", Message: "HTTP 503"}
+	if err := states.Put(storage.Durable, failed, transient); err != nil {
+		t.Fatal(err)
+	}
+	dues, err := run(t, Config{Store: st, Feeds: []string{testids.Feed("due"), testids.Feed("stale")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dues {
+		want := map[string]string{"due": "", "stale": `"stale"`}[testids.Name(d.FeedID)]
+		if d.Validators.ETag != want {
+			t.Errorf("%s: ETag %q, want %q", testids.Name(d.FeedID), d.Validators.ETag, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
 	"github.com/feedpipe/feedpipe/internal/testids"
@@ -226,7 +227,8 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestBrokenBodyKeepsTheValidators runs the faults through feed-store: a
+// TestBrokenBodyKeepsTheValidators runs the faults through feed-parse
+// and feed-store: a
 // body cut short by a wrong Content-Length must leave the feed's
 // validators as they were, so that the next fetch downloads it whole; one
 // cut at the size cap is as whole as it gets, and its validators are kept.
@@ -242,7 +244,11 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = store.Run(context.Background(), store.Config{In: bytes.NewReader(line), Out: ndjson.NewWriter(io.Discard),
+		var parsed bytes.Buffer
+		if err := parse.Run(context.Background(), parse.Config{In: bytes.NewReader(line), Out: ndjson.NewWriter(&parsed), Store: st}); err != nil {
+			t.Fatal(err)
+		}
+		err = store.Run(context.Background(), store.Config{In: &parsed, Out: ndjson.NewWriter(io.Discard),
 			Store: st, Now: fake.Now})
 		if err != nil {
 			t.Fatal(err)

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
@@ -31,7 +33,7 @@ func entry(feed, uid, hash, title string) string {
 
 func fetchRec(feed string, mutate func(*ndjson.Fetch)) string {
 	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch("F-" + feed), FetchedAt: ndjson.At(t0),
-		Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(feed)}, HTTPStatus: 200,
+		Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(feed)}, HTTPStatus: 200, Parse: &ndjson.Parse{Format: "rss"},
 		ResponseHeaders: map[string]string{"Etag": `"v1"`, "Last-Modified": "Sat, 21 Nov 2026 09:00:00 GMT"}}
 	if mutate != nil {
 		mutate(&f)
@@ -377,11 +379,12 @@ func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
 	}
 }
 
-// TestValidatorsOnlyFromWholeBodies: a 2xx whose body broke off must not
-// replace the validators, or the next fetch gets a 304 and the whole body
-// is never downloaded; one cut at the size cap, or whole but not a feed, is
-// as whole as it will get.
-func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
+// TestValidatorsOnlyFromBodiesRead: a 2xx whose body broke off, or was
+// not read, must not replace the validators, or the next fetch gets a 304
+// and the body is never read: one that did not parse (not a feed, too
+// many items) must come again, whole, to a parser raised to read it. One
+// cut at the size cap and parsed is as whole as it will get.
+func TestValidatorsOnlyFromBodiesRead(t *testing.T) {
 	const newLM = "Sun, 22 Nov 2026 00:00:00 GMT"
 	for _, tc := range []struct {
 		name     string
@@ -398,9 +401,20 @@ func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
 		{"bad content coding", func(f *ndjson.Fetch) {
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "network", Message: "read body: gzip: invalid header"}
 		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
-		{"whole but not a feed", func(f *ndjson.Fetch) { // the same bytes again would not parse either
+		{"whole but not a feed", func(f *ndjson.Fetch) {
 			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: "not_a_feed", Message: "not an RSS, Atom or JSON feed"}
+			f.Parse.Error = f.Error.Message
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"too many items", func(f *ndjson.Fetch) {
+			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10000 items"}
+			f.Parse.Error = f.Error.Message
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"a website scraped", func(f *ndjson.Fetch) {
+			f.Due.SourceType, f.Parse, f.Scrape = ndjson.SourceWebsite, nil, &ndjson.Scrape{Mode: "list"}
 		}, `"v2"`, newLM},
+		{"a website whose scrape failed", func(f *ndjson.Fetch) {
+			f.Due.SourceType, f.Parse, f.Scrape = ndjson.SourceWebsite, nil, &ndjson.Scrape{Mode: "list", Error: "no article found"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
 		{"cut at the size cap", func(f *ndjson.Fetch) {
 			f.Truncated = true
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "body over 10 bytes"}
@@ -431,6 +445,56 @@ func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
 			}
 			if v := states.ByFeed[testids.Feed("A")].Validators; v.ETag != tc.etag || v.LastModified != tc.lm {
 				t.Fatalf("validators %+v, want ETag %s, Last-Modified %q", v, tc.etag, tc.lm)
+			}
+		})
+	}
+}
+
+// TestUnreadBodyNotStored: a fetch record that brought a body no stage
+// read (feed-parse, or feed-scrape for a website, left out of the
+// pipeline) is reported and not stored, neither its validators nor a
+// success, so that its body is read when the record comes again through
+// the whole pipeline.
+func TestUnreadBodyNotStored(t *testing.T) {
+	key := "raw/2026-11-21/" + strings.Repeat("ab", 32) + ".zst"
+	for _, tc := range []struct {
+		name, source, want string
+		read               func(*ndjson.Fetch)
+	}{
+		{"feed without feed-parse", ndjson.SourceAuto, "reached feed-store unparsed: is feed-parse in the pipeline?",
+			func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Format: "rss"} }},
+		{"website without feed-scrape", ndjson.SourceWebsite, "reached feed-store unscraped: is feed-scrape in the pipeline?",
+			func(f *ndjson.Fetch) { f.Scrape = &ndjson.Scrape{Mode: ndjson.ModeList} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			var logs bytes.Buffer
+			rec := func(read bool) string {
+				return fetchRec("A", func(f *ndjson.Fetch) {
+					f.Due.SourceType, f.Due.URL, f.Parse = tc.source, "https://a.example/feed", nil
+					f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+					if read {
+						tc.read(f)
+					}
+				})
+			}
+			err := Run(context.Background(), Config{In: strings.NewReader(rec(false)), Out: ndjson.NewWriter(io.Discard), Store: st,
+				Log: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return t0 }, Sched: hourly})
+			if !errors.Is(err, pipe.ErrFailed) || !strings.Contains(logs.String(), "fetch of https://a.example/feed "+tc.want) {
+				t.Fatalf("err %v, logs:\n%s", err, logs.String())
+			}
+			states, _ := st.States()
+			if s, ok := states.ByFeed[testids.Feed("A")]; ok {
+				t.Fatalf("the unread fetch was stored: %+v", s)
+			}
+			// The same record, read this time, is stored: it was not
+			// taken for one stored already.
+			if r := run(t, st, t0.Add(time.Minute), rec(true)); r.err != nil || r.sum.Feeds != 1 || r.sum.Replayed != 0 {
+				t.Fatalf("err %v, summary %+v", r.err, r.sum)
+			}
+			states, _ = st.States()
+			if v := states.ByFeed[testids.Feed("A")].Validators; v.ETag != `"v1"` {
+				t.Fatalf("validators %+v", v)
 			}
 		})
 	}

@@ -58,4 +58,3 @@ func DNS(t testing.TB, hosts map[string]netip.Addr) *net.Resolver {
 		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
 	}}
 }
-

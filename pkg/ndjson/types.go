@@ -189,6 +189,15 @@ type Fetch struct {
 // Failed reports whether the fetch, or the parse of its body, failed.
 func (f *Fetch) Failed() bool { return f.Error != nil }
 
+// HasBody reports whether the fetch brought a body for feed-parse or
+// feed-scrape to read: a 2xx whose payload was stored, not a 304 and not
+// the same as the last one, whole or cut at the size cap (its complete
+// items are worth having).
+func (f *Fetch) HasBody() bool {
+	return f.BodyRef != nil && !f.NotModified && !f.Unchanged && f.HTTPStatus >= 200 && f.HTTPStatus <= 299 &&
+		(f.Error == nil || f.Error.Code == "body_too_large")
+}
+
 // Parse is what feed-parse found in a fetched body.
 type Parse struct {
 	Format          string   `json:"format"`
