@@ -193,7 +193,56 @@ func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	return readLog(f, key, from, fn)
+	return readLog(f, key, from, func(_, _ int64, l ndjson.Line) error { return fn(l) })
+}
+
+// FollowLogs is ReadLogsSince for a reader that needs where each line is:
+// fn gets the key of its file and the offsets of its start and of its end
+// (past the newline).
+func (s *Store) FollowLogs(dir, file string, offset int64, fn func(key string, start, end int64, l ndjson.Line) error) (endFile string, endOffset int64, err error) {
+	files, err := s.DayFiles(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	endFile, endOffset = file, offset
+	for _, key := range files {
+		if key < file {
+			continue
+		}
+		from := int64(0)
+		if key == file {
+			from = offset
+		}
+		f, err := s.open(key)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("storage: %w", err)
+		}
+		off, _, err := readLog(f, key, from, func(start, end int64, l ndjson.Line) error { return fn(key, start, end, l) })
+		f.Close()
+		if err != nil {
+			return "", 0, err
+		}
+		endFile, endOffset = key, off
+	}
+	return endFile, endOffset, nil
+}
+
+// ReadAt reads length bytes at offset of the file at key: a line whose
+// place an index keeps.
+func (s *Store) ReadAt(key string, offset, length int64) ([]byte, error) {
+	f, err := s.open(key)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, length)
+	if _, err := f.ReadAt(b, offset); err != nil {
+		return nil, fmt.Errorf("storage: read %s at %d: %w", key, offset, err)
+	}
+	return b, nil
 }
 
 // ReadLogsSince reads the day files of dir from a position on: the rest
@@ -223,8 +272,9 @@ func (s *Store) ReadLogsSince(dir, file string, offset int64, fn func(key string
 	return endFile, endOffset, nil
 }
 
-// readLog is ReadLog on an open file.
-func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
+// readLog is ReadLog on an open file; fn also gets where each line starts
+// and ends.
+func readLog(f *os.File, key string, from int64, fn func(start, end int64, l ndjson.Line) error) (end int64, bad int, err error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
@@ -243,12 +293,13 @@ func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (en
 		if line.Unterminated {
 			return end, bad, nil
 		}
+		start := end
 		end = from + cr.n - int64(rd.Buffered())
 		if le != nil {
 			bad++
 			continue
 		}
-		if err := fn(line); err != nil {
+		if err := fn(start, end, line); err != nil {
 			return end, bad, err
 		}
 	}

@@ -162,7 +162,7 @@ func (s *Store) loadStates(lazy bool) (*States, error) {
 		st.unindexed = lazy && st.tipID != 0
 	}
 	tail := 0
-	end, _, err := readLog(f, StateFile, st.tipEnd, func(l ndjson.Line) error {
+	end, _, err := readLog(f, StateFile, st.tipEnd, func(_, _ int64, l ndjson.Line) error {
 		var fs FeedState
 		if l.Type != TypeFeedState || l.Decode(&fs) != nil || fs.FeedID == "" {
 			return nil
@@ -619,7 +619,7 @@ func (st *States) compact(changed []FeedState) error {
 			end += int64(len(line)) + 1
 		}
 		if old != nil {
-			if _, _, err := readLog(old, StateFile, 0, func(l ndjson.Line) error {
+			if _, _, err := readLog(old, StateFile, 0, func(_, _ int64, l ndjson.Line) error {
 				if id, ok := latest[l.Num]; ok && !isChanged[id] {
 					put(id, l.Raw)
 				}
@@ -666,7 +666,7 @@ func (st *States) compact(changed []FeedState) error {
 // (a line that does not is skipped, as a load skips it).
 func latestLines(f *os.File) (map[int]string, error) {
 	last := map[string]int{}
-	if _, _, err := readLog(f, StateFile, 0, func(l ndjson.Line) error {
+	if _, _, err := readLog(f, StateFile, 0, func(_, _ int64, l ndjson.Line) error {
 		var fs FeedState
 		if l.Type == TypeFeedState && l.Decode(&fs) == nil && fs.FeedID != "" {
 			last[fs.FeedID] = l.Num

@@ -237,6 +237,15 @@ func (s *Store) remove(key string) error {
 	return s.root.Remove(key)
 }
 
+// RemoveAll deletes the file or directory tree at key; one that is not
+// there is no error.
+func (s *Store) RemoveAll(key string) error {
+	if err := s.removeAll(key); err != nil {
+		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
+	}
+	return nil
+}
+
 func (s *Store) removeAll(key string) error {
 	if err := checkKey(key); err != nil {
 		return err

@@ -76,6 +76,28 @@ type Subscription struct {
 	PausedUntil    Time `json:"paused_until"`
 }
 
+// TypeSubscriptionRemoved is the record type of a SubscriptionRemoved.
+const TypeSubscriptionRemoved = "subscription_removed"
+
+// SubscriptionRemoved marks, in the store's subscriptions.ndjson, a
+// subscription removed (feed-sub rm). That file is the log of every change
+// to the subscription list: a subscription record each time one is added
+// or changed, this record when one is removed; the last line of a feed
+// wins.
+type SubscriptionRemoved struct {
+	Header
+	FeedID    string `json:"feed_id"`
+	RemovedAt Time   `json:"removed_at"`
+}
+
+// Check reports what makes a removal unusable: its feed_id must be a feed
+// id.
+func (r *SubscriptionRemoved) Check() error {
+	c := checker{record: TypeSubscriptionRemoved}
+	c.feedID("feed_id", r.FeedID, false)
+	return c.err
+}
+
 // Access is how a feed is to be requested: its own User-Agent, extra
 // headers, and credentials. It travels from the subscription in the due
 // record to feed-fetch; the copy inside a fetch record has its secrets
