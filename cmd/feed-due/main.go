@@ -7,9 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/due"
-	"github.com/feedpipe/feedpipe/internal/storage"
 )
 
 func main() {
@@ -55,10 +55,10 @@ its last decision and the decision in words.
 				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"), Sched: p,
 			}
 			if ref := c.String("explain"); ref != "" {
-				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), storage.ErrNoSuchSubscription)
+				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), catalog.ErrNoSuchSubscription)
 			}
 			err = due.Run(cfg)
-			return cmdkit.UsageIf(err, storage.ErrNoSuchSubscription)
+			return cmdkit.UsageIf(err, catalog.ErrNoSuchSubscription)
 		},
 	})
 }

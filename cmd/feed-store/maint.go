@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
@@ -142,16 +143,17 @@ validators, so that its next fetch brings the body whole.`,
 func reindexCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reindex",
-		Usage:     "build the URL index (feed-dedup --cross-feed) afresh from entries/ and aliases/",
+		Usage:     "rebuild the catalog (catalog.db) from the store's files",
 		UsageText: `feed-store reindex`,
-		Description: `A store made before the URL index existed starts it empty: the entries
-stored before are not found by feed-dedup --cross-feed, which says so on
-stderr. reindex reads all of entries/ and aliases/ once and writes the
-index anew (urls/): a link's first entry is the first stored with it, its
-aliases those recorded. feed-store never does this at start-up, where it
-would cost a read of every stored entry. Run it once after an upgrade,
-or at any time: readers see each shard replaced whole. It takes the
-store's lock, as feed-store does.`,
+		Description: `Rebuilds the store's catalog from its files alone: the subscriptions from
+subscriptions.ndjson, the entry index, links and aliases from entries/ and
+aliases/, the fetch index from fetches/. The feed states, which the files
+do not hold whole, are kept when the catalog can be read; when it is gone
+or damaged (it is then moved aside, as catalog.db.damaged-TIME), they are
+rebuilt from the fetch records: counts, the last fetch and error. Then
+each feed's next fetch is whole, not conditional, and the scheduler learns
+its pace again. It reads every stored entry once. It takes the store's
+lock and the fetch lock: stop feed-loop first.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
 		},
@@ -160,18 +162,25 @@ store's lock, as feed-store does.`,
 			if err != nil {
 				return err
 			}
-			unlock, err := st.Lock(storage.StoreLock, !c.Bool("no-wait"), func() {
-				log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storage.StoreLock))
-			})
+			for _, lock := range []string{storage.StoreLock, storage.FetchLock} {
+				unlock, err := st.Lock(lock, !c.Bool("no-wait"), func() {
+					log.Info("waiting for the store's lock: a stage is writing", "lock", st.Path(lock))
+				})
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			sum, err := catalog.Reindex(c.Context, st, log)
 			if err != nil {
 				return err
 			}
-			defer unlock()
-			links, aliases, err := st.RebuildURLs()
-			if err != nil {
-				return err
+			states := "kept"
+			if sum.StatesRebuilt {
+				states = "rebuilt from the fetch records"
 			}
-			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d links, %d aliases\n", links, aliases)
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d subscriptions, %d entries (%d versions), %d aliases, %d fetches; %d feed states %s\n",
+				sum.Subscriptions, sum.Entries, sum.Versions, sum.Aliases, sum.Fetches, sum.States, states)
 			return nil
 		},
 	}

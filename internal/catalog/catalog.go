@@ -74,6 +74,10 @@ func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, e
 		defer unlock()
 		if _, err := os.Stat(path); err == nil {
 			fresh = false
+		} else if err := st.CreatePrivate(File); err != nil {
+			// The catalog holds credentials: its owner's only (SQLite
+			// gives its -wal and -shm files the same mode).
+			return nil, err
 		}
 	}
 	c, err := open(ctx, st, path, log)
@@ -81,7 +85,7 @@ func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, e
 		return nil, err
 	}
 	if fresh {
-		if err := c.migrateOldStore(ctx); err != nil {
+		if err := c.buildFromFiles(ctx); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -140,6 +144,8 @@ func (c *Catalog) damaged(err error) error {
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("catalog: %w: %s: %v; rebuild it from the store's files: feed-store reindex", ErrDamaged, c.path, err)
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("catalog: cannot write %s: %v: is the disk full?", c.path, se)
 	}
 	return err
 }
@@ -235,4 +241,20 @@ func fromMS(v sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v.Int64).UTC()
+}
+
+// Use returns c, or when c is nil the catalog of the store st, opened now
+// and closed by done: a stage's Config may carry an open catalog or not.
+func Use(ctx context.Context, c *Catalog, st *storage.Store, log *slog.Logger) (_ *Catalog, done func(), err error) {
+	if c != nil {
+		return c, func() {}, nil
+	}
+	if st == nil {
+		return nil, nil, errors.New("catalog: no store")
+	}
+	c, err = Open(ctx, st, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { c.Close() }, nil
 }

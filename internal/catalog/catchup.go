@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -42,8 +40,7 @@ func (c *Catalog) follow(ctx context.Context, tap, dir string, apply func(t *Tx,
 		last := batch[len(batch)-1]
 		err := c.Update(ctx, func(t *Tx) error {
 			for _, p := range batch {
-				day := strings.TrimSuffix(path.Base(p.key), ".ndjson")
-				if err := apply(t, p.key, Location{Day: day, Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
+				if err := apply(t, p.key, Location{Day: dayOf(p.key), Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
 					return err
 				}
 			}
@@ -78,7 +75,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	}
 	var recovered []stored
 	idx := c.Index()
-	err = c.follow(ctx, tapEntries, storage.DirEntries, func(t *Tx, key string, loc Location, l ndjson.Line) error {
+	err = c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, key string, loc Location, l ndjson.Line) error {
 		e, ok, err := t.indexEntry(ctx, idx, loc, l)
 		if ok {
 			recovered = append(recovered, stored{e, key})
@@ -88,13 +85,13 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.follow(ctx, tapAliases, DirAliases, indexAlias); err != nil {
+	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
 		return nil, err
 	}
 	// Which of the entries indexed now had their event written before the
 	// crash?
 	have := map[[2]string]bool{}
-	cp, err := c.Checkpoint(ctx, tapEvents)
+	cp, err := c.Checkpoint(ctx, TapEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +127,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 		evFile, evOff = key, off+int64(len(lines))
 	}
 	if evFile != cp.File || evOff != cp.Offset {
-		if err := c.SetMeta(ctx, tapEvents, Checkpoint{File: evFile, Offset: evOff}); err != nil {
+		if err := c.SetMeta(ctx, TapEvents, Checkpoint{File: evFile, Offset: evOff}); err != nil {
 			return nil, err
 		}
 	}
@@ -159,10 +156,6 @@ func (t *Tx) indexEntry(ctx context.Context, idx *Index, loc Location, l ndjson.
 	return e, true, nil
 }
 
-// DirAliases is where feed-store records the entries it did not store as
-// aliases of another feed's (feed-dedup --cross-feed).
-const DirAliases = "aliases"
-
 func indexAlias(t *Tx, _ string, loc Location, l ndjson.Line) error {
 	var a ndjson.Alias
 	if l.Type != ndjson.TypeAlias || l.Decode(&a) != nil {
@@ -174,7 +167,7 @@ func indexAlias(t *Tx, _ string, loc Location, l ndjson.Line) error {
 // CatchUpFetches indexes the fetch records fetches/ holds past the
 // catalog's checkpoint. The caller holds the fetch lock.
 func (c *Catalog) CatchUpFetches(ctx context.Context) error {
-	return c.follow(ctx, tapFetches, storage.DirFetches, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+	return c.follow(ctx, TapFetches, storage.DirFetches, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil {
 			return nil
@@ -185,16 +178,48 @@ func (c *Catalog) CatchUpFetches(ctx context.Context) error {
 
 // SetFetchesCheckpoint records that the catalog indexes fetches/ up to
 // end (a key and an offset), inside the transaction that indexes them.
-func (t *Tx) SetFetchesCheckpoint(cp Checkpoint) error { return t.setCheckpoint(tapFetches, cp) }
+func (t *Tx) SetFetchesCheckpoint(cp Checkpoint) error { return t.setCheckpoint(TapFetches, cp) }
 
 // SetEntriesCheckpoint records that the catalog indexes entries/ up to
 // cp, and that events/ holds their events up to events.
 func (t *Tx) SetEntriesCheckpoint(cp, events Checkpoint) error {
-	if err := t.setCheckpoint(tapEntries, cp); err != nil {
+	if err := t.setCheckpoint(TapEntries, cp); err != nil {
 		return err
 	}
-	return t.setCheckpoint(tapEvents, events)
+	return t.setCheckpoint(TapEvents, events)
 }
 
 // SetAliasesCheckpoint records that the catalog indexes aliases/ up to cp.
-func (t *Tx) SetAliasesCheckpoint(cp Checkpoint) error { return t.setCheckpoint(tapAliases, cp) }
+func (t *Tx) SetAliasesCheckpoint(cp Checkpoint) error { return t.setCheckpoint(TapAliases, cp) }
+
+// ReindexFetchFile indexes the fetch records of one fetches/ day file
+// again, after feed-store prune rewrote it with fewer records: their
+// places changed, and the records it dropped leave the catalog.
+func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
+	type line struct {
+		f   ndjson.Fetch
+		loc Location
+	}
+	var lines []line
+	err := c.st.ReadLogLines(key, func(start, end int64, l ndjson.Line) error {
+		var f ndjson.Fetch
+		if l.Type == ndjson.TypeFetch && l.Decode(&f) == nil {
+			lines = append(lines, line{f, Location{Day: dayOf(key), Offset: start, Length: end - start}})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.Update(ctx, func(t *Tx) error {
+		if _, err := t.exec(`DELETE FROM fetches WHERE day = ?`, dayOf(key)); err != nil {
+			return err
+		}
+		for i := range lines {
+			if err := t.IndexFetch(&lines[i].f, lines[i].loc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

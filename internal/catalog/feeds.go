@@ -21,9 +21,9 @@ type Feed struct {
 // FeedFilter narrows Feeds; its zero value is every subscription.
 type FeedFilter struct {
 	// DueBy, when set, keeps the enabled subscriptions that may be due at
-	// that time: never fetched, or whose next fetch time has come, and not
-	// paused by hand. (feed-due decides among them: what a Retry-After
-	// holds back, say.)
+	// that time: never fetched, or whose next fetch time has come (or who
+	// have none, and no scheduler state), and not paused by hand. (feed-due
+	// decides among them: what a Retry-After holds back, say.)
 	DueBy time.Time
 	// Label keeps the subscriptions with this label.
 	Label string
@@ -48,7 +48,7 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 	if !f.DueBy.IsZero() {
 		at := unixMS(f.DueBy)
 		where = append(where, `s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= ?)`)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= ? OR st.next_fetch_at IS NULL AND st.sched IS NULL)`)
 		args = append(args, at, at)
 	}
 	if f.Label != "" {

@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -210,3 +214,36 @@ func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {
 	_, err = t.exec(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at <= ?`, key, unixMS(at))
 	return err
 }
+
+// FetchIndexer is the catalog as the index of fetches/, for
+// storage.AppendFetches.
+func (c *Catalog) FetchIndexer(ctx context.Context) storage.FetchIndexer {
+	return fetchIndexer{ctx: ctx, c: c}
+}
+
+type fetchIndexer struct {
+	ctx context.Context
+	c   *Catalog
+}
+
+func (x fetchIndexer) CatchUp() error { return x.c.CatchUpFetches(x.ctx) }
+
+func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) error {
+	return x.c.Update(x.ctx, func(t *Tx) error {
+		var end Checkpoint
+		for i, f := range records {
+			p := placed[i]
+			if err := t.IndexFetch(f, Location{Day: dayOf(p.Key), Offset: p.Offset, Length: p.Length}); err != nil {
+				return err
+			}
+			if p.Key > end.File || p.Key == end.File && p.Offset+p.Length > end.Offset {
+				end = Checkpoint{File: p.Key, Offset: p.Offset + p.Length}
+			}
+		}
+		return t.setCheckpoint(TapFetches, end)
+	})
+}
+
+// dayOf is the day of a day file's key: "2026-11-21" of
+// "fetches/2026-11-21.ndjson".
+func dayOf(key string) string { return strings.TrimSuffix(path.Base(key), ".ndjson") }

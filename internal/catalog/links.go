@@ -37,7 +37,9 @@ type LinkOwners struct {
 func (o LinkOwners) Known() bool { return o.First.FeedID != "" }
 
 // Has reports whether ref is the link's first entry or one of its aliases.
-func (o LinkOwners) Has(ref ndjson.EntryRef) bool { return o.First == ref || slices.Contains(o.Aliases, ref) }
+func (o LinkOwners) Has(ref ndjson.EntryRef) bool {
+	return o.First == ref || slices.Contains(o.Aliases, ref)
+}
 
 // Link returns what the catalog, and what this index added, hold of a
 // link.

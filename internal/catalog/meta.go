@@ -13,11 +13,11 @@ import (
 // rows and the checkpoint in one transaction; what a crash left between is
 // indexed by the next writer from the checkpoint on.
 const (
-	tapSubscriptions = "tap:subscriptions"
-	tapEntries       = "tap:entries"
-	tapEvents        = "tap:events"
-	tapAliases       = "tap:aliases"
-	tapFetches       = "tap:fetches"
+	TapSubscriptions = "tap:subscriptions"
+	TapEntries       = "tap:entries"
+	TapEvents        = "tap:events"
+	TapAliases       = "tap:aliases"
+	TapFetches       = "tap:fetches"
 )
 
 // Checkpoint is a position in a log: a file (a store key) and an offset in

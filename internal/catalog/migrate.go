@@ -30,24 +30,38 @@ const (
 	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
 )
 
-// migrateOldStore fills a new catalog from a store written before it: its
-// subscription list (which is the subscription log now), the feed states
-// of its state log, its budget and histogram files, and the entries,
-// aliases and fetch records of its logs; then it removes the old files.
-// It runs once, when a binary opens such a store without a catalog.
-func (c *Catalog) migrateOldStore(ctx context.Context) error {
+// buildFromFiles fills a new catalog from the store's files, when the
+// store has some: a store written before the catalog (migrated once: its
+// feed states from its state log, its budget and histogram files; its old
+// index files then go), or one whose catalog was deleted (the feed states
+// rebuilt from the fetch records, as feed-store reindex does). Then the
+// subscription log, and the entries, aliases and fetch records of the
+// logs, as a catch-up from their start.
+func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	st := c.st
-	old := false
-	for _, key := range []string{oldStateLog, SubscriptionsFile, oldCheckpoint} {
+	old, files := false, false
+	for _, key := range []string{oldStateLog, oldCheckpoint} {
 		if _, err := st.Stat(key); err == nil {
 			old = true
 		}
 	}
-	if !old {
-		return nil
+	for _, dir := range []string{storage.DirEntries, storage.DirFetches} {
+		if names, _ := st.DayFiles(dir); len(names) > 0 {
+			files = true
+		}
+	}
+	if _, err := st.Stat(SubscriptionsFile); err == nil {
+		files = true
+	}
+	if !old && !files {
+		return nil // a new store
 	}
 	start := time.Now()
-	c.log.Info("migrating the store to its catalog, once: the subscriptions, feed states and indexes move into " + c.path)
+	if old {
+		c.log.Info("migrating the store to its catalog, once: the subscriptions, feed states and indexes move into " + c.path)
+	} else {
+		c.log.Info("the store has no catalog: building " + c.path + " from the store's files")
+	}
 	if err := c.catchUpSubscriptions(ctx); err != nil {
 		return err
 	}
@@ -66,6 +80,11 @@ func (c *Catalog) migrateOldStore(ctx context.Context) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if !old {
+		if _, err := c.rebuildStates(ctx); err != nil {
+			return err
+		}
 	}
 	for len(order) > 0 {
 		n := min(len(order), followChunk)
@@ -104,24 +123,28 @@ func (c *Catalog) migrateOldStore(ctx context.Context) error {
 	// The logs, from their start. Every stored entry's event was written
 	// (the old checkpoint says how far; what a crash left is announced by
 	// feed-store's next run, as the old store did).
-	var oldCP struct {
-		EventsFile   string `json:"events_file"`
-		EventsOffset int64  `json:"events_offset"`
-	}
+	events := Checkpoint{}
 	if b, err := st.ReadFile(oldCheckpoint); err == nil {
+		var oldCP struct {
+			EventsFile   string `json:"events_file"`
+			EventsOffset int64  `json:"events_offset"`
+		}
 		json.Unmarshal(b, &oldCP)
+		events = Checkpoint{File: oldCP.EventsFile, Offset: oldCP.EventsOffset}
+	} else if events.File, events.Offset, err = st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil }); err != nil {
+		return err
 	}
-	if err := c.SetMeta(ctx, tapEvents, Checkpoint{File: oldCP.EventsFile, Offset: oldCP.EventsOffset}); err != nil {
+	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
 		return err
 	}
 	idx := c.Index()
-	if err := c.follow(ctx, tapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := c.follow(ctx, tapAliases, DirAliases, indexAlias); err != nil {
+	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
 		return err
 	}
 	if err := c.CatchUpFetches(ctx); err != nil {
@@ -137,6 +160,6 @@ func (c *Catalog) migrateOldStore(ctx context.Context) error {
 			return err
 		}
 	}
-	c.log.Info("migrated the store to its catalog", "feeds", len(states), "elapsed_ms", time.Since(start).Milliseconds())
+	c.log.Info("the catalog is built", "elapsed_ms", time.Since(start).Milliseconds())
 	return nil
 }

@@ -225,6 +225,10 @@ func (c *Catalog) EditSubscriptions(ctx context.Context, edit func([]ndjson.Subs
 	if len(lines) == 0 {
 		return nil
 	}
+	// The log holds credentials: its owner's only.
+	if err := c.st.CreatePrivate(SubscriptionsFile); err != nil {
+		return err
+	}
 	off, err := c.st.AppendLines(SubscriptionsFile, lines, storage.Durable)
 	if err != nil {
 		return err
@@ -240,7 +244,7 @@ func (c *Catalog) EditSubscriptions(ctx context.Context, edit func([]ndjson.Subs
 				return err
 			}
 		}
-		return t.setCheckpoint(tapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: off + int64(len(lines))})
+		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: off + int64(len(lines))})
 	})
 }
 
@@ -343,7 +347,7 @@ func (t *Tx) removeSubscription(feedID string) error {
 // replaced as a whole (restored from a backup, written by hand), which is
 // read again from its start.
 func (c *Catalog) catchUpSubscriptions(ctx context.Context) error {
-	cp, err := c.Checkpoint(ctx, tapSubscriptions)
+	cp, err := c.Checkpoint(ctx, TapSubscriptions)
 	if err != nil {
 		return err
 	}
@@ -360,7 +364,7 @@ func (c *Catalog) catchUpSubscriptions(ctx context.Context) error {
 }
 
 func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
-	cp, err := c.Checkpoint(ctx, tapSubscriptions)
+	cp, err := c.Checkpoint(ctx, TapSubscriptions)
 	if err != nil {
 		return err
 	}
@@ -431,7 +435,7 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 				return err
 			}
 		}
-		return t.setCheckpoint(tapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: end})
+		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: end})
 	})
 }
 

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
@@ -62,7 +65,6 @@ func summary(t *testing.T, out []byte) string {
 
 func TestRun(t *testing.T) {
 	// Stored already, in every case: a1 (hash h1) and a2 (hash h2) of feed A.
-	stored := []storage.Seen{{UID: testids.UID("a1"), Hash: "h1"}, {UID: testids.UID("a2"), Hash: "h2"}}
 	for _, tc := range []struct {
 		name, in, want string
 		bad            bool // the input has a malformed line
@@ -85,10 +87,13 @@ func TestRun(t *testing.T) {
 		{"a record of the wrong shape is reported", `{"type":"entry","entry_uid":7}` + "\n" + fetch("A", "F", true), "F:0/0/0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
-			if err := st.PutSeen(testids.Feed("A"), append([]storage.Seen(nil), stored...), storage.Durable); err != nil {
-				t.Fatal(err)
-			}
+			st, cat := seeded(t, func(tx *catalog.Tx) error {
+				if err := tx.StoreVersion(stored("A", "a1", "h1"), loc); err != nil {
+					return err
+				}
+				return tx.StoreVersion(stored("A", "a2", "h2"), loc)
+			})
+			before, _ := cat.Sizes(context.Background())
 			var out bytes.Buffer
 			err := Run(context.Background(), Config{In: strings.NewReader(tc.in), Out: ndjson.NewWriter(&out), Store: st})
 			if tc.bad != errors.Is(err, pipe.ErrFailed) || (!tc.bad && err != nil) {
@@ -97,11 +102,39 @@ func TestRun(t *testing.T) {
 			if got := summary(t, out.Bytes()); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
-			// feed-dedup never writes the index.
-			idx, _ := st.SeenEntries(testids.Feed("A"))
-			if a2, _ := idx.Latest(testids.UID("a2")); idx.Len() != 2 || a2.Hash != "h2" {
-				t.Fatalf("index changed: %+v", idx)
+			// feed-dedup never writes the catalog.
+			after, _ := cat.Sizes(context.Background())
+			a2, _, _ := cat.Index().Latest(context.Background(), testids.Feed("A"), testids.UID("a2"))
+			if !maps.Equal(after, before) || a2.Hash != "h2" {
+				t.Fatalf("catalog changed: %v, was %v; a2 %+v", after, before, a2)
 			}
 		})
 	}
+}
+
+// loc is where a seeded entry's line is: a test never reads it.
+var loc = catalog.Location{Day: "2026-11-21", Length: 1}
+
+// stored is an entry as feed-store stored it.
+func stored(feed, uid, hash string) *ndjson.Entry {
+	at := ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	return &ndjson.Entry{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash, FirstSeen: at, LastSeen: at, SeenCount: 1}
+}
+
+// seeded is a store whose catalog seed filled.
+func seeded(t *testing.T, seed func(*catalog.Tx) error) (*storage.Store, *catalog.Catalog) {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	if err := cat.Update(context.Background(), seed); err != nil {
+		t.Fatal(err)
+	}
+	return st, cat
 }

@@ -2,6 +2,7 @@ package due
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -21,8 +23,8 @@ func sub(id string, disabled bool) ndjson.Subscription {
 		Disabled: disabled, CreatedAt: ndjson.At(now.Add(-48 * time.Hour)), Labels: []string{"l"}}
 }
 
-func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedState {
-	return storage.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
+func state(id string, lastFetch, lastSuccess, next time.Duration) catalog.FeedState {
+	return catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
 		NextFetchAt: ndjson.At(now.Add(next)), Validators: ndjson.Validators{ETag: `"` + id + `"`}}
 }
 
@@ -36,28 +38,46 @@ func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedSt
 //	overdue   next fetch 3h ago
 func fixture(t *testing.T) *storage.Store {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	states, _ := st.States()
 	day := 24 * time.Hour
-	err = states.Put(storage.Durable,
+	return fill(t, []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)},
 		state("due", -time.Hour, -time.Hour, -5*time.Minute),
 		state("later", -10*time.Minute, -10*time.Minute, 50*time.Minute),
 		state("stale", -time.Hour, -20*day, -time.Minute),
 		state("overdue", -4*time.Hour, -4*time.Hour, -3*time.Hour),
 	)
+}
+
+// fill makes a store whose catalog has subs and states.
+func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	err = cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	putStates(t, st, states...)
 	return st
+}
+
+// putStates writes states in the store's catalog.
+func putStates(t *testing.T, st *storage.Store, states ...catalog.FeedState) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if err := cat.Update(context.Background(), func(tx *catalog.Tx) error { return tx.PutStates(states...) }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func run(t *testing.T, cfg Config) ([]ndjson.Due, error) {
@@ -98,7 +118,7 @@ func TestRun(t *testing.T) {
 			tc.cfg.Store = st
 			dues, err := run(t, tc.cfg)
 			if tc.error != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.error) || !errors.Is(err, storage.ErrNoSuchSubscription) {
+				if err == nil || !strings.Contains(err.Error(), tc.error) || !errors.Is(err, catalog.ErrNoSuchSubscription) {
 					t.Fatalf("err %v, want %q", err, tc.error)
 				}
 				return
@@ -161,14 +181,11 @@ func TestEmptyStore(t *testing.T) {
 // the body for good.
 func TestNoValidatorsAfterAParseFailure(t *testing.T) {
 	st := fixture(t)
-	states, _ := st.States()
 	failed := state("due", -time.Hour, -2*time.Hour, -5*time.Minute)
 	failed.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10 items"}
 	transient := state("stale", -time.Hour, -2*time.Hour, -5*time.Minute)
 	transient.LastError = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_503", Message: "HTTP 503"}
-	if err := states.Put(storage.Durable, failed, transient); err != nil {
-		t.Fatal(err)
-	}
+	putStates(t, st, failed, transient)
 	dues, err := run(t, Config{Store: st, Feeds: []string{testids.Feed("due"), testids.Feed("stale")}})
 	if err != nil {
 		t.Fatal(err)

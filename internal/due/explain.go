@@ -1,13 +1,14 @@
 package due
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -16,20 +17,25 @@ import (
 // of the last decision, and that decision in words. A feed never fetched
 // gets the decision the scheduler makes for a new feed.
 func Explain(cfg Config, ref string, w io.Writer) error {
-	subs, _, err := cfg.Store.Subscriptions()
+	ctx := context.Background()
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
 	if err != nil {
 		return err
 	}
-	i, err := storage.FindSubscription(subs, ref)
+	defer done()
+	subs, err := cat.Subscriptions(ctx)
+	if err != nil {
+		return err
+	}
+	i, err := catalog.FindSubscription(subs, ref)
 	if err != nil {
 		return err
 	}
 	sub := subs[i]
-	states, err := cfg.Store.States()
+	fs, _, err := cat.State(ctx, sub.FeedID)
 	if err != nil {
 		return err
 	}
-	fs := states.ByFeed[sub.FeedID]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Feed %s\n  %s\n", sub.FeedID, sub.URL)
 	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {

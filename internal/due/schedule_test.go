@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
@@ -23,15 +24,12 @@ import (
 //	limited   a 503 with Retry-After 2h, a minute ago: not even --all fetches it
 func schedFixture(t *testing.T) *storage.Store {
 	t.Helper()
-	st, _ := storage.Open(t.TempDir())
 	paused := sub("paused", false)
 	paused.PausedUntil = ndjson.At(now.Add(24 * time.Hour))
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false), sub("limited", false)}, nil
-	})
-	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) storage.FeedState {
+	subs := []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false), sub("limited", false)}
+	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) catalog.FeedState {
 		s, d := sched.Next(st, out, p, sched.Overrides{}, at, nil)
-		fs := storage.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+		fs := catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
 		fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
 		return fs
 	}
@@ -43,8 +41,7 @@ func schedFixture(t *testing.T) *storage.Store {
 	nudged := decide("nudged", sched.State{}, ok, fixed(time.Hour), now.Add(-time.Minute))
 	s, d := sched.Next(*nudged.Sched, sched.Outcome{Kind: sched.Nudged}, fixed(time.Hour), sched.Overrides{}, now.Add(-time.Second), nil)
 	nudged.Sched, nudged.Decision, nudged.NextFetchAt = &s, &d, s.NextAt
-	states, _ := st.States()
-	states.Put(storage.Durable,
+	return fill(t, subs,
 		decide("probe", sched.State{}, gone, sched.Params{}, now.Add(-24*time.Hour-time.Minute)),
 		decide("dead", sched.State{}, gone, sched.Params{NoProbe: true}, now.Add(-time.Hour)),
 		nudged,
@@ -53,7 +50,6 @@ func schedFixture(t *testing.T) *storage.Store {
 		decide("late", sched.State{}, ok, fixed(time.Hour), now.Add(-3*time.Hour)),
 		decide("limited", sched.State{}, sched.Outcome{Status: 503, ErrorClass: "rate_limited", ErrorCode: "http_503", RetryAfterSec: 7200}, fixed(time.Hour), now.Add(-time.Minute)),
 	)
-	return st
 }
 
 func TestRunSched(t *testing.T) {
@@ -108,10 +104,7 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	// A feed never fetched: the decision for a new feed.
-	st2, _ := storage.Open(t.TempDir())
-	st2.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("fresh", false)}, nil
-	})
+	st2 := fill(t, []ndjson.Subscription{sub("fresh", false)})
 	var b bytes.Buffer
 	if err := Explain(Config{Store: st2, Now: now}, testids.Feed("fresh"), &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
 		!strings.Contains(b.String(), "never fetched\n") {

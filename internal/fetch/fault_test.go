@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
@@ -254,11 +255,16 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 			t.Fatal(err)
 		}
 		fake.Advance(time.Hour)
-		states, err := st.States()
+		cat, err := catalog.Open(context.Background(), st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return states.ByFeed[testids.Feed("f")].Validators
+		defer cat.Close()
+		fs, _, err := cat.State(context.Background(), testids.Feed("f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs.Validators
 	}
 	first := validators("/gen/5.xml")
 	if first.ETag != `"gen-5-0"` || first.LastModified == "" {

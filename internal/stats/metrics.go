@@ -1,7 +1,7 @@
 package stats
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/catalog"
 )
 
 // durationBounds are the upper bounds, in seconds, of the fetch duration
@@ -35,29 +35,19 @@ func (h *Histogram) Observe(secs float64) {
 	h.Count++
 }
 
-// histogramKey is where feed-store keeps the histogram.
-const histogramKey = storage.DirState + "/fetch-durations.json"
-
 // LoadHistogram reads the store's fetch duration histogram; an absent or
 // unreadable one starts empty.
-func LoadHistogram(st *storage.Store) *Histogram {
+func LoadHistogram(ctx context.Context, cat *catalog.Catalog) *Histogram {
 	h := &Histogram{}
-	if b, err := st.ReadFile(histogramKey); err == nil {
-		json.Unmarshal(b, h)
-	}
-	if len(h.Counts) != len(durationBounds)+1 {
+	if ok, err := cat.Meta(ctx, catalog.MetaHistogram, h); !ok || err != nil || len(h.Counts) != len(durationBounds)+1 {
 		*h = Histogram{}
 	}
 	return h
 }
 
 // SaveHistogram writes it back.
-func SaveHistogram(st *storage.Store, h *Histogram) error {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	return st.WriteFileAtomic(histogramKey, append(b, '\n'))
+func SaveHistogram(ctx context.Context, cat *catalog.Catalog, h *Histogram) error {
+	return cat.SetMeta(ctx, catalog.MetaHistogram, h)
 }
 
 // WriteMetrics writes the store's figures in the Prometheus text format:

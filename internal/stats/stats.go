@@ -5,6 +5,7 @@ package stats
 
 import (
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -44,40 +46,43 @@ const TypeStats = "feed_stats"
 // Totals are the figures of the whole store.
 type Totals struct {
 	Enabled, Disabled, Failing int
-	Counts                     storage.FeedCounts
+	Counts                     catalog.FeedCounts
 }
 
-// Compute adds up the feed states of a store.
-func Compute(subs []ndjson.Subscription, states *storage.States) Totals {
-	var t Totals
-	for _, s := range subs {
-		switch st := states.ByFeed[s.FeedID]; {
-		case s.Disabled:
-			t.Disabled++
-		case st.ConsecutiveFailures > 0:
-			t.Failing++
-			t.Enabled++
-		default:
-			t.Enabled++
-		}
+// Compute adds up the feed states of a store, a feed at a time.
+func Compute(ctx context.Context, cat *catalog.Catalog) (Totals, error) {
+	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+		t.add(f)
+		return nil
+	})
+	return t, err
+}
+
+// add counts one feed.
+func (t *Totals) add(f *catalog.Feed) {
+	switch st := f.State; {
+	case f.Sub.Disabled:
+		t.Disabled++
+	case st.ConsecutiveFailures > 0:
+		t.Failing++
+		t.Enabled++
+	default:
+		t.Enabled++
 	}
-	t.Counts.ErrorCodes = map[string]int{}
-	for _, st := range states.ByFeed {
-		c := st.Counts
-		t.Counts.Fetches += c.Fetches
-		t.Counts.OK += c.OK
-		t.Counts.NotModified += c.NotModified
-		t.Counts.Errors += c.Errors
-		t.Counts.BytesIn += c.BytesIn
-		t.Counts.BytesSaved += c.BytesSaved
-		t.Counts.DurationMS += c.DurationMS
-		t.Counts.NewEntries += c.NewEntries
-		t.Counts.Updated += c.Updated
-		for code, n := range c.ErrorCodes {
-			t.Counts.ErrorCodes[code] += n
-		}
+	c := f.State.Counts
+	t.Counts.Fetches += c.Fetches
+	t.Counts.OK += c.OK
+	t.Counts.NotModified += c.NotModified
+	t.Counts.Errors += c.Errors
+	t.Counts.BytesIn += c.BytesIn
+	t.Counts.BytesSaved += c.BytesSaved
+	t.Counts.DurationMS += c.DurationMS
+	t.Counts.NewEntries += c.NewEntries
+	t.Counts.Updated += c.Updated
+	for code, n := range c.ErrorCodes {
+		t.Counts.ErrorCodes[code] += n
 	}
-	return t
 }
 
 // Format is how Run writes its rows.
@@ -91,11 +96,12 @@ const (
 
 // Config is everything feed-stats touches.
 type Config struct {
-	Out    io.Writer
-	Store  *storage.Store
-	Now    time.Time
-	Days   int // window of new_per_day and median_article_bytes
-	Format Format
+	Out     io.Writer
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
+	Now     time.Time
+	Days    int // window of new_per_day and median_article_bytes
+	Format  Format
 }
 
 // Run writes a row per subscription and a total row.
@@ -103,22 +109,22 @@ func Run(cfg Config) error {
 	if cfg.Days <= 0 {
 		cfg.Days = 7
 	}
-	subs, _, err := cfg.Store.Subscriptions()
+	ctx := context.Background()
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, nil)
 	if err != nil {
 		return err
 	}
-	states, err := cfg.Store.States()
-	if err != nil {
-		return err
-	}
+	defer done()
 	recent, err := recentEntries(cfg.Store, cfg.Now, cfg.Days)
 	if err != nil {
 		return err
 	}
 	var rows []Row
 	var allSizes []int
-	for _, s := range subs {
-		st := states.ByFeed[s.FeedID]
+	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+		t.add(f)
+		s, st := f.Sub, f.State
 		r := row(st.Counts, cfg.Days, recent[s.FeedID])
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
 		r.State = "enabled"
@@ -134,8 +140,11 @@ func Run(cfg Config) error {
 		}
 		rows = append(rows, r)
 		allSizes = append(allSizes, recent[s.FeedID].sizes...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	t := Compute(subs, states)
 	var all feedRecent
 	for _, fr := range recent {
 		all.newEntries += fr.newEntries
@@ -147,7 +156,7 @@ func Run(cfg Config) error {
 	return write(cfg, rows)
 }
 
-func row(c storage.FeedCounts, days int, fr feedRecent) Row {
+func row(c catalog.FeedCounts, days int, fr feedRecent) Row {
 	r := Row{Header: ndjson.Head(TypeStats), Fetches: c.Fetches, BytesIn: c.BytesIn, BytesSaved: c.BytesSaved, NewEntries: c.NewEntries}
 	if c.Fetches > 0 {
 		n := float64(c.Fetches)

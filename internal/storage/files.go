@@ -316,15 +316,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// encodeLines encodes records as NDJSON lines.
-func encodeLines[T any](records []T) ([]byte, error) {
-	var buf bytes.Buffer
-	for _, r := range records {
-		b, err := ndjson.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(b)
+// ReadLogLines is ReadLog for a reader that needs where each line is: fn
+// gets the offsets of its start and of its end (past the newline).
+func (s *Store) ReadLogLines(key string, fn func(start, end int64, l ndjson.Line) error) error {
+	f, err := s.open(key)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
-	return buf.Bytes(), nil
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	_, _, err = readLog(f, key, 0, fn)
+	return err
 }

@@ -21,14 +21,14 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// The store's top-level directories.
+// The store's top-level directories: the payloads, and the logs by day
+// (DESIGN.md §3). The catalog, catalog.db, is beside them.
 const (
-	DirState   = "state"
 	DirRaw     = "raw"
 	DirFetches = "fetches"
 	DirEntries = "entries"
 	DirEvents  = "events"
-	DirIndex   = "index"
+	DirAliases = "aliases"
 )
 
 // DayLayout names the date partitions: the UTC day of the event.
@@ -73,7 +73,7 @@ func Open(root string) (*Store, error) {
 		return nil, fmt.Errorf("storage: cannot open the store %s: %w", root, unwrapPathError(err))
 	}
 	s := &Store{Root: root, Created: created, root: r}
-	for _, dir := range []string{DirState, DirRaw, DirFetches, DirEntries, DirEvents, DirIndex} {
+	for _, dir := range []string{DirRaw, DirFetches, DirEntries, DirEvents} {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("storage: cannot create %s: %w", s.Path(dir), unwrapPathError(err))
@@ -223,13 +223,6 @@ func unwrapPathError(err error) error {
 // The store's other file operations, each on checked keys through the
 // root.
 
-func (s *Store) create(key string) (*os.File, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	return s.root.Create(key)
-}
-
 func (s *Store) remove(key string) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -253,29 +246,19 @@ func (s *Store) removeAll(key string) error {
 	return s.root.RemoveAll(key)
 }
 
-func (s *Store) mkdirAll(key string) error {
+// CreatePrivate creates an empty file at key readable by its owner only,
+// unless there is one: for the files that hold credentials (the
+// subscriptions, the catalog), which are then appended to or opened.
+func (s *Store) CreatePrivate(key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	return s.root.MkdirAll(key, 0o755)
-}
-
-func (s *Store) rename(from, to string) error {
-	if err := checkKey(from); err != nil {
-		return err
+	f, err := s.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
 	}
-	if err := checkKey(to); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("storage: create %s: %w", key, unwrapPathError(err))
 	}
-	return s.root.Rename(from, to)
-}
-
-// glob returns the keys that match pattern (path.Match syntax), sorted.
-func (s *Store) glob(pattern string) ([]string, error) {
-	return fs.Glob(s.root.FS(), pattern)
-}
-
-func (s *Store) isDir(key string) bool {
-	fi, err := s.Stat(key)
-	return err == nil && fi.IsDir()
+	return f.Close()
 }

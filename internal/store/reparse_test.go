@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/due"
 	"github.com/feedpipe/feedpipe/internal/fetch"
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -73,7 +74,7 @@ func TestReparse(t *testing.T) {
 
 	// The latest version of each entry of a.xml has its link's tracking
 	// parameter, and the edited one its edit.
-	idx, _ := w.st.SeenEntries(feedA)
+	idx := openCatalog(t, w.st).Index()
 	latest := map[string]ndjson.Entry{}
 	for _, e := range storedEntries(t, w.st) {
 		if e.FeedID == feedA {
@@ -87,7 +88,7 @@ func TestReparse(t *testing.T) {
 		if !strings.Contains(e.CanonicalLink, "utm_source=rss") || e.Status != "updated" {
 			t.Errorf("latest of %s: %+v", uid, e)
 		}
-		if s, _ := idx.Latest(uid); s.Hash != e.ContentHash {
+		if s, _, _ := idx.Latest(context.Background(), feedA, uid); s.Hash != e.ContentHash {
 			t.Errorf("index of %s: %+v", uid, s)
 		}
 		if e.NativeID == "g0" && (e.Title != "One, corrected" || e.SeenCount != 3) {
@@ -127,23 +128,20 @@ func TestReparseMendsLostEntries(t *testing.T) {
 		Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{t0}}); err != nil {
 		t.Fatal(err)
 	}
-	states, _ := w.st.States()
-	var broken []storage.FeedState
+	var broken []catalog.FeedState
 	for _, l := range strings.Split(strings.TrimSpace(fetched.String()), "\n") {
 		var f ndjson.Fetch
 		if err := json.Unmarshal([]byte(l), &f); err != nil || f.ResponseHeaders["Etag"] == "" {
 			t.Fatalf("fetch record %s: %v", l, err)
 		}
-		fs := storage.FeedState{FeedID: f.Due.FeedID, LastFetchAt: f.FetchedAt, LastStatus: 200,
+		fs := catalog.FeedState{FeedID: f.Due.FeedID, LastFetchAt: f.FetchedAt, LastStatus: 200,
 			Validators: ndjson.Validators{ETag: f.ResponseHeaders["Etag"]}}
 		if f.Due.FeedID == many {
 			fs.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 2 items"}
 		}
 		broken = append(broken, fs)
 	}
-	if err := states.Put(storage.Durable, broken...); err != nil {
-		t.Fatal(err)
-	}
+	putStates(t, w.st, broken...)
 
 	var out bytes.Buffer
 	var sum ReparseSummary
@@ -162,7 +160,7 @@ func TestReparseMendsLostEntries(t *testing.T) {
 	if byFeed[many] != 3 || byFeed[unparsed] != 2 {
 		t.Fatalf("stored by feed %v", byFeed)
 	}
-	states, _ = w.st.States()
+	states, _ := statesOf(t, w.st)
 	if v := states.ByFeed[site].Validators; v.ETag != "" {
 		t.Fatalf("the website keeps the validators of a page never scraped: %+v", v)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
@@ -74,10 +76,10 @@ func TestSchedule(t *testing.T) {
 	type step struct {
 		fetch   func(*ndjson.Fetch)
 		entries int // new entries before the fetch record
-		check   func(t *testing.T, r runOut, fs storage.FeedState, at time.Time)
+		check   func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time)
 	}
-	wantNext := func(kind, reason string, after time.Duration) func(*testing.T, runOut, storage.FeedState, time.Time) {
-		return func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+	wantNext := func(kind, reason string, after time.Duration) func(*testing.T, runOut, catalog.FeedState, time.Time) {
+		return func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 			t.Helper()
 			d := r.decision(t)
 			if d.Decision != kind || d.Reason != reason {
@@ -100,13 +102,13 @@ func TestSchedule(t *testing.T) {
 		{name: "cron", sub: ndjson.Subscription{Cron: "30 * * * *"},
 			steps: []step{{fetch: ok200, check: wantNext("defer", "cron", 30*time.Minute)}}},
 		{name: "paused by hand", sub: ndjson.Subscription{PausedUntil: ndjson.At(t0.Add(48 * time.Hour))},
-			steps: []step{{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			steps: []step{{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || d.Reason != "paused" || !d.NextAt.Equal(t0.Add(48*time.Hour)) {
 					t.Errorf("decision %+v", d)
 				}
 			}}}},
 		{name: "max interval override", sub: ndjson.Subscription{MaxIntervalSec: 600},
-			steps: []step{{fetch: notMod}, {fetch: notMod}, {fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			steps: []step{{fetch: notMod}, {fetch: notMod}, {fetch: notMod, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Inputs.MaxSec != 600 || fs.IntervalSec > 600 {
 					t.Errorf("max %d, interval %d: want at most 600", d.Inputs.MaxSec, fs.IntervalSec)
 				}
@@ -114,7 +116,7 @@ func TestSchedule(t *testing.T) {
 		{name: "304s stretch the interval", p: sched.Params{Policy: sched.Policy{Kind: sched.PolicySeed}}, steps: []step{
 			{fetch: ok200},
 			{fetch: notMod}, {fetch: notMod},
-			{fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: notMod, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				d := r.decision(t)
 				if d.Inputs.IntervalAfterSec <= d.Inputs.IntervalBeforeSec || d.Reason != "not_modified" {
 					t.Errorf("interval %d -> %d (%s): a feed that stops posting must be polled less", d.Inputs.IntervalBeforeSec, d.Inputs.IntervalAfterSec, d.Reason)
@@ -124,7 +126,7 @@ func TestSchedule(t *testing.T) {
 			{fetch: notMod, check: wantNext("defer", "not_modified", time.Duration(float64(15*time.Minute)*1.25))}}},
 		{name: "404 disables, probe re-enables", steps: []step{
 			{fetch: ok200},
-			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: gone, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_disabled" {
 					t.Fatalf("output %s", r.types())
 				}
@@ -137,7 +139,7 @@ func TestSchedule(t *testing.T) {
 					t.Errorf("state %s, next %s: want disabled, probed in a day", fs.Sched.Lifecycle, fs.NextFetchAt)
 				}
 			}},
-			{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_reenabled" || fs.Sched.Lifecycle != sched.StateCoolingDown {
 					t.Fatalf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
 				}
@@ -150,13 +152,13 @@ func TestSchedule(t *testing.T) {
 		{name: "a private address refused: backoff, not disabled", steps: []step{
 			{fetch: func(f *ndjson.Fetch) {
 				f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "address_refused", Message: "refused"}
-			}, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			}, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "backoff" || fs.Sched.Lifecycle == sched.StateDisabled || r.types() != "decision" {
 					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
 				}
 			}}}},
 		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
-			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: gone, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {
 					t.Errorf("decision %+v: want a pause without end", d)
 				}
@@ -165,7 +167,7 @@ func TestSchedule(t *testing.T) {
 			{fetch: ok200},
 			{fetch: fail, check: wantNext("backoff", "http_error", -1)},
 			{fetch: fail},
-			{fetch: fail, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: fail, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_disabled" || fs.ConsecutiveFailures != 3 {
 					t.Errorf("output %s, failures %d", r.types(), fs.ConsecutiveFailures)
 				}
@@ -180,7 +182,7 @@ func TestSchedule(t *testing.T) {
 			st, _ := storage.Open(t.TempDir())
 			sub := tc.sub
 			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
-			st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
+			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
 			at := t0
 			for i, s := range tc.steps {
 				at = at.Add(time.Duration(i) * 30 * time.Minute)
@@ -197,7 +199,7 @@ func TestSchedule(t *testing.T) {
 				if r.err != nil {
 					t.Fatalf("step %d: %v", i, r.err)
 				}
-				states, _ := st.States()
+				states, _ := statesOf(t, st)
 				fs := states.ByFeed[testids.Feed("A")]
 				if fs.Sched == nil || fs.Decision == nil || !fs.NextFetchAt.Equal(fs.Sched.NextAt.Time) || fs.IntervalSec != fs.Sched.IntervalSec {
 					t.Fatalf("step %d: state does not hold the scheduler's: %+v", i, fs)
@@ -350,7 +352,7 @@ func TestMaxAge(t *testing.T) {
 // day's spend is kept for the budget feedback.
 func TestScaleAndBudget(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		h := ndjson.Head(ndjson.TypeSubscription)
 		return []ndjson.Subscription{{Header: h, FeedID: testids.Feed("A"), URL: "http://example.org/a"}, {Header: h, FeedID: testids.Feed("B"), URL: "http://example.org/b"}}, nil
 	})
@@ -363,25 +365,25 @@ func TestScaleAndBudget(t *testing.T) {
 	if d := r.decision(t); d.Inputs.Scale <= 0 || d.Inputs.Scale == sched.DefaultScale {
 		t.Errorf("scale %g: want one computed for the budget", d.Inputs.Scale)
 	}
-	data, err := os.ReadFile(st.Path(BudgetFile))
+	cat := openCatalog(t, st)
 	var b budgetState
-	if err != nil || json.Unmarshal(data, &b) != nil || b.Fetches != 2 || b.Factor != 1 || !b.Since.Equal(t0) {
-		t.Fatalf("budget file %s (%v)", data, err)
+	if ok, err := cat.Meta(context.Background(), catalog.MetaBudget, &b); !ok || err != nil || b.Fetches != 2 || b.Factor != 1 || !b.Since.Equal(t0) {
+		t.Fatalf("budget %+v (%v)", b, err)
 	}
 	// A day later the factor moves towards budget/spent: 2 fetches a day
 	// against 48 is far under, so it grows (at most 2), and the day's
 	// underspend is kept for the next days to make up.
 	in = fetchRec("A", func(f *ndjson.Fetch) { f.FetchedAt = ndjson.At(t0.Add(25 * time.Hour)) })
 	runSched(t, st, t0.Add(25*time.Hour), sched.Params{}, in)
-	data, _ = os.ReadFile(st.Path(BudgetFile))
-	json.Unmarshal(data, &b)
+	cat.Meta(context.Background(), catalog.MetaBudget, &b)
 	if b.Factor <= 1 || b.Over >= 0 || b.Fetches != 1 || !b.Since.Equal(t0.Add(25*time.Hour)) {
-		t.Fatalf("after a day: %s", data)
+		t.Fatalf("after a day: %+v", b)
 	}
-	// A file from before the loop kept what was owed reads as owing nothing.
-	os.WriteFile(st.Path(BudgetFile), []byte(`{"factor":1.5,"since":"2026-06-01T00:00:00Z","fetches":3}`), 0o644)
-	c := &committer{cfg: Config{Store: st, Log: slog.New(slog.DiscardHandler)}}
+	// A budget from before the loop kept what was owed reads as owing
+	// nothing.
+	cat.SetMeta(context.Background(), catalog.MetaBudget, json.RawMessage(`{"factor":1.5,"since":"2026-06-01T00:00:00Z","fetches":3}`))
+	c := &committer{ctx: context.Background(), cat: cat, cfg: Config{Store: st, Log: slog.New(slog.DiscardHandler)}}
 	if got := c.loadBudget(t0.Add(26 * time.Hour)); got.Factor != 1.5 || got.Over != 0 || got.Fetches != 3 {
-		t.Errorf("an older budget file: %+v", got)
+		t.Errorf("an older budget: %+v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -145,12 +146,12 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 
 func TestFeedState(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("own"), URL: "https://own.example/", IntervalSec: 600}}, nil
 	})
-	state := func(feed string) storage.FeedState {
+	state := func(feed string) catalog.FeedState {
 		t.Helper()
-		s, err := st.States()
+		s, err := statesOf(t, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestFeedState(t *testing.T) {
 	}
 	// Each step is a fetch a minute after the one before, at fetchedAt.
 	fetchedAt := t0
-	step := func(feed string, mutate func(*ndjson.Fetch)) storage.FeedState {
+	step := func(feed string, mutate func(*ndjson.Fetch)) catalog.FeedState {
 		t.Helper()
 		fetchedAt = fetchedAt.Add(time.Minute)
 		at := fetchedAt
@@ -221,7 +222,7 @@ func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
 	run(t, st, t0, fetchRec("A", nil)+fetchRec("A", later))
 	// A replay of both, in order.
 	run(t, st, t0.Add(2*time.Hour), fetchRec("A", nil)+fetchRec("A", later))
-	s, _ := st.States()
+	s, _ := statesOf(t, st)
 	got := s.ByFeed[testids.Feed("A")]
 	if got.Validators.ETag != `"v2"` || !got.LastFetchAt.Equal(t0.Add(time.Hour)) || !got.NextFetchAt.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("state after replay: %+v", got)
@@ -231,7 +232,7 @@ func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
 func TestNewEntriesCountedInState(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+fetchRec("A", nil))
-	s, _ := st.States()
+	s, _ := statesOf(t, st)
 	if s.ByFeed[testids.Feed("A")].NewEntriesLastFetch != 2 {
 		t.Fatalf("new_entries_last_fetch %d", s.ByFeed[testids.Feed("A")].NewEntriesLastFetch)
 	}
@@ -239,6 +240,7 @@ func TestNewEntriesCountedInState(t *testing.T) {
 
 func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
+	openCatalog(t, st) // the store has run before
 	// A crash left an entry in entries/ that was never indexed nor
 	// announced.
 	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed("A"), EntryUID: testids.UID("u1"), ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1, Status: "new"}
@@ -312,7 +314,7 @@ func TestNoWaitFailsWhenLocked(t *testing.T) {
 
 func TestMovedFeedGetsItsNewURL(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
 			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://old.example/feed"},
 			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("B"), URL: "https://b.example/feed"},
@@ -329,11 +331,11 @@ func TestMovedFeedGetsItsNewURL(t *testing.T) {
 	if r.err != nil || r.sum.Moved != 1 {
 		t.Fatalf("err %v, moved %d", r.err, r.sum.Moved)
 	}
-	subs, _, _ := st.Subscriptions()
+	subs := subsOf(t, st)
 	if subs[0].URL != "https://new.example/feed" || subs[0].FeedID != testids.Feed("A") || subs[1].URL != "https://b.example/feed" || subs[2].URL != "https://c.example/feed" {
 		t.Fatalf("subscriptions %+v", subs)
 	}
-	states, _ := st.States()
+	states, _ := statesOf(t, st)
 	if b := states.ByFeed[testids.Feed("B")]; b.MovedTo != "https://b2.example/feed" || b.MovedCount != 1 {
 		t.Fatalf("B's redirect count not kept: %+v", b)
 	}
@@ -346,7 +348,7 @@ func TestBytesSavedAndSameBodyCounted(t *testing.T) {
 	if r.sum.BytesSaved != 5000 || r.sum.NotModified != 1 || r.sum.SameBody != 1 {
 		t.Fatalf("summary %+v", r.sum)
 	}
-	states, _ := st.States()
+	states, _ := statesOf(t, st)
 	if a, b := states.ByFeed[testids.Feed("A")], states.ByFeed[testids.Feed("B")]; a.Counts.BytesSaved != 5000 || a.Counts.NotModified != 1 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" || b.Counts.BytesIn != 7000 || b.Counts.OK != 1 {
 		t.Fatalf("states %+v %+v", a, b)
 	}
@@ -360,7 +362,7 @@ func TestPageFetchRecordsLeaveStateAlone(t *testing.T) {
 		f.Page = &ndjson.Page{Role: "article", SourceFetchID: testids.Fetch("F-W")}
 		f.ResponseHeaders = map[string]string{"Etag": `"page-etag"`}
 	}))
-	states, _ := st.States()
+	states, _ := statesOf(t, st)
 	if w := states.ByFeed[testids.Feed("W")]; w.Validators.ETag != `"v1"` || !w.LastFetchAt.Equal(t0) || r.sum.Feeds != 0 {
 		t.Fatalf("a page fetch changed the source's state %+v (feeds counted %d)", w, r.sum.Feeds)
 	}
@@ -373,7 +375,7 @@ func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
 	e1 := strings.Replace(entry("W", "u1", "h1", "One"), `"fetch_id":"`+testids.Fetch("F-W")+`"`, `"fetch_id":"`+testids.Fetch("page1")+`"`, 1)
 	e2 := strings.Replace(entry("W", "u2", "h2", "Two"), `"fetch_id":"`+testids.Fetch("F-W")+`"`, `"fetch_id":"`+testids.Fetch("page2")+`"`, 1)
 	run(t, st, t0, e1+e2+fetchRec("W", nil))
-	states, _ := st.States()
+	states, _ := statesOf(t, st)
 	if n := states.ByFeed[testids.Feed("W")].NewEntriesLastFetch; n != 2 {
 		t.Fatalf("new_entries_last_fetch %d, want 2", n)
 	}
@@ -439,7 +441,7 @@ func TestValidatorsOnlyFromBodiesRead(t *testing.T) {
 				}
 			})
 			run(t, st, later, second)
-			states, err := st.States()
+			states, err := statesOf(t, st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -483,7 +485,7 @@ func TestUnreadBodyNotStored(t *testing.T) {
 			if !errors.Is(err, pipe.ErrFailed) || !strings.Contains(logs.String(), "fetch of https://a.example/feed "+tc.want) {
 				t.Fatalf("err %v, logs:\n%s", err, logs.String())
 			}
-			states, _ := st.States()
+			states, _ := statesOf(t, st)
 			if s, ok := states.ByFeed[testids.Feed("A")]; ok {
 				t.Fatalf("the unread fetch was stored: %+v", s)
 			}
@@ -492,7 +494,7 @@ func TestUnreadBodyNotStored(t *testing.T) {
 			if r := run(t, st, t0.Add(time.Minute), rec(true)); r.err != nil || r.sum.Feeds != 1 || r.sum.Replayed != 0 {
 				t.Fatalf("err %v, summary %+v", r.err, r.sum)
 			}
-			states, _ = st.States()
+			states, _ = statesOf(t, st)
 			if v := states.ByFeed[testids.Feed("A")].Validators; v.ETag != `"v1"` {
 				t.Fatalf("validators %+v", v)
 			}

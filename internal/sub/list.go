@@ -2,16 +2,16 @@ package sub
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -24,17 +24,12 @@ type ListOptions struct {
 // List writes the subscriptions, as a table for people or as NDJSON.
 func List(cfg Config, o ListOptions) error {
 	cfg.defaults()
-	subs, bad, err := cfg.Store.Subscriptions()
+	cat, done, err := cfg.catalog()
 	if err != nil {
 		return err
 	}
-	if bad > 0 {
-		fmt.Fprintf(cfg.Msg, "feed-sub: warning: %d malformed lines in %s were skipped\n", bad, cfg.Store.Path(storage.SubscriptionsFile))
-	}
-	if o.Label != "" {
-		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return !slices.Contains(s.Labels, o.Label) })
-	}
-	states, err := cfg.Store.States()
+	defer done()
+	subs, states, err := feeds(cat, o.Label)
 	if err != nil {
 		return err
 	}
@@ -47,7 +42,7 @@ func List(cfg Config, o ListOptions) error {
 				s.Auth = &ndjson.Auth{Username: s.Auth.Username, Password: "(redacted)"}
 			}
 			s.Headers = httpx.RedactHeaderMap(s.Headers)
-			if err := out.Write(listingOf(s, states.ByFeed[s.FeedID], now)); err != nil {
+			if err := out.Write(listingOf(s, states[s.FeedID], now)); err != nil {
 				return err
 			}
 		}
@@ -56,7 +51,7 @@ func List(cfg Config, o ListOptions) error {
 	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
 	for _, s := range subs {
-		st := states.ByFeed[s.FeedID]
+		st := states[s.FeedID]
 		status, last, next := "disabled", "never", "-"
 		if !s.Disabled {
 			status = schedStatus(s, st, now)
@@ -93,7 +88,7 @@ type listing struct {
 	NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
 }
 
-func listingOf(s ndjson.Subscription, fs storage.FeedState, now time.Time) *listing {
+func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
 	l := &listing{Subscription: s, ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
@@ -110,7 +105,7 @@ func listingOf(s ndjson.Subscription, fs storage.FeedState, now time.Time) *list
 // nextFetch is when feed-due lists the feed next (a time past is now); ok
 // is false when it does not by itself: disabled by hand, or disabled for
 // errors and not probed.
-func nextFetch(s ndjson.Subscription, fs storage.FeedState, now time.Time) (at time.Time, ok bool) {
+func nextFetch(s ndjson.Subscription, fs catalog.FeedState, now time.Time) (at time.Time, ok bool) {
 	if s.Disabled {
 		return time.Time{}, false
 	}
@@ -175,18 +170,34 @@ func human(d time.Duration) string {
 // subscriptions.ndjson keeps them.
 func Export(cfg Config) error {
 	cfg.defaults()
-	subs, _, err := cfg.Store.Subscriptions()
+	cat, done, err := cfg.catalog()
 	if err != nil {
 		return err
 	}
-	states, err := cfg.Store.States()
+	defer done()
+	subs, states, err := feeds(cat, "")
 	if err != nil {
 		return err
 	}
 	outlines := make([]opml.Outline, 0, len(subs))
 	for _, s := range subs {
-		title := cmp.Or(s.Name, states.ByFeed[s.FeedID].Title)
+		title := cmp.Or(s.Name, states[s.FeedID].Title)
 		outlines = append(outlines, opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss"})
 	}
 	return opml.Write(cfg.Out, "feedpipe subscriptions", outlines)
+}
+
+// feeds returns the subscriptions with label (all for ""), in the list's
+// order, and their feeds' states.
+func feeds(cat *catalog.Catalog, label string) ([]ndjson.Subscription, map[string]catalog.FeedState, error) {
+	var subs []ndjson.Subscription
+	states := map[string]catalog.FeedState{}
+	err := cat.Feeds(context.Background(), catalog.FeedFilter{Label: label}, func(f *catalog.Feed) error {
+		subs = append(subs, f.Sub)
+		if f.Stored {
+			states[f.Sub.FeedID] = f.State
+		}
+		return nil
+	})
+	return subs, states, err
 }

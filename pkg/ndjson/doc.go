@@ -240,7 +240,11 @@
 //	                         {new, updated, unchanged, aliases}: how many
 //	                         of its entries were new, changed, already
 //	                         stored, or (--cross-feed) passed on as
-//	                         aliases of another feed's entry
+//	                         aliases of another feed's entry; and
+//	                         unchanged_uids [string], the entry_uids of
+//	                         the unchanged ones, which feed-dedup dropped:
+//	                         feed-store counts their sighting (last_seen,
+//	                         seen_count)
 //	scrape           object  null unless feed-scrape worked on the fetch (a
 //	                         website source, or a feed with fulltext), else:
 //	    mode              string  direct or list (a website's discovery
@@ -348,9 +352,15 @@
 //	                        entry first stored with the link; left out of
 //	                        the line otherwise
 //	first_seen      time    set by feed-store: when the entry was first
-//	                        stored (kept across updates)
-//	last_seen       time    set by feed-store: when this version was stored
-//	seen_count      int     set by feed-store: how many versions were stored
+//	                        seen (the fetched_at of that fetch; kept
+//	                        across updates)
+//	last_seen       time    set by feed-store: when this version was seen
+//	seen_count      int     set by feed-store: in how many fetches the
+//	                        entry had been seen, this one included, when
+//	                        this version was stored. The line is never
+//	                        rewritten: the catalog's entries table goes
+//	                        on counting the sightings of an unchanged
+//	                        entry (seed 000 §4.4)
 //
 // # new_entry and updated_entry (feed-store)
 //

@@ -254,6 +254,9 @@ type Dedup struct {
 	Unchanged int `json:"unchanged"`
 	// Aliases: entries of status alias (feed-dedup --cross-feed).
 	Aliases int `json:"aliases"`
+	// UnchangedUIDs are the entry_uids of the unchanged entries, which
+	// feed-dedup dropped: feed-store counts their sighting.
+	UnchangedUIDs []string `json:"unchanged_uids"`
 }
 
 // Author is one author of an entry; any field may be empty.
