@@ -54,6 +54,12 @@ type Outcome struct {
 	Published  []time.Time `json:"published,omitempty"`
 	// Items is how many items the document held (parse.items).
 	Items int `json:"items,omitempty"`
+	// Withheld is how many of them the fetch left out (parse.items less
+	// parse.entries when the due record had an item_limit: a first or
+	// stale fetch keeps only the newest). They come as new entries with
+	// the next answer that shows them, and are the feed's history, not
+	// items posted since.
+	Withheld int `json:"withheld,omitempty"`
 
 	// Parsed says the body was parsed, so the hints below are the feed's
 	// current ones (an empty list then clears a stored hint). Without it

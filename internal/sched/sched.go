@@ -169,9 +169,12 @@ func (r *run) fetched(o Outcome) {
 	failed := o.failed()
 	newCount := 0
 	if !failed {
-		newCount = r.observe(o, prev, true)
+		newCount = r.observe(o, prev, true, st.Withheld)
+		if o.Parsed { // a document was read: what it left out, if anything
+			st.Withheld = min(max(o.Withheld, 0), 1<<20)
+		}
 	} else {
-		r.observe(Outcome{}, prev, false)
+		r.observe(Outcome{}, prev, false, 0)
 	}
 	in.NewEntries = newCount
 	if prev.IsZero() || r.t0.After(prev) {
