@@ -117,6 +117,9 @@ func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outco
 	if parsed {
 		o.Parsed = true
 		o.Items = f.Parse.Items
+		if f.Due.ItemLimit > 0 { // a first or stale fetch keeps the newest items only
+			o.Withheld = max(f.Parse.Items-f.Parse.Entries, 0)
+		}
 		o.TTLMinutes, o.SkipHours, o.SkipDays = f.Parse.TTLMinutes, f.Parse.SkipHours, f.Parse.SkipDays
 	}
 	return o

@@ -154,6 +154,23 @@ func TestSchedule(t *testing.T) {
 					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
 				}
 			}}}},
+		// rdf_UTF8.xml of the shared corpus: 60 items without dates. The
+		// first fetch keeps 20 (item_limit) and the next shows the other
+		// 40 as new: history both times, no burst (it was 12134 items a
+		// day, and every 5 minutes).
+		{name: "undated items a limited fetch withheld are history", steps: []step{
+			{entries: 20, fetch: func(f *ndjson.Fetch) { f.Due.ItemLimit, f.Parse = 20, &ndjson.Parse{Items: 60, Entries: 20} },
+				check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 40 {
+						t.Errorf("rate %g a day, %d withheld: want the prior's, 40", d.Inputs.RatePerDay, fs.Sched.Withheld)
+					}
+				}},
+			{entries: 40, fetch: func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 60, Entries: 60} },
+				check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 0 || d.Inputs.IntervalAfterSec < 900 {
+						t.Errorf("rate %g a day, interval %ds, %d withheld: the 40 withheld items are no burst", d.Inputs.RatePerDay, d.Inputs.IntervalAfterSec, fs.Sched.Withheld)
+					}
+				}}}},
 		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
 			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {
