@@ -214,7 +214,13 @@ func (d Decision) Explain() string {
 		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))
 	}
 	if in.WindowCapSec > 0 && d.Reason != ReasonDailySlot {
-		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %d-item window unseen", fmtDur(sec(in.WindowCapSec)), in.Items))
+		// Items is what this fetch's document held: none on a 304, whose
+		// window is the last document's.
+		window := "window"
+		if in.Items > 0 {
+			window = fmt.Sprintf("%d-item window", in.Items)
+		}
+		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %s unseen", fmtDur(sec(in.WindowCapSec)), window))
 	}
 	if !in.SkipMovedFrom.IsZero() {
 		adj = append(adj, fmt.Sprintf("%s moved it from %s to %s", skipText(in), fmtClock(in.SkipMovedFrom.Time, at), fmtClock(next, at)))
@@ -395,6 +401,10 @@ func fmtSigned(d time.Duration) string {
 
 // fmtNum writes a number with at most three significant digits.
 func fmtNum(f float64) string { return fmt.Sprintf("%.3g", f) }
+
+// RateText writes a posting rate, items a day, in words as Explain does:
+// "3 times a day", "once a day", "0.2 times a day".
+func RateText(r float64) string { return fmtRate(r) + " a day" }
 
 // fmtRate writes a posting rate in words: "3 times", "once", "0.2 times".
 func fmtRate(r float64) string {
