@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // dnsServer is a DNS server on loopback that answers A queries for the
@@ -85,6 +87,11 @@ func TestNameResolvingToLoopbackIsRefused(t *testing.T) {
 	r := New(Options{Resolver: resolver}).Get(context.Background(), Request{URL: u})
 	if r.Err == nil || r.Err.Code != CodeAddressRefused || !strings.Contains(r.Err.Message, "127.0.0.1") {
 		t.Fatalf("err %+v, want address_refused naming 127.0.0.1", r.Err)
+	}
+	// Blocked, by this machine: not permanent (the feed is not gone) nor
+	// transient (trying again changes nothing until --allow-private).
+	if r.Err.Class != ndjson.ClassBlocked {
+		t.Errorf("class %s, want blocked", r.Err.Class)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("the server got %d requests", n)

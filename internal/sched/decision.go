@@ -42,6 +42,10 @@ const (
 	ReasonCron         Reason = "cron"           // the feed's cron expression
 	ReasonPaused       Reason = "paused"         // paused by hand until a time
 	ReasonDisabled     Reason = "disabled"       // disabled for errors (probed, or not, per Params.NoProbe)
+
+	// ReasonRefused: this machine refused the feed's address (a private
+	// one, without --allow-private); tried again after the interval.
+	ReasonRefused Reason = "address_refused"
 )
 
 // Event marks a decision that changes whether the feed is in service;
@@ -157,6 +161,11 @@ func (d Decision) Explain() string {
 		fmt.Fprintf(&b, "Next fetch %s.", when(next))
 	case Backoff:
 		delay := fmtDur(time.Duration(in.BackoffSec) * time.Second)
+		if d.Reason == ReasonRefused {
+			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: --allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it. Not the feed's failure: none counted, no error budget spent.",
+				when(next), failure(in))
+			break
+		}
 		if in.Policy == string(PolicySeed) && !strings.Contains(in.Override, "interval ") && !strings.Contains(in.Override, "cron ") {
 			fmt.Fprintf(&b, "Backing off until %s: %s; failure %d in a row; policy seed: interval ×backoff base, capped, then as after an answer: %s.",
 				when(next), failure(in), in.ConsecutiveFailures, delay)

@@ -99,6 +99,17 @@ func (o Outcome) class() string {
 	return ""
 }
 
+// CodeAddressRefused is the error code of a fetch this machine refused to
+// make: the feed's address is private, loopback or the like, and
+// --allow-private was not given (internal/httpx; class blocked).
+const CodeAddressRefused = "address_refused"
+
+// refused reports whether this machine's own rule refused the fetch: the
+// publisher was never asked, so it says nothing about the feed. (By its
+// code, whatever its class: fetch records written before the class was
+// blocked say permanent.)
+func (o Outcome) refused() bool { return o.ErrorCode == CodeAddressRefused }
+
 func (o Outcome) hasRetryAfter() bool { return o.RetryAfterSec > 0 || !o.RetryUntil.IsZero() }
 
 // permanent reports whether the failure disables the feed at once: a

@@ -694,3 +694,48 @@ func TestUndatedFeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestRefused: a fetch this machine refused (a private address without
+// --allow-private; class blocked, or permanent in records written before)
+// is no failure of the feed: whatever the feed's state, it keeps it, with
+// no failure counted, no backoff step, no error budget spent, and it is
+// tried again after its interval. (It was classed transient here and
+// spent the budget: after the first real answer such feeds stayed
+// "cooling down" with 4 of 5 of their budget spent.)
+func TestRefused(t *testing.T) {
+	p := noJitter()
+	failing := started(p, Overrides{})
+	for range 2 {
+		failing, _ = Next(failing, Outcome{At: t0, Status: 503, ErrorClass: ClassTransient, ErrorCode: "http_503"}, p, Overrides{}, t0, nil)
+	}
+	cooling, _ := Next(failing, Outcome{At: t0, Status: 200}, p, Overrides{}, t0, nil)
+	disabled, _ := Next(started(p, Overrides{}), Outcome{At: t0, Status: 404, ErrorClass: ClassPermanent, ErrorCode: "http_404"}, p, Overrides{}, t0, nil)
+	for _, tc := range []struct {
+		name       string
+		st         State
+		wantReason Reason
+	}{
+		{"new feed", started(p, Overrides{}), ReasonRefused},
+		{"backoff", failing, ReasonRefused},
+		{"cooling down", cooling, ReasonRefused},
+		{"disabled: at its next probe", disabled, ReasonDisabled},
+	} {
+		for _, class := range []string{ClassBlocked, ClassPermanent} {
+			t.Run(tc.name+" "+class, func(t *testing.T) {
+				at := t0.Add(time.Minute) // the budget drains by 0.0035 a minute
+				before := tc.st
+				st, d := Next(before, Outcome{At: at, ErrorClass: class, ErrorCode: CodeAddressRefused}, p, Overrides{}, at, nil)
+				spent := math.Max(before.ErrorsSpent-p.withDefaults().ErrorBudgetPerDay/(24*60), 0)
+				if st.Lifecycle != before.Lifecycle || st.Failures != before.Failures || st.Step != before.Step || st.Successes != before.Successes ||
+					math.Abs(st.ErrorsSpent-spent) > 1e-9 || d.Event != "" || d.Reason != tc.wantReason || d.Inputs.ErrorClass != class {
+					t.Fatalf("state %s -> %s, failures %d -> %d, step %d -> %d, budget spent %.4f -> %.4f, event %q, reason %s, class %s:\n%s",
+						before.Lifecycle, st.Lifecycle, before.Failures, st.Failures, before.Step, st.Step, before.ErrorsSpent, st.ErrorsSpent,
+						d.Event, d.Reason, d.Inputs.ErrorClass, d.Explain())
+				}
+				if want := at.Add(before.Interval()); tc.wantReason == ReasonRefused && !d.NextAt.Equal(want) {
+					t.Errorf("next %s, want %s: after the interval", d.NextAt, want)
+				}
+			})
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -105,12 +104,10 @@ func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outco
 		switch {
 		case e.Code == "body_too_large" && parsed:
 			o.Truncated = true // the part that came parsed: not a failure
-		case e.Code == httpx.CodeAddressRefused:
-			// Refused by this machine's own rule (--allow-private), not
-			// by the publisher: retried with backoff, so that a run with
-			// the flag finds the feed, rather than disabled on the spot.
-			o.ErrorClass, o.ErrorCode = ndjson.ClassTransient, e.Code
 		default:
+			// The fetch record's class, as it is: one class per outcome
+			// everywhere. (A refused private address is no failure of
+			// the feed: sched tells it by its code.)
 			o.ErrorClass, o.ErrorCode = e.Class, e.Code
 		}
 	}

@@ -65,6 +65,10 @@ func TestSchedule(t *testing.T) {
 		f.HTTPStatus, f.RetryAfterSec = 503, 5400
 		f.Error = &ndjson.Error{Class: ndjson.ClassRateLimited, Code: "http_503", Message: "HTTP 503"}
 	}
+	refused := func(f *ndjson.Fetch) {
+		f.HTTPStatus = 0
+		f.Error = &ndjson.Error{Class: ndjson.ClassBlocked, Code: "address_refused", Message: "refusing to connect to a non-public address: 127.0.0.1"}
+	}
 	maxAge := func(f *ndjson.Fetch) {
 		ok200(f)
 		f.ResponseHeaders = map[string]string{"Cache-Control": "public, max-age=7200"}
@@ -152,6 +156,22 @@ func TestSchedule(t *testing.T) {
 			}, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "backoff" || fs.Sched.Lifecycle == sched.StateDisabled || r.types() != "decision" {
 					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
+				}
+			}}}},
+		// One class per outcome: the decision's is the fetch record's. And
+		// a refusal --allow-private lifts spends no error budget: the first
+		// answer finds the feed healthy with all of it (it found it
+		// cooling down with 1 of 5 left).
+		{name: "refusals spend no error budget", steps: []step{
+			{fetch: refused, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.Inputs.ErrorClass != ndjson.ClassBlocked || d.Inputs.ErrorCode != "address_refused" || d.Reason != "address_refused" {
+					t.Errorf("decision %s, error class %s/%s: want the fetch record's, blocked/address_refused", d.Reason, d.Inputs.ErrorClass, d.Inputs.ErrorCode)
+				}
+			}},
+			{fetch: refused}, {fetch: refused}, {fetch: refused},
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+				if d := r.decision(t); d.State != "healthy" || d.Inputs.ErrorBudget != 5 || d.Inputs.ConsecutiveFailures != 0 {
+					t.Errorf("after the first answer: state %s, error budget %g of 5, %d failures", d.State, d.Inputs.ErrorBudget, d.Inputs.ConsecutiveFailures)
 				}
 			}}}},
 		// rdf_UTF8.xml of the shared corpus: 60 items without dates. The
