@@ -47,7 +47,7 @@ writes with --metrics-file.`,
 				if err != nil {
 					return err
 				}
-				return stats.WriteMetrics(c.App.Writer, stats.Compute(subs, states), stats.LoadHistogram(st))
+				return stats.WriteMetrics(c.App.Writer, stats.Compute(subs, states, time.Now()), stats.LoadHistogram(st))
 			}
 			format := stats.Table
 			switch {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -35,6 +36,8 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {
 		fmt.Fprintf(&b, "  %s\n", name)
 	}
+	// As feed-sub ls, feed-stats and the metrics say it.
+	fmt.Fprintf(&b, "Status: %s.\n", stats.StatusOf(sub, fs, cfg.Now).Text)
 	if sub.Disabled {
 		b.WriteString("Disabled by hand (feed-sub disable): feed-due skips it; feed-sub enable puts it back.\n")
 	}

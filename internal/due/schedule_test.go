@@ -89,12 +89,14 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"Feed probe", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"probe", []string{"Feed probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
 		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
 		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h0m0s), when the pause ends"}},
 		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
+		{"limited", []string{"Status: paused for a Retry-After until 2026-11-21 13:59Z."}},
+		{"late", []string{"Status: enabled."}},
 	} {
 		var b bytes.Buffer
 		if err := Explain(Config{Store: st, Now: now}, tc.ref, &b); err != nil {

@@ -23,7 +23,8 @@ type Row struct {
 	FeedID          string      `json:"feed_id"`
 	Name            string      `json:"name"`
 	URL             string      `json:"url"`
-	State           string      `json:"state"` // enabled, disabled, failing; "" for the total
+	State           string      `json:"state"`  // enabled, failing, paused or disabled (StatusOf); "" for the total
+	Status          string      `json:"status"` // the same for people, as feed-sub ls says it; "" for the total
 	Fetches         int         `json:"fetches"`
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
@@ -33,8 +34,8 @@ type Row struct {
 	NewEntries      int         `json:"new_entries"`
 	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days
 	MedianArticle   int         `json:"median_article_bytes"` // content (else summary) of entries stored in the last Days days
-	IntervalSec     int         `json:"interval_sec"`
-	NextFetchAt     ndjson.Time `json:"next_fetch_at"`
+	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
+	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
 }
 
@@ -43,23 +44,27 @@ const TypeStats = "feed_stats"
 
 // Totals are the figures of the whole store.
 type Totals struct {
-	Enabled, Disabled, Failing int
-	Counts                     storage.FeedCounts
+	// Subscriptions by status (StatusOf): Enabled are those in service,
+	// not disabled (by hand or by the scheduler), Failing and Paused
+	// among them.
+	Enabled, Failing, Paused, Disabled int
+	Counts                             storage.FeedCounts
 }
 
-// Compute adds up the feed states of a store.
-func Compute(subs []ndjson.Subscription, states *storage.States) Totals {
+// Compute adds up the feed states of a store at now.
+func Compute(subs []ndjson.Subscription, states *storage.States, now time.Time) Totals {
 	var t Totals
 	for _, s := range subs {
-		switch st := states.ByFeed[s.FeedID]; {
-		case s.Disabled:
+		switch StatusOf(s, states.ByFeed[s.FeedID], now).State {
+		case StateDisabled:
 			t.Disabled++
-		case st.ConsecutiveFailures > 0:
+			continue
+		case StateFailing:
 			t.Failing++
-			t.Enabled++
-		default:
-			t.Enabled++
+		case StatePaused:
+			t.Paused++
 		}
+		t.Enabled++
 	}
 	t.Counts.ErrorCodes = map[string]int{}
 	for _, st := range states.ByFeed {
@@ -121,21 +126,18 @@ func Run(cfg Config) error {
 		st := states.ByFeed[s.FeedID]
 		r := row(st.Counts, cfg.Days, recent[s.FeedID])
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
-		r.State = "enabled"
-		switch {
-		case s.Disabled:
-			r.State = "disabled"
-		case st.ConsecutiveFailures > 0:
-			r.State = fmt.Sprintf("failing (%d)", st.ConsecutiveFailures)
+		status := StatusOf(s, st, cfg.Now)
+		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
+		if status.Listed {
+			r.NextFetchAt = ndjson.At(status.Next)
 		}
-		r.IntervalSec, r.NextFetchAt = st.IntervalSec, st.NextFetchAt
 		if st.LastError != nil {
 			r.LastError = st.LastError.Code + ": " + st.LastError.Message
 		}
 		rows = append(rows, r)
 		allSizes = append(allSizes, recent[s.FeedID].sizes...)
 	}
-	t := Compute(subs, states)
+	t := Compute(subs, states, cfg.Now)
 	var all feedRecent
 	for _, fr := range recent {
 		all.newEntries += fr.newEntries
@@ -212,11 +214,11 @@ func write(cfg Config, rows []Row) error {
 	case CSV:
 		w := csv.NewWriter(cfg.Out)
 		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
-			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error"})
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status"})
 		for _, r := range rows {
 			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
 				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
-				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError})
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status})
 		}
 		w.Flush()
 		return w.Error()
@@ -233,7 +235,7 @@ func write(cfg Config, rows []Row) error {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", id, r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.State, "-"))
+			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.Status, "-"))
 	}
 	return tw.Flush()
 }

@@ -101,7 +101,7 @@ func TestMetrics(t *testing.T) {
 	subs, _, _ := st.Subscriptions()
 	states, _ := st.States()
 	path := filepath.Join(t.TempDir(), "feedpipe.prom")
-	if err := WriteMetricsFile(path, Compute(subs, states), LoadHistogram(st)); err != nil {
+	if err := WriteMetricsFile(path, Compute(subs, states, now), LoadHistogram(st)); err != nil {
 		t.Fatal(err)
 	}
 	text, _ := os.ReadFile(path)

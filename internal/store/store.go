@@ -506,7 +506,7 @@ func finish(cfg Config, c *committer) error {
 		if err != nil {
 			return err
 		}
-		return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, states), stats.LoadHistogram(cfg.Store))
+		return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, states, cfg.Now()), stats.LoadHistogram(cfg.Store))
 	}
 	if cfg.Summary.Feeds > 0 {
 		if err := stats.SaveHistogram(cfg.Store, c.durations); err != nil {
@@ -526,7 +526,7 @@ func finish(cfg Config, c *committer) error {
 	if err != nil {
 		return err
 	}
-	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, c.states), c.durations)
+	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, c.states, cfg.Now()), c.durations)
 }
 
 // move saves the new URLs that feed-fetch proposed for feeds moved
