@@ -17,7 +17,7 @@ func main() {
 		DisableSliceFlagSeparator: true, // --feed URL: a URL may hold commas
 		Name:                      "feed-due",
 		Usage:                     "list the subscriptions due for a fetch, as due records",
-		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-dedup | feed-store\n   feed-due --explain ID",
+		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store\n   feed-due --explain ID",
 		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
 writes one "due" record (see pkg/ndjson) for each enabled subscription that
 was never fetched or whose next fetch time has passed, most overdue first.

@@ -8,7 +8,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
 )
@@ -91,9 +90,10 @@ does.`,
 
 func reparseCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "reparse",
-		Usage:     "parse stored payloads again after a parser change; store what changed as new versions",
-		UsageText: `feed-store reparse --since 2026-11-01 > updates.ndjson`,
+		Name:  "reparse",
+		Usage: "parse stored payloads again after a parser change, or to store what a run lost; store what changed",
+		UsageText: `feed-store reparse --since 2026-11-01 > updates.ndjson
+   feed-store reparse --since 2026-11-01 --max-items 50000   (payloads that had too many items)`,
 		Description: `Reads the fetch records of fetches/ from the day --since on, parses their
 payloads again with feed-parse's code (and its tracking parameter flags),
 and passes the entries through feed-dedup's and feed-store's code. Of each
@@ -102,17 +102,28 @@ alone; one that parses differently is stored as a new version, in place of
 the old one, and announced on stdout as "updated_entry". An entry the
 parser now gives another id (one without an id of its own whose link
 changed) is not stored twice. Payloads pruned away are reported and
-skipped.`,
+skipped.
+
+It also mends a store that lost entries: a run without feed-parse (or
+feed-scrape) in its pipeline, or a payload that failed to parse (not a
+feed, too many items) whose validators were kept, so that the server's 304
+skipped it since. Entries of such payloads never stored are stored now, as
+"new_entry"; a source whose last body is still not read (a website, whose
+pages only feed-scrape reads, or a payload that fails again) loses its
+validators, so that its next fetch brings the body whole.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "since", Usage: "first day to re-parse, YYYY-MM-DD (UTC)", Required: true},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
-		}, cmdkit.TrackingFlags()...),
+		}, cmdkit.ParserFlags()...),
 		Action: func(c *cli.Context) error {
 			since, err := time.Parse(time.DateOnly, c.String("since"))
 			if err != nil {
 				return cmdkit.Usagef("--since: %q is not a day such as 2026-11-01", c.String("since"))
 			}
-			p := &parse.Parser{Tracking: cmdkit.Tracking(c)}
+			p, err := cmdkit.Parser(c)
+			if err != nil {
+				return err
+			}
 
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
@@ -121,8 +132,8 @@ skipped.`,
 			var sum store.ReparseSummary
 			err = store.Reparse(c.Context, store.ReparseConfig{Store: st, Out: cmdkit.Output(c.App.Writer), Log: log,
 				Since: since, Parser: p, NoWait: c.Bool("no-wait"), Summary: &sum})
-			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again\n",
-				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed)
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again; %d sources to fetch whole\n",
+				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed, sum.Refetch)
 			return err
 		},
 	}

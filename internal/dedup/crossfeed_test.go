@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func linked(feed, uid, link string) string {
-	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: "h", CanonicalLink: link})
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: "h", CanonicalLink: link})
 	return string(b)
 }
 
@@ -45,10 +46,10 @@ func TestCrossFeed(t *testing.T) {
 			st, _ := storage.Open(t.TempDir())
 			x := st.URLs()
 			h, _ := storage.URLHash(link)
-			if err := x.Add(h, ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, false); err != nil {
+			if err := x.Add(h, ndjson.EntryRef{FeedID: testids.Feed("A"), EntryUID: testids.UID("a1")}, false); err != nil {
 				t.Fatal(err)
 			}
-			if err := x.Add(h, ndjson.EntryRef{FeedID: "B", EntryUID: "b9"}, true); err != nil {
+			if err := x.Add(h, ndjson.EntryRef{FeedID: testids.Feed("B"), EntryUID: testids.UID("b9")}, true); err != nil {
 				t.Fatal(err)
 			}
 			if err := x.Flush(); err != nil {
@@ -83,16 +84,16 @@ func crossSummary(t *testing.T, out []byte) string {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
 			line.Decode(&e)
-			s := e.FeedID + "/" + e.EntryUID + ":" + e.Status
+			s := testids.Name(e.FeedID) + "/" + testids.Name(e.EntryUID) + ":" + e.Status
 			if e.AliasOf != nil {
-				s += ">" + e.AliasOf.FeedID + "/" + e.AliasOf.EntryUID
+				s += ">" + testids.Name(e.AliasOf.FeedID) + "/" + testids.Name(e.AliasOf.EntryUID)
 			}
 			got = append(got, s)
 		case ndjson.TypeFetch:
 			var f ndjson.Fetch
 			line.Decode(&f)
 			d := f.Dedup
-			got = append(got, f.FetchID+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
+			got = append(got, testids.Name(f.FetchID)+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
 		}
 	}
 	return strings.Join(got, " ")

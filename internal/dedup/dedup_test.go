@@ -10,16 +10,17 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func entry(feed, uid, hash, fetch string) string {
-	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: hash, RawRef: ndjson.RawRef{FetchID: fetch}})
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash, RawRef: ndjson.RawRef{FetchID: testids.Fetch(fetch)}})
 	return string(b)
 }
 
 func fetch(feed, id string, parsed bool) string {
-	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed}}
+	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch(id), Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(feed)}}
 	if parsed {
 		f.Parse = &ndjson.Parse{Format: "rss"}
 	}
@@ -43,14 +44,14 @@ func summary(t *testing.T, out []byte) string {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
 			line.Decode(&e)
-			got = append(got, e.FeedID+"/"+e.EntryUID+":"+e.Status)
+			got = append(got, testids.Name(e.FeedID)+"/"+testids.Name(e.EntryUID)+":"+e.Status)
 		case ndjson.TypeFetch:
 			var f ndjson.Fetch
 			line.Decode(&f)
 			if f.Dedup == nil {
-				got = append(got, f.FetchID+":-")
+				got = append(got, testids.Name(f.FetchID)+":-")
 			} else {
-				got = append(got, f.FetchID+":"+strconv.Itoa(f.Dedup.New)+"/"+strconv.Itoa(f.Dedup.Updated)+"/"+strconv.Itoa(f.Dedup.Unchanged))
+				got = append(got, testids.Name(f.FetchID)+":"+strconv.Itoa(f.Dedup.New)+"/"+strconv.Itoa(f.Dedup.Updated)+"/"+strconv.Itoa(f.Dedup.Unchanged))
 			}
 		default:
 			got = append(got, line.Type)
@@ -61,7 +62,7 @@ func summary(t *testing.T, out []byte) string {
 
 func TestRun(t *testing.T) {
 	// Stored already, in every case: a1 (hash h1) and a2 (hash h2) of feed A.
-	stored := []storage.Seen{{UID: "a1", Hash: "h1"}, {UID: "a2", Hash: "h2"}}
+	stored := []storage.Seen{{UID: testids.UID("a1"), Hash: "h1"}, {UID: testids.UID("a2"), Hash: "h2"}}
 	for _, tc := range []struct {
 		name, in, want string
 		bad            bool // the input has a malformed line
@@ -85,7 +86,7 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := storage.Open(t.TempDir())
-			if err := st.PutSeen("A", append([]storage.Seen(nil), stored...), storage.Durable); err != nil {
+			if err := st.PutSeen(testids.Feed("A"), append([]storage.Seen(nil), stored...), storage.Durable); err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
@@ -97,8 +98,8 @@ func TestRun(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
 			// feed-dedup never writes the index.
-			idx, _ := st.SeenEntries("A")
-			if a2, _ := idx.Latest("a2"); idx.Len() != 2 || a2.Hash != "h2" {
+			idx, _ := st.SeenEntries(testids.Feed("A"))
+			if a2, _ := idx.Latest(testids.UID("a2")); idx.Len() != 2 || a2.Hash != "h2" {
 				t.Fatalf("index changed: %+v", idx)
 			}
 		})

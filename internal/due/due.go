@@ -73,7 +73,7 @@ func Run(cfg Config) error {
 			SourceType: cmp.Or(sub.SourceType, ndjson.SourceAuto),
 			Name:       sub.Name,
 			Labels:     nonNil(sub.Labels),
-			Validators: st.Validators,
+			Validators: validators(st),
 			Fulltext:   sub.Fulltext,
 			Scrape:     sub.Scrape,
 			Access:     sub.Access,
@@ -159,4 +159,15 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// validators are the validators a feed's next fetch sends: none after a
+// body that did not parse. feed-store keeps only those of bodies read, but
+// a store written before it did may hold a failed body's, and a 304 to
+// them would skip the body a raised limit could read now.
+func validators(st storage.FeedState) ndjson.Validators {
+	if st.LastError != nil && st.LastError.Class == ndjson.ClassParse {
+		return ndjson.Validators{}
+	}
+	return st.Validators
 }

@@ -10,18 +10,19 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func sub(id string, disabled bool) ndjson.Subscription {
-	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: id, URL: "https://example.org/" + id,
+	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed(id), URL: "https://example.org/" + id, Name: id,
 		Disabled: disabled, CreatedAt: ndjson.At(now.Add(-48 * time.Hour)), Labels: []string{"l"}}
 }
 
 func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedState {
-	return storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
+	return storage.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
 		NextFetchAt: ndjson.At(now.Add(next)), Validators: ndjson.Validators{ETag: `"` + id + `"`}}
 }
 
@@ -89,7 +90,7 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "due now, most overdue first", cfg: Config{}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20"},
 		{name: "all", cfg: Config{All: true}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20 later:forced:0"},
-		{name: "one feed by id", cfg: Config{Feeds: []string{"later"}}, want: "later:forced:0"},
+		{name: "one feed by id", cfg: Config{Feeds: []string{testids.Feed("later")}}, want: "later:forced:0"},
 		{name: "by URL, even disabled", cfg: Config{Feeds: []string{"https://example.org/off"}}, want: "off:forced:20"},
 		{name: "unknown feed", cfg: Config{Feeds: []string{"nope"}}, error: "nothing matches"},
 	} {
@@ -107,7 +108,7 @@ func TestRun(t *testing.T) {
 			}
 			var got []string
 			for _, d := range dues {
-				got = append(got, d.FeedID+":"+d.Reason+":"+strconv.Itoa(d.ItemLimit))
+				got = append(got, testids.Name(d.FeedID)+":"+d.Reason+":"+strconv.Itoa(d.ItemLimit))
 			}
 			if strings.Join(got, " ") != tc.want {
 				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
@@ -117,13 +118,13 @@ func TestRun(t *testing.T) {
 }
 
 func TestDueRecordFields(t *testing.T) {
-	dues, err := run(t, Config{Store: fixture(t), Feeds: []string{"due", "new"}})
+	dues, err := run(t, Config{Store: fixture(t), Feeds: []string{testids.Feed("due"), testids.Feed("new")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	byID := map[string]ndjson.Due{}
 	for _, d := range dues {
-		byID[d.FeedID] = d
+		byID[testids.Name(d.FeedID)] = d
 	}
 	d := byID["due"]
 	if d.Type != "due" || d.V != 1 || d.URL != "https://example.org/due" || d.Validators.ETag != `"due"` ||
@@ -137,10 +138,10 @@ func TestDueRecordFields(t *testing.T) {
 	// replay of the same record names the same scheduled run.
 	dues, _ = run(t, Config{Store: fixture(t)})
 	for _, d := range dues {
-		if d.FeedID == "due" && !d.ScheduledAt.Equal(now.Add(-5*time.Minute)) {
+		if testids.Name(d.FeedID) == "due" && !d.ScheduledAt.Equal(now.Add(-5*time.Minute)) {
 			t.Errorf("scheduled_at %s, want the next_fetch_at", d.ScheduledAt)
 		}
-		if d.FeedID == "new" && !d.ScheduledAt.Equal(now.Add(-48*time.Hour)) {
+		if testids.Name(d.FeedID) == "new" && !d.ScheduledAt.Equal(now.Add(-48*time.Hour)) {
 			t.Errorf("new feed scheduled_at %s, want its creation", d.ScheduledAt)
 		}
 	}
@@ -151,5 +152,31 @@ func TestEmptyStore(t *testing.T) {
 	dues, err := run(t, Config{Store: st, All: true})
 	if err != nil || len(dues) != 0 {
 		t.Fatalf("%d records, %v", len(dues), err)
+	}
+}
+
+// TestNoValidatorsAfterAParseFailure: a store written before feed-store
+// kept only the validators of bodies read may hold those of a body that
+// failed to parse; the next fetch must not send them, or a 304 would skip
+// the body for good.
+func TestNoValidatorsAfterAParseFailure(t *testing.T) {
+	st := fixture(t)
+	states, _ := st.States()
+	failed := state("due", -time.Hour, -2*time.Hour, -5*time.Minute)
+	failed.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10 items"}
+	transient := state("stale", -time.Hour, -2*time.Hour, -5*time.Minute)
+	transient.LastError = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_503", Message: "HTTP 503"}
+	if err := states.Put(storage.Durable, failed, transient); err != nil {
+		t.Fatal(err)
+	}
+	dues, err := run(t, Config{Store: st, Feeds: []string{testids.Feed("due"), testids.Feed("stale")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dues {
+		want := map[string]string{"due": "", "stale": `"stale"`}[testids.Name(d.FeedID)]
+		if d.Validators.ETag != want {
+			t.Errorf("%s: ETag %q, want %q", testids.Name(d.FeedID), d.Validators.ETag, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -30,7 +31,7 @@ func schedFixture(t *testing.T) *storage.Store {
 	})
 	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) storage.FeedState {
 		s, d := sched.Next(st, out, p, sched.Overrides{}, at, nil)
-		fs := storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+		fs := storage.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
 		fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
 		return fs
 	}
@@ -63,8 +64,8 @@ func TestRunSched(t *testing.T) {
 		want string
 	}{
 		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
-		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual dead:forced paused:forced waiting:forced"},
-		{name: "by name", cfg: Config{Feeds: []string{"waiting", "limited"}}, want: "waiting:forced"},
+		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced dead:forced"}, // the forced by feed id,
+		{name: "by name", cfg: Config{Feeds: []string{testids.Feed("waiting"), testids.Feed("limited")}}, want: "waiting:forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Store = st
@@ -74,7 +75,7 @@ func TestRunSched(t *testing.T) {
 			}
 			var got []string
 			for _, d := range dues {
-				got = append(got, d.FeedID+":"+d.Reason)
+				got = append(got, testids.Name(d.FeedID)+":"+d.Reason)
 			}
 			if strings.Join(got, " ") != tc.want {
 				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
@@ -89,7 +90,7 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"Feed probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
 		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
@@ -99,7 +100,7 @@ func TestExplain(t *testing.T) {
 		{"late", []string{"Status: enabled."}},
 	} {
 		var b bytes.Buffer
-		if err := Explain(Config{Store: st, Now: now}, tc.ref, &b); err != nil {
+		if err := Explain(Config{Store: st, Now: now}, testids.Feed(tc.ref), &b); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range tc.want {
@@ -114,7 +115,7 @@ func TestExplain(t *testing.T) {
 		return []ndjson.Subscription{sub("fresh", false)}, nil
 	})
 	var b bytes.Buffer
-	if err := Explain(Config{Store: st2, Now: now}, "fresh", &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
+	if err := Explain(Config{Store: st2, Now: now}, testids.Feed("fresh"), &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
 		!strings.Contains(b.String(), "never fetched\n") {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
@@ -145,12 +146,12 @@ func TestExplainOneRate(t *testing.T) {
 	if d.Inputs.WindowCapSec == 0 {
 		t.Fatalf("the fixture wants a window cap: %+v", d.Inputs)
 	}
-	fs := storage.FeedState{FeedID: "busy", LastFetchAt: ndjson.At(at.Add(5 * time.Minute)), LastSuccessAt: ndjson.At(at.Add(5 * time.Minute))}
+	fs := storage.FeedState{FeedID: testids.Feed("busy"), LastFetchAt: ndjson.At(at.Add(5 * time.Minute)), LastSuccessAt: ndjson.At(at.Add(5 * time.Minute))}
 	fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
 	states, _ := st.States()
 	states.Put(storage.Durable, fs)
 	var b bytes.Buffer
-	if err := Explain(Config{Store: st, Now: now, Sched: p}, "busy", &b); err != nil {
+	if err := Explain(Config{Store: st, Now: now, Sched: p}, testids.Feed("busy"), &b); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -68,11 +68,9 @@ const (
 // kindOf decides what the fetch record f asks of feed-scrape, given the
 // entries held before it.
 func (s *stage) kindOf(f *ndjson.Fetch, pending []held) jobKind {
-	hasBody := f.BodyRef != nil && !f.NotModified && !f.Unchanged && f.HTTPStatus >= 200 && f.HTTPStatus <= 299 &&
-		(f.Error == nil || f.Error.Code == "body_too_large")
 	switch {
 	case f.Due.SourceType == ndjson.SourceWebsite:
-		if hasBody {
+		if f.HasBody() {
 			return kindWebsite
 		}
 	case f.Due.Fulltext:

@@ -164,11 +164,11 @@ const articleRules = `"article_config":{"title_selector":"h1.t","content_selecto
 // byte, in order; the records of pages it fetched itself are dropped.
 func TestPassThrough(t *testing.T) {
 	st := openStore(t)
-	feedEntry := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: "0123456789abcdef", FeedID: "f", ContentHash: "h", Title: "x",
+	feedEntry := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: "0123456789abcdef", FeedID: "00000000-0000-5000-8000-00000000000f", ContentHash: "h", Title: "x",
 		RawRef: ndjson.RawRef{FetchID: "00000000-0000-7000-8000-000000000001"}}
 	feedFetch := fetchRec(t, st, 1, "https://example.org/feed.xml", "<rss/>", ndjson.Due{SourceType: ndjson.SourceRSS})
 	pageFetch := fetchRec(t, st, 2, "https://example.org/a.html", "<p>", ndjson.Due{SourceType: ndjson.SourceWebsite})
-	pageFetch.Page = &ndjson.Page{Role: ndjson.PageArticle, SourceFetchID: "x"}
+	pageFetch.Page = &ndjson.Page{Role: ndjson.PageArticle, SourceFetchID: "00000000-0000-7000-8000-000000000009"}
 	notModified := fetchRec(t, st, 3, "https://example.org/", "", ndjson.Due{SourceType: ndjson.SourceWebsite})
 	notModified.BodyRef, notModified.NotModified, notModified.HTTPStatus = nil, true, 304
 	input := []string{

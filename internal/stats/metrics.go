@@ -42,7 +42,7 @@ const histogramKey = storage.DirState + "/fetch-durations.json"
 // unreadable one starts empty.
 func LoadHistogram(st *storage.Store) *Histogram {
 	h := &Histogram{}
-	if b, err := os.ReadFile(st.Path(histogramKey)); err == nil {
+	if b, err := st.ReadFile(histogramKey); err == nil {
 		json.Unmarshal(b, h)
 	}
 	if len(h.Counts) != len(durationBounds)+1 {

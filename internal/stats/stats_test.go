@@ -3,6 +3,7 @@ package stats
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,19 +24,19 @@ func fixture(t *testing.T) *storage.Store {
 	}
 	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "aaaaaaaa-1", URL: "https://a.example/feed", Name: "A"},
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "bbbbbbbb-2", URL: "https://b.example/feed", Disabled: true},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "aaaaaaaa-0000-4000-8000-000000000001", URL: "https://a.example/feed", Name: "A"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "bbbbbbbb-0000-4000-8000-000000000002", URL: "https://b.example/feed", Disabled: true},
 		}, nil
 	})
 	states, _ := st.States()
 	states.Put(storage.Durable,
-		storage.FeedState{FeedID: "aaaaaaaa-1", IntervalSec: 3600, Counts: storage.FeedCounts{Fetches: 10, OK: 6, NotModified: 3, Errors: 1,
+		storage.FeedState{FeedID: "aaaaaaaa-0000-4000-8000-000000000001", IntervalSec: 3600, Counts: storage.FeedCounts{Fetches: 10, OK: 6, NotModified: 3, Errors: 1,
 			ErrorCodes: map[string]int{"http_500": 1}, BytesIn: 60000, BytesSaved: 30000, NewEntries: 14}},
-		storage.FeedState{FeedID: "bbbbbbbb-2", Title: "B's title", ConsecutiveFailures: 2, LastError: &ndjson.Error{Code: "http_404", Message: "HTTP 404"},
+		storage.FeedState{FeedID: "bbbbbbbb-0000-4000-8000-000000000002", Title: "B's title", ConsecutiveFailures: 2, LastError: &ndjson.Error{Code: "http_404", Message: "HTTP 404"},
 			Counts: storage.FeedCounts{Fetches: 2, Errors: 2, ErrorCodes: map[string]int{"http_404": 2}}})
 	var entries []byte
 	for i, size := range []int{100, 300, 200} {
-		e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: string(rune('a' + i)), FeedID: "aaaaaaaa-1", ContentHash: "h",
+		e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: fmt.Sprintf("%016x", i), FeedID: "aaaaaaaa-0000-4000-8000-000000000001", ContentHash: "h",
 			Status: ndjson.StatusNew, Content: strings.Repeat("x", size)}
 		b, _ := ndjson.Marshal(e)
 		entries = append(entries, b...)
@@ -63,7 +64,7 @@ func TestRunFormats(t *testing.T) {
 		}
 		rows[r.FeedID] = r
 	}
-	a, b, total := rows["aaaaaaaa-1"], rows["bbbbbbbb-2"], rows["total"]
+	a, b, total := rows["aaaaaaaa-0000-4000-8000-000000000001"], rows["bbbbbbbb-0000-4000-8000-000000000002"], rows["total"]
 	if a.Fetches != 10 || a.OKRate != 0.6 || a.NotModifiedRate != 0.3 || a.ErrorRate != 0.1 || a.BytesSaved != 30000 || a.NewPerDay != 1 || a.MedianArticle != 200 || a.State != "enabled" || a.Name != "A" {
 		t.Errorf("a: %+v", a)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -127,6 +128,7 @@ func TestCommandsAgree(t *testing.T) {
 	for _, tc := range cases {
 		s := tc.sub
 		s.Header, s.URL, s.CreatedAt = ndjson.Head(ndjson.TypeSubscription), "https://example.org/"+s.FeedID, ndjson.At(now.Add(-48*time.Hour))
+		s.FeedID = testids.Feed(s.FeedID) // the store takes ids of its own shape
 		subs = append(subs, s)
 		if tc.fs.FeedID != "" {
 			fs := tc.fs
@@ -158,7 +160,7 @@ func TestCommandsAgree(t *testing.T) {
 		rows[r.FeedID] = r
 	}
 	for i, tc := range cases {
-		r, want := rows[tc.sub.FeedID], StatusOf(subs[i], all.ByFeed[tc.sub.FeedID], now)
+		r, want := rows[subs[i].FeedID], StatusOf(subs[i], all.ByFeed[subs[i].FeedID], now)
 		if r.State != tc.want || r.Status != want.Text || r.IntervalSec != want.IntervalSec || (want.Listed && !r.NextFetchAt.Equal(want.Next)) || (!want.Listed && !r.NextFetchAt.IsZero()) {
 			t.Errorf("%s: feed-stats row state %q %q, interval %ds, next %s; want %+v", tc.name, r.State, r.Status, r.IntervalSec, r.NextFetchAt, want)
 		}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+	"path"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -196,7 +196,7 @@ func (s *Store) SeenEntries(feedID string) (*FeedIndex, error) {
 	if err != nil {
 		return ix, err
 	}
-	data, err := os.ReadFile(s.Path(indexBinKey(feedID)))
+	data, err := s.ReadFile(indexBinKey(feedID))
 	if errors.Is(err, os.ErrNotExist) {
 		return ix, nil
 	}
@@ -253,8 +253,7 @@ func (s *Store) PutSeen(feedID string, seen []Seen, d Durability) error {
 // appendRecords is AppendLines for a file of fixed-size records: a torn
 // last record is cut off first, and a failed write is taken back.
 func (s *Store) appendRecords(key string, data []byte, size int64, d Durability) error {
-	path := s.Path(key)
-	f, err := openAppend(path)
+	f, err := s.openAppend(key)
 	if err != nil {
 		return err
 	}
@@ -282,7 +281,7 @@ func (s *Store) appendRecords(key string, data []byte, size int64, d Durability)
 		return fmt.Errorf("storage: close %s: %w", key, unwrapPathError(err))
 	}
 	if end == 0 && d == Durable {
-		return syncDir(filepath.Dir(path))
+		return s.syncDir(path.Dir(key))
 	}
 	return nil
 }
@@ -301,7 +300,7 @@ const checkpointKey = DirIndex + "/checkpoint.json"
 // Checkpoint returns the index checkpoint; zero if there is none.
 func (s *Store) Checkpoint() (IndexCheckpoint, error) {
 	var cp IndexCheckpoint
-	b, err := os.ReadFile(s.Path(checkpointKey))
+	b, err := s.ReadFile(checkpointKey)
 	if errors.Is(err, os.ErrNotExist) {
 		return cp, nil
 	}

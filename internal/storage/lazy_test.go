@@ -363,7 +363,7 @@ func schedSubs(n int) []ndjson.Subscription {
 		case 4:
 			s.PausedUntil = ndjson.At(day1.Add(time.Hour))
 		case 5:
-			s.FeedID = fmt.Sprintf("%08d-nostate", i)
+			s.FeedID = fmt.Sprintf("%08d-0000-4000-8000-00000000ffff", i) // no state
 		}
 	}
 	subs[n-1].FeedID = subs[10].FeedID // listed twice: both count
@@ -540,11 +540,9 @@ func TestIndexFind(t *testing.T) {
 	subs := testSubs(300, "find")
 	last := map[string]int{}
 	for i := range subs {
-		subs[i].FeedID = fmt.Sprintf("k%03d", (i*37)%100) // each three times, in no order
+		subs[i].FeedID = fmt.Sprintf("00000000-0000-4000-8000-000000000%03d", (i*37)%100) // each three times, in no order
 		last[subs[i].FeedID] = i
 	}
-	subs = append(subs, ndjson.Subscription{FeedID: ""})
-	last[""] = len(subs) - 1
 	editSubs(t, s, subs)
 	l, err := s.OpenSubscriptions()
 	if err != nil || l.idx == nil {
@@ -562,7 +560,7 @@ func TestIndexFind(t *testing.T) {
 			t.Errorf("find(%q): place %d, record %d, %v; want record %d", k, j, x.rec(j), ok, i)
 		}
 	}
-	for _, k := range []string{"k", "k1000", "zzz", "k050x", "a"} {
+	for _, k := range []string{"0", "00000000-0000-4000-8000-000000001000", "zzz", "00000000-0000-4000-8000-000000000050x", "a"} {
 		if _, ok := x.find(k); ok {
 			t.Errorf("found %q", k)
 		}

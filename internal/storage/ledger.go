@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -206,7 +205,7 @@ func (l *Ledger) loadStored(key string) (map[string]Committed, error) {
 // readLedger calls fn with the fields of each complete line and returns how
 // many lines there were. A torn last line is not a line.
 func (s *Store) readLedger(key string, fn func([]string)) (int, error) {
-	b, err := os.ReadFile(s.Path(key))
+	b, err := s.ReadFile(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -230,7 +229,7 @@ func (s *Store) readLedger(key string, fn func([]string)) (int, error) {
 // the first skip lines of the file now (appended since it was read). The
 // caller holds the lock of the shard's writer.
 func (s *Store) rewriteLedger(key string, skip int, compact []byte) error {
-	f, err := os.Open(s.Path(key))
+	f, err := s.open(key)
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -248,7 +247,7 @@ func (s *Store) rewriteLedger(key string, skip int, compact []byte) error {
 	if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
 		compact = append(compact, rest[:i+1]...)
 	}
-	return writeFileAtomic(s.Path(key), compact, Lazy)
+	return s.writeFileAtomic(key, compact, Lazy)
 }
 
 func runLine(r Run) string {
@@ -308,7 +307,7 @@ func (s *Store) recordRuns(records []*ndjson.Fetch, offsets []int64) error {
 // RecordedFetch reads back the fetch record of a run from fetches/: the
 // line as it was written. ok is false when it is no longer there (pruned).
 func (s *Store) RecordedFetch(r Run) (line []byte, ok bool, err error) {
-	f, err := os.Open(s.Path(DayFile(DirFetches, r.FetchedAt)))
+	f, err := s.open(DayFile(DirFetches, r.FetchedAt))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -341,12 +340,11 @@ func (s *Store) RecordedFetch(r Run) (line []byte, ok bool, err error) {
 // set it only counts. The caller holds the store lock and the fetch lock.
 func (s *Store) CompactLedgers(gone func(fetchID string, fetchedAt time.Time) bool, dry bool) (dropped int, err error) {
 	for _, dir := range []string{ledgerFetched, ledgerStored} {
-		shards, err := filepath.Glob(filepath.Join(s.Root, filepath.FromSlash(dir), "*.tsv"))
+		shards, err := s.glob(dir + "/*.tsv")
 		if err != nil {
 			return dropped, err
 		}
-		for _, path := range shards {
-			key := dir + "/" + filepath.Base(path)
+		for _, key := range shards {
 			type last struct {
 				line string
 				at   time.Time // scheduled_at (fetched) or fetched_at (stored): the later wins

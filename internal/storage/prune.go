@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -22,14 +22,21 @@ type RawFile struct {
 
 // RawFiles lists the stored payloads, oldest day first.
 func (s *Store) RawFiles() ([]RawFile, error) {
-	days, err := filepath.Glob(filepath.Join(s.Root, DirRaw, "????-??-??"))
+	days, err := s.list(DirRaw)
 	if err != nil {
 		return nil, err
 	}
 	var files []RawFile
-	for _, dir := range days {
-		day := filepath.Base(dir)
-		list, err := os.ReadDir(dir)
+	for _, day := range days {
+		if !ndjson.IsDay(day) {
+			continue
+		}
+		d, err := s.open(DirRaw + "/" + day)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		list, err := d.ReadDir(-1)
+		d.Close()
 		if err != nil {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
@@ -52,7 +59,7 @@ func (s *Store) RawFiles() ([]RawFile, error) {
 
 // Size is the size in bytes of the file at key; 0 if there is none.
 func (s *Store) Size(key string) int64 {
-	info, err := os.Stat(s.Path(key))
+	info, err := s.Stat(key)
 	if err != nil {
 		return 0
 	}
@@ -62,13 +69,11 @@ func (s *Store) Size(key string) int64 {
 // Remove deletes the file at key, and its directory if that leaves it
 // empty (a day of raw/). A file already gone is not an error.
 func (s *Store) Remove(key string) error {
-	path := s.Path(key)
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := s.remove(key); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
 	}
-	dir := filepath.Dir(path)
-	if filepath.Dir(dir) == filepath.Join(s.Root, DirRaw) {
-		os.Remove(dir) // fails, as it should, unless empty
+	if dir := path.Dir(key); path.Dir(dir) == DirRaw {
+		s.remove(dir) // fails, as it should, unless empty
 	}
 	return nil
 }
@@ -78,12 +83,12 @@ func (s *Store) IndexedFeeds() ([]string, error) {
 	var feeds []string
 	seen := map[string]bool{}
 	for _, ext := range []string{".seen", ".ndjson"} {
-		paths, err := filepath.Glob(filepath.Join(s.Root, DirIndex, "*", "*"+ext))
+		keys, err := s.glob(DirIndex + "/*/*" + ext)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range paths {
-			id := strings.TrimSuffix(filepath.Base(p), ext)
+		for _, key := range keys {
+			id := strings.TrimSuffix(path.Base(key), ext)
 			if !seen[id] {
 				seen[id] = true
 				feeds = append(feeds, id)
@@ -114,7 +119,7 @@ func (ix *FeedIndex) SeenBefore(t time.Time) []string {
 // synced: the caller syncs the store. The caller holds the store lock.
 func (s *Store) ForgetSeen(feedID string, forget map[string]bool) error {
 	binKey := indexBinKey(feedID)
-	data, err := os.ReadFile(s.Path(binKey))
+	data, err := s.ReadFile(binKey)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -154,6 +159,6 @@ func (s *Store) replaceIndexFile(key string, data []byte, changed bool) error {
 	case len(data) == 0:
 		return s.Remove(key)
 	default:
-		return writeFileAtomic(s.Path(key), data, Lazy)
+		return s.writeFileAtomic(key, data, Lazy)
 	}
 }

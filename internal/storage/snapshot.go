@@ -8,7 +8,6 @@ import (
 	"iter"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"sync"
@@ -139,7 +138,7 @@ func loadSnapshot[T any](s *Store, key string, f *os.File) (snap snapshot, ok bo
 	if err != nil {
 		return snap, false
 	}
-	sf, err := os.Open(s.Path(key))
+	sf, err := s.open(key)
 	if err != nil {
 		return snap, false
 	}
@@ -338,13 +337,12 @@ func writeSnapshotRaw(s *Store, key string, f *os.File, shape uint64, spec snaps
 	if !ok {
 		return head, false
 	}
-	path := s.Path(key)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, tmpKey, err := s.createTemp(key)
 	if err != nil {
 		return head, false
 	}
-	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
-	tmp.Chmod(0o644)            // readable by whoever may read the store's files
+	defer s.remove(tmpKey) // after the rename, there is nothing to remove
+	tmp.Chmod(0o644)       // readable by whoever may read the store's files
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	w.WriteString(snapshotMagic)
 	head = snapshotHead{Shape: shape, Inode: inode, Covered: spec.covered, Window: window, Lines: spec.lines, Bad: spec.bad,
@@ -406,7 +404,7 @@ func writeSnapshotRaw(s *Store, key string, f *os.File, shape uint64, spec snaps
 	if w.Flush() != nil || tmp.Close() != nil {
 		return head, false
 	}
-	if os.Rename(tmp.Name(), path) != nil {
+	if s.rename(tmpKey, key) != nil {
 		return head, false
 	}
 	return head, true
@@ -434,7 +432,7 @@ func sliceRecords[T any](records []T) iter.Seq[*T] {
 
 // openLog opens the file at key for a load; nil, nil if there is none.
 func (s *Store) openLog(key string) (*os.File, error) {
-	f, err := os.Open(s.Path(key))
+	f, err := s.open(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

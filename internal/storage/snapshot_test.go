@@ -20,7 +20,7 @@ func withSnapshots(t *testing.T) {
 func testSubs(n int, name string) []ndjson.Subscription {
 	subs := make([]ndjson.Subscription, n)
 	for i := range subs {
-		subs[i] = ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: fmt.Sprintf("%08d-feed", i),
+		subs[i] = ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", i),
 			URL: fmt.Sprintf("https://example.org/%d.xml", i), Name: fmt.Sprintf("%s %d", name, i), Labels: []string{"a", "b"},
 			IntervalSec: i % 7, CreatedAt: ndjson.At(day1), Scrape: []byte(`{"discovery_mode":"list"}`),
 			Access: ndjson.Access{Headers: map[string]string{"X-A": "1"}}}

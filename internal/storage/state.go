@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -163,7 +162,7 @@ func (s *Store) loadStates(lazy bool) (*States, error) {
 		st.unindexed = lazy && st.tipID != 0
 	}
 	tail := 0
-	end, _, err := readLog(f, StateFile, st.tipEnd, func(l ndjson.Line) error {
+	end, _, err := readLog(f, StateFile, st.tipEnd, func(_, _ int64, l ndjson.Line) error {
 		var fs FeedState
 		if l.Type != TypeFeedState || l.Decode(&fs) != nil || fs.FeedID == "" {
 			return nil
@@ -480,11 +479,11 @@ func (st *States) started(head snapshotHead, ok bool) {
 	// The deltas of the chain before are of no use now (and follow
 	// nothing): a reader that has the old whole snapshot open stops at a
 	// missing one, or at one of the new chain, which does not follow it.
-	ents, _ := os.ReadDir(st.s.Path(DirIndex))
+	ents, _ := st.s.list(DirIndex)
 	prefix := path.Base(snapshotKey(snapshotStates)) + "."
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
-			os.Remove(filepath.Join(st.s.Path(DirIndex), e.Name()))
+	for _, name := range ents {
+		if strings.HasPrefix(name, prefix) {
+			st.s.remove(DirIndex + "/" + name)
 		}
 	}
 }
@@ -611,7 +610,7 @@ func (st *States) compact(changed []FeedState) error {
 	}
 	at := map[string][2]int64{} // feed -> offset and length of its line in the new log
 	var end int64
-	err = writeAtomic(st.s.Path(StateFile), Durable, func(out io.Writer) error {
+	err = st.s.writeAtomic(StateFile, Durable, func(out io.Writer) error {
 		w := bufio.NewWriterSize(out, 1<<20)
 		put := func(id string, line []byte) {
 			at[id] = [2]int64{end, int64(len(line))}
@@ -620,7 +619,7 @@ func (st *States) compact(changed []FeedState) error {
 			end += int64(len(line)) + 1
 		}
 		if old != nil {
-			if _, _, err := readLog(old, StateFile, 0, func(l ndjson.Line) error {
+			if _, _, err := readLog(old, StateFile, 0, func(_, _ int64, l ndjson.Line) error {
 				if id, ok := latest[l.Num]; ok && !isChanged[id] {
 					put(id, l.Raw)
 				}
@@ -667,7 +666,7 @@ func (st *States) compact(changed []FeedState) error {
 // (a line that does not is skipped, as a load skips it).
 func latestLines(f *os.File) (map[int]string, error) {
 	last := map[string]int{}
-	if _, _, err := readLog(f, StateFile, 0, func(l ndjson.Line) error {
+	if _, _, err := readLog(f, StateFile, 0, func(_, _ int64, l ndjson.Line) error {
 		var fs FeedState
 		if l.Type == TypeFeedState && l.Decode(&fs) == nil && fs.FeedID != "" {
 			last[fs.FeedID] = l.Num

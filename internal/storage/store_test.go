@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -171,7 +173,7 @@ func TestEditSubscriptionsSerialisesWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
-				return append(subs, ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: string(rune('a' + i))}), nil
+				return append(subs, ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), URL: "https://example.org/"}), nil
 			})
 			if err != nil {
 				t.Error(err)
@@ -194,7 +196,7 @@ func TestEditSubscriptionsSerialisesWriters(t *testing.T) {
 
 func TestEditSubscriptionsRefusesToDropMalformedLines(t *testing.T) {
 	s := openTemp(t)
-	os.WriteFile(s.Path(SubscriptionsFile), []byte("{\"type\":\"subscription\",\"feed_id\":\"a\"}\nnot json\n"), 0o644)
+	os.WriteFile(s.Path(SubscriptionsFile), []byte("{\"type\":\"subscription\",\"feed_id\":\"00000000-0000-4000-8000-000000000000\",\"url\":\"https://example.org/\"}\nnot json\n"), 0o644)
 	err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
 	if err == nil || !strings.Contains(err.Error(), "1 malformed lines") {
 		t.Fatalf("got %v", err)
@@ -227,7 +229,7 @@ func TestStatesLastWinsAndCompact(t *testing.T) {
 func TestRecover(t *testing.T) {
 	s := openTemp(t)
 	entry := func(uid, hash string) string {
-		b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "feed1", EntryUID: uid, ContentHash: hash, SeenCount: 1})
+		b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed("feed1"), EntryUID: testids.UID(uid), ContentHash: hash, SeenCount: 1})
 		return string(b)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -235,17 +237,17 @@ func TestRecover(t *testing.T) {
 	// steps. One of them (u2) had its event written before the crash.
 	s.AppendLines("entries/2026-11-20.ndjson", []byte(entry("u1", "h1")+entry("u2", "h2")), Durable)
 	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u1", "h1b")), Durable)
-	u2 := ndjson.Entry{EntryUID: "u2", ContentHash: "h2"}
+	u2 := ndjson.Entry{EntryUID: testids.UID("u2"), FeedID: testids.Feed("feed1"), ContentHash: "h2"}
 	ev, _ := ndjson.Marshal(ndjson.EventFor(&u2, ndjson.At(now), "entries/2026-11-20.ndjson"))
 	s.AppendLines("events/2026-11-20.ndjson", ev, Durable)
 
 	announced, err := s.Recover(now)
-	if err != nil || len(announced) != 2 || announced[0].EntryUID != "u1" || announced[1].ContentHash != "h1b" || announced[0].StoredIn != "entries/2026-11-20.ndjson" {
+	if err != nil || len(announced) != 2 || announced[0].EntryUID != testids.UID("u1") || announced[1].ContentHash != "h1b" || announced[0].StoredIn != "entries/2026-11-20.ndjson" {
 		t.Fatalf("announced %+v, %v", announced, err)
 	}
-	idx, _ := s.SeenEntries("feed1")
-	u1, _ := idx.Latest("u1")
-	if idx.Len() != 2 || u1.Hash != "h1b" || idx.Judge("u1", "h1") != "" || idx.Judge("u1", "h9") != "updated" || idx.Judge("u9", "h1") != "new" {
+	idx, _ := s.SeenEntries(testids.Feed("feed1"))
+	u1, _ := idx.Latest(testids.UID("u1"))
+	if idx.Len() != 2 || u1.Hash != "h1b" || idx.Judge(testids.UID("u1"), "h1") != "" || idx.Judge(testids.UID("u1"), "h9") != "updated" || idx.Judge(testids.UID("u9"), "h1") != "new" {
 		t.Fatalf("index %+v", idx)
 	}
 	events, _ := os.ReadFile(s.Path("events/2026-11-21.ndjson"))
@@ -268,7 +270,7 @@ func TestRecover(t *testing.T) {
 	if got, err := s.Recover(now); len(got) != 0 || err != nil {
 		t.Fatalf("rebuild announced %d, %v", len(got), err)
 	}
-	idx, _ = s.SeenEntries("feed1")
+	idx, _ = s.SeenEntries(testids.Feed("feed1"))
 	if idx.Len() != 3 {
 		t.Fatalf("rebuilt index has %d entries", idx.Len())
 	}

@@ -35,7 +35,7 @@ func (s *Store) subscriptions(rewrite bool) (subs []ndjson.Subscription, bad int
 		}
 	}
 	tail, undecodable := 0, 0
-	end, malformed, err := readLog(f, SubscriptionsFile, from, func(l ndjson.Line) error {
+	end, malformed, err := readLog(f, SubscriptionsFile, from, func(_, _ int64, l ndjson.Line) error {
 		tail++
 		if l.Type != ndjson.TypeSubscription {
 			return nil
@@ -96,7 +96,7 @@ func (s *Store) OpenSubscriptions() (*Subs, error) {
 		return l, err
 	}
 	// The lines after the snapshot, as Subscriptions reads them.
-	_, _, err = readLog(f, SubscriptionsFile, l.idx.head.Covered, func(line ndjson.Line) error {
+	_, _, err = readLog(f, SubscriptionsFile, l.idx.head.Covered, func(_, _ int64, line ndjson.Line) error {
 		var sub ndjson.Subscription
 		if line.Type == ndjson.TypeSubscription && line.Decode(&sub) == nil {
 			l.list = append(l.list, sub)
@@ -186,7 +186,7 @@ func (l *Subs) All() ([]ndjson.Subscription, error) {
 // (two feed-sub runs) cannot lose each other's changes. Nothing is written
 // when edit returns an error.
 func (s *Store) EditSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) error {
-	unlock, err := lockFile(s.Path(".subscriptions.lock"), true)
+	unlock, err := s.lockFile(".subscriptions.lock", true)
 	if err != nil {
 		return err
 	}

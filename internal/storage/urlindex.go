@@ -201,13 +201,13 @@ func (x *URLIndex) mayExist(prefix string, split bool) bool {
 		return true
 	}
 	if x.shards == nil {
-		names, err := os.ReadDir(x.s.Path(DirURLs))
+		names, err := x.s.list(DirURLs)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return true // unknown: look
 		}
 		x.shards = map[string]bool{}
-		for _, d := range names {
-			x.shards[d.Name()] = true
+		for _, name := range names {
+			x.shards[name] = true
 		}
 	}
 	if split {
@@ -220,7 +220,7 @@ func (x *URLIndex) mayExist(prefix string, split bool) bool {
 // that the next read reuses: a lookup reads up to urlSplitBytes, and a
 // fresh buffer each time was most of a cycle's garbage.
 func (x *URLIndex) read(key string) ([]byte, error) {
-	f, err := os.Open(x.s.Path(key))
+	f, err := x.s.open(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -295,11 +295,11 @@ func (s *Store) MergeURLLog() error {
 	var split, stale []string // prefixes to split; prefix files a split left behind
 	for prefix, data := range byPrefix {
 		file := DirURLs + "/" + prefix + ".tsv"
-		if isDir(s.Path(DirURLs + "/" + prefix)) {
+		if s.isDir(DirURLs + "/" + prefix) {
 			if err := s.appendToShards(data, DirURLs+"/"+prefix); err != nil {
 				return err
 			}
-			if _, err := os.Stat(s.Path(file)); err == nil {
+			if _, err := s.Stat(file); err == nil {
 				stale = append(stale, file) // a crash came between a split and this removal
 			}
 			continue
@@ -324,7 +324,7 @@ func (s *Store) MergeURLLog() error {
 	// now does it take the prefix's name, and only then does the prefix
 	// file go.
 	for _, prefix := range split {
-		if err := os.Rename(s.Path(DirURLs+"/"+prefix+".split"), s.Path(DirURLs+"/"+prefix)); err != nil {
+		if err := s.rename(DirURLs+"/"+prefix+".split", DirURLs+"/"+prefix); err != nil {
 			return fmt.Errorf("storage: split the URL index: %w", err)
 		}
 		stale = append(stale, DirURLs+"/"+prefix+".tsv")
@@ -335,7 +335,7 @@ func (s *Store) MergeURLLog() error {
 		}
 	}
 	for _, file := range stale {
-		if err := os.Remove(s.Path(file)); err != nil {
+		if err := s.remove(file); err != nil {
 			return fmt.Errorf("storage: %w", err)
 		}
 	}
@@ -346,10 +346,10 @@ func (s *Store) MergeURLLog() error {
 // urls/<prefix>.split, not synced.
 func (s *Store) writeSplit(prefix string) error {
 	tmp := DirURLs + "/" + prefix + ".split"
-	if err := os.RemoveAll(s.Path(tmp)); err != nil { // what a crash left of an earlier try
+	if err := s.removeAll(tmp); err != nil { // what a crash left of an earlier try
 		return fmt.Errorf("storage: %w", err)
 	}
-	data, err := os.ReadFile(s.Path(DirURLs + "/" + prefix + ".tsv"))
+	data, err := s.ReadFile(DirURLs + "/" + prefix + ".tsv")
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -383,11 +383,6 @@ func (s *Store) appendToShards(lines []byte, dir string) error {
 		}
 	}
 	return nil
-}
-
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
 }
 
 // URLCheckpoint is how far into entries/ and aliases/ the URL index is
@@ -496,7 +491,7 @@ func (s *Store) SaveURLCheckpoint() error {
 			continue
 		}
 		last := files[len(files)-1]
-		end, err := completeEnd(s.Path(last))
+		end, err := s.completeEnd(last)
 		if err != nil {
 			return err
 		}
@@ -507,8 +502,8 @@ func (s *Store) SaveURLCheckpoint() error {
 
 // completeEnd is where the last complete line of a log ends: its size,
 // unless it ends in a torn line.
-func completeEnd(path string) (int64, error) {
-	f, err := os.Open(path)
+func (s *Store) completeEnd(key string) (int64, error) {
+	f, err := s.openAppend(key)
 	if err != nil {
 		return 0, fmt.Errorf("storage: %w", err)
 	}
@@ -524,11 +519,11 @@ func completeEnd(path string) (int64, error) {
 	if last[0] == '\n' {
 		return st.Size(), nil
 	}
-	return cutTornTail(f, path) // nothing else appends: the caller holds the lock
+	return cutTornTail(f, key) // nothing else appends: the caller holds the lock
 }
 
 func (s *Store) urlCheckpoint() (cp URLCheckpoint, exists bool, err error) {
-	b, err := os.ReadFile(s.Path(urlsCheckpointKey))
+	b, err := s.ReadFile(urlsCheckpointKey)
 	if errors.Is(err, os.ErrNotExist) {
 		return cp, false, nil
 	}

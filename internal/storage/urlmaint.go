@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func (s *Store) DropURLs(hashes map[string]bool, gone func(EntryRef) bool, dry b
 		if n == len(lines) {
 			return nil
 		}
-		return writeFileAtomic(s.Path(key), buf.Bytes(), Lazy)
+		return s.writeFileAtomic(key, buf.Bytes(), Lazy)
 	}
 	// A shard that does not exist read as no lines, and stays absent.
 	for _, key := range keys {
@@ -112,13 +111,13 @@ func (s *Store) DropURLs(hashes map[string]bool, gone func(EntryRef) bool, dry b
 // returns the links and aliases indexed. The caller holds the store lock.
 func (s *Store) RebuildURLs() (links, aliases int, err error) {
 	tmp := DirURLs + "/rebuild"
-	if err := os.RemoveAll(s.Path(tmp)); err != nil {
+	if err := s.removeAll(tmp); err != nil {
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
-	if err := os.MkdirAll(s.Path(tmp), 0o755); err != nil {
+	if err := s.mkdirAll(tmp); err != nil {
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
-	defer os.RemoveAll(s.Path(tmp))
+	defer s.removeAll(tmp)
 	type bucket struct {
 		f *os.File
 		w *bufio.Writer
@@ -131,7 +130,7 @@ func (s *Store) RebuildURLs() (links, aliases int, err error) {
 		i, _ := strconv.ParseUint(hash[:2], 16, 8) // URLHash makes hex
 		b := buckets[i]
 		if b == nil {
-			f, err := os.Create(s.Path(fmt.Sprintf("%s/%02x", tmp, i)))
+			f, err := s.create(fmt.Sprintf("%s/%02x", tmp, i))
 			if err != nil {
 				return fmt.Errorf("storage: %w", err)
 			}
@@ -195,7 +194,7 @@ func (s *Store) RebuildURLs() (links, aliases int, err error) {
 		if err := b.w.Flush(); err != nil {
 			return 0, 0, fmt.Errorf("storage: rebuild the URL index: %w", err)
 		}
-		l, a, err := s.rebuildBucket(s.Path(fmt.Sprintf("%s/%02x", tmp, i)), written)
+		l, a, err := s.rebuildBucket(fmt.Sprintf("%s/%02x", tmp, i), written)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -205,16 +204,15 @@ func (s *Store) RebuildURLs() (links, aliases int, err error) {
 	// Shards of the old index that hold no link now, and its prefix files
 	// (the rebuilt index is split throughout) with what a crash left of a
 	// split.
-	old, err := filepath.Glob(filepath.Join(s.Root, DirURLs, "??", "??.tsv"))
+	old, err := s.glob(DirURLs + "/??/??.tsv")
 	if err != nil {
 		return 0, 0, err
 	}
-	prefixFiles, _ := filepath.Glob(filepath.Join(s.Root, DirURLs, "??.tsv"))
-	splits, _ := filepath.Glob(filepath.Join(s.Root, DirURLs, "??.split"))
-	for _, path := range append(old, append(prefixFiles, splits...)...) {
-		rel, _ := filepath.Rel(s.Root, path)
-		if key := filepath.ToSlash(rel); !written[key] {
-			if err := os.RemoveAll(path); err != nil {
+	prefixFiles, _ := s.glob(DirURLs + "/??.tsv")
+	splits, _ := s.glob(DirURLs + "/??.split")
+	for _, key := range append(old, append(prefixFiles, splits...)...) {
+		if !written[key] {
+			if err := s.removeAll(key); err != nil {
 				return 0, 0, fmt.Errorf("storage: %w", err)
 			}
 		}
@@ -229,8 +227,8 @@ func (s *Store) RebuildURLs() (links, aliases int, err error) {
 }
 
 // rebuildBucket writes the shards of one bucket of RebuildURLs.
-func (s *Store) rebuildBucket(path string, written map[string]bool) (links, aliases int, err error) {
-	data, err := os.ReadFile(path)
+func (s *Store) rebuildBucket(key string, written map[string]bool) (links, aliases int, err error) {
+	data, err := s.ReadFile(key)
 	if err != nil {
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
@@ -273,7 +271,7 @@ func (s *Store) rebuildBucket(path string, written map[string]bool) (links, alia
 		}
 	}
 	for key, b := range byShard {
-		if err := writeFileAtomic(s.Path(key), b, Lazy); err != nil {
+		if err := s.writeFileAtomic(key, b, Lazy); err != nil {
 			return 0, 0, err
 		}
 		written[key] = true

@@ -29,8 +29,7 @@ func (c *committer) ledgers() *ledgers {
 
 // replayed reports whether feed-store committed the fetch f already (or a
 // later fetch of its feed): its state, counts and decision were made then,
-// and are not made twice. Its entries are judged as any others. A fetch
-// that was not is noted, for the ledger.
+// and are not made twice. Its entries are judged as any others.
 func (c *committer) replayed(f *ndjson.Fetch) bool {
 	l := c.ledgers()
 	done, err := l.runs.IsCommitted(f.Due.FeedID, f.FetchID, f.FetchedAt.Time)
@@ -43,12 +42,16 @@ func (c *committer) replayed(f *ndjson.Fetch) bool {
 	if done {
 		c.cfg.Summary.Replayed++
 		c.cfg.Log.Info("skipped a fetch record stored already", "feed_id", f.Due.FeedID, "fetch_id", f.FetchID)
-		return true
 	}
+	return done
+}
+
+// noteCommitted notes the fetch f, about to be committed, for the ledger.
+func (c *committer) noteCommitted(f *ndjson.Fetch) {
+	l := c.ledgers()
 	cm := storage.Committed{FeedID: f.Due.FeedID, FetchID: f.FetchID, FetchedAt: f.FetchedAt.Time}
 	l.committed = append(l.committed, cm)
 	l.runs.NoteCommitted(cm)
-	return false
 }
 
 // crossFeed handles an entry feed-dedup --cross-feed made an alias: when

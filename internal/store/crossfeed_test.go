@@ -9,17 +9,23 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func linkedEntry(feed, uid, link string, aliasOf *ndjson.EntryRef) string {
-	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: "h-" + uid, CanonicalLink: link,
+	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: "h-" + uid, CanonicalLink: link,
 		Title: uid, Status: ndjson.StatusNew, Authors: []ndjson.Author{}, Categories: []string{}, Enclosures: []ndjson.Enclosure{}}
 	if aliasOf != nil {
 		e.Status, e.AliasOf = ndjson.StatusAlias, aliasOf
 	}
 	b, _ := ndjson.Marshal(e)
 	return string(b)
+}
+
+// ref names the entry uid of the test feed feed.
+func ref(feed, uid string) *ndjson.EntryRef {
+	return &ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
 }
 
 // storeRun runs feed-store and renders its output compactly: uid:new for
@@ -49,11 +55,11 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 		case ndjson.TypeNewEntry:
 			var ev ndjson.Event
 			l.Decode(&ev)
-			got = append(got, ev.EntryUID+":new")
+			got = append(got, testids.Name(ev.EntryUID)+":new")
 		case ndjson.TypeAlias:
 			var a ndjson.Alias
 			l.Decode(&a)
-			got = append(got, a.EntryUID+">"+a.AliasOf.FeedID+"/"+a.AliasOf.EntryUID)
+			got = append(got, testids.Name(a.EntryUID)+">"+testids.Name(a.AliasOf.FeedID)+"/"+testids.Name(a.AliasOf.EntryUID))
 		}
 	}
 	return strings.Join(got, " "), sum
@@ -61,7 +67,7 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 
 func TestCrossFeedAliases(t *testing.T) {
 	const link = "https://news.example/story/1"
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	a1 := ref("A", "a1")
 	tests := []struct {
 		name    string
 		before  string // stored first, in a run of its own
@@ -116,7 +122,7 @@ func TestURLIndexCatchesUp(t *testing.T) {
 	}
 	os.MkdirAll(st.Path(storage.DirURLs), 0o755)
 	os.WriteFile(st.Path(storage.DirURLs+"/checkpoint.json"), []byte(`{"file":"entries/2026-11-21.ndjson","offset":0}`+"\n"), 0o644)
-	got, sum := storeRun(t, st, linkedEntry("B", "b1", link, &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}))
+	got, sum := storeRun(t, st, linkedEntry("B", "b1", link, ref("A", "a1")))
 	if got != "b1>A/a1" || sum.Aliases != 1 {
 		t.Fatalf("after catching up: %q", got)
 	}
@@ -128,8 +134,8 @@ func TestReplayedFetchNotCommittedTwice(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	fetch := func(id string, fetched time.Time) string {
-		b, _ := ndjson.Marshal(ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, FetchedAt: ndjson.At(fetched),
-			Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "A"}, HTTPStatus: 200})
+		b, _ := ndjson.Marshal(ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch(id), FetchedAt: ndjson.At(fetched),
+			Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed("A")}, HTTPStatus: 200})
 		return string(b)
 	}
 	in := linkedEntry("A", "a1", "", nil) + fetch("F1", at)
@@ -160,7 +166,7 @@ func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	a1 := ref("A", "a1")
 	storeAt(t, st, day(1), linkedEntry("A", "a1", "https://news.example/1", nil)+linkedEntry("A", "a2", "https://news.example/2", nil))
 	storeAt(t, st, day(1).Add(time.Hour), linkedEntry("B", "b1", "https://news.example/1", a1))
 	storeAt(t, st, day(8), strings.Replace(linkedEntry("A", "a2", "https://news.example/2", nil), `"h-a2"`, `"h-a2-v2"`, 1))
@@ -171,7 +177,7 @@ func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
 // what the next alias of a pruned entry becomes.
 func TestPruneCrossFeed(t *testing.T) {
 	const l1, l2 = "https://news.example/1", "https://news.example/2"
-	a1, a2 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, &ndjson.EntryRef{FeedID: "A", EntryUID: "a2"}
+	a1, a2 := ref("A", "a1"), ref("A", "a2")
 	for _, tc := range []struct {
 		name string
 		cfg  PruneConfig
@@ -223,7 +229,7 @@ func TestPruneCrossFeed(t *testing.T) {
 // partial, and RebuildURLs builds it from entries/ and aliases/.
 func TestReindexURLs(t *testing.T) {
 	const l1 = "https://news.example/1"
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	a1 := ref("A", "a1")
 	st, day := crossFeedStore(t)
 	if partial, _ := st.URLIndexPartial(); partial {
 		t.Fatal("an index made with the store is partial")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -86,7 +87,11 @@ type ReparseSummary struct {
 	Updated   int // new versions stored
 	New       int // entries never stored before (a payload that failed to parse, say)
 	Renamed   int // entries whose id the parser now makes differently: not stored again
-	Store     Summary
+	// Refetch counts the sources whose last body is still not read (a
+	// website's page, a payload that fails again): their validators are
+	// dropped, so that their next fetch brings the body whole.
+	Refetch int
+	Store   Summary
 }
 
 // Reparse parses the payloads of the fetch records of fetches/ since
@@ -140,6 +145,7 @@ func Reparse(ctx context.Context, cfg ReparseConfig) error {
 	if err != nil && !errors.Is(err, pipe.ErrFailed) { // a payload that fails is reported and skipped
 		return err
 	}
+	unread := unreadBodies(parsed.Bytes())
 	changed, err := reparsed(cfg, &parsed)
 	if err != nil {
 		return err
@@ -150,9 +156,66 @@ func Reparse(ctx context.Context, cfg ReparseConfig) error {
 	}
 	err = Run(ctx, Config{In: &deduped, Out: cfg.Out, Log: cfg.Log, Store: st, Now: cfg.Now, NoWait: cfg.NoWait, Summary: &sum.Store})
 	sum.Updated, sum.New = sum.Store.Updated, sum.Store.New
+	if err == nil {
+		sum.Refetch, err = forgetValidators(cfg, unread)
+	}
 	cfg.Log.Info("reparsed", "fetches", sum.Fetches, "entries", sum.Entries, "unchanged", sum.Unchanged,
-		"updated", sum.Updated, "new", sum.New, "renamed", sum.Renamed)
+		"updated", sum.Updated, "new", sum.New, "renamed", sum.Renamed, "refetch", sum.Refetch)
 	return err
+}
+
+// unreadBodies lists the sources whose last fetch with a body, in the
+// fetch records re-parsed, was not read: a website's (feed-store reparse
+// does not scrape), or a payload that did not parse again. A store that
+// ran without feed-parse or feed-scrape, or before feed-store kept only
+// the validators of bodies read, may hold those bodies' validators.
+func unreadBodies(parsed []byte) map[string]bool {
+	last := map[string]bool{} // feed id -> its last body was read
+	rd := ndjson.NewReader(bytes.NewReader(parsed))
+	for {
+		l, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var f ndjson.Fetch
+		if err != nil || l.Type != ndjson.TypeFetch || l.Decode(&f) != nil || f.Page != nil || !f.HasBody() {
+			continue
+		}
+		last[f.Due.FeedID] = bodyRead(&f)
+	}
+	unread := map[string]bool{}
+	for feed, read := range last {
+		if !read {
+			unread[feed] = true
+		}
+	}
+	return unread
+}
+
+// forgetValidators drops the validators of the sources in feeds, under
+// the store's lock, and returns how many had any.
+func forgetValidators(cfg ReparseConfig, feeds map[string]bool) (int, error) {
+	if len(feeds) == 0 {
+		return 0, nil
+	}
+	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	states, err := cfg.Store.States()
+	if err != nil {
+		return 0, err
+	}
+	var changed []storage.FeedState
+	for _, feed := range slices.Sorted(maps.Keys(feeds)) {
+		if fs, ok := states.ByFeed[feed]; ok && fs.Validators != (ndjson.Validators{}) {
+			fs.Validators = ndjson.Validators{}
+			changed = append(changed, fs)
+			cfg.Log.Info("the last body of this source was not read: its next fetch brings it whole", "feed_id", feed)
+		}
+	}
+	return len(changed), states.Put(storage.Durable, changed...)
 }
 
 // reparsed keeps, of feed-parse's output, the newest parse of each entry

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -255,7 +254,7 @@ func (c *committer) scale(now time.Time) error {
 
 func (c *committer) loadBudget(now time.Time) budgetState {
 	b := budgetState{BudgetLoop: sched.BudgetLoop{Factor: 1}, Since: ndjson.At(now)}
-	data, err := os.ReadFile(c.cfg.Store.Path(BudgetFile))
+	data, err := c.cfg.Store.ReadFile(BudgetFile)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.cfg.Log.Warn("cannot read the scheduler's budget file; starting again", "file", c.cfg.Store.Path(BudgetFile), "err", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -133,7 +134,7 @@ func TestSchedule(t *testing.T) {
 				}
 				var ev ndjson.FeedEvent
 				r.lines[1].Decode(&ev)
-				if ev.FeedID != "A" || ev.Error == nil || ev.Error.Code != "http_404" || !strings.Contains(ev.DisabledReason, "404") || !ev.NextAt.Equal(at.Add(24*time.Hour)) {
+				if ev.FeedID != testids.Feed("A") || ev.Error == nil || ev.Error.Code != "http_404" || !strings.Contains(ev.DisabledReason, "404") || !ev.NextAt.Equal(at.Add(24*time.Hour)) {
 					t.Errorf("event %+v", ev)
 				}
 				if fs.Sched.Lifecycle != sched.StateDisabled || !fs.NextFetchAt.Equal(at.Add(24*time.Hour)) {
@@ -215,7 +216,7 @@ func TestSchedule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := storage.Open(t.TempDir())
 			sub := tc.sub
-			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), "A", "http://example.org/a.xml"
+			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
 			st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
 			at := t0
 			for i, s := range tc.steps {
@@ -226,7 +227,7 @@ func TestSchedule(t *testing.T) {
 				}
 				fetchedAt := at
 				in += fetchRec("A", func(f *ndjson.Fetch) {
-					f.FetchID, f.FetchedAt = "F"+string(rune('0'+i)), ndjson.At(fetchedAt)
+					f.FetchID, f.FetchedAt = fetchRecID(i), ndjson.At(fetchedAt)
 					s.fetch(f)
 				})
 				r := runSched(t, st, at, tc.p, in)
@@ -234,11 +235,11 @@ func TestSchedule(t *testing.T) {
 					t.Fatalf("step %d: %v", i, r.err)
 				}
 				states, _ := st.States()
-				fs := states.ByFeed["A"]
+				fs := states.ByFeed[testids.Feed("A")]
 				if fs.Sched == nil || fs.Decision == nil || !fs.NextFetchAt.Equal(fs.Sched.NextAt.Time) || fs.IntervalSec != fs.Sched.IntervalSec {
 					t.Fatalf("step %d: state does not hold the scheduler's: %+v", i, fs)
 				}
-				if d := r.decision(t); d.FeedID != "A" || d.FetchID != fetchRecID(i) || d.V != 1 {
+				if d := r.decision(t); d.FeedID != testids.Feed("A") || d.FetchID != fetchRecID(i) || d.V != 1 {
 					t.Fatalf("step %d: decision record %+v", i, d)
 				}
 				if s.check != nil {
@@ -249,7 +250,7 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-func fetchRecID(i int) string { return "F" + string(rune('0'+i)) }
+func fetchRecID(i int) string { return testids.Fetch("F" + string(rune('0'+i))) }
 
 // TestFeedEventsStored: a feed_disabled event is in the events file too.
 func TestFeedEventsStored(t *testing.T) {
@@ -262,7 +263,7 @@ func TestFeedEventsStored(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	data, _ := os.ReadFile(st.Path("events/2026-11-21.ndjson"))
-	if !bytes.Contains(data, []byte(`{"type":"feed_disabled","v":1,"feed_id":"A","fetch_id":"F-A"`)) {
+	if !bytes.Contains(data, []byte(`{"type":"feed_disabled","v":1,"feed_id":"`+testids.Feed("A")+`","fetch_id":"`+testids.Fetch("F-A")+`"`)) {
 		t.Fatalf("events file: %s", data)
 	}
 }
@@ -276,9 +277,9 @@ func TestDecisionRecordHasEveryField(t *testing.T) {
 	for i := range 200 {
 		var d sched.Decision
 		fillRandom(reflect.ValueOf(&d).Elem(), rng, i%2 == 0)
-		rec := DecisionRecord("A", "F", d)
+		rec := DecisionRecord(testids.Feed("A"), testids.Fetch("F"), d)
 		got, _ := json.Marshal(rec)
-		if want, _ := json.Marshal(decisionByJSON(t, "A", "F", d)); !bytes.Equal(got, want) {
+		if want, _ := json.Marshal(decisionByJSON(t, testids.Feed("A"), testids.Fetch("F"), d)); !bytes.Equal(got, want) {
 			t.Fatalf("decision %d:\n got %s\nwant %s", i, got, want)
 		}
 		if i%2 != 0 {
@@ -388,7 +389,7 @@ func TestScaleAndBudget(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		h := ndjson.Head(ndjson.TypeSubscription)
-		return []ndjson.Subscription{{Header: h, FeedID: "A", URL: "http://example.org/a"}, {Header: h, FeedID: "B", URL: "http://example.org/b"}}, nil
+		return []ndjson.Subscription{{Header: h, FeedID: testids.Feed("A"), URL: "http://example.org/a"}, {Header: h, FeedID: testids.Feed("B"), URL: "http://example.org/b"}}, nil
 	})
 	in := entry("A", "u1", "h", "T") + fetchRec("A", func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 1} })
 	if r := runSched(t, st, t0, sched.Params{}, in); r.err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -32,7 +33,7 @@ func startupStore(t *testing.T, n int) *storage.Store {
 		t.Fatal(err)
 	}
 	sub := func(i int) ndjson.Subscription {
-		s := ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: fmt.Sprintf("feed-%05d", i),
+		s := ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed(fmt.Sprintf("feed-%05d", i)),
 			URL: fmt.Sprintf("http://example.org/%d.xml", i)}
 		switch i % 11 {
 		case 1:
@@ -78,7 +79,7 @@ func startupStore(t *testing.T, n int) *storage.Store {
 			}
 			s, _ = sched.Next(s, o, p, sched.Overrides{}, at, nil)
 		}
-		fs := storage.FeedState{FeedID: fmt.Sprintf("feed-%05d", i), LastFetchAt: s.FetchedAt, Sched: &s}
+		fs := storage.FeedState{FeedID: testids.Feed(fmt.Sprintf("feed-%05d", i)), LastFetchAt: s.FetchedAt, Sched: &s}
 		if i%19 == 0 {
 			fs.Sched = nil
 		}
@@ -99,7 +100,7 @@ func startupStore(t *testing.T, n int) *storage.Store {
 			id := fmt.Sprintf("feed-%05d", i)
 			in.WriteString(entry(id, fmt.Sprintf("u%d-%d", i, r), "h", "T"))
 			in.WriteString(fetchRec(id, func(f *ndjson.Fetch) {
-				f.FetchID, f.FetchedAt, f.Parse = fmt.Sprintf("F%d-%d", i, r), ndjson.At(at), &ndjson.Parse{Items: 5}
+				f.FetchID, f.FetchedAt, f.Parse = testids.Fetch(fmt.Sprintf("F%d-%d", i, r)), ndjson.At(at), &ndjson.Parse{Items: 5}
 			}))
 		}
 		if r := runWith(t, st, at, sched.Params{}, in.String()); r.err != nil {
@@ -237,7 +238,7 @@ func TestStartupSameDecisions(t *testing.T) {
 			in.WriteString(entry(id, fmt.Sprintf("n%d-%d", i, e), "h", "T"))
 		}
 		in.WriteString(fetchRec(id, func(f *ndjson.Fetch) {
-			f.FetchID, f.FetchedAt, f.Parse = fmt.Sprintf("G%d", i), ndjson.At(at), &ndjson.Parse{Items: 5}
+			f.FetchID, f.FetchedAt, f.Parse = testids.Fetch(fmt.Sprintf("G%d", i)), ndjson.At(at), &ndjson.Parse{Items: 5}
 			if i%5 == 0 {
 				f.HTTPStatus, f.NotModified, f.Parse = 304, true, nil
 			}

@@ -145,6 +145,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := finish(cfg, c); err != nil {
 		return err
 	}
+	if c != nil {
+		fails.Records += c.failed
+	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
 		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved,
@@ -204,6 +207,9 @@ type committer struct {
 	// they were seen (hold); final releases them at the end of the input.
 	held  []item
 	final bool
+	// failed counts the fetch records not stored: their bodies were not
+	// read (missingStage).
+	failed int
 	// The buffers of a batch's entry and event lines, kept for the next:
 	// grown anew for every batch they were most of feed-store's
 	// allocations.
@@ -299,7 +305,17 @@ func (c *committer) commit(batch []item) error {
 			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil && c.replayed(it.fetch):
 			// Committed by an earlier run (crossfeed.go): not twice.
+		case it.fetch != nil && missingStage(it.fetch) != "":
+			// Not committed: the feed stays due for this run, and the
+			// next pipeline (feed-fetch replays the recorded fetch) reads
+			// its body.
+			c.failed++
+			stage := missingStage(it.fetch)
+			what := map[string]string{"feed-parse": "unparsed", "feed-scrape": "unscraped"}[stage]
+			c.cfg.Log.Error(fmt.Sprintf("fetch of %s reached feed-store %s: is %s in the pipeline?", it.fetch.Due.URL, what, stage),
+				"feed_id", it.fetch.Due.FeedID, "fetch_id", it.fetch.FetchID)
 		case it.fetch != nil:
+			c.noteCommitted(it.fetch)
 			c.cfg.Summary.count(it.fetch)
 			c.durations.Observe(float64(it.fetch.DurationMS) / 1000)
 			st, recs, ok, err := c.nextState(it.fetch)
@@ -458,9 +474,9 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 		st.ConsecutiveFailures++
 		st.LastError = f.Error
 	}
-	// A validator is kept until a response replaces it: a 200 without an
-	// ETag does not erase the last one.
-	if f.NotModified || wholeBody(f) {
+	// A validator is kept until a response replaces it (a 200 without an
+	// ETag does not erase the last one), and only for a body that was read.
+	if f.NotModified || bodyRead(f) {
 		if v := header(f.ResponseHeaders, "ETag"); v != "" {
 			st.Validators.ETag = v
 		}
@@ -574,17 +590,41 @@ func (s *Summary) count(f *ndjson.Fetch) {
 	}
 }
 
-// wholeBody reports whether f is a 2xx whose body came as complete as it
-// ever will: without error, cut at the size cap only, or whole but not
-// parsed; a download again would get the same bytes. The validators of a
-// body that broke off (a reset, a short Content-Length, a timeout, a bad
-// content coding) must not be kept: the next fetch would get a 304, and
-// the feed would not be downloaded whole until it changed.
-func wholeBody(f *ndjson.Fetch) bool {
-	if f.HTTPStatus < 200 || f.HTTPStatus >= 300 {
+// bodyRead reports whether f is a 2xx whose body was read into entries:
+// parsed (a feed) or scraped (a website) without error, or the same as
+// the last body, which was. Only then are its validators kept: the next
+// fetch sends them, and a 304 to them skips the body. A body that broke
+// off (a reset, a short Content-Length, a timeout, a bad content coding),
+// one that did not parse (not a feed, too many items: a parser raised to
+// read it must get it again), or one no stage read would be lost.
+func bodyRead(f *ndjson.Fetch) bool {
+	switch {
+	case f.HTTPStatus < 200 || f.HTTPStatus > 299:
 		return false
+	case f.Unchanged:
+		return true
+	case f.Error != nil && f.Error.Code != "body_too_large": // broke off, or did not parse
+		return false
+	case f.Due.SourceType == ndjson.SourceWebsite:
+		return f.Scrape != nil && f.Scrape.Error == ""
 	}
-	return f.Error == nil || f.Error.Class == ndjson.ClassParse || f.Error.Code == "body_too_large"
+	return f.Parse != nil && f.Parse.Error == ""
+}
+
+// missingStage names the stage that should have read the body of fetch
+// record f and did not: feed-parse for a feed, feed-scrape for a website;
+// "" when f brought no body or it was read (with success or not). The
+// pipeline lacks that stage: storing f would lose the body's entries.
+func missingStage(f *ndjson.Fetch) string {
+	switch {
+	case f.Page != nil || !f.HasBody():
+		return ""
+	case f.Due.SourceType == ndjson.SourceWebsite && f.Scrape == nil:
+		return "feed-scrape"
+	case f.Due.SourceType != ndjson.SourceWebsite && f.Parse == nil:
+		return "feed-parse"
+	}
+	return ""
 }
 
 func header(h map[string]string, name string) string {
