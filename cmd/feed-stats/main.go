@@ -45,7 +45,7 @@ writes with --metrics-file.`,
 					return err
 				}
 				defer cat.Close()
-				t, err := stats.Compute(c.Context, cat)
+				t, err := stats.Compute(c.Context, cat, time.Now())
 				if err != nil {
 					return err
 				}

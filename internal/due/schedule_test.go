@@ -86,12 +86,14 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"https://example.org/probe", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
-		{"late", []string{"a day (0 publication times kept"}},
+		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
 		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h0m0s), when the pause ends"}},
 		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
+		{"limited", []string{"Status: paused for a Retry-After until 2026-11-21 13:59Z."}},
+		{"late", []string{"Status: enabled."}},
 	} {
 		var b bytes.Buffer
 		if err := Explain(Config{Store: st, Now: now}, testids.Feed(tc.ref), &b); err != nil {
@@ -112,5 +114,43 @@ func TestExplain(t *testing.T) {
 	}
 	if err := Explain(Config{Store: st2, Now: now}, "nope", &b); err == nil {
 		t.Fatal("unknown feed explained")
+	}
+}
+
+// TestExplainOneRate: --explain gives one posting rate for a feed, the
+// one its decision used, in the decision, the state and the inputs alike,
+// however long after the fetch it is asked (it gave the rate at the time
+// asked beside the decision's), and a 304 does not call the window
+// "0-item".
+func TestExplainOneRate(t *testing.T) {
+	st := fill(t, []ndjson.Subscription{sub("busy", false)})
+	// 20 items over 2 hours, then a 304: the window caps the interval.
+	at := now.Add(-6 * time.Hour)
+	var pub []time.Time
+	for i := range 20 {
+		pub = append(pub, at.Add(-time.Duration(i)*6*time.Minute))
+	}
+	p := sched.Params{Scale: 60000, NoProfile: true}
+	s, _ := sched.Next(sched.State{}, sched.Outcome{At: at, Status: 200, NewEntries: 20, Items: 20, Parsed: true, Published: pub}, p, sched.Overrides{}, at, nil)
+	s, d := sched.Next(s, sched.Outcome{At: at.Add(5 * time.Minute), Status: 304, NotModified: true}, p, sched.Overrides{}, at.Add(5*time.Minute), nil)
+	if d.Inputs.WindowCapSec == 0 {
+		t.Fatalf("the fixture wants a window cap: %+v", d.Inputs)
+	}
+	fs := catalog.FeedState{FeedID: testids.Feed("busy"), LastFetchAt: ndjson.At(at.Add(5 * time.Minute)), LastSuccessAt: ndjson.At(at.Add(5 * time.Minute))}
+	fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
+	putStates(t, st, fs)
+	var b bytes.Buffer
+	if err := Explain(Config{Store: st, Now: now, Sched: p}, testids.Feed("busy"), &b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	rate := sched.RateText(d.Inputs.RatePerDay)
+	for _, want := range []string{"posts about " + rate + ";", "posting rate    " + rate + " at the last fetch", "rate " + rate + ", scale", "leaves the feed's window unseen"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0-item") {
+		t.Errorf("a 304's window called 0-item:\n%s", out)
 	}
 }

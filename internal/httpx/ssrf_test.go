@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/testserver"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // countingServer is a feed server that counts the requests it gets.
@@ -35,6 +36,11 @@ func TestNameResolvingToLoopbackIsRefused(t *testing.T) {
 	r := New(Options{Resolver: resolver}).Get(context.Background(), Request{URL: u})
 	if r.Err == nil || r.Err.Code != CodeAddressRefused || !strings.Contains(r.Err.Message, "127.0.0.1") {
 		t.Fatalf("err %+v, want address_refused naming 127.0.0.1", r.Err)
+	}
+	// Blocked, by this machine: not permanent (the feed is not gone) nor
+	// transient (trying again changes nothing until --allow-private).
+	if r.Err.Class != ndjson.ClassBlocked {
+		t.Errorf("class %s, want blocked", r.Err.Class)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("the server got %d requests", n)

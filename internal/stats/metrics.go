@@ -62,8 +62,9 @@ func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
 	metric := func(name, typ, help string) {
 		p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
-	metric("sources_total", "gauge", "Subscriptions, by state.")
-	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\n", t.Enabled, t.Disabled, t.Failing)
+	metric("sources_total", "gauge", "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).")
+	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\nsources_total{state=\"paused\"} %d\n",
+		t.Enabled, t.Disabled, t.Failing, t.Paused)
 	metric("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).")
 	p("sources_fetched_total %d\n", t.Counts.OK+t.Counts.NotModified)
 	metric("sources_failed_total", "counter", "Fetches that failed.")

@@ -25,7 +25,8 @@ type Row struct {
 	FeedID          string      `json:"feed_id"`
 	Name            string      `json:"name"`
 	URL             string      `json:"url"`
-	State           string      `json:"state"` // enabled, disabled, failing; "" for the total
+	State           string      `json:"state"`  // enabled, failing, paused or disabled (StatusOf); "" for the total
+	Status          string      `json:"status"` // the same for people, as feed-sub ls says it; "" for the total
 	Fetches         int         `json:"fetches"`
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
@@ -35,8 +36,8 @@ type Row struct {
 	NewEntries      int         `json:"new_entries"`
 	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days
 	MedianArticle   int         `json:"median_article_bytes"` // content (else summary) of entries stored in the last Days days
-	IntervalSec     int         `json:"interval_sec"`
-	NextFetchAt     ndjson.Time `json:"next_fetch_at"`
+	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
+	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
 }
 
@@ -45,27 +46,33 @@ const TypeStats = "feed_stats"
 
 // Totals are the figures of the whole store.
 type Totals struct {
-	Enabled, Disabled, Failing int
-	Counts                     catalog.FeedCounts
+	// Subscriptions by status (StatusOf): Enabled are those in service,
+	// not disabled (by hand or by the scheduler), Failing and Paused
+	// among them.
+	Enabled, Failing, Paused, Disabled int
+	Counts                             catalog.FeedCounts
 }
 
-// Compute adds up the feed states of a store, a feed at a time.
-func Compute(ctx context.Context, cat *catalog.Catalog) (Totals, error) {
+// Compute adds up the feed states of a store at now, a feed at a time.
+func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
 	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
 	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
-		t.add(f)
+		t.add(f, StatusOf(f.Sub, f.State, now))
 		return nil
 	})
 	return t, err
 }
 
-// add counts one feed.
-func (t *Totals) add(f *catalog.Feed) {
-	switch st := f.State; {
-	case f.Sub.Disabled:
+// add counts one feed, of status st.
+func (t *Totals) add(f *catalog.Feed, st Status) {
+	switch st.State {
+	case StateDisabled:
 		t.Disabled++
-	case st.ConsecutiveFailures > 0:
+	case StateFailing:
 		t.Failing++
+		t.Enabled++
+	case StatePaused:
+		t.Paused++
 		t.Enabled++
 	default:
 		t.Enabled++
@@ -123,18 +130,15 @@ func Run(cfg Config) error {
 	var allSizes []int
 	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
 	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
-		t.add(f)
 		s, st := f.Sub, f.State
+		status := StatusOf(s, st, cfg.Now)
+		t.add(f, status)
 		r := row(st.Counts, cfg.Days, recent[s.FeedID])
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
-		r.State = "enabled"
-		switch {
-		case s.Disabled:
-			r.State = "disabled"
-		case st.ConsecutiveFailures > 0:
-			r.State = fmt.Sprintf("failing (%d)", st.ConsecutiveFailures)
+		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
+		if status.Listed {
+			r.NextFetchAt = ndjson.At(status.Next)
 		}
-		r.IntervalSec, r.NextFetchAt = st.IntervalSec, st.NextFetchAt
 		if st.LastError != nil {
 			r.LastError = st.LastError.Code + ": " + st.LastError.Message
 		}
@@ -221,11 +225,11 @@ func write(cfg Config, rows []Row) error {
 	case CSV:
 		w := csv.NewWriter(cfg.Out)
 		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
-			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error"})
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status"})
 		for _, r := range rows {
 			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
 				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
-				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError})
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status})
 		}
 		w.Flush()
 		return w.Error()
@@ -242,7 +246,7 @@ func write(cfg Config, rows []Row) error {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", id, r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.State, "-"))
+			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.Status, "-"))
 	}
 	return tw.Flush()
 }

@@ -110,7 +110,7 @@ func TestMetrics(t *testing.T) {
 	if err := SaveHistogram(ctx, cat, h); err != nil {
 		t.Fatal(err)
 	}
-	totals, err := Compute(ctx, cat)
+	totals, err := Compute(ctx, cat, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -84,18 +83,19 @@ func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outco
 		switch {
 		case e.Code == "body_too_large" && parsed:
 			o.Truncated = true // the part that came parsed: not a failure
-		case e.Code == httpx.CodeAddressRefused:
-			// Refused by this machine's own rule (--allow-private), not
-			// by the publisher: retried with backoff, so that a run with
-			// the flag finds the feed, rather than disabled on the spot.
-			o.ErrorClass, o.ErrorCode = ndjson.ClassTransient, e.Code
 		default:
+			// The fetch record's class, as it is: one class per outcome
+			// everywhere. (A refused private address is no failure of
+			// the feed: sched tells it by its code.)
 			o.ErrorClass, o.ErrorCode = e.Class, e.Code
 		}
 	}
 	if parsed {
 		o.Parsed = true
 		o.Items = f.Parse.Items
+		if f.Due.ItemLimit > 0 { // a first or stale fetch keeps the newest items only
+			o.Withheld = max(f.Parse.Items-f.Parse.Entries, 0)
+		}
 		o.TTLMinutes, o.SkipHours, o.SkipDays = f.Parse.TTLMinutes, f.Parse.SkipHours, f.Parse.SkipDays
 	}
 	return o

@@ -68,6 +68,10 @@ func TestSchedule(t *testing.T) {
 		f.HTTPStatus, f.RetryAfterSec = 503, 5400
 		f.Error = &ndjson.Error{Class: ndjson.ClassRateLimited, Code: "http_503", Message: "HTTP 503"}
 	}
+	refused := func(f *ndjson.Fetch) {
+		f.HTTPStatus = 0
+		f.Error = &ndjson.Error{Class: ndjson.ClassBlocked, Code: "address_refused", Message: "refusing to connect to a non-public address: 127.0.0.1"}
+	}
 	maxAge := func(f *ndjson.Fetch) {
 		ok200(f)
 		f.ResponseHeaders = map[string]string{"Cache-Control": "public, max-age=7200"}
@@ -157,6 +161,39 @@ func TestSchedule(t *testing.T) {
 					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
 				}
 			}}}},
+		// One class per outcome: the decision's is the fetch record's. And
+		// a refusal --allow-private lifts spends no error budget: the first
+		// answer finds the feed healthy with all of it (it found it
+		// cooling down with 1 of 5 left).
+		{name: "refusals spend no error budget", steps: []step{
+			{fetch: refused, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+				if d := r.decision(t); d.Inputs.ErrorClass != ndjson.ClassBlocked || d.Inputs.ErrorCode != "address_refused" || d.Reason != "address_refused" {
+					t.Errorf("decision %s, error class %s/%s: want the fetch record's, blocked/address_refused", d.Reason, d.Inputs.ErrorClass, d.Inputs.ErrorCode)
+				}
+			}},
+			{fetch: refused}, {fetch: refused}, {fetch: refused},
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+				if d := r.decision(t); d.State != "healthy" || d.Inputs.ErrorBudget != 5 || d.Inputs.ConsecutiveFailures != 0 {
+					t.Errorf("after the first answer: state %s, error budget %g of 5, %d failures", d.State, d.Inputs.ErrorBudget, d.Inputs.ConsecutiveFailures)
+				}
+			}}}},
+		// rdf_UTF8.xml of the shared corpus: 60 items without dates. The
+		// first fetch keeps 20 (item_limit) and the next shows the other
+		// 40 as new: history both times, no burst (it was 12134 items a
+		// day, and every 5 minutes).
+		{name: "undated items a limited fetch withheld are history", steps: []step{
+			{entries: 20, fetch: func(f *ndjson.Fetch) { f.Due.ItemLimit, f.Parse = 20, &ndjson.Parse{Items: 60, Entries: 20} },
+				check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 40 {
+						t.Errorf("rate %g a day, %d withheld: want the prior's, 40", d.Inputs.RatePerDay, fs.Sched.Withheld)
+					}
+				}},
+			{entries: 40, fetch: func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 60, Entries: 60} },
+				check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 0 || d.Inputs.IntervalAfterSec < 900 {
+						t.Errorf("rate %g a day, interval %ds, %d withheld: the 40 withheld items are no burst", d.Inputs.RatePerDay, d.Inputs.IntervalAfterSec, fs.Sched.Withheld)
+					}
+				}}}},
 		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
 			{fetch: gone, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {

@@ -618,7 +618,7 @@ func finish(ctx context.Context, cfg Config, c *committer) error {
 	if cfg.MetricsFile == "" {
 		return nil
 	}
-	t, err := stats.Compute(ctx, cfg.Catalog)
+	t, err := stats.Compute(ctx, cfg.Catalog, cfg.Now())
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -52,18 +53,16 @@ func List(cfg Config, o ListOptions) error {
 	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
 	for _, s := range subs {
 		st := states[s.FeedID]
-		status, last, next := "disabled", "never", "-"
-		if !s.Disabled {
-			status = schedStatus(s, st, now)
-		}
+		status := stats.StatusOf(s, st, now)
+		last, next := "never", "-"
 		if !st.LastFetchAt.IsZero() {
-			last = ago(now, st.LastFetchAt.Time)
+			last = stats.Ago(now, st.LastFetchAt.Time)
 		}
-		if at, ok := nextFetch(s, st, now); ok {
-			next = until(now, at)
+		if status.Listed {
+			next = stats.Until(now, status.Next)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
-			cell(strings.Join(s.Labels, ","), 24), status, last, next, s.URL)
+			cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -76,6 +75,11 @@ func List(cfg Config, o ListOptions) error {
 // a feed the scheduler disabled reads as disabled, and why, in both.
 type listing struct {
 	ndjson.Subscription
+	// Status and StatusText are the feed's status as every command says
+	// it (stats.StatusOf): enabled, failing, paused or disabled; and the
+	// STATUS column.
+	Status     string `json:"status"`
+	StatusText string `json:"status_text"`
 	// State is the scheduler's: healthy, cooling_down, backoff, paused or
 	// disabled; "" before its first decision. Disabled (by hand) is the
 	// subscription's own.
@@ -89,35 +93,19 @@ type listing struct {
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
-	l := &listing{Subscription: s, ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
+	status := stats.StatusOf(s, fs, now)
+	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
+		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {
 			l.DisabledReason = st.DisabledReason
 		}
 	}
-	if at, ok := nextFetch(s, fs, now); ok {
-		l.NextFetchAt = ndjson.At(at)
+	if status.Listed {
+		l.NextFetchAt = ndjson.At(status.Next)
 	}
 	return l
-}
-
-// nextFetch is when feed-due lists the feed next (a time past is now); ok
-// is false when it does not by itself: disabled by hand, or disabled for
-// errors and not probed.
-func nextFetch(s ndjson.Subscription, fs catalog.FeedState, now time.Time) (at time.Time, ok bool) {
-	if s.Disabled {
-		return time.Time{}, false
-	}
-	at, ok = s.CreatedAt.Time, true // never fetched: due at once
-	if !fs.LastFetchAt.IsZero() || fs.Sched != nil {
-		at = fs.NextFetchAt.Time
-		ok = fs.Sched == nil || !fs.Sched.NextAt.IsZero()
-	}
-	if s.PausedUntil.After(now) && s.PausedUntil.After(fs.NextFetchAt.Time) {
-		at, ok = s.PausedUntil.Time, true // feed-due skips it until then
-	}
-	return at, ok
 }
 
 func errorCode(e *ndjson.Error) string {
@@ -137,31 +125,6 @@ func cell(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-func ago(now, t time.Time) string {
-	return human(now.Sub(t)) + " ago"
-}
-
-func until(now, t time.Time) string {
-	if !t.After(now) {
-		return "now"
-	}
-	return "in " + human(t.Sub(now))
-}
-
-// human renders a duration the way a person says it: 45s, 12m, 3h, 2d.
-func human(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
 }
 
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or

@@ -223,37 +223,3 @@ func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *c
 		return nil
 	})
 }
-
-// schedStatus is the STATUS cell of `feed-sub ls` for an enabled
-// subscription: the scheduler's state, and why a feed is disabled.
-func schedStatus(s ndjson.Subscription, fs catalog.FeedState, now time.Time) string {
-	if now.Before(s.PausedUntil.Time) {
-		return "paused until " + fmtTime(s.PausedUntil.Time)
-	}
-	st := fs.Sched
-	if st == nil {
-		if fs.ConsecutiveFailures > 0 {
-			return fmt.Sprintf("failing (%d): %s", fs.ConsecutiveFailures, errorCode(fs.LastError))
-		}
-		return "enabled"
-	}
-	switch st.Lifecycle {
-	case sched.StateDisabled:
-		probe := "not probed"
-		if !st.NextAt.IsZero() {
-			probe = "probe " + until(now, st.NextAt.Time)
-		}
-		return fmt.Sprintf("disabled: %s (%s)", st.DisabledReason, probe)
-	case sched.StateBackoff:
-		return fmt.Sprintf("failing (%d): %s", st.Failures, errorCode(fs.LastError))
-	case sched.StatePaused:
-		return fmt.Sprintf("paused (%s)", st.Reason)
-	case sched.StateCoolingDown:
-		return "enabled (cooling down)"
-	case sched.StateHealthy, "":
-		return "enabled"
-	}
-	return string(st.Lifecycle)
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }

@@ -422,3 +422,39 @@ func TestEnableSaysWhatItDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestListStatusAfterRetryAfter: once a Retry-After has ended the feed is
+// due, and ls says so in both columns, as feed-stats does (stats.StatusOf):
+// it said "paused (retry_after)" beside NEXT "now".
+func TestListStatusAfterRetryAfter(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	over := now.Add(-2 * time.Hour)
+	stA, dA := sched.Next(sched.State{}, sched.Outcome{At: over, Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, over, nil)
+	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fa, fb := catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(over)}, catalog.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	fa.SetSched(stA, dA)
+	fb.SetSched(stB, dB)
+	e.putStates(t, fa, fb)
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`enabled \(Retry-After over\) +2h ago +now +https://example.org/a\n`),
+		regexp.MustCompile(`paused for a Retry-After until 2026-11-21 12:59Z +1m ago +in 59m +https://example.org/b\n`),
+	} {
+		if !want.MatchString(e.out.String()) {
+			t.Errorf("ls lacks %s:\n%s", want, e.out)
+		}
+	}
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.out.String(), `"status":"enabled","status_text":"enabled (Retry-After over)"`) ||
+		!strings.Contains(e.out.String(), `"status":"paused","status_text":"paused for a Retry-After until 2026-11-21 12:59Z"`) {
+		t.Errorf("ls --json:\n%s", e.out)
+	}
+}

@@ -190,11 +190,14 @@
 //	                         class transient (timeouts, 5xx, resets, DNS),
 //	                         permanent (404, 410, bad URL, bad certificate),
 //	                         rate_limited (429, 503 with Retry-After),
-//	                         blocked (403, bot challenges) or parse (the
-//	                         body is not a feed); code a short machine name
-//	                         such as http_404, timeout, not_a_feed,
-//	                         too_many_redirects (then http_status and url
-//	                         are those of the redirect not followed);
+//	                         blocked (403, bot challenges; address_refused:
+//	                         a private address this machine refuses without
+//	                         --allow-private, no failure of the feed) or
+//	                         parse (the body is not a feed); code a short
+//	                         machine name such as http_404, timeout,
+//	                         not_a_feed, too_many_redirects (then
+//	                         http_status and url are those of the redirect
+//	                         not followed);
 //	                         message one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json

@@ -33,7 +33,7 @@ const (
 	ClassTransient   = "transient"    // timeouts, 5xx, resets, DNS: retry later
 	ClassPermanent   = "permanent"    // 404, 410, bad URL, bad certificate
 	ClassRateLimited = "rate_limited" // 429 or 503 from the publisher
-	ClassBlocked     = "blocked"      // 403 and bot-challenge pages
+	ClassBlocked     = "blocked"      // 403 and bot-challenge pages; a private address refused (address_refused)
 	ClassParse       = "parse"        // the body is not a feed feed-parse can read
 )
 
