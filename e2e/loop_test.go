@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -20,6 +21,7 @@ import (
 // the environment of a loop over them.
 type loopEnv struct {
 	dir, store string
+	root       string // the repository
 	srv        *httptest.Server
 	env        []string
 }
@@ -34,7 +36,7 @@ func newLoopEnv(t *testing.T, feeds ...string) *loopEnv {
 	}
 	srv := httptest.NewServer(testserver.New(www, nil))
 	t.Cleanup(srv.Close)
-	e := &loopEnv{dir: dir, store: filepath.Join(dir, "store"), srv: srv,
+	e := &loopEnv{dir: dir, store: filepath.Join(dir, "store"), root: repoRoot(t), srv: srv,
 		env: append(os.Environ(), "FEEDPIPE_STORE="+filepath.Join(dir, "store"), "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_HOST_RPS=0", "FEEDPIPE_LOG_LEVEL=warn")}
 	for _, f := range feeds {
 		e.add(t, f)
@@ -365,4 +367,76 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestRefetchSaysDueNowOnceSaved: feed-sub refetch says "due now" only
+// once the change is saved (here, once the store's writer lock is free), and a closed stderr (feed-sub refetch X 2>&1 | true) does
+// not stop it before the save.
+func TestRefetchSaysDueNowOnceSaved(t *testing.T) {
+	sourcesRead(t)
+	e := newLoopEnv(t, "a.xml")
+	if out, err := e.run("feed-loop --once"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	// The store's writer lock, held as a feed-store holds it.
+	lock, err := os.OpenFile(filepath.Join(e.store, storage.StoreLock), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	refetch := exec.Command("feed-sub", "refetch", e.srv.URL+"/a.xml")
+	refetch.Env = e.env
+	var msgs loop
+	refetch.Stderr = &msgs
+	if err := refetch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	msgs.waitFor(t, "waiting for the store lock", 3*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if strings.Contains(msgs.log(), "due now") {
+		t.Fatalf("said due now before it could save:\n%s", msgs.log())
+	}
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if err := refetch.Wait(); err != nil || !strings.Contains(msgs.log(), "feed-sub: due now: "+e.srv.URL+"/a.xml") {
+		t.Fatalf("%v\n%s", err, msgs.log())
+	}
+
+	// A save that fails (no room: ulimit -f 0) says nothing is due.
+	if out, err := e.run("ulimit -f 0 && exec feed-sub refetch " + e.srv.URL + "/a.xml"); err == nil || strings.Contains(string(out), "due now") {
+		t.Errorf("a refetch that could not be saved: %v\n%s", err, out)
+	}
+
+	// stderr a pipe nobody reads any more.
+	if out, err := e.run("feed-loop --once"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	refetch = exec.Command("feed-sub", "refetch", e.srv.URL+"/a.xml")
+	refetch.Env, refetch.Stdout, refetch.Stderr = e.env, w, w
+	err = refetch.Run()
+	w.Close()
+	if code := exitCode(err); code != 0 {
+		t.Errorf("refetch with stderr closed: status %d, want 0", code)
+	}
+	due := exec.Command("feed-due")
+	due.Env = e.env
+	if out, err := due.Output(); err != nil || !strings.Contains(string(out), `"reason":"manual"`) {
+		t.Errorf("the refetch was not saved: %v %s", err, out)
+	}
+}
+
+// run runs a shell command line in e's environment, with the repository's
+// scripts on PATH.
+func (e *loopEnv) run(line string) ([]byte, error) {
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Env = append(append([]string(nil), e.env...), "PATH="+filepath.Join(e.root, "scripts")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd.CombinedOutput()
 }

@@ -30,8 +30,8 @@ decision (docs/scheduler.md): a "decision" record follows on stdout, and a
 service.
 Records of other types pass through. One feed-store writes to a store at a
 time: a second one waits for the first (or, with --no-wait, exits).
-
-` + cmdkit.SchedEnvHelp(),
+The scheduler's flags (below, each with its variables) are those of
+docs/scheduler.md §5.`,
 		Flags: append([]cli.Flag{
 			// Not EnvVars: urfave/cli would read the variables as Go
 			// durations, and the environment speaks whole seconds.

@@ -18,7 +18,7 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 		Duration(&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT", "FETCH_TIMEOUT_MS"}}),
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
-		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 	}
 }
 

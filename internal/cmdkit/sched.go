@@ -136,6 +136,28 @@ func SchedFlags() []cli.Flag {
 	}
 }
 
+// HiddenSchedFlags are SchedFlags left out of --help, for the commands
+// that only need the scheduler's parameters to be the same as feed-store's
+// (feed-sub refetch and enable): they still take them.
+func HiddenSchedFlags() []cli.Flag {
+	flags := SchedFlags()
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Hidden = true
+		case *cli.DurationFlag:
+			f.Hidden = true
+		case *cli.GenericFlag:
+			f.Hidden = true
+		case *cli.IntFlag:
+			f.Hidden = true
+		case *cli.BoolFlag:
+			f.Hidden = true
+		}
+	}
+	return flags
+}
+
 // SchedEnvHelp lists every scheduler environment variable, for a --help
 // description.
 func SchedEnvHelp() string {
