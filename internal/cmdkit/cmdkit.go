@@ -43,7 +43,7 @@ const (
 // CommonFlags are the flags every binary has.
 func CommonFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: storeFlag, Usage: "store directory", EnvVars: []string{envStore}, Value: DefaultStore()},
+		&cli.StringFlag{Name: storeFlag, Usage: "store directory", EnvVars: []string{envStore}, Value: DefaultStore(), DefaultText: "$XDG_DATA_HOME/feedpipe, else ~/.local/share/feedpipe"},
 		&cli.StringFlag{Name: logFmtFlag, Usage: "log format on stderr: text or json", EnvVars: []string{envLogFmt}, Value: "text"},
 		&cli.StringFlag{Name: logLvlFlag, Usage: "least severe log level shown: debug, info, warn or error", EnvVars: []string{envLogLevel}, Value: "info"},
 	}

@@ -26,25 +26,46 @@ func generate(app *cli.App, kind string) error {
 	switch kind {
 	case "man":
 		s = ManPage(app)
-	case "bash":
-		s = bashCompletion(app)
-	case "zsh":
-		s = zshCompletion(app)
-	case "fish":
-		s = fishCompletion(app)
 	default:
-		return Usagef("%s=%s: want man, bash, zsh or fish", generateFlag, kind)
+		var ok bool
+		if s, ok = Completion(app, kind); !ok {
+			return Usagef("%s=%s: want man, bash, zsh or fish", generateFlag, kind)
+		}
 	}
 	_, err := io.WriteString(app.Writer, s)
 	return err
 }
 
+// Completion is app's completion script for shell (bash, zsh or fish),
+// from its commands and flags; ok is false for another shell.
+func Completion(app *cli.App, shell string) (script string, ok bool) {
+	switch shell {
+	case "bash":
+		return bashCompletion(app), true
+	case "zsh":
+		return zshCompletion(app), true
+	case "fish":
+		return fishCompletion(app), true
+	}
+	return "", false
+}
+
 // Roff escapes s for a line of roff text: backslashes, hyphens (so that
-// --flags copy as typed) and a leading dot or quote, which would make a
-// line a request.
+// --flags copy as typed), characters beyond ASCII (as \[uXXXX], which every
+// formatter reads whatever its input encoding) and a leading dot or quote,
+// which would make a line a request.
 func Roff(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	s = strings.ReplaceAll(s, "-", `\-`)
+	var b strings.Builder
+	for _, r := range s {
+		if r > 0x7e {
+			fmt.Fprintf(&b, `\[u%04X]`, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	s = b.String()
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
