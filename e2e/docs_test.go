@@ -344,7 +344,8 @@ func TestREADMEConfig(t *testing.T) {
 	config := filepath.Join(dir, "config.toml")
 	os.WriteFile(config, []byte(blocks[0]), 0o644)
 	store := filepath.Join(dir, "store")
-	env := append(os.Environ(), "FEEDPIPE_CONFIG="+config, "FEEDPIPE_STORE=", "HOME="+dir)
+	env := append(os.Environ(), "FEEDPIPE_CONFIG="+config, "FEEDPIPE_STORE=", "HOME="+dir,
+		"FEEDPIPE_METRICS_FILE="+filepath.Join(dir, "feedpipe.prom")) // the variable wins over the file's path
 	for _, args := range [][]string{
 		{"feed-fetch", "--store", store}, // first: it makes the store
 		{"feed-due", "--store", store},
