@@ -326,8 +326,8 @@ func bashCompletion(app *cli.App) string {
 // zshQuote quotes s for a single-quoted zsh word.
 func zshQuote(s string) string { return strings.ReplaceAll(s, "'", `'\''`) }
 
-// zshSpec is an _arguments spec for a flag: --name[usage] and, if it takes
-// a value, a value to complete as a file.
+// zshSpecs are the _arguments specs of flags: --name[usage] and, for one
+// that takes a value, a value completed as a file.
 func zshSpecs(flags []cli.Flag) []string {
 	names, usage, val := completionFlags(flags)
 	var specs []string

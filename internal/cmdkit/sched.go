@@ -158,21 +158,6 @@ func HiddenSchedFlags() []cli.Flag {
 	return flags
 }
 
-// SchedEnvHelp lists every scheduler environment variable, for a --help
-// description.
-func SchedEnvHelp() string {
-	var b strings.Builder
-	b.WriteString("Scheduler environment (flags win; docs/scheduler.md §5):\n")
-	for _, e := range sched.EnvNames() {
-		name := e[0]
-		if e[1] != "" {
-			name += " (" + e[1] + ")"
-		}
-		fmt.Fprintf(&b, "   %s: %s\n", name, e[2])
-	}
-	return b.String()
-}
-
 // SchedParams are the scheduler's parameters: sched.Defaults, changed by
 // the environment, changed by the flags given. A bad value is a usage
 // error.
