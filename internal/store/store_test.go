@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/dedup"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -499,5 +500,55 @@ func TestUnreadBodyNotStored(t *testing.T) {
 				t.Fatalf("validators %+v", v)
 			}
 		})
+	}
+}
+
+// TestSightingsCountedNotStored: an unchanged entry seen again (seed 000
+// §4.4 lineage) is dropped by feed-dedup, which passes its uid on in the
+// fetch record; feed-store moves its last_seen and counts the sighting in
+// the catalog, writes nothing to entries/ or events/, and a replay of the
+// same fetch counts nothing twice.
+func TestSightingsCountedNotStored(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	cycle := func(fetchID string, at time.Time) (deduped string) {
+		t.Helper()
+		in := entry("A", "u1", "h1", "One") + entry("A", "u2", "h2", "Two") + fetchRec("A", func(f *ndjson.Fetch) {
+			f.FetchID, f.FetchedAt = testids.Fetch(fetchID), ndjson.At(at)
+		})
+		// feed-parse stamps each entry with its fetch's time.
+		in = strings.ReplaceAll(in, `"entry_uid"`, `"first_seen":"`+at.Format(time.RFC3339)+`","last_seen":"`+at.Format(time.RFC3339)+`","seen_count":1,"entry_uid"`)
+		var out bytes.Buffer
+		if err := dedup.Run(context.Background(), dedup.Config{In: strings.NewReader(in), Out: ndjson.NewWriter(&out), Store: st}); err != nil {
+			t.Fatal(err)
+		}
+		if r := run(t, st, at, out.String()); r.err != nil {
+			t.Fatal(r.err)
+		}
+		return out.String()
+	}
+	cycle("first", t0)
+	entriesBefore, _ := st.ReadFile(storage.DayFile(storage.DirEntries, t0))
+	eventsBefore, _ := st.ReadFile(storage.DayFile(storage.DirEvents, t0))
+
+	later := t0.Add(3 * time.Hour)
+	out := cycle("second", later)
+	if strings.Contains(out, `"type":"entry"`) {
+		t.Errorf("feed-dedup passed unchanged entries on:\n%s", out)
+	}
+	if !strings.Contains(out, `"unchanged_uids":["`+testids.UID("u1")+`","`+testids.UID("u2")+`"]`) {
+		t.Errorf("the fetch record does not name the unchanged entries:\n%s", out)
+	}
+	cycle("second", later) // a replay
+	entriesAfter, _ := st.ReadFile(storage.DayFile(storage.DirEntries, t0))
+	eventsAfter, _ := st.ReadFile(storage.DayFile(storage.DirEvents, t0))
+	if !bytes.Equal(entriesBefore, entriesAfter) || !bytes.Equal(eventsBefore, eventsAfter) {
+		t.Errorf("a sighting wrote to the taps")
+	}
+	ix := openCatalog(t, st).Index()
+	for _, uid := range []string{"u1", "u2"} {
+		s, ok, err := ix.Latest(context.Background(), testids.Feed("A"), testids.UID(uid))
+		if err != nil || !ok || !s.FirstSeen.Equal(t0) || !s.LastSeen.Equal(later) || s.SeenCount != 2 || s.Versions != 1 {
+			t.Errorf("%s: %+v %v %v: want first seen %s, last seen %s, seen twice, one version", uid, s, ok, err, t0, later)
+		}
 	}
 }
