@@ -1,19 +1,10 @@
 package cmdkit
 
 import (
-	"os"
 	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/testenv"
 )
 
 // TestMain keeps the user's configuration file out of the tests.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cmdkit-test-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_CONFIG_HOME", dir)
-	os.Unsetenv("FEEDPIPE_CONFIG")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }

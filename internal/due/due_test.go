@@ -12,6 +12,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -50,16 +51,8 @@ func fixture(t *testing.T) *storage.Store {
 // fill makes a store whose catalog has subs and states.
 func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState) *storage.Store {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	err = cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
+	st, cat := testenv.Store(t)
+	err := cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

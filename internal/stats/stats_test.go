@@ -13,6 +13,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -20,22 +21,14 @@ var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func fixture(t *testing.T) (*storage.Store, *catalog.Catalog) {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	st, cat := testenv.Store(t)
 	cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
 			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "aaaaaaaa-0000-4000-8000-000000000001", URL: "https://a.example/feed", Name: "A"},
 			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "bbbbbbbb-0000-4000-8000-000000000002", URL: "https://b.example/feed", Disabled: true},
 		}, nil
 	})
-	err = cat.Update(context.Background(), func(tx *catalog.Tx) error {
+	err := cat.Update(context.Background(), func(tx *catalog.Tx) error {
 		return tx.PutStates(catalog.FeedState{FeedID: "aaaaaaaa-0000-4000-8000-000000000001", IntervalSec: 3600, Counts: catalog.FeedCounts{Fetches: 10, OK: 6, NotModified: 3, Errors: 1,
 			ErrorCodes: map[string]int{"http_500": 1}, BytesIn: 60000, BytesSaved: 30000, NewEntries: 14}},
 			catalog.FeedState{FeedID: "bbbbbbbb-0000-4000-8000-000000000002", Title: "B's title", ConsecutiveFailures: 2, LastError: &ndjson.Error{Code: "http_404", Message: "HTTP 404"},
@@ -55,18 +48,16 @@ func fixture(t *testing.T) (*storage.Store, *catalog.Catalog) {
 	return st, cat
 }
 
-func TestRunFormats(t *testing.T) {
-	st, _ := fixture(t)
-	var out bytes.Buffer
-	if err := Run(Config{Out: &out, Store: st, Now: now, Days: 3, Format: NDJSON}); err != nil {
-		t.Fatal(err)
-	}
+// rowsOf reads feed-stats --json output, by feed id ("total" for the
+// total row).
+func rowsOf(t *testing.T, out *bytes.Buffer) map[string]Row {
+	t.Helper()
 	rows := map[string]Row{}
-	rd := ndjson.NewReader(&out)
+	rd := ndjson.NewReader(out)
 	for {
 		l, err := rd.Next()
 		if err != nil {
-			break
+			return rows
 		}
 		var r Row
 		if err := l.Decode(&r); err != nil {
@@ -74,6 +65,15 @@ func TestRunFormats(t *testing.T) {
 		}
 		rows[r.FeedID] = r
 	}
+}
+
+func TestRunFormats(t *testing.T) {
+	st, _ := fixture(t)
+	var out bytes.Buffer
+	if err := Run(Config{Out: &out, Store: st, Now: now, Days: 3, Format: NDJSON}); err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsOf(t, &out)
 	a, b, total := rows["aaaaaaaa-0000-4000-8000-000000000001"], rows["bbbbbbbb-0000-4000-8000-000000000002"], rows["total"]
 	if a.Fetches != 10 || a.OKRate != 0.6 || a.NotModifiedRate != 0.3 || a.ErrorRate != 0.1 || a.BytesSaved != 30000 || a.NewPerDay != 1 || a.MedianArticle != 200 || a.State != "enabled" || a.Name != "A" {
 		t.Errorf("a: %+v", a)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -119,16 +119,8 @@ func TestStatusOf(t *testing.T) {
 // row alone, and the metrics counted feeds disabled by the scheduler as
 // enabled.
 func TestCommandsAgree(t *testing.T) {
-	st, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
+	st, cat := testenv.Store(t)
 	cases := statusCases()
 	var subs []ndjson.Subscription
 	var states []catalog.FeedState
@@ -153,19 +145,7 @@ func TestCommandsAgree(t *testing.T) {
 	if err := Run(Config{Out: &out, Store: st, Catalog: cat, Now: now, Format: NDJSON}); err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]Row{}
-	rd := ndjson.NewReader(&out)
-	for {
-		l, err := rd.Next()
-		if err != nil {
-			break
-		}
-		var r Row
-		if err := l.Decode(&r); err != nil {
-			t.Fatal(err)
-		}
-		rows[r.FeedID] = r
-	}
+	rows := rowsOf(t, &out)
 	for i, tc := range cases {
 		fs, _, err := cat.State(ctx, subs[i].FeedID)
 		if err != nil {

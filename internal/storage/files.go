@@ -250,26 +250,7 @@ func (s *Store) ReadAt(key string, offset, length int64) ([]byte, error) {
 // each complete line and the key of its file. It returns the position just
 // past the last complete line: (file, offset) again when nothing is past it.
 func (s *Store) ReadLogsSince(dir, file string, offset int64, fn func(key string, l ndjson.Line) error) (endFile string, endOffset int64, err error) {
-	files, err := s.DayFiles(dir)
-	if err != nil {
-		return "", 0, err
-	}
-	endFile, endOffset = file, offset
-	for _, key := range files {
-		if key < file {
-			continue
-		}
-		from := int64(0)
-		if key == file {
-			from = offset
-		}
-		off, _, err := s.ReadLog(key, from, func(l ndjson.Line) error { return fn(key, l) })
-		if err != nil {
-			return "", 0, err
-		}
-		endFile, endOffset = key, off
-	}
-	return endFile, endOffset, nil
+	return s.FollowLogs(dir, file, offset, func(key string, _, _ int64, l ndjson.Line) error { return fn(key, l) })
 }
 
 // readLog is ReadLog on an open file; fn also gets where each line starts

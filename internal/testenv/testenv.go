@@ -1,0 +1,44 @@
+// Package testenv gives tests what they start from: an environment
+// without the user's configuration, a store of their own.
+package testenv
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/storage"
+)
+
+// Main runs the tests of m with a configuration directory of their own
+// (XDG_CONFIG_HOME, empty) and without FEEDPIPE_CONFIG, so that the
+// user's feedpipe configuration file changes no test's flags; it exits
+// with their status. Call it from TestMain.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "feedpipe-test-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Unsetenv("FEEDPIPE_CONFIG")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Store is a new store in a temporary directory and its catalog, closed
+// when the test ends.
+func Store(t testing.TB) (*storage.Store, *catalog.Catalog) {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	return st, cat
+}
