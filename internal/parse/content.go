@@ -1,8 +1,10 @@
 package parse
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -10,7 +12,9 @@ import (
 // Relative URLs in the HTML of summaries and content are made absolute
 // against the content's base (its xml:base, else the document's URL), so
 // that the HTML means the same wherever it is shown. Absolute URLs and
-// in-page anchors ("#note") are left as written.
+// in-page anchors ("#note") are left as written, but for the white space
+// around them, which goes. The same pass escapes a "<!" that begins no
+// comment, CDATA section or doctype.
 
 // urlAttrs are the HTML attributes that hold a URL.
 var urlAttrs = map[string]bool{
@@ -18,18 +22,21 @@ var urlAttrs = map[string]bool{
 	"usemap": true, "action": true, "codebase": true, "data": true, "profile": true, "classid": true,
 }
 
-// resolveRef makes ref absolute against base, unless it is absolute, an
-// anchor, or not a URL.
+// resolveRef trims the white space around ref, and makes it absolute
+// against base unless it is absolute, an anchor, or not a URL.
 func resolveRef(base *url.URL, ref string) string {
+	ref = strings.TrimFunc(ref, isSpaceRune)
 	if base == nil || !isRelative(ref) {
 		return ref
 	}
-	r, err := url.Parse(strings.TrimSpace(ref))
+	r, err := url.Parse(ref)
 	if err != nil {
 		return ref
 	}
 	return base.ResolveReference(r).String()
 }
+
+func isSpaceRune(r rune) bool { return r < utf8.RuneSelf && isSpaceByte(byte(r)) }
 
 // isRelative reports whether ref is a relative reference worth resolving.
 func isRelative[T string | []byte](ref T) bool {
@@ -61,7 +68,7 @@ func isRelative[T string | []byte](ref T) bool {
 // looks for them first, and tokenizes the HTML only when there is one, so
 // that content with absolute links costs a scan and nothing more.
 func resolveHTML(s string, base *url.URL) string {
-	if base == nil || !hasRelativeURL(s) {
+	if base == nil || !hasRelativeURL(s) && !hasBareBang(s) {
 		return s
 	}
 	z := html.NewTokenizer(strings.NewReader(s))
@@ -75,7 +82,12 @@ func resolveHTML(s string, base *url.URL) string {
 		if tt == html.ErrorToken {
 			break
 		}
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+		switch tt {
+		case html.StartTagToken, html.SelfClosingTagToken:
+		case html.CommentToken, html.TextToken:
+			writeBangEscaped(&out, z.Raw(), tt == html.CommentToken)
+			continue
+		default:
 			out.Write(z.Raw())
 			continue
 		}
@@ -88,7 +100,7 @@ func resolveHTML(s string, base *url.URL) string {
 			var k, v []byte
 			k, v, more = z.TagAttr()
 			attrs = append(attrs, attr{k, v})
-			relative = relative || urlAttrs[string(k)] && isRelative(v)
+			relative = relative || urlAttrs[string(k)] && (isRelative(v) || isSpaced(v))
 		}
 		if !relative {
 			out.Write(raw)
@@ -145,13 +157,74 @@ func hasRelativeURL(s string) bool {
 		if v < len(s) && (s[v] == '"' || s[v] == '\'') {
 			v++
 		}
+		if v < len(s) && isSpaceByte(s[v]) {
+			return true // white space to trim
+		}
 		end := v
-		for end < len(s) && end-v < 40 && s[end] != '"' && s[end] != '\'' && s[end] != '>' && s[end] != ' ' {
+		for end < len(s) && end-v < 40 && s[end] != '"' && s[end] != '\'' && s[end] != '>' && !isSpaceByte(s[end]) {
 			end++
 		}
 		if isRelative(html.UnescapeString(s[v:end])) {
 			return true
 		}
+		if q := s[v-1]; (q == '"' || q == '\'') && end < len(s) && s[end] != q {
+			// A long value: white space before its closing quote?
+			if c := strings.IndexByte(s[end:], q); c > 0 && isSpaceByte(s[end+c-1]) {
+				return true
+			}
+		}
+	}
+}
+
+// isSpaced reports whether an attribute value has white space around it.
+func isSpaced(v []byte) bool {
+	return len(v) > 0 && (isSpaceByte(v[0]) || isSpaceByte(v[len(v)-1]))
+}
+
+// hasBareBang reports whether HTML holds a "<!" that begins no comment,
+// CDATA section or doctype.
+func hasBareBang(s string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], "<!")
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		if !markupDecl(s[i:]) {
+			return true
+		}
+	}
+}
+
+// markupDecl reports whether what follows a "<!" makes it a comment, a
+// CDATA section or a doctype.
+func markupDecl[T string | []byte](rest T) bool {
+	return strings.HasPrefix(string(rest), "--") || strings.HasPrefix(string(rest), "[CDATA[") ||
+		len(rest) >= 7 && strings.EqualFold(string(rest[:7]), "doctype")
+}
+
+// writeBangEscaped writes raw HTML text or a comment with each "<!" that
+// begins no comment, CDATA section or doctype escaped: the tokenizer
+// reads "<!x>" as a comment, which a sanitizer or another parser may
+// read otherwise.
+func writeBangEscaped(out *strings.Builder, raw []byte, comment bool) {
+	if comment && len(raw) >= 2 && raw[0] == '<' && raw[1] == '!' && markupDecl(raw[2:]) || !bytes.Contains(raw, []byte("<!")) {
+		out.Write(raw)
+		return
+	}
+	for {
+		i := bytes.Index(raw, []byte("<!"))
+		if i < 0 {
+			out.Write(raw)
+			return
+		}
+		out.Write(raw[:i])
+		if markupDecl(raw[i+2:]) && !comment {
+			out.WriteString("<!")
+		} else {
+			out.WriteString("&lt;!")
+		}
+		raw = raw[i+2:]
 	}
 }
 

@@ -3,6 +3,7 @@ package parse
 import (
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -183,9 +184,15 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 				return p.startItem(fr, t, off)
 			}
 		case "title":
-			return p.set(&f.title, capText)
+			if atom {
+				return p.atomContent(&f.title, t, base)
+			}
+			return p.set(&f.title.s, capText)
 		case "link":
-			if href, ok := attrOK(t, "href"); ok || atom {
+			if atom {
+				return p.atomLink(&f.links, t, base)
+			}
+			if href, ok := attrOK(t, "href"); ok {
 				f.links = append(f.links, linkOf(t, href, base))
 				return nil
 			}
@@ -195,7 +202,10 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 		case "description":
 			return p.set(&f.description, capText)
 		case "subtitle", "tagline":
-			return p.set(&f.subtitle, capText)
+			if atom {
+				return p.atomContent(&f.subtitle, t, base)
+			}
+			return p.set(&f.subtitle.s, capText)
 		case "language":
 			return p.set(&f.language, capText)
 		case "ttl":
@@ -236,12 +246,14 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 	case isAtom(fr.id):
 		switch fr.local {
 		case "link":
-			f.links = append(f.links, linkOf(t, attr(t, "href"), base))
+			return p.atomLink(&f.links, t, base)
 		case "author":
 			p.startPerson(fr)
 		}
 	case fr.id == nsDC:
 		switch fr.local {
+		case "title":
+			return p.set(&f.dcTitle, capText)
 		case "language":
 			if f.language == "" {
 				return p.set(&f.language, capText)
@@ -256,8 +268,8 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 				f.logo = rawLink{href: attr(t, "href"), base: base}
 			}
 		case "summary":
-			if f.subtitle == "" {
-				return p.set(&f.subtitle, capText)
+			if f.subtitle.s == "" {
+				return p.set(&f.subtitle.s, capText)
 			}
 		}
 	}
@@ -281,7 +293,10 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 			}
 			return p.set(&it.title.s, capText)
 		case "link":
-			if href, ok := attrOK(t, "href"); ok || atom {
+			if atom {
+				return p.atomLink(&it.links, t, base)
+			}
+			if href, ok := attrOK(t, "href"); ok {
 				it.links = append(it.links, linkOf(t, href, base))
 				return nil
 			}
@@ -290,6 +305,18 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 			return err
 		case "description":
 			return p.setHTML(&it.description, fr.base)
+		case "body":
+			// RSS with the XHTML body of an item written without its
+			// namespace.
+			if !atom && it.content.s == "" {
+				s, err := p.capture(capXHTMLBody)
+				it.content = rawText{s: s}
+				return err
+			}
+		case "fullitem":
+			if !atom && it.content.s == "" {
+				return p.setHTML(&it.content, base)
+			}
 		case "guid":
 			it.guid = true
 			it.guidPermaLink = !strings.EqualFold(strings.TrimSpace(attr(t, "isPermaLink")), "false")
@@ -343,7 +370,7 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 		// Atom inside RSS (atom:, a10:).
 		switch fr.local {
 		case "link":
-			it.links = append(it.links, linkOf(t, attr(t, "href"), base))
+			return p.atomLink(&it.links, t, base)
 		case "author":
 			p.startPerson(fr)
 		case "published":
@@ -466,6 +493,11 @@ func (p *xmlParser) personElement(fr *frame) error {
 		return p.set(&p.person.email, capText)
 	case "uri", "url":
 		return p.set(&p.person.uri, capText)
+	case "homepage":
+		// Atom 0.3 as some wrote it.
+		if p.person.uri == "" {
+			return p.set(&p.person.uri, capText)
+		}
 	}
 	return nil
 }
@@ -526,36 +558,104 @@ func (p *xmlParser) setHTML(dst *rawText, base *url.URL) error {
 	return err
 }
 
-// atomContent reads an Atom summary or content (or Atom 0.3 content)
-// into *dst, noting whether it is HTML.
+// atomContent reads an Atom text construct (title, summary, subtitle)
+// or content (RFC 4287 §3.1, §4.1.3; Atom 0.3's mode) into *dst: text
+// and html as the text, xhtml as the markup inside its div, other types
+// as RFC 4287 §4.1.3.3 says (see atomText).
 func (p *xmlParser) atomContent(dst *rawText, t xml.StartElement, base *url.URL) error {
-	typ := strings.ToLower(strings.TrimSpace(attr(t, "type")))
-	s, err := p.atomText(t)
+	s, html, err := p.atomText(t)
 	// xhtml comes resolved from the capture; text is not HTML.
-	html := typ == "html" || typ == "text/html" || strings.HasSuffix(typ, "+html")
 	*dst = rawText{s: s, html: html, base: base}
 	return err
 }
 
-// atomText reads an Atom text construct (or Atom 0.3 content): type text
-// and html as the text, xhtml as the markup inside its div.
-func (p *xmlParser) atomText(t xml.StartElement) (string, error) {
+// atomText reads an Atom text construct or content, and whether it is
+// HTML. Content that is neither text, HTML nor XML (RFC 4287 §4.1.3.3:
+// another media type, whose content is base64), and Atom 0.3's
+// mode="base64", is decoded: text is kept, what is not text (an image)
+// is dropped with a warning.
+func (p *xmlParser) atomText(t xml.StartElement) (string, bool, error) {
 	typ := strings.ToLower(strings.TrimSpace(attr(t, "type")))
-	mode := strings.ToLower(strings.TrimSpace(attr(t, "mode")))
-	var s string
-	var err error
+	mode, hasMode := attrOK(t, "mode")
+	mode = strings.ToLower(strings.TrimSpace(mode))
+	html := typ == "html" || typ == "text/html" || strings.HasSuffix(typ, "+html")
 	switch {
-	case typ == "xhtml" || typ == "application/xhtml+xml" || mode == "xml":
-		s, err = p.capture(capXHTML)
+	case typ == "xhtml" || typ == "application/xhtml+xml" || mode == "xml" && hasMode:
+		s, err := p.capture(capXHTML)
+		return s, false, err
 	case mode == "base64":
-		s, err = p.capture(capText)
-		if b, derr := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), "")); derr == nil && utf8.Valid(b) {
-			s = string(b)
-		}
-	default:
-		s, err = p.capture(capText)
+		s, err := p.capture(capText)
+		return p.base64Text(s, typ, "mode=\"base64\""), html, err
+	case hasMode || p.feed.version == "0.3" || !isBase64Type(typ):
+		s, err := p.capture(capText)
+		return s, html, err
 	}
-	return s, err
+	s, err := p.capture(capText)
+	return p.base64Text(s, typ, "type="+quote(typ)), false, err
+}
+
+// isBase64Type reports whether Atom content of a media type is base64
+// (RFC 4287 §4.1.3.3): one that is not text, HTML, XHTML nor XML.
+func isBase64Type(typ string) bool {
+	switch {
+	case typ == "" || typ == "text" || typ == "html" || typ == "xhtml" || strings.HasPrefix(typ, "text/"),
+		strings.HasSuffix(typ, "+xml") || strings.HasSuffix(typ, "/xml"):
+		return false
+	}
+	return strings.Contains(typ, "/")
+}
+
+// base64Text decodes base64 content of a media type. What is not base64
+// is kept as written; what decodes to something other than text (an
+// image, a PDF) is dropped; each with a warning naming why (what).
+func (p *xmlParser) base64Text(s, typ, what string) string {
+	compact := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	if compact == "" {
+		return ""
+	}
+	// Padded, as RFC 4287 asks: without padding, a few words that happen
+	// to be letters would pass for base64 once their spaces are gone.
+	b, err := base64.StdEncoding.DecodeString(compact)
+	if err != nil {
+		p.warn.add(warnOther, fmt.Sprintf("content with %s is not base64: kept as written", what))
+		return s
+	}
+	if !isText(b) || strings.HasPrefix(typ, "image/") || strings.HasPrefix(typ, "audio/") || strings.HasPrefix(typ, "video/") {
+		p.warn.add(warnOther, fmt.Sprintf("content with %s decodes to %d bytes that are not text: dropped", what, len(b)))
+		return ""
+	}
+	return string(b)
+}
+
+// isText reports whether b is UTF-8 text: no control characters but
+// white space.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7F {
+			return false
+		}
+	}
+	return true
+}
+
+// atomLink reads an Atom link into *links: its href, or else its text,
+// as some write it (<link>https://example.org/</link>).
+func (p *xmlParser) atomLink(links *[]rawLink, t xml.StartElement, base *url.URL) error {
+	if href, ok := attrOK(t, "href"); ok {
+		*links = append(*links, linkOf(t, href, base))
+		return nil
+	}
+	s, err := p.capture(capText)
+	*links = append(*links, linkOf(t, s, base))
+	return err
 }
 
 // linkOf is an Atom link.

@@ -77,6 +77,8 @@ func TestMapping(t *testing.T) {
 			map[string]string{"canonical_link": `"https://example.org/p?id=1"`}},
 		{"json url", jsonDoc(`{"id":"1","url":"/j/1?utm_campaign=x"}`), map[string]string{"canonical_link": `"https://example.org/j/1"`}},
 		{"json external_url when no url", jsonDoc(`{"id":"1","external_url":"https://elsewhere.example/x"}`), map[string]string{"canonical_link": `"https://elsewhere.example/x"`}},
+		{"atom link with the url as its text", atomFeed(`<entry><id>1</id><link> /t/1 </link></entry>`), map[string]string{"canonical_link": `"https://example.org/t/1"`}},
+		{"atom:link in rss with the url as its text", rss(`<item><atom:link rel="alternate">https://example.org/t/2</atom:link></item>`), map[string]string{"canonical_link": `"https://example.org/t/2"`}},
 
 		// Summary and content.
 		{"rss description and content:encoded", rss(`<item><description>&lt;b&gt;S&lt;/b&gt;</description><content:encoded><![CDATA[<p>C</p>]]></content:encoded></item>`),
@@ -100,6 +102,43 @@ func TestMapping(t *testing.T) {
 		{"json content_html over content_text", jsonDoc(`{"id":"1","content_html":"<p>h</p>","content_text":"t","summary":"s"}`),
 			map[string]string{"content": `"<p>h</p>"`, "summary": `"s"`}},
 		{"json content_text", jsonDoc(`{"id":"1","content_text":"t"}`), map[string]string{"content": `"t"`}},
+		{"rss body without namespace", rss(`<item><body><p>B <a href="b">b</a></p></body></item>`), map[string]string{"content": `"<p>B <a href=\"https://example.org/blog/b\">b</a></p>"`}},
+		{"rss fullitem", rss(`<item><fullitem>&lt;p&gt;F &lt;img src="f.png"&gt;&lt;/p&gt;</fullitem></item>`), map[string]string{"content": `"<p>F <img src=\"https://example.org/blog/f.png\"></p>"`}},
+		{"content:encoded over fullitem", rss(`<item><fullitem>F</fullitem><content:encoded>C</content:encoded></item>`), map[string]string{"content": `"C"`}},
+
+		// Atom content of other media types: base64 (RFC 4287 §4.1.3.3).
+		{"atom base64 content of a text-like type", atomFeed(`<entry><id>1</id><content type="application/json">eyJhIjogMX0=</content></entry>`), map[string]string{"content": `"{\"a\": 1}"`}},
+		{"atom base64 content across lines", atomFeed("<entry><id>1</id><content type=\"application/octet-stream\">\n  aGVsbG8g\n  d29ybGQ=\n</content></entry>"), map[string]string{"content": `"hello world"`}},
+		{"atom base64 content that is an image is dropped", atomFeed(`<entry><id>1</id><content type="image/png">iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==</content></entry>`), map[string]string{"content": `""`}},
+		{"atom content of another type that is not base64 is kept", atomFeed(`<entry><id>1</id><content type="application/x-note">not base64!</content></entry>`), map[string]string{"content": `"not base64!"`}},
+		{"atom text/plain content is text, not base64", atomFeed(`<entry><id>1</id><content type="text/plain">SGVsbG8=</content></entry>`), map[string]string{"content": `"SGVsbG8="`}},
+		{"atom xml content is not base64", atomFeed(`<entry><id>1</id><content type="image/svg+xml"><svg xmlns="http://www.w3.org/2000/svg"/></content></entry>`), map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"/>"`}},
+		{"atom 0.3 base64 title", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><title mode="base64">VGl0bGU=</title></entry></feed>`, map[string]string{"title": `"Title"`}},
+		{"atom 0.3 content of a media type is not base64", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><content type="application/x-note">x</content></entry></feed>`, map[string]string{"content": `"x"`}},
+
+		// Namespaced markup in xhtml: a browser must read it, an XML parser too.
+		{"svg with a prefix declared on the div", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml" xmlns:svg="http://www.w3.org/2000/svg"><p>a</p><svg:svg width="10"><svg:circle r="4"/></svg:svg></div></content></entry>`),
+			map[string]string{"content": `"<p>a</p><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\"><circle r=\"4\"/></svg>"`}},
+		{"mathml with a prefix declared on the feed", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://www.w3.org/1998/Math/MathML"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><m:math><m:mi>x</m:mi></m:math></div></content></entry></feed>`,
+			map[string]string{"content": `"<math xmlns=\"http://www.w3.org/1998/Math/MathML\"><mi>x</mi></math>"`}},
+		{"svg with xlink declared on the feed", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:xlink="http://www.w3.org/1999/xlink"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><svg xmlns="http://www.w3.org/2000/svg"><use xlink:href="#a"/></svg></div></content></entry></feed>`,
+			map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"><use xmlns:xlink=\"http://www.w3.org/1999/xlink\" xlink:href=\"#a\"/></svg>"`}},
+		{"xhtml inside svg gets its namespace back", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><svg xmlns="http://www.w3.org/2000/svg"><foreignObject><p xmlns="http://www.w3.org/1999/xhtml">t</p></foreignObject></svg></div></content></entry>`),
+			map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"><foreignObject><p xmlns=\"http://www.w3.org/1999/xhtml\">t</p></foreignObject></svg>"`}},
+		{"another namespace declared outside is declared again", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:ex="urn:ex"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><ex:note ex:n="1">n</ex:note></div></content></entry></feed>`,
+			map[string]string{"content": `"<ex:note xmlns:ex=\"urn:ex\" ex:n=\"1\">n</ex:note>"`}},
+		{"an undeclared prefix is dropped", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><foo:b foo:x="1" x="2">b</foo:b></div></content></entry>`),
+			map[string]string{"content": `"<b x=\"2\">b</b>"`}},
+
+		// Markup clean-up.
+		{"a bare <! is escaped", rss(`<item><description>&lt;p&gt;a &lt;!x&gt; &lt;!-- c --&gt; &lt;a href="/r"&gt;r&lt;/a&gt; &lt;!</description></item>`),
+			map[string]string{"summary": `"<p>a &lt;!x> <!-- c --> <a href=\"https://example.org/r\">r</a> &lt;!"`}},
+		{"a bare <! is escaped without relative urls too", rss(`<item><description>&lt;!ELEMENT x&gt; y</description></item>`), map[string]string{"summary": `"&lt;!ELEMENT x> y"`}},
+		{"urls with white space around them are trimmed", rss(`<item><description>&lt;a href=" /a "&gt;a&lt;/a&gt; &lt;img src="https://x.example/i.png  "&gt;</description></item>`),
+			map[string]string{"summary": `"<a href=\"https://example.org/a\">a</a> <img src=\"https://x.example/i.png\">"`}},
+		{"urls with white space in xhtml", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><a href="  b/c ">c</a></div></content></entry>`),
+			map[string]string{"content": `"<a href=\"https://example.org/blog/b/c\">c</a>"`}},
+		{"upper-case X in a character reference", rss(`<item><title>&#X41;&#x42;&#67;</title></item>`), map[string]string{"title": `"ABC"`}},
 
 		// Relative URLs inside HTML content.
 		{"relative urls in a description", rss(`<item><description>&lt;a href="/a"&gt;a&lt;/a&gt; &lt;img src='i.png'&gt; &lt;a href="#n"&gt;n&lt;/a&gt; &lt;a href="https://x.example/"&gt;x&lt;/a&gt;</description></item>`),
@@ -134,6 +173,8 @@ func TestMapping(t *testing.T) {
 			map[string]string{"authors": `[{"name":"A","email":"a@example.org","uri":""},{"name":"B","email":"","uri":""}]`}},
 		{"itunes author when no other", rss(`<item><itunes:author>Pod Caster</itunes:author></item>`),
 			map[string]string{"authors": `[{"name":"Pod Caster","email":"","uri":""}]`}},
+		{"atom 0.3 author homepage", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><author><name>N</name><homepage>http://n.example/</homepage></author></entry></feed>`,
+			map[string]string{"authors": `[{"name":"N","email":"","uri":"http://n.example/"}]`}},
 		{"atom author with uri", atomFeed(`<entry><id>1</id><author><name>N</name><email>n@example.org</email><uri>/n</uri></author></entry>`),
 			map[string]string{"authors": `[{"name":"N","email":"n@example.org","uri":"https://example.org/n"}]`}},
 		{"atom entry inherits the feed author", `<feed xmlns="http://www.w3.org/2005/Atom"><author><name>F</name></author><entry><id>1</id></entry></feed>`,
@@ -258,6 +299,20 @@ func TestFeedLevel(t *testing.T) {
 				Image: "https://example.org/f.ico", Publisher: "J", Hubs: []string{"https://hub.example/"}}},
 		{"json feed 1.1", `{"version":"https://jsonfeed.org/version/1.1","language":"en-GB","icon":"https://example.org/i.png","items":[]}`,
 			ndjson.Parse{Format: "json", Version: "1.1", Charset: "utf-8", Language: "en-GB", Image: "https://example.org/i.png"}},
+		{"channel dc:title when no title", `<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><dc:title>DC</dc:title></channel></rss>`,
+			ndjson.Parse{Format: "rss", Version: "2.0", Charset: "utf-8", Title: "DC", Publisher: "DC"}},
+		{"channel title over dc:title", `<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><dc:title>DC</dc:title><title>T</title></channel></rss>`,
+			ndjson.Parse{Format: "rss", Version: "2.0", Charset: "utf-8", Title: "T", Publisher: "T"}},
+		{"atom html and xhtml texts with relative urls", `<feed xmlns="http://www.w3.org/2005/Atom" xml:base="/b/"><title type="html">&lt;a href=" x "&gt;T&lt;/a&gt;</title>` +
+			`<subtitle type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">S <img src="s.png"/></div></subtitle></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Title: `<a href="https://example.org/b/x">T</a>`, Description: `S <img src="https://example.org/b/s.png"/>`,
+				Publisher: `<a href="https://example.org/b/x">T</a>`}},
+		{"atom text title is not html", `<feed xmlns="http://www.w3.org/2005/Atom"><title>&lt;a href="x"&gt;</title></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Title: `<a href="x">`, Publisher: `<a href="x">`}},
+		{"atom 0.3 base64 title and tagline", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><title mode="base64">VA==</title><tagline mode="base64" type="text/html">PGI+VEw8L2I+</tagline></feed>`,
+			ndjson.Parse{Format: "atom", Version: "0.3", Charset: "utf-8", Title: "T", Description: "<b>TL</b>", Publisher: "T"}},
+		{"atom feed link with the url as its text", `<feed xmlns="http://www.w3.org/2005/Atom"><link>/home</link></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Link: "https://example.org/home"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

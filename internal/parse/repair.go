@@ -15,6 +15,8 @@ import (
 //   - control characters XML forbids (all below U+0020 but tab, newline
 //     and carriage return) are removed, as are character references to
 //     them (&#8;);
+//   - hexadecimal character references written with an upper-case X
+//     (&#X41;) are read as hexadecimal;
 //   - U+FFFE and U+FFFF become U+FFFD;
 //   - HTML entities that XML does not define (&nbsp;, &ecirc;) are read
 //     as their characters by the decoder (a warning says so), and other
@@ -27,6 +29,7 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 	var (
 		last                        int // text[last:i] is not yet in out
 		controls, badRefs, nonChars int
+		upperX                      int // &#X41;: XML wants a lower-case x
 		bareAmps                    int
 		htmlEnts, unknownEnts       map[string]int
 		drop                        = func(i, j int) { out = append(out, text[last:i]...); last, changed = j, true }
@@ -108,6 +111,9 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 				if v < 0x20 && v != '\t' && v != '\n' && v != '\r' || v == 0xFFFE || v == 0xFFFF {
 					badRefs++
 					drop(i, j+1)
+				} else if text[i+2] == 'X' {
+					upperX++
+					replace(i+2, i+3, "x")
 				}
 				i = j + 1
 				continue
@@ -147,6 +153,9 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 	}
 	if badRefs > 0 {
 		w.add(warnRepair, fmt.Sprintf("%d character %s to characters that XML forbids removed", badRefs, plural(badRefs, "reference", "references")))
+	}
+	if upperX > 0 {
+		w.add(warnRepair, fmt.Sprintf("%d character %s written &#X...; read as hexadecimal", upperX, plural(upperX, "reference", "references")))
 	}
 	if nonChars > 0 {
 		w.add(warnRepair, fmt.Sprintf("%d U+FFFE or U+FFFF replaced by U+FFFD", nonChars))

@@ -37,6 +37,15 @@ const (
 	nsFeedBurner
 	nsXHTML
 	nsXML
+	nsSVG
+	nsMathML
+)
+
+// The namespaces markup is written in, as the output names them.
+const (
+	xhtmlURI  = "http://www.w3.org/1999/xhtml"
+	svgURI    = "http://www.w3.org/2000/svg"
+	mathMLURI = "http://www.w3.org/1998/Math/MathML"
 )
 
 var nsByURI = map[string]nsID{
@@ -77,6 +86,8 @@ var nsByURI = map[string]nsID{
 	"http://rssnamespace.org/feedburner/ext/1.0/":  nsFeedBurner,
 	"http://purl.org/rss/1.0/modules/content":      nsContent,
 	"http://www.w3.org/1999/02/22-rdf-syntax-ns#/": nsRDF,
+	svgURI:    nsSVG,
+	mathMLURI: nsMathML,
 }
 
 // nsByPrefix guesses the namespace of a prefix the document uses without
@@ -108,6 +119,7 @@ const (
 type binding struct {
 	prefix string
 	id     nsID
+	uri    string // as declared, for markup that must declare it again
 }
 
 type frame struct {
@@ -116,6 +128,7 @@ type frame struct {
 	kind          kind
 	nsMark        int // len(p.ns) before this element's declarations
 	base          *url.URL
+	outNS         string // in captured markup: the default namespace in force inside it, as written
 }
 
 // Errors the parse stops at.
@@ -198,9 +211,9 @@ func (p *xmlParser) push(t xml.StartElement) (*frame, error) {
 	for _, a := range t.Attr {
 		switch {
 		case a.Name.Space == "xmlns":
-			p.ns = append(p.ns, binding{a.Name.Local, nsOf(a.Value)})
+			p.ns = append(p.ns, binding{a.Name.Local, nsOf(a.Value), a.Value})
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			p.ns = append(p.ns, binding{"", nsOf(a.Value)})
+			p.ns = append(p.ns, binding{"", nsOf(a.Value), a.Value})
 		case a.Name.Space == "xml" && a.Name.Local == "base":
 			fr.base = resolveBase(fr.base, a.Value)
 		}
@@ -227,6 +240,17 @@ func nsOf(uri string) nsID {
 		return id
 	}
 	return nsOther
+}
+
+// declared returns the index in p.ns of the declaration in force for a
+// prefix, or -1.
+func (p *xmlParser) declared(prefix string) int {
+	for i := len(p.ns) - 1; i >= 0; i-- {
+		if p.ns[i].prefix == prefix {
+			return i
+		}
+	}
+	return -1
 }
 
 // lookup resolves a prefix to a namespace.
