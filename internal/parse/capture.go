@@ -2,7 +2,6 @@ package parse
 
 import (
 	"bytes"
-	"encoding/xml"
 	"strings"
 )
 
@@ -56,22 +55,20 @@ func (p *xmlParser) capture(mode captureMode) (string, error) {
 		if err != nil {
 			return "", nil
 		}
-		cd, ok := t.(xml.CharData)
-		if !ok {
+		if t.kind != tokText {
 			p.hold(t, off)
 		} else {
-			text := string(cd)
+			text := string(t.text)
 			t, off, err := p.next()
 			if err != nil {
 				return text, nil
 			}
-			if e, ok := t.(xml.EndElement); ok && p.match(e, floor) == floor {
+			if t.kind == tokEnd && p.match(t.name, floor) == floor {
 				p.pop(p.offset())
 				return text, nil
 			}
 			buf = append(buf, text...)
-			topText = strings.TrimSpace(text) != "" // cd is the decoder's again
-
+			topText = strings.TrimSpace(text) != ""
 			p.hold(t, off)
 		}
 	}
@@ -80,21 +77,21 @@ func (p *xmlParser) capture(mode captureMode) (string, error) {
 		if err != nil {
 			return string(buf), nil
 		}
-		switch t := t.(type) {
-		case xml.CharData:
+		switch t.kind {
+		case tokText:
 			if open {
 				buf = append(buf, '>')
 				open = false
 			}
 			if markup {
-				buf = escapeText(buf, t, false)
+				buf = escapeText(buf, t.text, false)
 			} else {
-				buf = append(buf, t...)
+				buf = append(buf, t.text...)
 			}
-			if !topText && len(p.stack)-1 == floor && len(bytes.TrimSpace(t)) > 0 {
+			if !topText && len(p.stack)-1 == floor && len(bytes.TrimSpace(t.text)) > 0 {
 				topText = true
 			}
-		case xml.StartElement:
+		case tokStart:
 			if !markup {
 				buf = escapeText(nil, buf, false)
 				markup = true
@@ -106,7 +103,7 @@ func (p *xmlParser) capture(mode captureMode) (string, error) {
 			if len(p.stack)-1 == floor {
 				topElems++
 				if topElems == 1 {
-					firstTop = t.Name.Local
+					firstTop = t.name.local
 				}
 			}
 			top := len(p.stack)-1 == floor
@@ -122,10 +119,10 @@ func (p *xmlParser) capture(mode captureMode) (string, error) {
 				visible = len(p.ns)
 			}
 			open = true
-		case xml.EndElement:
-			i := p.match(t, floor)
+		case tokEnd:
+			i := p.match(t.name, floor)
 			if i < 0 {
-				if p.match(t, 0) >= 0 {
+				if p.match(t.name, 0) >= 0 {
 					// An ancestor's end tag: this element ends here too.
 					for len(p.stack)-1 > floor {
 						closeTop()
@@ -212,7 +209,7 @@ func (p *xmlParser) appendName(buf []byte, fr *frame) []byte {
 // the namespace declarations it needs. Bindings from index visible on
 // are declared in the markup already. resolve makes URL attributes
 // absolute.
-func (p *xmlParser) startTag(buf []byte, fr *frame, t xml.StartElement, top bool, visible int, resolve bool) []byte {
+func (p *xmlParser) startTag(buf []byte, fr *frame, t *token, top bool, visible int, resolve bool) []byte {
 	parentNS := xhtmlURI
 	if !top {
 		parentNS = p.stack[len(p.stack)-2].outNS
@@ -229,9 +226,9 @@ func (p *xmlParser) startTag(buf []byte, fr *frame, t xml.StartElement, top bool
 	// is, unless it declares XHTML (the markup's namespace anyway);
 	// one is added where the element needs one and has none.
 	own, ownAt := "", -1
-	for i, a := range t.Attr {
-		if a.Name.Space == "" && a.Name.Local == "xmlns" && nsOf(a.Value) != nsXHTML {
-			own, ownAt = canonicalNS(a.Value), i
+	for i, a := range t.attrs {
+		if a.name.space == "" && a.name.local == "xmlns" && nsOf(string(a.value)) != nsXHTML {
+			own, ownAt = canonicalNS(string(a.value)), i
 		}
 	}
 	if prefixed {
@@ -247,19 +244,19 @@ func (p *xmlParser) startTag(buf []byte, fr *frame, t xml.StartElement, top bool
 	} else {
 		ownAt = -1
 	}
-	for i, a := range t.Attr {
-		space := a.Name.Space
+	for i, a := range t.attrs {
+		space := a.name.space
 		switch {
-		case space == "" && a.Name.Local == "xmlns":
+		case space == "" && a.name.local == "xmlns":
 			if i != ownAt {
 				continue
 			}
-		case space == "xmlns" && nsOf(a.Value) == nsXHTML:
+		case space == "xmlns" && nsOf(string(a.value)) == nsXHTML:
 			continue
 		case space == "xmlns", space == "xml", space == "":
 		case p.declared(space) >= 0:
 			buf = p.redeclare(buf, space, visible)
-		case attrNamed(t.Attr, a.Name.Local) || !undeclaredFirst(p, t.Attr, i):
+		case attrNamed(t.attrs, a.name.local) || !undeclaredFirst(p, t.attrs, i):
 			continue // without its undeclared prefix, it would repeat another
 		default:
 			space = ""
@@ -269,13 +266,14 @@ func (p *xmlParser) startTag(buf []byte, fr *frame, t xml.StartElement, top bool
 			buf = append(buf, space...)
 			buf = append(buf, ':')
 		}
-		buf = append(buf, a.Name.Local...)
+		buf = append(buf, a.name.local...)
 		buf = append(buf, `="`...)
-		v := a.Value
-		if resolve && a.Name.Space == "" && urlAttrs[a.Name.Local] {
-			v = resolveRef(fr.base, v) // xhtml is resolved here, where each element's base is known
+		if resolve && a.name.space == "" && urlAttrs[a.name.local] && (isRelative(a.value) || isSpaced(a.value)) {
+			// xhtml is resolved here, where each element's base is known.
+			buf = escapeText(buf, []byte(resolveRef(fr.base, string(a.value))), true)
+		} else {
+			buf = escapeText(buf, a.value, true)
 		}
-		buf = escapeText(buf, []byte(v), true)
 		buf = append(buf, '"')
 	}
 	return buf
@@ -313,9 +311,9 @@ func (p *xmlParser) redeclare(buf []byte, prefix string, visible int) []byte {
 
 // attrNamed reports whether one of attrs is name, written without a
 // prefix.
-func attrNamed(attrs []xml.Attr, name string) bool {
+func attrNamed(attrs []attrTok, name string) bool {
 	for _, a := range attrs {
-		if a.Name.Local == name && a.Name.Space == "" {
+		if a.name.local == name && a.name.space == "" {
 			return true
 		}
 	}
@@ -325,9 +323,9 @@ func attrNamed(attrs []xml.Attr, name string) bool {
 // undeclaredFirst reports whether attrs[i], whose prefix was never
 // declared, is the first of the attributes that lose their prefix to
 // be called by its local name: the one kept of them.
-func undeclaredFirst(p *xmlParser, attrs []xml.Attr, i int) bool {
+func undeclaredFirst(p *xmlParser, attrs []attrTok, i int) bool {
 	for _, a := range attrs[:i] {
-		if a.Name.Local == attrs[i].Name.Local && a.Name.Space != "" && a.Name.Space != "xmlns" && a.Name.Space != "xml" && p.declared(a.Name.Space) < 0 {
+		if a.name.local == attrs[i].name.local && a.name.space != "" && a.name.space != "xmlns" && a.name.space != "xml" && p.declared(a.name.space) < 0 {
 			return false
 		}
 	}

@@ -2,7 +2,6 @@ package parse
 
 import (
 	"encoding/base64"
-	"encoding/xml"
 	"fmt"
 	"net/url"
 	"strings"
@@ -14,10 +13,10 @@ import (
 // FeedBurner, Atom inside RSS) onto rawFeed and rawItem.
 
 // start handles a start tag.
-func (p *xmlParser) start(t xml.StartElement, off int) error {
+func (p *xmlParser) start(t *token, off int) error {
 	// An item that opens as a child of an item: the first one lacked its
 	// end tag. (Deeper down, an item is some extension's business.)
-	if p.item != nil && len(p.stack) == p.itemDepth+1 && t.Name.Local == p.itemLocal && t.Name.Space == p.itemPrefix {
+	if p.item != nil && len(p.stack) == p.itemDepth+1 && t.name.local == p.itemLocal && t.name.space == p.itemPrefix {
 		for len(p.stack) > p.itemDepth {
 			p.pop(off)
 		}
@@ -86,7 +85,7 @@ func (p *xmlParser) start(t xml.StartElement, off int) error {
 var testAnyRoot = false
 
 // root decides the format from the root element.
-func (p *xmlParser) root(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) root(fr *frame, t *token, off int) error {
 	f := p.feed
 	switch {
 	case strings.EqualFold(fr.local, "rss"):
@@ -139,16 +138,16 @@ func (p *xmlParser) root(fr *frame, t xml.StartElement, off int) error {
 	return nil
 }
 
-func (p *xmlParser) startItem(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) startItem(fr *frame, t *token, off int) error {
 	if len(p.feed.items) >= p.maxItems {
 		return errTooMany
 	}
 	fr.kind = kItem
 	p.item = &rawItem{start: off, base: fr.base}
 	p.itemPrefix, p.itemLocal, p.itemDepth = fr.prefix, fr.local, len(p.stack)-1
-	for _, a := range t.Attr {
-		if a.Name.Local == "about" && p.lookup(a.Name.Space) == nsRDF {
-			p.item.id = strings.TrimSpace(a.Value) // RSS 1.0's item id
+	for _, a := range t.attrs {
+		if a.name.local == "about" && p.lookup(a.name.space) == nsRDF {
+			p.item.id = strings.TrimSpace(string(a.value)) // RSS 1.0's item id
 		}
 	}
 	return nil
@@ -168,7 +167,7 @@ func (p *xmlParser) core(id nsID) bool {
 func isAtom(id nsID) bool { return id == nsAtom || id == nsAtom03 }
 
 // feedElement handles a child of an RSS channel or an Atom feed.
-func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) feedElement(fr *frame, t *token, off int) error {
 	f := p.feed
 	atom := f.format == "atom"
 	base := fr.base
@@ -277,7 +276,7 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 }
 
 // itemElement handles a child of an item or entry.
-func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
+func (p *xmlParser) itemElement(fr *frame, t *token) error {
 	it := p.item
 	if it == nil {
 		return nil
@@ -453,7 +452,7 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 
 // mediaElement handles Media RSS inside an item: media:group and
 // media:content hold the others.
-func (p *xmlParser) mediaElement(fr *frame, t xml.StartElement) error {
+func (p *xmlParser) mediaElement(fr *frame, t *token) error {
 	it := p.item
 	switch fr.local {
 	case "group":
@@ -562,7 +561,7 @@ func (p *xmlParser) setHTML(dst *rawText, base *url.URL) error {
 // or content (RFC 4287 §3.1, §4.1.3; Atom 0.3's mode) into *dst: text
 // and html as the text, xhtml as the markup inside its div, other types
 // as RFC 4287 §4.1.3.3 says (see atomText).
-func (p *xmlParser) atomContent(dst *rawText, t xml.StartElement, base *url.URL) error {
+func (p *xmlParser) atomContent(dst *rawText, t *token, base *url.URL) error {
 	s, html, err := p.atomText(t)
 	// xhtml comes resolved from the capture; text is not HTML.
 	*dst = rawText{s: s, html: html, base: base}
@@ -574,7 +573,7 @@ func (p *xmlParser) atomContent(dst *rawText, t xml.StartElement, base *url.URL)
 // another media type, whose content is base64), and Atom 0.3's
 // mode="base64", is decoded: text is kept, what is not text (an image)
 // is dropped with a warning.
-func (p *xmlParser) atomText(t xml.StartElement) (string, bool, error) {
+func (p *xmlParser) atomText(t *token) (string, bool, error) {
 	typ := strings.ToLower(strings.TrimSpace(attr(t, "type")))
 	mode, hasMode := attrOK(t, "mode")
 	mode = strings.ToLower(strings.TrimSpace(mode))
@@ -648,18 +647,21 @@ func isText(b []byte) bool {
 
 // atomLink reads an Atom link into *links: its href, or else its text,
 // as some write it (<link>https://example.org/</link>).
-func (p *xmlParser) atomLink(links *[]rawLink, t xml.StartElement, base *url.URL) error {
-	if href, ok := attrOK(t, "href"); ok {
-		*links = append(*links, linkOf(t, href, base))
-		return nil
+func (p *xmlParser) atomLink(links *[]rawLink, t *token, base *url.URL) error {
+	href, ok := attrOK(t, "href")
+	l := linkOf(t, href, base) // before the capture, which reads on
+	if !ok {
+		var err error
+		l.href, err = p.capture(capText)
+		*links = append(*links, l)
+		return err
 	}
-	s, err := p.capture(capText)
-	*links = append(*links, linkOf(t, s, base))
-	return err
+	*links = append(*links, l)
+	return nil
 }
 
 // linkOf is an Atom link.
-func linkOf(t xml.StartElement, href string, base *url.URL) rawLink {
+func linkOf(t *token, href string, base *url.URL) rawLink {
 	rel := strings.TrimSpace(attr(t, "rel"))
 	if rel == "" {
 		rel = "alternate"
@@ -668,33 +670,33 @@ func linkOf(t xml.StartElement, href string, base *url.URL) rawLink {
 }
 
 // attr is the value of an attribute without a prefix.
-func attr(t xml.StartElement, name string) string {
+func attr(t *token, name string) string {
 	v, _ := attrOK(t, name)
 	return v
 }
 
-func attrOK(t xml.StartElement, name string) (string, bool) {
-	for _, a := range t.Attr {
-		if a.Name.Local == name && a.Name.Space == "" {
-			return a.Value, true
+func attrOK(t *token, name string) (string, bool) {
+	for _, a := range t.attrs {
+		if a.name.local == name && a.name.space == "" {
+			return string(a.value), true
 		}
 	}
 	return "", false
 }
 
-func rdfResource(p *xmlParser, t xml.StartElement) string {
-	for _, a := range t.Attr {
-		if a.Name.Local == "resource" && p.lookup(a.Name.Space) == nsRDF {
-			return strings.TrimSpace(a.Value)
+func rdfResource(p *xmlParser, t *token) string {
+	for _, a := range t.attrs {
+		if a.name.local == "resource" && p.lookup(a.name.space) == nsRDF {
+			return strings.TrimSpace(string(a.value))
 		}
 	}
 	return ""
 }
 
-func xmlLang(t xml.StartElement) string {
-	for _, a := range t.Attr {
-		if a.Name.Space == "xml" && a.Name.Local == "lang" {
-			return a.Value
+func xmlLang(t *token) string {
+	for _, a := range t.attrs {
+		if a.name.space == "xml" && a.name.local == "lang" {
+			return string(a.value)
 		}
 	}
 	return ""

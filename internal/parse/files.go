@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -113,18 +112,7 @@ func (cfg *FileConfig) fileJob(j *job, c Config, name string, now time.Time) {
 		entries = limit(feed, 0)
 		f.Parse = &feed.Info
 	}
-	buf := j.buffer()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	for i := range entries {
-		if err := enc.Encode(&entries[i]); err != nil {
-			c.Log.Error("cannot encode an entry", "file", name, "error", err)
-		}
-	}
-	if err := enc.Encode(f); err != nil {
-		c.Log.Error("cannot encode the fetch record", "file", name, "error", err)
-	}
-	j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	j.encode(entries, f, func(what string, err error) { c.Log.Error("cannot encode "+what, "file", name, "error", err) })
 }
 
 // fileRecord is the fetch record of a payload file, before its parse: a

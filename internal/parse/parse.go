@@ -5,7 +5,6 @@ package parse
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,18 +98,9 @@ func Run(ctx context.Context, cfg Config) error {
 func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	entries := cfg.parseFetch(f)
 	j.failed = f.Parse.Error != ""
-	buf := j.buffer()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false) // as ndjson.Writer writes
-	for i := range entries {
-		if err := enc.Encode(&entries[i]); err != nil {
-			cfg.Log.Error("cannot encode an entry", "fetch_id", f.FetchID, "error", err)
-		}
-	}
-	if err := enc.Encode(f); err != nil {
-		cfg.Log.Error("cannot encode the fetch record", "fetch_id", f.FetchID, "error", err)
-	}
-	j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	j.encode(entries, f, func(what string, err error) {
+		cfg.Log.Error("cannot encode "+what, "fetch_id", f.FetchID, "error", err)
+	})
 }
 
 // parseable reports whether a fetch brought a feed body to parse. A body
