@@ -51,7 +51,7 @@ the store keeps them): each file's entries, then a "fetch" record with its
 "parse" section as for a fetched payload (the feed's title, link, ttl and
 hints), whose body_ref is {"storage": "file", "key": FILE}, fetched_at the
 file's modification time, http_status 200 and fetch_id made of that time
-and the body's SHA-256, so that feed-dedup | feed-store take a saved file as
+and a hash of the body, so that feed-dedup | feed-store take a saved file as
 they take a fetch. --base-url gives the feed's URL, from which relative links
 resolve and the feed id derives, and --content-type the Content-Type the
 files were served with. A file that is not a feed gets a parse error in its

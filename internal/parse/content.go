@@ -71,6 +71,15 @@ func resolveHTML(s string, base *url.URL) string {
 	if base == nil || !hasRelativeURL(s) && !hasBareBang(s) {
 		return s
 	}
+	if out, ok := resolvePlainHTML(s, base); ok {
+		return out
+	}
+	return resolveHTMLTokens(s, base)
+}
+
+// resolveHTMLTokens is resolveHTML through x/net/html's tokenizer, for
+// any HTML.
+func resolveHTMLTokens(s string, base *url.URL) string {
 	z := html.NewTokenizer(strings.NewReader(s))
 	var out strings.Builder
 	out.Grow(len(s) + 64)
@@ -231,3 +240,222 @@ func writeBangEscaped(out *strings.Builder, raw []byte, comment bool) {
 func isAttrByte(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// resolvePlainHTML is resolveHTMLTokens for the plain HTML feeds mostly
+// carry, a fifth of feed-parse's time spared: text, and tags whose
+// attribute values are quoted and hold no reference but &amp;, &lt;,
+// &gt;, &quot; and &#39;. The output is the same, byte for byte
+// (FuzzResolveHTML holds it to it). ok is false for anything else (a
+// comment, a script, a "<!", an unquoted value), which the tokenizer
+// reads.
+func resolvePlainHTML(s string, base *url.URL) (_ string, ok bool) {
+	if strings.ContainsAny(s, "\x00\r\f") {
+		return "", false
+	}
+	var out []byte // nil until a tag is rewritten
+	last := 0      // s[last:] is not in out yet
+	var attrs []plainAttr
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 || i+j+1 >= len(s) {
+			break
+		}
+		lt := i + j
+		switch c := s[lt+1]; {
+		case isAttrByte(c):
+			var end int
+			var rewrite, selfClosing bool
+			attrs, end, rewrite, selfClosing, ok = plainStartTag(s, lt, attrs[:0])
+			if !ok {
+				return "", false
+			}
+			if rewrite {
+				if out == nil {
+					out = make([]byte, 0, len(s)+64)
+				}
+				out = append(out, s[last:lt]...)
+				out = appendPlainTag(out, s[lt+1:lt+1+tagNameLen(s[lt+1:])], attrs, selfClosing, base)
+				last = end
+			}
+			i = end
+		case c == '/':
+			// An end tag: a name and ">", as written.
+			k := lt + 2
+			if k >= len(s) || !isAttrByte(s[k]) {
+				return "", false
+			}
+			k += tagNameLen(s[k:])
+			for k < len(s) && isHTMLSpace(s[k]) {
+				k++
+			}
+			if k >= len(s) || s[k] != '>' {
+				return "", false
+			}
+			i = k + 1
+		case c == '!' || c == '?':
+			return "", false
+		default:
+			i = lt + 1 // "<" and not a tag: text
+		}
+	}
+	if out == nil {
+		return s, true
+	}
+	return string(append(out, s[last:]...)), true
+}
+
+type plainAttr struct{ key, val string }
+
+// plainStartTag reads the start tag at s[lt] if it is plain: a name of
+// letters, digits and ":-_.", that is not one whose content HTML reads
+// as raw text, and attributes separated by white space, each a name of
+// such characters, alone or with a quoted value. end is where the tag
+// ends; rewrite says that a URL attribute needs resolving or trimming.
+func plainStartTag(s string, lt int, attrs []plainAttr) (_ []plainAttr, end int, rewrite, selfClosing, ok bool) {
+	k := lt + 1
+	n := tagNameLen(s[k:])
+	if k+n >= len(s) || rawTextElement(s[k:k+n]) || !isHTMLSpace(s[k+n]) && s[k+n] != '>' && s[k+n] != '/' {
+		return attrs, 0, false, false, false
+	}
+	k += n
+	for {
+		spaced := k < len(s) && isHTMLSpace(s[k])
+		for k < len(s) && isHTMLSpace(s[k]) {
+			k++
+		}
+		switch {
+		case k >= len(s):
+			return attrs, 0, false, false, false
+		case s[k] == '>':
+			return attrs, k + 1, rewrite, false, true
+		case s[k] == '/':
+			if k+1 < len(s) && s[k+1] == '>' {
+				return attrs, k + 2, rewrite, true, true
+			}
+			return attrs, 0, false, false, false
+		case !spaced || !isAttrByte(s[k]):
+			return attrs, 0, false, false, false
+		}
+		start := k
+		k += tagNameLen(s[k:])
+		a := plainAttr{key: s[start:k]}
+		if k < len(s) && s[k] == '=' {
+			k++
+			if k >= len(s) || s[k] != '"' && s[k] != '\'' {
+				return attrs, 0, false, false, false
+			}
+			q := strings.IndexByte(s[k+1:], s[k])
+			if q < 0 {
+				return attrs, 0, false, false, false
+			}
+			a.val = s[k+1 : k+1+q]
+			k += q + 2
+			if k < len(s) && !isHTMLSpace(s[k]) && s[k] != '>' && s[k] != '/' {
+				return attrs, 0, false, false, false
+			}
+			var plain bool
+			if a.val, plain = unescapePlain(a.val); !plain {
+				return attrs, 0, false, false, false
+			}
+		}
+		if urlAttrs[strings.ToLower(a.key)] && (isRelative(a.val) || isSpaced([]byte(a.val))) {
+			rewrite = true
+		}
+		attrs = append(attrs, a)
+	}
+}
+
+// appendPlainTag writes a start tag as resolveHTMLTokens rewrites one:
+// names lower-cased, URL attributes resolved, every value quoted and
+// escaped.
+func appendPlainTag(out []byte, name string, attrs []plainAttr, selfClosing bool, base *url.URL) []byte {
+	out = append(out, '<')
+	out = appendLower(out, name)
+	for _, a := range attrs {
+		key := strings.ToLower(a.key)
+		val := a.val
+		if urlAttrs[key] {
+			val = resolveRef(base, val)
+		}
+		out = append(out, ' ')
+		out = append(out, key...)
+		out = append(out, `="`...)
+		out = append(out, html.EscapeString(val)...)
+		out = append(out, '"')
+	}
+	if selfClosing {
+		out = append(out, '/')
+	}
+	return append(out, '>')
+}
+
+func appendLower(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// tagNameLen is the length of the name at the start of s: letters,
+// digits and ":-_.".
+func tagNameLen(s string) int {
+	n := 0
+	for n < len(s) && (isAttrByte(s[n]) || s[n] >= '0' && s[n] <= '9' || s[n] == ':' || s[n] == '-' || s[n] == '_' || s[n] == '.') {
+		n++
+	}
+	return n
+}
+
+// rawTextElement reports whether HTML reads the content of an element
+// as text up to its end tag (script, style, title, ...).
+func rawTextElement(name string) bool {
+	switch strings.ToLower(name) {
+	case "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext":
+		return true
+	}
+	return false
+}
+
+func isHTMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// unescapePlain unescapes a value whose only references are &amp;, &lt;,
+// &gt;, &quot; and &#39; (plain is false for any other "&"): those read
+// the same in an attribute as in text.
+func unescapePlain(v string) (_ string, plain bool) {
+	i := strings.IndexByte(v, '&')
+	if i < 0 {
+		return v, true
+	}
+	var b strings.Builder
+	b.Grow(len(v))
+	for i >= 0 {
+		b.WriteString(v[:i])
+		v = v[i:]
+		switch {
+		case strings.HasPrefix(v, "&amp;"):
+			b.WriteByte('&')
+			v = v[5:]
+		case strings.HasPrefix(v, "&lt;"):
+			b.WriteByte('<')
+			v = v[4:]
+		case strings.HasPrefix(v, "&gt;"):
+			b.WriteByte('>')
+			v = v[4:]
+		case strings.HasPrefix(v, "&quot;"):
+			b.WriteByte('"')
+			v = v[6:]
+		case strings.HasPrefix(v, "&#39;"):
+			b.WriteByte('\'')
+			v = v[5:]
+		default:
+			return "", false
+		}
+		i = strings.IndexByte(v, '&')
+	}
+	b.WriteString(v)
+	return b.String(), true
+}

@@ -398,23 +398,32 @@ func TestTrackingPolicy(t *testing.T) {
 
 func newTracking(params ...string) *urlnorm.Tracking { return urlnorm.NewTracking(params) }
 
+// resolveHTMLTests are HTML fragments and what resolveHTML makes of them
+// against https://example.org/dir/page; they also seed FuzzResolveHTML.
+var resolveHTMLTests = []struct{ in, want string }{
+	{``, ``},
+	{`plain text = not html`, `plain text = not html`},
+	{`<a href="https://a.example/">a</a>`, `<a href="https://a.example/">a</a>`},
+	{`<a href="x">x</a>`, `<a href="https://example.org/dir/x">x</a>`},
+	{`<A HREF=x>x</A>`, `<a href="https://example.org/dir/x">x</A>`},
+	{`<img alt="a=b" src = '../i.png' />`, `<img alt="a=b" src="https://example.org/i.png"/>`},
+	{`<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`, `<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`},
+	{`<video poster="p.jpg" src="//cdn.example/v.mp4"></video>`, `<video poster="https://example.org/dir/p.jpg" src="https://cdn.example/v.mp4"></video>`},
+	{`<blockquote cite="/q">q</blockquote> text href=x`, `<blockquote cite="https://example.org/q">q</blockquote> text href=x`},
+	{`<a href="a b&amp;c">`, `<a href="https://example.org/dir/a%20b&amp;c">`},
+	{`<p title="x" data-href="y">p</p>`, `<p title="x" data-href="y">p</p>`},
+	{`<a href="x">unclosed`, `<a href="https://example.org/dir/x">unclosed`},
+	{`<p class=x>a <IMG SRC="i.png" Alt='it&#39;s &amp; "q"'/> b</p>`, `<p class=x>a <img src="https://example.org/dir/i.png" alt="it&#39;s &amp; &#34;q&#34;"/> b</p>`},
+	{`<a href="x" title="&copy;">`, `<a href="https://example.org/dir/x" title="©">`},
+	{`<script>var a = '<a href="x">'</script><a href="y">`, `<script>var a = '<a href="x">'</script><a href="https://example.org/dir/y">`},
+	{"<a href=\"x\" data\nx=1>\r\n", "<a href=\"https://example.org/dir/x\" data=\"\" x=\"1\">\r\n"},
+	{`a < b <3 <a  href="x"  disabled>`, `a < b <3 <a href="https://example.org/dir/x" disabled="">`},
+	{`<a href="x"></a b><br/ ><!-- <a href="y"> -->`, `<a href="https://example.org/dir/x"></a b><br/ ><!-- <a href="y"> -->`},
+}
+
 func TestResolveHTML(t *testing.T) {
 	base, _ := url.Parse("https://example.org/dir/page")
-	tests := []struct{ in, want string }{
-		{``, ``},
-		{`plain text = not html`, `plain text = not html`},
-		{`<a href="https://a.example/">a</a>`, `<a href="https://a.example/">a</a>`},
-		{`<a href="x">x</a>`, `<a href="https://example.org/dir/x">x</a>`},
-		{`<A HREF=x>x</A>`, `<a href="https://example.org/dir/x">x</A>`},
-		{`<img alt="a=b" src = '../i.png' />`, `<img alt="a=b" src="https://example.org/i.png"/>`},
-		{`<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`, `<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`},
-		{`<video poster="p.jpg" src="//cdn.example/v.mp4"></video>`, `<video poster="https://example.org/dir/p.jpg" src="https://cdn.example/v.mp4"></video>`},
-		{`<blockquote cite="/q">q</blockquote> text href=x`, `<blockquote cite="https://example.org/q">q</blockquote> text href=x`},
-		{`<a href="a b&amp;c">`, `<a href="https://example.org/dir/a%20b&amp;c">`},
-		{`<p title="x" data-href="y">p</p>`, `<p title="x" data-href="y">p</p>`},
-		{`<a href="x">unclosed`, `<a href="https://example.org/dir/x">unclosed`},
-	}
-	for _, tt := range tests {
+	for _, tt := range resolveHTMLTests {
 		if got := resolveHTML(tt.in, base); got != tt.want {
 			t.Errorf("resolveHTML(%q) = %q, want %q", tt.in, got, tt.want)
 		}
@@ -422,4 +431,22 @@ func TestResolveHTML(t *testing.T) {
 	if got := resolveHTML(`<a href="x">`, nil); got != `<a href="x">` {
 		t.Errorf("without a base: %q", got)
 	}
+}
+
+// FuzzResolveHTML holds resolvePlainHTML, where it takes the HTML, to
+// the tokenizer's reading (resolveHTMLTokens).
+func FuzzResolveHTML(f *testing.F) {
+	for _, tt := range resolveHTMLTests {
+		f.Add(tt.in)
+	}
+	base, _ := url.Parse("https://example.org/dir/page")
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, ok := resolvePlainHTML(s, base)
+		if !ok {
+			return
+		}
+		if slow := resolveHTMLTokens(s, base); fast != slow {
+			t.Errorf("%q:\n plain:     %q\n tokenizer: %q", s, fast, slow)
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -480,7 +479,7 @@ func TestRunFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				if f.Check() != nil || f.BodyRef == nil || *f.BodyRef != (ndjson.BlobRef{Storage: "file", Key: name}) || f.Due.FeedID != feedID || f.URL != "https://example.org/feed" ||
-					f.HTTPStatus != 200 || !f.FetchedAt.Equal(ndjson.At(fi.ModTime()).Time) || f.ContentType != "text/xml" || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(f.BodySHA256) {
+					f.HTTPStatus != 200 || !f.FetchedAt.Equal(ndjson.At(fi.ModTime()).Time) || f.ContentType != "text/xml" || f.BodySHA256 != "" {
 					t.Errorf("record of %s: %s", name, marshalLine(t, &f))
 				}
 				switch {

@@ -144,11 +144,11 @@
 // file it reads, after the file's entries, as if the file had been
 // fetched: body_ref {storage: "file", key: the file name as given},
 // fetched_at the file's modification time, fetch_id a UUIDv7 of that
-// time whose other bits are the body's SHA-256 (the same file, the same
+// time whose other bits are a hash of the body (the same file, the same
 // id), due {feed_id, url} and url, requested_url from --base-url and
-// --feed-id, http_status 200, body_sha256, content_type (--content-type),
-// content_length and parse; the other members are empty. feed-parse
-// passes such a record through unparsed.
+// --feed-id, http_status 200, content_type (--content-type),
+// content_length and parse; the other members are empty (body_sha256
+// too). feed-parse passes such a record through unparsed.
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
