@@ -168,6 +168,16 @@ func spaceAt(s string, i int) int {
 	return 0
 }
 
+// maySpace marks the bytes white space can begin with: the ASCII white
+// space and the lead bytes of spaceAt.
+var maySpace = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = asciiSpace[c]
+	}
+	t[0xC2], t[0xE1], t[0xE2], t[0xE3] = true, true, true, true
+	return t
+}()
+
 // asciiSpace is unicode.IsSpace for the ASCII bytes.
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
@@ -181,6 +191,27 @@ func writeCollapsed(w io.StringWriter, s string) {
 	start := -1 // where the run being kept began; -1 before the first word
 	sep := false
 	for i := 0; i < len(s); {
+		// Words and the single spaces between them, in bulk: only the
+		// bytes maySpace marks can begin white space, and a single space
+		// before a word byte stays as it is.
+		k := i
+		for k < len(s) {
+			if c := s[k]; !maySpace[c] {
+				k++
+			} else if c == ' ' && k > i && k+1 < len(s) && !maySpace[s[k+1]] {
+				k += 2
+			} else {
+				break
+			}
+		}
+		if k > i {
+			if start < 0 {
+				start = i
+			}
+			if i = k; i == len(s) {
+				break
+			}
+		}
 		// Find the white space starting at i, if any: [i, j).
 		j := i
 		for j < len(s) {

@@ -118,7 +118,17 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 	guidCount := make(map[string]int, len(rf.items))
 	for i := range rf.items {
 		if g := strings.TrimSpace(rf.items[i].id); g != "" {
-			guidKeys[i] = urlnorm.Key(g)
+			// What is not an http(s) URL is its own key (urlnorm.Key
+			// returns it trimmed), without Key's error for it.
+			guidKeys[i] = g
+			switch {
+			case plainURL(g):
+				// Key drops the scheme of a URL that is normalized as
+				// written, and changes nothing else.
+				guidKeys[i] = g[strings.IndexByte(g, ':')+1:]
+			case isHTTP(g):
+				guidKeys[i] = urlnorm.Key(g)
+			}
 			guidCount[guidKeys[i]]++
 		}
 	}
@@ -366,6 +376,9 @@ func resolve(base *url.URL, ref string) string {
 	if ref == "" {
 		return ""
 	}
+	if plainURL(ref) {
+		return ref // normalized as it is written: spare two parses
+	}
 	if base != nil && !isHTTP(ref) { // an absolute link needs no base: spare a parse
 		if r, err := url.Parse(ref); err == nil {
 			ref = base.ResolveReference(r).String()
@@ -376,6 +389,58 @@ func resolve(base *url.URL, ref string) string {
 	}
 	return ref
 }
+
+// plainURL reports whether s is an http(s) URL that urlnorm.Normalize
+// leaves as it is: a lower-case scheme and host (letters, digits, "-"
+// and "."; no port, no user), a path that begins with "/" and needs no
+// escaping, and a query (not empty) of printable ASCII but "#": the
+// links of most feeds, whose parse and rebuilding it spares.
+// FuzzPlainURL holds it to urlnorm.
+func plainURL(s string) bool {
+	var rest string
+	switch {
+	case strings.HasPrefix(s, "https://"):
+		rest = s[len("https://"):]
+	case strings.HasPrefix(s, "http://"):
+		rest = s[len("http://"):]
+	default:
+		return false
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash <= 0 || rest[slash-1] == '.' || rest[0] == '.' || rest[0] == '-' {
+		return false
+	}
+	for i := 0; i < slash; i++ {
+		if c := rest[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	i := slash
+	for ; i < len(rest) && rest[i] != '?'; i++ {
+		if !plainPathByte[rest[i]] {
+			return false
+		}
+	}
+	if i < len(rest) {
+		if i == len(rest)-1 {
+			return false // an empty query, which url.URL.String leaves out
+		}
+		for _, c := range []byte(rest[i+1:]) {
+			if c <= ' ' || c >= 0x7F || c == '#' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plainPathByte marks the bytes net/url writes as they are in a path.
+var plainPathByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~/$&+,:;=@", byte(c)) >= 0
+	}
+	return t
+}()
 
 // clean trims a title.
 func clean(s string) string { return strings.TrimSpace(s) }

@@ -252,8 +252,8 @@ func resolvePlainHTML(s string, base *url.URL) (_ string, ok bool) {
 	if strings.ContainsAny(s, "\x00\r\f") {
 		return "", false
 	}
-	var out []byte // nil until a tag is rewritten
-	last := 0      // s[last:] is not in out yet
+	var out strings.Builder // empty until a tag is rewritten
+	last := 0               // s[last:] is not in out yet
 	var attrs []plainAttr
 	for i := 0; ; {
 		j := strings.IndexByte(s[i:], '<')
@@ -270,11 +270,11 @@ func resolvePlainHTML(s string, base *url.URL) (_ string, ok bool) {
 				return "", false
 			}
 			if rewrite {
-				if out == nil {
-					out = make([]byte, 0, len(s)+64)
+				if last == 0 {
+					out.Grow(len(s) + 64)
 				}
-				out = append(out, s[last:lt]...)
-				out = appendPlainTag(out, s[lt+1:lt+1+tagNameLen(s[lt+1:])], attrs, selfClosing, base)
+				out.WriteString(s[last:lt])
+				writePlainTag(&out, s[lt+1:lt+1+tagNameLen(s[lt+1:])], attrs, selfClosing, base)
 				last = end
 			}
 			i = end
@@ -298,10 +298,11 @@ func resolvePlainHTML(s string, base *url.URL) (_ string, ok bool) {
 			i = lt + 1 // "<" and not a tag: text
 		}
 	}
-	if out == nil {
+	if last == 0 {
 		return s, true
 	}
-	return string(append(out, s[last:]...)), true
+	out.WriteString(s[last:])
+	return out.String(), true
 }
 
 type plainAttr struct{ key, val string }
@@ -365,39 +366,28 @@ func plainStartTag(s string, lt int, attrs []plainAttr) (_ []plainAttr, end int,
 	}
 }
 
-// appendPlainTag writes a start tag as resolveHTMLTokens rewrites one:
+// writePlainTag writes a start tag as resolveHTMLTokens rewrites one:
 // names lower-cased, URL attributes resolved, every value quoted and
 // escaped.
-func appendPlainTag(out []byte, name string, attrs []plainAttr, selfClosing bool, base *url.URL) []byte {
-	out = append(out, '<')
-	out = appendLower(out, name)
+func writePlainTag(out *strings.Builder, name string, attrs []plainAttr, selfClosing bool, base *url.URL) {
+	out.WriteByte('<')
+	out.WriteString(strings.ToLower(name))
 	for _, a := range attrs {
 		key := strings.ToLower(a.key)
 		val := a.val
 		if urlAttrs[key] {
 			val = resolveRef(base, val)
 		}
-		out = append(out, ' ')
-		out = append(out, key...)
-		out = append(out, `="`...)
-		out = append(out, html.EscapeString(val)...)
-		out = append(out, '"')
+		out.WriteByte(' ')
+		out.WriteString(key)
+		out.WriteString(`="`)
+		out.WriteString(html.EscapeString(val))
+		out.WriteByte('"')
 	}
 	if selfClosing {
-		out = append(out, '/')
+		out.WriteByte('/')
 	}
-	return append(out, '>')
-}
-
-func appendLower(out []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out = append(out, c)
-	}
-	return out
+	out.WriteByte('>')
 }
 
 // tagNameLen is the length of the name at the start of s: letters,

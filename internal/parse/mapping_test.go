@@ -450,3 +450,35 @@ func FuzzResolveHTML(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainURL holds plainURL to urlnorm: a URL it takes is normalized
+// as written, and its key is itself without the scheme.
+func FuzzPlainURL(f *testing.F) {
+	for _, s := range []string{"https://example.org/a/b?c=d&e", "http://x.example/", "https://Example.org/", "https://x.example", "https://x.example/?",
+		"https://x.example/a#f", "https://x.example:443/", "https://x.example./a", "https://x.example/a%20b", "https://x.example/a b", "https://a-b.c/~d/e;f=g@h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !plainURL(s) {
+			return
+		}
+		if n, err := urlnorm.Normalize(s); err != nil || n != s {
+			t.Errorf("plainURL(%q), but urlnorm.Normalize gives %q, %v", s, n, err)
+		}
+		if k := urlnorm.Key(s); k != s[strings.IndexByte(s, ':')+1:] {
+			t.Errorf("plainURL(%q), but urlnorm.Key gives %q", s, k)
+		}
+	})
+}
+
+func TestPlainURL(t *testing.T) {
+	for s, want := range map[string]bool{
+		"https://example.org/a/b?c=d&e": true, "http://x.example/": true, "https://a-b.c/~d/e;f=g@h": true,
+		"https://Example.org/": false, "https://x.example": false, "https://x.example/?": false, "https://x.example/a#f": false,
+		"https://x.example:443/": false, "https://x.example./a": false, "https://x.example/a%20b": false, "ftp://x.example/": false,
+	} {
+		if got := plainURL(s); got != want {
+			t.Errorf("plainURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

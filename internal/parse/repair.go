@@ -2,9 +2,11 @@ package parse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -60,6 +62,15 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 		}
 	}
 	for i := 0; i < len(text); {
+		// Eight bytes at a time up to the first that may be special.
+		if i+8 <= len(text) {
+			m := repairCandidates(binary.LittleEndian.Uint64(text[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
 		c := text[i]
 		if !special[c] {
 			i++
@@ -173,6 +184,30 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 		return text, false
 	}
 	return append(out, text[last:]...), true
+}
+
+// Masks for reading eight bytes as one word (SWAR): a byte's high bit in
+// the result marks it.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// byteIs marks the bytes of x equal to c. Only the lowest mark is exact
+// (a borrow may mark a byte above it), which is all a scan needs.
+func byteIs(x uint64, c byte) uint64 {
+	v := x ^ ones*uint64(c)
+	return (v - ones) & ^v & highs
+}
+
+// byteBelow marks the bytes of x below c (c <= 0x80), as byteIs does.
+func byteBelow(x uint64, c byte) uint64 { return (x - ones*uint64(c)) & ^x & highs }
+
+// repairCandidates marks the bytes repair may have to look at: control
+// characters (tab, newline and carriage return included, which it then
+// passes), "<", "&" and the lead byte of U+FFFE and U+FFFF.
+func repairCandidates(x uint64) uint64 {
+	return byteBelow(x, 0x20) | byteIs(x, '<') | byteIs(x, '&') | byteIs(x, 0xEF)
 }
 
 // special marks the bytes repair looks at.

@@ -2,9 +2,11 @@ package parse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -86,10 +88,35 @@ const maxInterned = 4096
 // reset makes z read b from at.
 func (z *tokenizer) reset(b []byte, at int) {
 	z.b, z.origin, z.pos, z.err, z.needClose = b, at, at, nil, false
-	if z.names == nil {
-		z.names = make(map[string]qname, 64)
-	}
 }
+
+// knownNames are the names of the elements and attributes of feeds,
+// interned once for every tokenizer (a map of its own for each document
+// was a twentieth of the allocations).
+var knownNames = func() map[string]qname {
+	m := map[string]qname{}
+	for _, s := range strings.Fields(`rss channel item title link description guid pubDate category author
+		enclosure comments source language ttl image url width height copyright lastBuildDate generator docs
+		managingEditor webMaster skipHours skipDays hour day textInput name cloud rating version isPermaLink
+		domain length type href rel feed entry id updated published summary content subtitle rights icon logo
+		email uri term label scheme xml:base xml:lang xmlns xmlns:content xmlns:dc xmlns:atom xmlns:media
+		xmlns:itunes xmlns:feedburner xmlns:dcterms xmlns:rdf xmlns:slash xmlns:wfw xmlns:sy
+		content:encoded dc:creator dc:date dc:subject dc:title dc:description dc:language dc:publisher
+		dc:rights dcterms:modified atom:link media:content media:thumbnail media:group media:title
+		media:description media:player media:credit media:keywords media:category itunes:author
+		itunes:summary itunes:image itunes:duration itunes:explicit itunes:keywords itunes:subtitle
+		itunes:category itunes:owner itunes:email itunes:name feedburner:origLink rdf:RDF rdf:about
+		rdf:resource slash:comments wfw:commentRss sy:updatePeriod sy:updateFrequency medium fileSize
+		div p a img br span em strong b i ul ol li h1 h2 h3 h4 blockquote pre code src alt class style
+		cite target`) {
+		n := qname{local: s}
+		if i := strings.IndexByte(s, ':'); i >= 0 {
+			n = qname{space: s[:i], local: s[i+1:]}
+		}
+		m[s] = n
+	}
+	return m
+}()
 
 // offset is where z is in the input, counted from where it began, as
 // Decoder.InputOffset: the end of the last token.
@@ -491,6 +518,10 @@ func (z *tokenizer) name() (qname, bool) {
 	if bytes.Equal(slot.b, b) {
 		return slot.n, true
 	}
+	if n, ok := knownNames[string(b)]; ok {
+		slot.b, slot.n = b, n
+		return n, true
+	}
 	if n, ok := z.names[string(b)]; ok {
 		slot.b, slot.n = b, n
 		return n, true
@@ -503,6 +534,9 @@ func (z *tokenizer) name() (qname, bool) {
 	n := qname{local: s}
 	if i := bytes.IndexByte(b, ':'); i > 0 && i < len(b)-1 && bytes.IndexByte(b[i+1:], ':') < 0 {
 		n = qname{space: s[:i], local: s[i+1:]}
+	}
+	if z.names == nil {
+		z.names = make(map[string]qname)
 	}
 	if len(z.names) < maxInterned {
 		z.names[s] = n
@@ -548,6 +582,12 @@ var textSpecial = func() (t [256]bool) {
 	return t
 }()
 
+// textCandidates marks the bytes of x that text may stop at: those
+// textSpecial marks, and tabs and newlines, which it then passes.
+func textCandidates(x uint64) uint64 {
+	return byteBelow(x, 0x20) | byteIs(x, '<') | byteIs(x, '&') | byteIs(x, ']') | byteIs(x, '"') | byteIs(x, '\'')
+}
+
 // text reads character data up to a "<" (quote < 0; not consumed), the
 // quote that ends an attribute value (quote >= 0; consumed), or the "]]>"
 // that ends a CDATA section (cdata), as encoding/xml's text does:
@@ -588,6 +628,27 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 	}
 	for {
 		i := z.pos
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			m := textCandidates(x)
+			if m == 0 {
+				if x&highs != 0 {
+					high |= 0x80
+				}
+				i += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			for _, c := range b[i : i+k] {
+				high |= c
+			}
+			i += k
+			if textSpecial[b[i]] {
+				break
+			}
+			high |= b[i] // a tab or newline
+			i++
+		}
 		for i < len(b) {
 			c := b[i]
 			if textSpecial[c] {

@@ -151,14 +151,15 @@ type xmlParser struct {
 	maxDepth int
 	maxItems int
 
-	feed    *rawFeed
-	item    *rawItem
-	person  *rawPerson
-	warn    *warnings
-	docBase *url.URL // the document's URL
-	scr     []byte   // scratch for text
-	rootAt  int      // where the root element begins; -1 before it
-	coreNS  nsID     // the namespace of the root, read as the format's
+	feed      *rawFeed
+	item      *rawItem
+	itemBlock []rawItem // items allocated and not yet used (newItem)
+	person    *rawPerson
+	warn      *warnings
+	docBase   *url.URL // the document's URL
+	scr       []byte   // scratch for text
+	rootAt    int      // where the root element begins; -1 before it
+	coreNS    nsID     // the namespace of the root, read as the format's
 
 	// The name and depth of the last item, to find the next after an
 	// error.
