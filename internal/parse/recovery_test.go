@@ -298,3 +298,30 @@ func jsonText(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// FuzzRepair holds countRefs, repair's scan for texts that need no
+// fixing, to repairText's reading byte by byte: the same warnings.
+func FuzzRepair(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{"a &amp; &nbsp; &bogus; & &#X41; &#1; <![CDATA[&x;]]> <!-- &y; --> <!x &z;", "\x01", "\uFFFE", "<!-- &a; ", "&#xFFFE;", strings.Repeat("a&b", 9)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		counts, ok := countRefs(text)
+		slow := &warnings{}
+		_, changed := repairText(text, slow)
+		if !ok {
+			return
+		}
+		if changed {
+			t.Errorf("countRefs took %q, which repairText changes", text)
+		}
+		fast := &warnings{}
+		counts.warn(fast)
+		if a, b := strings.Join(fast.strings(), "\n"), strings.Join(slow.strings(), "\n"); a != b {
+			t.Errorf("%q:\ncountRefs:  %s\nrepairText: %s", text, a, b)
+		}
+	})
+}

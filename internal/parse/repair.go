@@ -6,7 +6,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"maps"
-	"math/bits"
 	"slices"
 	"strings"
 )
@@ -28,20 +27,26 @@ import (
 // result is text itself when nothing needed fixing; a fixed copy keeps
 // every "<", so that places in it still map to the body.
 func repair(text []byte, w *warnings) (out []byte, changed bool) {
+	// Most documents need no fixing, only the counting of their entities
+	// for the warnings: a scan of the "&" alone does it.
+	if counts, ok := countRefs(text); ok {
+		counts.warn(w)
+		return text, false
+	}
+	return repairText(text, w)
+}
+
+// repairText is repair, byte by byte.
+func repairText(text []byte, w *warnings) (out []byte, changed bool) {
 	var (
 		last                        int // text[last:i] is not yet in out
 		controls, badRefs, nonChars int
-		upperX                      int // &#X41;: XML wants a lower-case x
-		bareAmps                    int
-		htmlEnts, unknownEnts       map[string]int
+		counts                      refCounts
 		drop                        = func(i, j int) { out = append(out, text[last:i]...); last, changed = j, true }
 		replace                     = func(i, j int, s string) {
 			out = append(out, text[last:i]...)
 			out = append(out, s...)
 			last, changed = j, true
-		}
-		isNameByte = func(c byte) bool {
-			return c|0x20 >= 'a' && c|0x20 <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':'
 		}
 		scanChars func(i, end int)
 	)
@@ -62,15 +67,6 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 		}
 	}
 	for i := 0; i < len(text); {
-		// Eight bytes at a time up to the first that may be special.
-		if i+8 <= len(text) {
-			m := repairCandidates(binary.LittleEndian.Uint64(text[i:]))
-			if m == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(m) >> 3
-		}
 		c := text[i]
 		if !special[c] {
 			i++
@@ -97,63 +93,15 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 			scanChars(i, end)
 			i = end
 		case c == '&':
-			j := i + 1
-			if j < len(text) && text[j] == '#' {
-				j++
-				hex := j < len(text) && (text[j] == 'x' || text[j] == 'X')
-				if hex {
-					j++
-				}
-				v, digits := 0, 0
-				for j < len(text) && digits < 9 {
-					d := digit(text[j], hex)
-					if d < 0 {
-						break
-					}
-					v = v*base(hex) + d
-					digits++
-					j++
-				}
-				if digits == 0 || digits == 9 || j >= len(text) || text[j] != ';' || v > 0x10FFFF {
-					bareAmps++
-					i++
-					continue
-				}
-				if v < 0x20 && v != '\t' && v != '\n' && v != '\r' || v == 0xFFFE || v == 0xFFFF {
-					badRefs++
-					drop(i, j+1)
-				} else if text[i+2] == 'X' {
-					upperX++
-					replace(i+2, i+3, "x")
-				}
-				i = j + 1
-				continue
-			}
-			for j < len(text) && j-i < 40 && isNameByte(text[j]) {
-				j++
-			}
-			if j == i+1 || j >= len(text) || text[j] != ';' {
-				bareAmps++
-				i++
-				continue
-			}
-			name := text[i+1 : j]
-			switch string(name) {
-			case "lt", "gt", "amp", "apos", "quot":
+			kind, name, next := readRef(text, i)
+			switch kind {
+			case refBadChar:
+				badRefs++
+				drop(i, next)
 			default:
-				if _, ok := xml.HTMLEntity[string(name)]; ok {
-					if htmlEnts == nil {
-						htmlEnts = map[string]int{}
-					}
-					htmlEnts[string(name)]++
-				} else {
-					if unknownEnts == nil {
-						unknownEnts = map[string]int{}
-					}
-					unknownEnts[string(name)]++
-				}
+				counts.add(kind, name)
 			}
-			i = j + 1
+			i = next
 		default:
 			scanChars(i, i+1)
 			i++
@@ -165,49 +113,218 @@ func repair(text []byte, w *warnings) (out []byte, changed bool) {
 	if badRefs > 0 {
 		w.add(warnRepair, fmt.Sprintf("%d character %s to characters that XML forbids removed", badRefs, plural(badRefs, "reference", "references")))
 	}
-	if upperX > 0 {
-		w.add(warnRepair, fmt.Sprintf("%d character %s written &#X...; read as hexadecimal", upperX, plural(upperX, "reference", "references")))
-	}
+	counts.warnUpperX(w)
 	if nonChars > 0 {
 		w.add(warnRepair, fmt.Sprintf("%d U+FFFE or U+FFFF replaced by U+FFFD", nonChars))
 	}
-	if len(htmlEnts) > 0 {
-		w.add(warnRepair, "HTML entities that XML does not define, read as their characters: "+entityList(htmlEnts))
-	}
-	if len(unknownEnts) > 0 {
-		w.add(warnRepair, "undefined entities, kept as written: "+entityList(unknownEnts))
-	}
-	if bareAmps > 0 {
-		w.add(warnRepair, fmt.Sprintf("%d bare & kept as text", bareAmps))
-	}
+	counts.warnEntities(w)
 	if !changed {
 		return text, false
 	}
 	return append(out, text[last:]...), true
 }
 
-// Masks for reading eight bytes as one word (SWAR): a byte's high bit in
-// the result marks it.
+// refKind is what an "&" begins, as repair reads it.
+type refKind uint8
+
 const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
+	refBare    refKind = iota // no reference: "&" stays as written
+	refChar                   // a character reference
+	refUpperX                 // a character reference written &#X...;
+	refBadChar                // a reference to a character XML forbids
+	refXML                    // one of XML's five entities
+	refHTML                   // an entity of HTML's
+	refUnknown                // an entity no one defines: stays as written
 )
 
-// byteIs marks the bytes of x equal to c. Only the lowest mark is exact
-// (a borrow may mark a byte above it), which is all a scan needs.
-func byteIs(x uint64, c byte) uint64 {
-	v := x ^ ones*uint64(c)
-	return (v - ones) & ^v & highs
+// readRef reads the reference that may begin at text[i] (an "&"): its
+// kind, its name for an entity, and where reading goes on (after it, or
+// after the "&" when there is none).
+func readRef(text []byte, i int) (kind refKind, name []byte, next int) {
+	j := i + 1
+	if j < len(text) && text[j] == '#' {
+		j++
+		hex := j < len(text) && (text[j] == 'x' || text[j] == 'X')
+		if hex {
+			j++
+		}
+		v, digits := 0, 0
+		for j < len(text) && digits < 9 {
+			d := digit(text[j], hex)
+			if d < 0 {
+				break
+			}
+			v = v*base(hex) + d
+			digits++
+			j++
+		}
+		switch {
+		case digits == 0 || digits == 9 || j >= len(text) || text[j] != ';' || v > 0x10FFFF:
+			return refBare, nil, i + 1
+		case v < 0x20 && v != '\t' && v != '\n' && v != '\r' || v == 0xFFFE || v == 0xFFFF:
+			return refBadChar, nil, j + 1
+		case text[i+2] == 'X':
+			return refUpperX, nil, j + 1
+		}
+		return refChar, nil, j + 1
+	}
+	for j < len(text) && j-i < 40 && isRefNameByte(text[j]) {
+		j++
+	}
+	if j == i+1 || j >= len(text) || text[j] != ';' {
+		return refBare, nil, i + 1
+	}
+	name = text[i+1 : j]
+	switch string(name) {
+	case "lt", "gt", "amp", "apos", "quot":
+		return refXML, name, j + 1
+	}
+	if _, ok := xml.HTMLEntity[string(name)]; ok {
+		return refHTML, name, j + 1
+	}
+	return refUnknown, name, j + 1
 }
 
-// byteBelow marks the bytes of x below c (c <= 0x80), as byteIs does.
-func byteBelow(x uint64, c byte) uint64 { return (x - ones*uint64(c)) & ^x & highs }
+func isRefNameByte(c byte) bool {
+	return c|0x20 >= 'a' && c|0x20 <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':'
+}
 
-// repairCandidates marks the bytes repair may have to look at: control
-// characters (tab, newline and carriage return included, which it then
-// passes), "<", "&" and the lead byte of U+FFFE and U+FFFF.
-func repairCandidates(x uint64) uint64 {
-	return byteBelow(x, 0x20) | byteIs(x, '<') | byteIs(x, '&') | byteIs(x, 0xEF)
+// refCounts counts the references repair warns of.
+type refCounts struct {
+	upperX, bareAmps      int
+	htmlEnts, unknownEnts map[string]int
+}
+
+func (r *refCounts) add(kind refKind, name []byte) {
+	switch kind {
+	case refBare:
+		r.bareAmps++
+	case refUpperX:
+		r.upperX++
+	case refHTML:
+		if r.htmlEnts == nil {
+			r.htmlEnts = map[string]int{}
+		}
+		r.htmlEnts[string(name)]++
+	case refUnknown:
+		if r.unknownEnts == nil {
+			r.unknownEnts = map[string]int{}
+		}
+		r.unknownEnts[string(name)]++
+	}
+}
+
+func (r *refCounts) warnUpperX(w *warnings) {
+	if r.upperX > 0 {
+		w.add(warnRepair, fmt.Sprintf("%d character %s written &#X...; read as hexadecimal", r.upperX, plural(r.upperX, "reference", "references")))
+	}
+}
+
+func (r *refCounts) warnEntities(w *warnings) {
+	if len(r.htmlEnts) > 0 {
+		w.add(warnRepair, "HTML entities that XML does not define, read as their characters: "+entityList(r.htmlEnts))
+	}
+	if len(r.unknownEnts) > 0 {
+		w.add(warnRepair, "undefined entities, kept as written: "+entityList(r.unknownEnts))
+	}
+	if r.bareAmps > 0 {
+		w.add(warnRepair, fmt.Sprintf("%d bare & kept as text", r.bareAmps))
+	}
+}
+
+// warn adds the warnings of a text that needed no fixing.
+func (r *refCounts) warn(w *warnings) {
+	r.warnUpperX(w)
+	r.warnEntities(w)
+}
+
+// countRefs is repair for a text that needs no fixing: it counts the
+// references outside CDATA sections and comments, as repair does, going
+// from "&" to "&" rather than byte by byte. ok is false when the text
+// needs fixing after all (a control character, U+FFFE or U+FFFF, a
+// reference to a character XML forbids), which repair then does.
+func countRefs(text []byte) (counts refCounts, ok bool) {
+	if hasControlChar(text) || hasNonChar(text) {
+		return counts, false
+	}
+	sec, secEnd := nextSection(text, 0)
+	for i := 0; i < len(text); {
+		a := bytes.IndexByte(text[i:], '&')
+		if a < 0 {
+			break
+		}
+		a += i
+		if a >= sec {
+			// A CDATA section or comment begins before it: skip the "&"
+			// if it lies inside, and go on to the next one.
+			if a < secEnd {
+				i = secEnd
+			}
+			sec, secEnd = nextSection(text, secEnd)
+			continue
+		}
+		kind, name, next := readRef(text, a)
+		if kind == refBadChar {
+			return counts, false
+		}
+		counts.add(kind, name)
+		i = next
+	}
+	return counts, true
+}
+
+// nextSection finds the first CDATA section or comment that begins at
+// or after from, and where it ends as repair reads it (after its closer,
+// or at the end of the text); both are len(text) when there is none.
+func nextSection(text []byte, from int) (start, end int) {
+	for from < len(text) {
+		k := bytes.Index(text[from:], []byte("<!"))
+		if k < 0 {
+			break
+		}
+		k += from
+		var closer string
+		switch {
+		case bytes.HasPrefix(text[k+1:], []byte("![CDATA[")):
+			closer = "]]>"
+		case bytes.HasPrefix(text[k+1:], []byte("!--")):
+			closer = "-->"
+		default:
+			from = k + 2
+			continue
+		}
+		e := bytes.Index(text[k+4:], []byte(closer))
+		if e < 0 {
+			return k, len(text)
+		}
+		return k, k + 4 + e + len(closer)
+	}
+	return len(text), len(text)
+}
+
+// hasControlChar reports whether b holds a control character XML
+// forbids (all below U+0020 but tab, newline and carriage return),
+// looking at eight bytes at a time.
+func hasControlChar(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x-ones*0x20)&^x&highs == 0 { // no byte below 0x20
+			continue
+		}
+		for _, c := range b[i : i+8] {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				return true
+			}
+		}
+	}
+	for _, c := range b[i:] {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return true
+		}
+	}
+	return false
 }
 
 // special marks the bytes repair looks at.

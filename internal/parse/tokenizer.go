@@ -2,11 +2,9 @@ package parse
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"io"
-	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -582,12 +580,6 @@ var textSpecial = func() (t [256]bool) {
 	return t
 }()
 
-// textCandidates marks the bytes of x that text may stop at: those
-// textSpecial marks, and tabs and newlines, which it then passes.
-func textCandidates(x uint64) uint64 {
-	return byteBelow(x, 0x20) | byteIs(x, '<') | byteIs(x, '&') | byteIs(x, ']') | byteIs(x, '"') | byteIs(x, '\'')
-}
-
 // text reads character data up to a "<" (quote < 0; not consumed), the
 // quote that ends an attribute value (quote >= 0; consumed), or the "]]>"
 // that ends a CDATA section (cdata), as encoding/xml's text does:
@@ -628,27 +620,6 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 	}
 	for {
 		i := z.pos
-		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			m := textCandidates(x)
-			if m == 0 {
-				if x&highs != 0 {
-					high |= 0x80
-				}
-				i += 8
-				continue
-			}
-			k := bits.TrailingZeros64(m) >> 3
-			for _, c := range b[i : i+k] {
-				high |= c
-			}
-			i += k
-			if textSpecial[b[i]] {
-				break
-			}
-			high |= b[i] // a tab or newline
-			i++
-		}
 		for i < len(b) {
 			c := b[i]
 			if textSpecial[c] {
