@@ -42,12 +42,103 @@ func Parse(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
+	if t, ok := parseRFC1123(s); ok {
+		return t, nil
+	}
 	var p parser
 	t, ok := p.parse(s)
 	if !ok {
 		return time.Time{}, fmt.Errorf("dates: %q: %w", s, ErrUnparseable)
 	}
 	return t, nil
+}
+
+// parseRFC1123 reads the common form of RSS's dates, "Mon, 02 Jan 2006
+// 15:04:05 -0700" (or GMT, UT, UTC, Z; a day of one digit too), at a
+// tenth of the general reading's cost; ok is false for anything else,
+// which the general reading reads (TestRFC1123 holds the two together).
+func parseRFC1123(s string) (time.Time, bool) {
+	if len(s) < 26 || s[3] != ',' || s[4] != ' ' || !weekday(s[:3]) {
+		return time.Time{}, false
+	}
+	s = s[5:]
+	day, n := twoDigits(s)
+	if n == 0 || len(s) < n+1 || s[n] != ' ' {
+		return time.Time{}, false
+	}
+	s = s[n+1:]
+	if len(s) < 19 || s[3] != ' ' || s[8] != ' ' || s[11] != ':' || s[14] != ':' || s[17] != ' ' {
+		return time.Time{}, false
+	}
+	month := monthAbbr(s[:3])
+	year, ok := digits(s[4:8])
+	h, ok1 := digits(s[9:11])
+	m, ok2 := digits(s[12:14])
+	sec, ok3 := digits(s[15:17])
+	if month == 0 || !ok || !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	var off int
+	switch z := s[18:]; z {
+	case "GMT", "UT", "UTC", "Z":
+	default:
+		if len(z) != 5 || z[0] != '+' && z[0] != '-' {
+			return time.Time{}, false
+		}
+		zh, ok := digits(z[1:3])
+		zm, ok2 := digits(z[3:5])
+		if !ok || !ok2 || zh > 14 || zm > 59 {
+			return time.Time{}, false
+		}
+		off = zh*3600 + zm*60
+		if z[0] == '-' {
+			off = -off
+		}
+	}
+	if day < 1 || day > daysIn(time.Month(month), year) {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, h, m, sec, 0, time.UTC).Add(-time.Duration(off) * time.Second), true
+}
+
+func weekday(s string) bool {
+	switch s {
+	case "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun":
+		return true
+	}
+	return false
+}
+
+// monthAbbr is the number of an English month's abbreviation, or 0.
+func monthAbbr(s string) int {
+	for i, m := range [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"} {
+		if s == m {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// twoDigits reads one or two digits at the start of s: their value and
+// how many there are.
+func twoDigits(s string) (v, n int) {
+	for n < 2 && n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		v = v*10 + int(s[n]-'0')
+		n++
+	}
+	return v, n
+}
+
+// digits is the value of s, which must be all digits.
+func digits(s string) (int, bool) {
+	v := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		v = v*10 + int(s[i]-'0')
+	}
+	return v, true
 }
 
 type tokKind uint8

@@ -290,11 +290,39 @@ func TestMonthNamesAgree(t *testing.T) {
 	}
 }
 
+// TestRFC1123 holds parseRFC1123, Parse's fast reading of RSS dates, to
+// the general reading: whatever it reads, the general reading reads the
+// same.
+func TestRFC1123(t *testing.T) {
+	for _, tt := range tests {
+		checkRFC1123(t, tt.in)
+	}
+	for _, s := range []string{"Mon, 02 Jan 2006 15:04:05 -0700", "Sun, 6 Nov 1994 08:49:37 GMT", "Tue, 29 Feb 2000 23:59:59 +1400", "Wed, 31 Dec 1969 23:59:59 UT"} {
+		if _, ok := parseRFC1123(s); !ok {
+			t.Errorf("parseRFC1123(%q) does not read it", s)
+		}
+		checkRFC1123(t, s)
+	}
+}
+
+func checkRFC1123(t *testing.T, s string) {
+	t.Helper()
+	fast, ok := parseRFC1123(s)
+	if !ok {
+		return
+	}
+	var p parser
+	if slow, ok := p.parse(s); !ok || !slow.Equal(fast) || fast.Location() != time.UTC {
+		t.Errorf("parseRFC1123(%q) = %v; the general reading: %v, %v", s, fast, slow, ok)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, tt := range tests {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		checkRFC1123(t, s)
 		got, err := Parse(s)
 		if err != nil {
 			if !errors.Is(err, ErrUnparseable) {

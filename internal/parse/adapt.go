@@ -27,6 +27,9 @@ type adapter struct {
 	src  Source
 	w    *warnings
 	span func(start, end int) (int, int, bool)
+	// norm remembers urlnorm.Normalize of the absolute URLs of the
+	// document's ids and links: an item's guid is often its link.
+	norm map[string]string
 }
 
 func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
@@ -114,6 +117,7 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 
 	// How many items share each native id, by its key: computed once per
 	// item, it is a tenth of the adapter's time.
+	a.norm = make(map[string]string, len(rf.items))
 	guidKeys := make([]string, len(rf.items))
 	guidCount := make(map[string]int, len(rf.items))
 	for i := range rf.items {
@@ -126,6 +130,15 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 				// Key drops the scheme of a URL that is normalized as
 				// written, and changes nothing else.
 				guidKeys[i] = g[strings.IndexByte(g, ':')+1:]
+			case isHTTP(g) && !strings.Contains(g, "#"):
+				// Without a fragment, Key is the normalized URL without its
+				// scheme; the link of the item will want the normalized URL.
+				if n, err := urlnorm.Normalize(g); err == nil {
+					a.norm[g] = n
+					guidKeys[i] = n[strings.IndexByte(n, ':')+1:]
+				} else {
+					guidKeys[i] = urlnorm.Key(g)
+				}
 			case isHTTP(g):
 				guidKeys[i] = urlnorm.Key(g)
 			}
@@ -165,18 +178,18 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 	// The link: FeedBurner's original over its proxy, then the item's
 	// link, an Atom alternate (text/html first), a JSON Feed
 	// external_url, and last an RSS guid that is a permalink.
-	link := resolveLink(rawLink{href: it.origLink, base: it.base})
+	link := a.link(rawLink{href: it.origLink, base: it.base})
 	if link == "" {
-		link = resolveLink(it.link)
+		link = a.link(it.link)
 	}
 	if link == "" {
-		link = resolveLink(alternate(it.links))
+		link = a.link(alternate(it.links))
 	}
 	if link == "" {
-		link = resolveLink(it.extLink)
+		link = a.link(it.extLink)
 	}
 	if link == "" && it.guid && it.guidPermaLink && isHTTP(native) {
-		link = resolveLink(rawLink{href: native, base: it.base})
+		link = a.link(rawLink{href: native, base: it.base})
 	}
 	if link != "" && a.p.Tracking != nil {
 		link = a.p.Tracking.Strip(link)
@@ -364,6 +377,21 @@ func imageType(u string) string {
 func isHTTP(s string) bool {
 	s = strings.ToLower(strings.TrimSpace(s))
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// link is resolveLink, with the normalized forms of absolute URLs
+// remembered in a.norm.
+func (a *adapter) link(l rawLink) string {
+	ref := strings.TrimSpace(l.href)
+	if ref == "" || plainURL(ref) || !isHTTP(ref) {
+		return resolve(l.base, ref)
+	}
+	if n, ok := a.norm[ref]; ok {
+		return n
+	}
+	n := resolve(l.base, ref)
+	a.norm[ref] = n
+	return n
 }
 
 // resolveLink makes a link absolute against its base and canonicalises it.

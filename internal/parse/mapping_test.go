@@ -459,6 +459,13 @@ func FuzzPlainURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// The adapter's shortcut: without a fragment, Key is the
+		// normalized URL without its scheme.
+		if isHTTP(s) && !strings.Contains(s, "#") {
+			if n, err := urlnorm.Normalize(s); err == nil && urlnorm.Key(s) != n[strings.IndexByte(n, ':')+1:] {
+				t.Errorf("urlnorm.Key(%q) = %q, but Normalize gives %q", s, urlnorm.Key(s), n)
+			}
+		}
 		if !plainURL(s) {
 			return
 		}

@@ -263,6 +263,10 @@ func countRefs(text []byte) (counts refCounts, ok bool) {
 			sec, secEnd = nextSection(text, secEnd)
 			continue
 		}
+		if _, n := xmlEntityAt(text[a:]); n > 0 {
+			i = a + n // XML's own: nothing to count
+			continue
+		}
 		kind, name, next := readRef(text, a)
 		if kind == refBadChar {
 			return counts, false

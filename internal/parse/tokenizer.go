@@ -710,6 +710,12 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 func (z *tokenizer) reference(out *[]byte) bool {
 	b := z.b
 	amp := z.pos
+	// The references escaped HTML is made of, at once.
+	if c, n := xmlEntityAt(b[amp:]); n > 0 {
+		*out = append(*out, c)
+		z.pos += n
+		return true
+	}
 	z.pos++
 	if z.pos >= len(b) {
 		z.eof()
@@ -792,6 +798,26 @@ func refValue(digits []byte, base int) (rune, bool) {
 
 func isDigit(c byte) bool     { return '0' <= c && c <= '9' }
 func isHexLetter(c byte) bool { return 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// xmlEntityAt reads &lt;, &gt;, &amp; or &quot; at the start of b: its
+// character and length, or n 0 for anything else.
+func xmlEntityAt(b []byte) (c byte, n int) {
+	if len(b) >= 4 && b[3] == ';' && b[2] == 't' {
+		switch b[1] {
+		case 'l':
+			return '<', 4
+		case 'g':
+			return '>', 4
+		}
+	}
+	if len(b) >= 5 && b[1] == 'a' && b[2] == 'm' && b[3] == 'p' && b[4] == ';' {
+		return '&', 5
+	}
+	if len(b) >= 6 && string(b[1:6]) == "quot;" {
+		return '"', 6
+	}
+	return 0, 0
+}
 
 // entityText is the text of a named entity: XML's five, then HTML's.
 // Every name these know is an XML name, so no name check is needed.
