@@ -147,14 +147,14 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 	}
 	f := &Feed{Entries: make([]ndjson.Entry, 0, len(rf.items))}
 	for i := range rf.items {
-		f.Entries = append(f.Entries, a.entry(rf, rf.items[i], i, feedAuthors, guidCount[guidKeys[i]] > 1))
+		f.Entries = append(f.Entries, a.entry(rf, rf.items[i], i, feedAuthors, guidKeys[i], guidCount[guidKeys[i]] > 1))
 	}
 	info.Warnings = a.w.strings()
 	f.Info = info
 	return f
 }
 
-func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.Author, sharedID bool) ndjson.Entry {
+func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.Author, idKey string, sharedID bool) ndjson.Entry {
 	atom := rf.format == "atom"
 	native := strings.TrimSpace(it.id)
 	e := ndjson.Entry{
@@ -246,8 +246,10 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 		body = e.Summary + e.Content
 	}
 	e.EntryUID = ids.EntryUID(ids.EntryKey{
-		FeedID:         a.src.FeedID,
-		NativeID:       native,
+		FeedID: a.src.FeedID,
+		// The id's key: EntryUID keys it again, which changes nothing
+		// (Key(Key(x)) is Key(x)) and costs nothing.
+		NativeID:       idKey,
 		NativeIDShared: native != "" && sharedID,
 		Link:           e.CanonicalLink,
 		Title:          e.Title,

@@ -459,6 +459,11 @@ func FuzzPlainURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// The adapter gives ids.EntryUID an id's key for the id, which
+		// it keys again.
+		if k := urlnorm.Key(s); urlnorm.Key(k) != k || (k == "") != (strings.TrimSpace(s) == "") {
+			t.Errorf("urlnorm.Key(%q) = %q, but its key is %q", s, k, urlnorm.Key(k))
+		}
 		// The adapter's shortcut: without a fragment, Key is the
 		// normalized URL without its scheme.
 		if isHTTP(s) && !strings.Contains(s, "#") {
