@@ -168,6 +168,24 @@ func spaceAt(s string, i int) int {
 	return 0
 }
 
+// plainWords8 reports, eight bytes at a time, whether s (eight bytes,
+// after a word byte) holds only ASCII that is no white space but single
+// spaces, none of them first: bytes the run of words goes on over. It
+// may say false of such bytes (the byte loop then reads them), never
+// true of others. Its last byte must be read again: a space there may
+// come before more white space.
+func plainWords8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	if x&highs != 0 || (x-ones*0x20)&^x&highs != 0 {
+		return false // non-ASCII, or below the space: tabs, newlines
+	}
+	v := x ^ ones*' '
+	sp := (v - ones) & ^v & highs // the spaces, and maybe bytes above one
+	return sp&1<<7 == 0 && sp&(sp>>8) == 0
+}
+
 // maySpace marks the bytes white space can begin with: the ASCII white
 // space and the lead bytes of spaceAt.
 var maySpace = func() (t [256]bool) {
@@ -196,6 +214,10 @@ func writeCollapsed(w io.StringWriter, s string) {
 		// before a word byte stays as it is.
 		k := i
 		for k < len(s) {
+			if k > i && k+8 <= len(s) && plainWords8(s[k:k+8]) {
+				k += 7 // the eighth may be a space before white space
+				continue
+			}
 			if c := s[k]; !maySpace[c] {
 				k++
 			} else if c == ' ' && k > i && k+1 < len(s) && !maySpace[s[k+1]] {
