@@ -588,47 +588,22 @@ var textSpecial = func() (t [256]bool) {
 func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 	b := z.b
 	start := z.pos
-	var out []byte // the text so far once it differs from the input: b[start:last] as read
-	copied := false
+	// The text read so far, once it differs from the input (copied), in
+	// z.buf after what earlier values of the same tag keep there.
+	out := z.buf[len(z.buf):]
+	copied := false // out holds b[start:last] as read
 	last := start
-	// What the text holds, for the check of its characters, which ASCII
-	// text without control characters spares: the bytes or-ed together,
-	// and whether a control character or reference to one was seen.
-	var high byte
+	// Whether a control character, or a reference to one, was seen: the
+	// check of the characters is spared text without one (and, but for
+	// valid UTF-8 input, without non-ASCII characters).
 	control := false
-	// result ends the text at end (exclusive, in b).
-	result := func(end int) ([]byte, bool) {
-		data := b[start:end]
-		if copied {
-			out = append(out, b[last:end]...)
-			z.buf = out
-			data = out
-		}
-		switch {
-		case control:
-			return z.check(data)
-		case high >= utf8.RuneSelf && !z.validUTF8 && (!utf8.Valid(data) || hasNonChar(data)):
-			return z.check(data)
-		}
-		return data, true
-	}
-	copyTo := func(end int) {
-		if !copied {
-			out, copied = z.buf[:0], true
-		}
-		out = append(out, b[last:end]...)
-	}
 	for {
 		i := z.pos
-		for i < len(b) {
-			c := b[i]
-			if textSpecial[c] {
-				break
-			}
-			high |= c
+		for i < len(b) && !textSpecial[b[i]] {
 			i++
 		}
 		z.pos = i
+		end := -1 // where the text ends, once it does
 		if i >= len(b) {
 			switch {
 			case cdata:
@@ -636,12 +611,12 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 				return nil, false
 			case quote >= 0:
 				// The value is checked before the end is an error.
-				if _, ok := result(i); ok {
+				if _, ok := z.result(start, i, out, copied, last, control); ok {
 					z.eof()
 				}
 				return nil, false
 			}
-			data, ok := result(i)
+			data, ok := z.result(start, i, out, copied, last, control)
 			if ok {
 				z.err = io.EOF // the text ends the input: the next call says so
 			}
@@ -652,13 +627,14 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 			// "]]>" ends a CDATA section, and is an error in text.
 			if quote < 0 && i+2 < len(b) && b[i+1] == ']' && b[i+2] == '>' {
 				z.pos = i + 3
-				if cdata {
-					return result(i)
+				if !cdata {
+					z.syntaxError("unescaped ]]> not in CDATA section")
+					return nil, false
 				}
-				z.syntaxError("unescaped ]]> not in CDATA section")
-				return nil, false
+				end = i
+			} else {
+				z.pos++
 			}
-			z.pos++
 		case c == '<':
 			switch {
 			case cdata:
@@ -668,27 +644,31 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 				z.syntaxError("unescaped < inside quoted string")
 				return nil, false
 			default:
-				return result(i)
+				end = i
 			}
 		case c == '"' || c == '\'':
 			z.pos++
 			if quote >= 0 && c == byte(quote) {
-				return result(i)
+				end = i
 			}
 		case c == '&' && !cdata:
-			copyTo(i)
-			n := len(out)
-			z.reference(&out)
-			if z.err != nil {
-				return nil, false
-			}
-			for _, c := range out[n:] {
-				high |= c
-				control = control || c < 0x20
+			out, copied = append(out, b[last:i]...), true
+			if ch, n := xmlEntityAt(b[i:]); n > 0 {
+				out = append(out, ch) // the references escaped HTML is made of
+				z.pos += n
+			} else {
+				n := len(out)
+				z.reference(&out)
+				if z.err != nil {
+					return nil, false
+				}
+				for _, c := range out[n:] {
+					control = control || c < 0x20
+				}
 			}
 			last = z.pos
 		case c == '\r':
-			copyTo(i)
+			out, copied = append(out, b[last:i]...), true
 			out = append(out, '\n')
 			z.pos++
 			if z.pos < len(b) && b[z.pos] == '\n' {
@@ -701,7 +681,29 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 			control = control || c < 0x20
 			z.pos++
 		}
+		if end >= 0 {
+			return z.result(start, end, out, copied, last, control)
+		}
 	}
+}
+
+// result is text's text, b[start:end] as read: the input itself, or,
+// when copied, out with the input from last; checked for the characters
+// XML forbids unless nothing calls for it.
+func (z *tokenizer) result(start, end int, out []byte, copied bool, last int, control bool) ([]byte, bool) {
+	data := z.b[start:end]
+	if copied {
+		data = append(out, z.b[last:end]...)
+		if base := len(z.buf); cap(data) == cap(z.buf)-base {
+			z.buf = z.buf[:base+len(data)] // data is in z.buf: keep it
+		} else {
+			z.buf = data // in a larger array: the values before keep the old one
+		}
+	}
+	if control || !z.validUTF8 && (!utf8.Valid(data) || hasNonChar(data)) {
+		return z.check(data)
+	}
+	return data, true
 }
 
 // reference reads a reference at z.pos (an "&") into *out: an entity or

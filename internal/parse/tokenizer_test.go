@@ -117,7 +117,7 @@ var tokenizerCases = []string{
 	`<a>&nbsp;&eacute;&bogus;&amp &#65;&#x42;&#X43;&#xZ;&#;&#1114112;&#99999999999999999999;&; & b</a>`,
 	`<feed xmlns="http://www.w3.org/2005/Atom" xmlns:m="x"><m:a m:b="c"><x:y:z/></m:a></feed>`,
 	`<a>]]></a>`, `<a>]]</a>`, `<a b="<">`, `<a b=">">`, `</>`, `< a>`, `<a =b>`, `<a b/ >`, `<a></a b>`, `<!-a>`, `<!--a--b-->`,
-	`<![CDAT[x]]>`, `<?>`, `<? a?>`, `<a b="x&amp;y&#10;"/>`, "<a>\x01</a>", "<a>\xff</a>", "<a>\uFFFE</a>", "<a b='\x00'/>",
+	`<![CDAT[x]]>`, `<?>`, `<? a?>`, `<a b="x&amp;y&#10;"/>`, `<a b="x&amp;y" c="p&amp;q" d='1&#65;'>t&amp;u</a>`, "<a>\x01</a>", "<a>\xff</a>", "<a>\uFFFE</a>", "<a b='\x00'/>",
 	`<é/><a é="1"/><·/><a:b:c/>`, `<a`, `<a b`, `<a b=`, `<a b="`, `&`, `&#`, `&#x`, `&#x4`, `&am`, `<!`, `<!D`, `<![`, `<!--`, `<!-- a -`,
 	`<!DOCTYPE a [<!ELEMENT a "<!-- not -->">]><a/>`, `<!DOCTYPE a [<x<y>>]><a/>`, `<!DOCTYPE a '>'>`, `text only`, `<a>&#xD800;</a>`,
 }
