@@ -325,3 +325,18 @@ func FuzzRepair(f *testing.F) {
 		}
 	})
 }
+
+// TestHasControlChar tries every byte at every place of a word and past
+// the last one.
+func TestHasControlChar(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 19; at++ {
+			b := []byte(strings.Repeat("a\t\n\r ", 4)[:19])
+			b[at] = byte(c)
+			want := c < 0x20 && c != '\t' && c != '\n' && c != '\r'
+			if got := hasControlChar(b); got != want {
+				t.Errorf("byte %#x at %d: %v, want %v", c, at, got, want)
+			}
+		}
+	}
+}

@@ -310,17 +310,19 @@ func nextSection(text []byte, from int) (start, end int) {
 // forbids (all below U+0020 but tab, newline and carriage return),
 // looking at eight bytes at a time.
 func hasControlChar(b []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	// is marks the bytes of x equal to c, exactly: no carry crosses
+	// from one byte to the next.
+	is := func(x uint64, c byte) uint64 {
+		v := x ^ ones*uint64(c)
+		return ^((v&lows + lows) | v) & highs
+	}
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if (x-ones*0x20)&^x&highs == 0 { // no byte below 0x20
-			continue
-		}
-		for _, c := range b[i : i+8] {
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-				return true
-			}
+		below := ^((x&lows + ones*(0x80-0x20)) | x) & highs // bytes below 0x20
+		if below&^is(x, '\t')&^is(x, '\n')&^is(x, '\r') != 0 {
+			return true
 		}
 	}
 	for _, c := range b[i:] {
