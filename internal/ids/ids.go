@@ -169,21 +169,27 @@ func spaceAt(s string, i int) int {
 }
 
 // plainWords8 reports, eight bytes at a time, whether s (eight bytes,
-// after a word byte) holds only ASCII that is no white space but single
-// spaces, none of them first: bytes the run of words goes on over. It
-// may say false of such bytes (the byte loop then reads them), never
-// true of others. Its last byte must be read again: a space there may
-// come before more white space.
+// after a word byte) holds no white space but single spaces, none of
+// them first: bytes the run of words goes on over. Its last byte must be
+// read again: a space there may come before more white space. It says
+// false of bytes below the space (tabs, newlines) and of the lead bytes
+// spaceAt looks at, which the byte loop then reads.
 func plainWords8(s string) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	if x&highs != 0 || (x-ones*0x20)&^x&highs != 0 {
-		return false // non-ASCII, or below the space: tabs, newlines
+	// Each byte is marked exactly: no carry crosses from one byte to the
+	// next.
+	is := func(c byte) uint64 {
+		v := x ^ ones*uint64(c)
+		return ^((v&lows + lows) | v) & highs
 	}
-	v := x ^ ones*' '
-	sp := (v - ones) & ^v & highs // the spaces, and maybe bytes above one
-	return sp&1<<7 == 0 && sp&(sp>>8) == 0
+	below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
+	if below|is(0xC2)|is(0xE1)|is(0xE2)|is(0xE3) != 0 {
+		return false
+	}
+	sp := is(' ')
+	return sp&(1<<7) == 0 && sp&(sp>>8) == 0
 }
 
 // maySpace marks the bytes white space can begin with: the ASCII white
