@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// repair finds in an XML text what would stop encoding/xml or what it
+// repair finds in an XML text what would stop the tokenizer (as it would
+// encoding/xml) or what it
 // reads silently in a way worth a warning, and fixes what must be fixed:
 //
 //   - control characters XML forbids (all below U+0020 but tab, newline
