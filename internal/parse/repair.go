@@ -11,8 +11,8 @@ import (
 )
 
 // repair finds in an XML text what would stop the tokenizer (as it would
-// encoding/xml) or what it
-// reads silently in a way worth a warning, and fixes what must be fixed:
+// stop encoding/xml) or what it reads silently in a way worth a warning,
+// and fixes what must be fixed:
 //
 //   - control characters XML forbids (all below U+0020 but tab, newline
 //     and carriage return) are removed, as are character references to
