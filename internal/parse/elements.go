@@ -557,6 +557,15 @@ func (p *xmlParser) set(dst *string, mode captureMode) error {
 
 func (p *xmlParser) date(dst *[]rawDate, field string) error {
 	s, err := p.capture(capText)
+	if *dst == nil && p.item != nil {
+		// The first date of each kind goes in the item's own room.
+		switch dst {
+		case &p.item.published:
+			*dst = p.item.dates[:0:1]
+		case &p.item.updated:
+			*dst = p.item.dates[1:1:2]
+		}
+	}
 	*dst = append(*dst, rawDate{value: s, field: field})
 	return err
 }
@@ -690,10 +699,48 @@ func attr(t *token, name string) string {
 func attrOK(t *token, name string) (string, bool) {
 	for _, a := range t.attrs {
 		if a.name.local == name && a.name.space == "" {
-			return string(a.value), true
+			return attrString(a.value), true
 		}
 	}
 	return "", false
+}
+
+// attrString is an attribute's value as a string, without a copy for
+// the values feeds repeat on every item.
+func attrString(v []byte) string {
+	switch string(v) {
+	case "alternate":
+		return "alternate"
+	case "self":
+		return "self"
+	case "enclosure":
+		return "enclosure"
+	case "text/html":
+		return "text/html"
+	case "html":
+		return "html"
+	case "text":
+		return "text"
+	case "xhtml":
+		return "xhtml"
+	case "false":
+		return "false"
+	case "true":
+		return "true"
+	case "image":
+		return "image"
+	case "application/atom+xml":
+		return "application/atom+xml"
+	case "application/rss+xml":
+		return "application/rss+xml"
+	case "audio/mpeg":
+		return "audio/mpeg"
+	case "image/jpeg":
+		return "image/jpeg"
+	case "2.0":
+		return "2.0"
+	}
+	return string(v)
 }
 
 func rdfResource(p *xmlParser, t *token) string {

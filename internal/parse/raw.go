@@ -77,6 +77,7 @@ type rawItem struct {
 	enclosures []rawEnclosure
 
 	published, updated []rawDate // candidates, best first
+	dates              [2]rawDate // room for the first date of each, spared an allocation
 	base               *url.URL
 }
 
