@@ -29,11 +29,47 @@ func resolveRef(base *url.URL, ref string) string {
 	if base == nil || !isRelative(ref) {
 		return ref
 	}
+	if plainAbsolutePath(ref) && plainBase(base) {
+		// What net/url makes of it, without its parses.
+		return base.Scheme + "://" + base.Host + ref
+	}
 	r, err := url.Parse(ref)
 	if err != nil {
 		return ref
 	}
 	return base.ResolveReference(r).String()
+}
+
+// plainAbsolutePath reports whether ref is a path from the root that
+// resolves to itself: "/" and bytes a path keeps as they are, no "//"
+// at its start, no "." or ".." segment, no query or fragment.
+func plainAbsolutePath(ref string) bool {
+	if len(ref) < 2 || ref[0] != '/' || ref[1] == '/' {
+		return false
+	}
+	for i := 0; i < len(ref); i++ {
+		if !plainPathByte[ref[i]] {
+			return false
+		}
+		if ref[i] == '.' && ref[i-1] == '/' && (i+1 == len(ref) || ref[i+1] == '/' || ref[i+1] == '.' && (i+2 == len(ref) || ref[i+2] == '/')) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainBase reports whether base is an http(s) URL whose scheme and host
+// net/url writes as they are.
+func plainBase(base *url.URL) bool {
+	if base.Scheme != "http" && base.Scheme != "https" || base.User != nil || base.Opaque != "" || base.Host == "" {
+		return false
+	}
+	for i := 0; i < len(base.Host); i++ {
+		if c := base.Host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func isSpaceRune(r rune) bool { return r < utf8.RuneSelf && isSpaceByte(byte(r)) }

@@ -494,3 +494,25 @@ func TestPlainURL(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResolveRef holds resolveRef's shortcut for paths from the root to
+// net/url's resolution.
+func FuzzResolveRef(f *testing.F) {
+	for _, s := range []string{"/a/b.jpg", "/a/./b", "/a/../b", "/.", "/..", "/a/.b", "/a/b/", "//x/y", "/a//b", "/a?b", "/a#b", "/%41"} {
+		f.Add(s, "https://example.org/dir/page")
+	}
+	f.Add("/x", "http://a-b.example.com")
+	f.Fuzz(func(t *testing.T, ref, baseURL string) {
+		base, err := url.Parse(baseURL)
+		if err != nil || !plainAbsolutePath(ref) || !plainBase(base) {
+			return
+		}
+		r, err := url.Parse(ref)
+		if err != nil {
+			t.Fatalf("plainAbsolutePath(%q), which net/url cannot parse: %v", ref, err)
+		}
+		if got, want := resolveRef(base, ref), base.ResolveReference(r).String(); got != want {
+			t.Errorf("resolveRef(%q, %q) = %q, want %q", baseURL, ref, got, want)
+		}
+	})
+}
