@@ -76,7 +76,7 @@ type rawItem struct {
 	categories []string
 	enclosures []rawEnclosure
 
-	published, updated []rawDate // candidates, best first
+	published, updated []rawDate  // candidates, best first
 	dates              [2]rawDate // room for the first date of each, spared an allocation
 	base               *url.URL
 }
