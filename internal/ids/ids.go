@@ -178,18 +178,20 @@ func plainWords8(s string) bool {
 	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	// Each byte is marked exactly: no carry crosses from one byte to the
-	// next.
-	is := func(c byte) uint64 {
-		v := x ^ ones*uint64(c)
-		return ^((v&lows + lows) | v) & highs
-	}
 	below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
-	if below|is(0xC2)|is(0xE1)|is(0xE2)|is(0xE3) != 0 {
+	if below|byteIs(x, 0xC2)|byteIs(x, 0xE1)|byteIs(x, 0xE2)|byteIs(x, 0xE3) != 0 {
 		return false
 	}
-	sp := is(' ')
+	sp := byteIs(x, ' ')
 	return sp&(1<<7) == 0 && sp&(sp>>8) == 0
+}
+
+// byteIs marks the bytes of x equal to c with their high bit, exactly:
+// no carry crosses from one byte to the next.
+func byteIs(x uint64, c byte) uint64 {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	v := x ^ ones*uint64(c)
+	return ^((v&lows + lows) | v) & highs
 }
 
 // maySpace marks the bytes white space can begin with: the ASCII white

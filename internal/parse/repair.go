@@ -312,17 +312,11 @@ func nextSection(text []byte, from int) (start, end int) {
 // looking at eight bytes at a time.
 func hasControlChar(b []byte) bool {
 	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
-	// is marks the bytes of x equal to c, exactly: no carry crosses
-	// from one byte to the next.
-	is := func(x uint64, c byte) uint64 {
-		v := x ^ ones*uint64(c)
-		return ^((v&lows + lows) | v) & highs
-	}
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		below := ^((x&lows + ones*(0x80-0x20)) | x) & highs // bytes below 0x20
-		if below&^is(x, '\t')&^is(x, '\n')&^is(x, '\r') != 0 {
+		if below&^byteIs(x, '\t')&^byteIs(x, '\n')&^byteIs(x, '\r') != 0 {
 			return true
 		}
 	}
@@ -332,6 +326,14 @@ func hasControlChar(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// byteIs marks the bytes of x equal to c with their high bit, exactly:
+// no carry crosses from one byte to the next.
+func byteIs(x uint64, c byte) uint64 {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	v := x ^ ones*uint64(c)
+	return ^((v&lows + lows) | v) & highs
 }
 
 // special marks the bytes repair looks at.
