@@ -168,22 +168,28 @@ func spaceAt(s string, i int) int {
 	return 0
 }
 
-// plainWords8 reports, eight bytes at a time, whether s (eight bytes,
+// plainWords8 reports, eight bytes at a time, whether x (eight bytes,
 // after a word byte) holds no white space but single spaces, none of
 // them first: bytes the run of words goes on over. Its last byte must be
 // read again: a space there may come before more white space. It says
 // false of bytes below the space (tabs, newlines) and of the lead bytes
 // spaceAt looks at, which the byte loop then reads.
-func plainWords8(s string) bool {
+func plainWords8(x uint64) bool {
 	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
 	if below|byteIs(x, 0xC2)|byteIs(x, 0xE1)|byteIs(x, 0xE2)|byteIs(x, 0xE3) != 0 {
 		return false
 	}
 	sp := byteIs(x, ' ')
 	return sp&(1<<7) == 0 && sp&(sp>>8) == 0
+}
+
+// load8 reads the eight bytes of s as one little-endian word (one load:
+// the compiler merges them).
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // byteIs marks the bytes of x equal to c with their high bit, exactly:
@@ -222,7 +228,7 @@ func writeCollapsed(w io.StringWriter, s string) {
 		// before a word byte stays as it is.
 		k := i
 		for k < len(s) {
-			if k > i && k+8 <= len(s) && plainWords8(s[k:k+8]) {
+			if k > i && k+8 <= len(s) && plainWords8(load8(s[k:k+8])) {
 				k += 7 // the eighth may be a space before white space
 				continue
 			}
