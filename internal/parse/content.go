@@ -395,11 +395,24 @@ func plainStartTag(s string, lt int, attrs []plainAttr) (_ []plainAttr, end int,
 				return attrs, 0, false, false, false
 			}
 		}
+		if repeated(attrs, a.key) {
+			continue // the tokenizer keeps the first of the same name
+		}
 		if urlAttrs[strings.ToLower(a.key)] && (isRelative(a.val) || isSpaced([]byte(a.val))) {
 			rewrite = true
 		}
 		attrs = append(attrs, a)
 	}
+}
+
+// repeated reports whether one of attrs has the name key, in any case.
+func repeated(attrs []plainAttr, key string) bool {
+	for _, a := range attrs {
+		if strings.EqualFold(a.key, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // writePlainTag writes a start tag as resolveHTMLTokens rewrites one:

@@ -419,6 +419,7 @@ var resolveHTMLTests = []struct{ in, want string }{
 	{"<a href=\"x\" data\nx=1>\r\n", "<a href=\"https://example.org/dir/x\" data=\"\" x=\"1\">\r\n"},
 	{`a < b <3 <a  href="x"  disabled>`, `a < b <3 <a href="https://example.org/dir/x" disabled="">`},
 	{`<a href="x"></a b><br/ ><!-- <a href="y"> -->`, `<a href="https://example.org/dir/x"></a b><br/ ><!-- <a href="y"> -->`},
+	{`<A HREF="x" href="/y" A a>`, `<a href="https://example.org/dir/x" a="">`}, // the first of the same name
 }
 
 func TestResolveHTML(t *testing.T) {
