@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -23,7 +25,9 @@ func TestFullDiskFailsCleanlyAndCatchesUp(t *testing.T) {
 	store := t.TempDir()
 	env := append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_LOG_LEVEL=error")
 	feed := filepath.Join(t.TempDir(), "feed.xml")
-	os.WriteFile(feed, rssDoc("full", map[int]int{0: 1, 1: 1, 2: 1}), 0o644)
+	// Three entries of some 25 KB each: more than the 64 KiB limit below
+	// lets entries/ take, which the catalog's files stay within.
+	os.WriteFile(feed, rssDoc("full", map[int]int{0: 5000, 1: 5000, 2: 5000}), 0o644)
 	parse := exec.Command("feed-parse", "--base-url", "https://full.example/feed.xml", feed)
 	parse.Env = env
 	entries, err := parse.Output()
@@ -38,17 +42,33 @@ func TestFullDiskFailsCleanlyAndCatchesUp(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
-	out, stderr, err := run("ulimit -f 1 && exec feed-store") // 1 KiB: less than the entries
+	// The catalog exists, as in any store that has run.
+	if _, _, err := run("exec feed-stats"); err != nil {
+		t.Fatal(err)
+	}
+	// Under so low a limit that the catalog, in WAL mode, cannot even
+	// make its shared memory file: a clean failure too.
+	_, stderr, err := run("ulimit -f 1 && exec feed-store")
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "feed-store: error: catalog: cannot write") || !strings.Contains(stderr, "is the disk full?") {
+		t.Fatalf("status %d, stderr %q", code, stderr)
+	}
+	out, stderr, err := run("ulimit -f 64 && exec feed-store")
 	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "feed-store: error: storage: append to entries/") || !strings.Contains(stderr, "file too large") {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
 	if out != "" {
 		t.Fatalf("announced what was not stored: %s", out)
 	}
-	if idx, _ := filepath.Glob(filepath.Join(store, "index", "??", "*")); len(idx) != 0 {
-		t.Fatalf("indexed what was not stored: %v", idx)
-	}
 	st, _ := storage.Open(store)
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, _ := cat.Sizes(context.Background())
+	cat.Close()
+	if sizes["entries"] != 0 {
+		t.Fatalf("indexed what was not stored: %v", sizes)
+	}
 	if n, bad, err := st.ReadLog(storage.DayFile(storage.DirEntries, time.Now()), 0, func(ndjson.Line) error { return nil }); err != nil || bad != 0 || n != 0 {
 		t.Fatalf("the entries file after the failure: %d bytes, %d bad lines, %v; want it as it was, empty", n, bad, err)
 	}

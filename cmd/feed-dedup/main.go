@@ -13,7 +13,7 @@ func main() {
 	cmdkit.Main(&cli.App{
 		Name:      "feed-dedup",
 		Usage:     "drop entries already stored, mark changed ones as updates",
-		UsageText: "feed-due | feed-fetch | feed-parse | feed-dedup | feed-store",
+		UsageText: "feed-due | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store",
 		Description: `Reads "entry" records and looks each up in the store's index by entry_uid:
 an unknown entry goes on with status "new", a known one with a content_hash
 never stored before goes on with status "updated", and a version already

@@ -7,9 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/due"
-	"github.com/feedpipe/feedpipe/internal/storage"
 )
 
 func main() {
@@ -17,7 +17,7 @@ func main() {
 		DisableSliceFlagSeparator: true, // --feed URL: a URL may hold commas
 		Name:                      "feed-due",
 		Usage:                     "list the subscriptions due for a fetch, as due records",
-		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-dedup | feed-store\n   feed-due --explain ID",
+		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store\n   feed-due --explain ID",
 		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
 writes one "due" record (see pkg/ndjson) for each enabled subscription that
 was never fetched or whose next fetch time has passed, most overdue first.
@@ -55,10 +55,10 @@ its last decision and the decision in words.
 				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"), Sched: p,
 			}
 			if ref := c.String("explain"); ref != "" {
-				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), storage.ErrNoSuchSubscription)
+				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), catalog.ErrNoSuchSubscription)
 			}
 			err = due.Run(cfg)
-			return cmdkit.UsageIf(err, storage.ErrNoSuchSubscription)
+			return cmdkit.UsageIf(err, catalog.ErrNoSuchSubscription)
 		},
 	})
 }

@@ -17,7 +17,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:      "feed-fetch",
 		Usage:     "fetch due feeds over HTTP into the raw store",
-		UsageText: "feed-due | feed-fetch [options] | feed-parse | feed-dedup | feed-store",
+		UsageText: "feed-due | feed-fetch [options] | feed-parse | feed-scrape | feed-dedup | feed-store",
 		Description: `Reads "due" records and fetches each feed with a conditional GET (the
 stored ETag and Last-Modified; gzip, deflate, br and zstd), politely: at most
 --host-concurrency requests in flight and --host-rps a second per host, hosts

@@ -13,6 +13,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func main() { cmdkit.Main(app()) }
@@ -22,7 +23,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:  "feed-parse",
 		Usage: "parse fetched RSS, Atom and JSON Feed payloads into entries",
-		UsageText: `feed-due | feed-fetch | feed-parse | feed-dedup | feed-store
+		UsageText: `feed-due | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store
    cat STORE/fetches/2026-11-20.ndjson | feed-parse | feed-dedup | feed-store   (replay)
    feed-parse --base-url URL [--content-type TYPE] FILE...                      (ad hoc)`,
 		Description: `Reads "fetch" records, loads each payload from the raw store and writes the
@@ -49,10 +50,10 @@ of entries without an id of their own, once.
 With FILE arguments it parses those payload files instead (plain, or .zst as
 the store keeps them): each file's entries, then a "fetch" record with its
 "parse" section as for a fetched payload (the feed's title, link, ttl and
-hints), whose body_ref is {"storage": "file", "key": FILE}, fetched_at the
-file's modification time, http_status 200 and fetch_id made of that time
-and a hash of the body, so that feed-dedup | feed-store take a saved file as
-they take a fetch. --base-url gives the feed's URL, from which relative links
+hints), whose due.reason is "file" (body_ref is null: the body is in no
+store), fetched_at the file's modification time, http_status 200 and fetch_id
+made of that time and a hash of the body, so that feed-dedup | feed-store
+take a saved file as they take a fetch. --base-url gives the feed's URL, from which relative links
 resolve and the feed id derives, and --content-type the Content-Type the
 files were served with. A file that is not a feed gets a parse error in its
 record; one that cannot be read is reported and skipped.`,
@@ -61,11 +62,8 @@ record; one that cannot be read is reported and skipped.`,
 			&cli.StringFlag{Name: "feed-id", Usage: "with FILE arguments: the feed id to give the entries (default: derived from --base-url)"},
 			&cli.StringFlag{Name: "content-type", Usage: "with FILE arguments: the Content-Type they were served with, for its charset (e.g. \"text/xml; charset=windows-1251\")"},
 			&cli.IntFlag{Name: "workers", Usage: "payloads parsed at once (0: one per CPU)", EnvVars: []string{"FEEDPIPE_PARSE_WORKERS"}},
-			&cli.IntFlag{Name: "max-xml-depth", Usage: "deepest element nesting a document may have; deeper ones fail with too_deep", Value: parse.MaxXMLDepth, EnvVars: []string{"FEEDPIPE_MAX_XML_DEPTH", "MAX_XML_DEPTH"}},
-			&cli.IntFlag{Name: "max-items", Usage: "most items a document may have; more fail with too_many_items", Value: parse.MaxItems, EnvVars: []string{"FEEDPIPE_MAX_ITEMS"}},
-			&cli.Int64Flag{Name: "max-body-bytes", Usage: "largest payload parsed; larger ones fail with payload_too_large", Value: parse.MaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to this file (scripts/bench-parse)", Hidden: true},
-		}, append(cmdkit.TrackingFlags(), cmdkit.CommonFlags()...)...),
+		}, append(cmdkit.ParserFlags(), cmdkit.CommonFlags()...)...),
 		Action: func(c *cli.Context) error {
 			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
 			if err != nil {
@@ -104,6 +102,9 @@ record; one that cannot be read is reported and skipped.`,
 			if feedID == "" {
 				return cmdkit.Usagef("FILE arguments need --base-url URL (the feed's URL) or --feed-id ID")
 			}
+			if !ndjson.IsFeedID(feedID) {
+				return cmdkit.Usagef("--feed-id: %q is not a feed id (a UUID, as feed-sub ls --json shows)", feedID)
+			}
 			return parse.RunFiles(c.Context, parse.FileConfig{
 				Out: out, Log: log, Store: st, Parser: p, Workers: c.Int("workers"),
 				FeedID: feedID, BaseURL: base, ContentType: c.String("content-type"), Now: time.Now,
@@ -128,15 +129,8 @@ func profile(name string) (stop func(), err error) {
 
 // parser is the Parser the flags ask for.
 func parser(c *cli.Context) (*parse.Parser, error) {
-	for _, name := range []string{"max-xml-depth", "max-items", "workers"} {
-		if c.Int(name) < 0 || name != "workers" && c.Int(name) == 0 {
-			return nil, cmdkit.Usagef("--%s must be a positive number", name)
-		}
+	if c.Int("workers") < 0 {
+		return nil, cmdkit.Usagef("--workers must be a positive number, or 0")
 	}
-	if c.Int64("max-body-bytes") <= 0 {
-		return nil, cmdkit.Usagef("--max-body-bytes must be a positive number")
-	}
-	p := &parse.Parser{MaxDepth: c.Int("max-xml-depth"), MaxItems: c.Int("max-items"), MaxBodyBytes: c.Int64("max-body-bytes")}
-	p.Tracking = cmdkit.Tracking(c)
-	return p, nil
+	return cmdkit.Parser(c)
 }

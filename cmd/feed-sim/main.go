@@ -78,7 +78,7 @@ Example:
 			&cli.BoolFlag{Name: "json", Usage: "NDJSON, one record per policy, instead of the table"},
 			&cli.StringFlag{Name: "write-trace", Usage: "write the workload as a trace to this file (- for stdout) and stop"},
 			&cli.StringFlag{Name: "show", Usage: "write every decision for this feed id to stderr"},
-			&cli.BoolFlag{Name: "by-kind", Usage: "also break the table down by the generator's feed kinds"},
+			&cli.BoolFlag{Name: "by-kind", Usage: "also break the table down by feed kind (the generator's, or a trace's \"kind\") and the groups plain, ttl, ttl>=2h, outage and no_dates"},
 		},
 		Action: func(c *cli.Context) error {
 			params, err := sched.ParamsFromEnv(os.LookupEnv)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/stats"
 )
@@ -39,15 +40,16 @@ writes with --metrics-file.`,
 				return err
 			}
 			if c.Bool("prometheus") {
-				subs, _, err := st.Subscriptions()
+				cat, err := catalog.Open(c.Context, st, nil)
 				if err != nil {
 					return err
 				}
-				states, err := st.States()
+				defer cat.Close()
+				t, err := stats.Compute(c.Context, cat, time.Now())
 				if err != nil {
 					return err
 				}
-				return stats.WriteMetrics(c.App.Writer, stats.Compute(subs, states), stats.LoadHistogram(st))
+				return stats.WriteMetrics(c.App.Writer, t, stats.LoadHistogram(c.Context, cat))
 			}
 			format := stats.Table
 			switch {

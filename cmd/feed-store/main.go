@@ -16,7 +16,7 @@ func main() {
 	cmdkit.Main(&cli.App{
 		Name:      "feed-store",
 		Usage:     "store entries and feed state; write new_entry and updated_entry events",
-		UsageText: "feed-due | feed-fetch | feed-parse | feed-dedup | feed-store > new-entries.ndjson",
+		UsageText: "feed-due | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store > new-entries.ndjson",
 		Description: `Reads "entry" and "fetch" records. Each entry not already stored as it is
 goes to entries/YYYY-MM-DD.ndjson (synced), then into the index, and a
 "new_entry" or "updated_entry" event goes to events/YYYY-MM-DD.ndjson and to

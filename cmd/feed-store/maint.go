@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
 )
@@ -91,9 +91,10 @@ does.`,
 
 func reparseCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "reparse",
-		Usage:     "parse stored payloads again after a parser change; store what changed as new versions",
-		UsageText: `feed-store reparse --since 2026-11-01 > updates.ndjson`,
+		Name:  "reparse",
+		Usage: "parse stored payloads again after a parser change, or to store what a run lost; store what changed",
+		UsageText: `feed-store reparse --since 2026-11-01 > updates.ndjson
+   feed-store reparse --since 2026-11-01 --max-items 50000   (payloads that had too many items)`,
 		Description: `Reads the fetch records of fetches/ from the day --since on, parses their
 payloads again with feed-parse's code (and its tracking parameter flags),
 and passes the entries through feed-dedup's and feed-store's code. Of each
@@ -102,17 +103,28 @@ alone; one that parses differently is stored as a new version, in place of
 the old one, and announced on stdout as "updated_entry". An entry the
 parser now gives another id (one without an id of its own whose link
 changed) is not stored twice. Payloads pruned away are reported and
-skipped.`,
+skipped.
+
+It also mends a store that lost entries: a run without feed-parse (or
+feed-scrape) in its pipeline, or a payload that failed to parse (not a
+feed, too many items) whose validators were kept, so that the server's 304
+skipped it since. Entries of such payloads never stored are stored now, as
+"new_entry"; a source whose last body is still not read (a website, whose
+pages only feed-scrape reads, or a payload that fails again) loses its
+validators, so that its next fetch brings the body whole.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "since", Usage: "first day to re-parse, YYYY-MM-DD (UTC)", Required: true},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
-		}, cmdkit.TrackingFlags()...),
+		}, cmdkit.ParserFlags()...),
 		Action: func(c *cli.Context) error {
 			since, err := time.Parse(time.DateOnly, c.String("since"))
 			if err != nil {
 				return cmdkit.Usagef("--since: %q is not a day such as 2026-11-01", c.String("since"))
 			}
-			p := &parse.Parser{Tracking: cmdkit.Tracking(c)}
+			p, err := cmdkit.Parser(c)
+			if err != nil {
+				return err
+			}
 
 			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
 			if err != nil {
@@ -121,8 +133,8 @@ skipped.`,
 			var sum store.ReparseSummary
 			err = store.Reparse(c.Context, store.ReparseConfig{Store: st, Out: cmdkit.Output(c.App.Writer), Log: log,
 				Since: since, Parser: p, NoWait: c.Bool("no-wait"), Summary: &sum})
-			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again\n",
-				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed)
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reparse: %d fetches, %d entries: %d unchanged, %d updated, %d new, %d with a new id not stored again; %d sources to fetch whole\n",
+				sum.Fetches, sum.Entries, sum.Unchanged, sum.Updated, sum.New, sum.Renamed, sum.Refetch)
 			return err
 		},
 	}
@@ -131,16 +143,17 @@ skipped.`,
 func reindexCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reindex",
-		Usage:     "build the URL index (feed-dedup --cross-feed) afresh from entries/ and aliases/",
+		Usage:     "rebuild the catalog (catalog.db) from the store's files",
 		UsageText: `feed-store reindex`,
-		Description: `A store made before the URL index existed starts it empty: the entries
-stored before are not found by feed-dedup --cross-feed, which says so on
-stderr. reindex reads all of entries/ and aliases/ once and writes the
-index anew (urls/): a link's first entry is the first stored with it, its
-aliases those recorded. feed-store never does this at start-up, where it
-would cost a read of every stored entry. Run it once after an upgrade,
-or at any time: readers see each shard replaced whole. It takes the
-store's lock, as feed-store does.`,
+		Description: `Rebuilds the store's catalog from its files alone: the subscriptions from
+subscriptions.ndjson, the entry index, links and aliases from entries/ and
+aliases/, the fetch index from fetches/. The feed states, which the files
+do not hold whole, are kept when the catalog can be read; when it is gone
+or damaged (it is then moved aside, as catalog.db.damaged-TIME), they are
+rebuilt from the fetch records: counts, the last fetch and error. Then
+each feed's next fetch is whole, not conditional, and the scheduler learns
+its pace again. It reads every stored entry once. It takes the store's
+lock and the fetch lock: stop feed-loop first.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
 		},
@@ -149,18 +162,25 @@ store's lock, as feed-store does.`,
 			if err != nil {
 				return err
 			}
-			unlock, err := st.Lock(storage.StoreLock, !c.Bool("no-wait"), func() {
-				log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storage.StoreLock))
-			})
+			for _, lock := range []string{storage.StoreLock, storage.FetchLock} {
+				unlock, err := st.Lock(lock, !c.Bool("no-wait"), func() {
+					log.Info("waiting for the store's lock: a stage is writing", "lock", st.Path(lock))
+				})
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			sum, err := catalog.Reindex(c.Context, st, log)
 			if err != nil {
 				return err
 			}
-			defer unlock()
-			links, aliases, err := st.RebuildURLs()
-			if err != nil {
-				return err
+			states := "kept"
+			if sum.StatesRebuilt {
+				states = "rebuilt from the fetch records"
 			}
-			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d links, %d aliases\n", links, aliases)
+			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d subscriptions, %d entries (%d versions), %d aliases, %d fetches; %d feed states %s\n",
+				sum.Subscriptions, sum.Entries, sum.Versions, sum.Aliases, sum.Fetches, sum.States, states)
 			return nil
 		},
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
 
@@ -78,7 +78,7 @@ flags, or both.`,
 				Usage:     "remove subscriptions (their stored entries stay)",
 				ArgsUsage: "FEED...",
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
@@ -105,7 +105,7 @@ flags, or both.`,
 					if err != nil {
 						return err
 					}
-					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice(), p), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice(), p), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			{
@@ -113,7 +113,7 @@ flags, or both.`,
 				Usage:     "stop fetching these subscriptions",
 				ArgsUsage: "FEED...",
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 				}),
 			},
 			sc[0], sc[1], sc[2], sc[3], // refetch, set, pause, resume

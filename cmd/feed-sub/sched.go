@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
 
@@ -27,7 +27,7 @@ the server sent holds it back. Waits while feed-store holds the store lock.`,
 				if err != nil {
 					return err
 				}
-				return cmdkit.UsageIf(sub.Refetch(cfg, c.Args().Slice(), p), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+				return cmdkit.UsageIf(sub.Refetch(cfg, c.Args().Slice(), p), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 			}),
 		},
 		{
@@ -58,7 +58,7 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 				if err != nil {
 					return err
 				}
-				return cmdkit.UsageIf(sub.Set(cfg, c.Args().Slice(), ch), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+				return cmdkit.UsageIf(sub.Set(cfg, c.Args().Slice(), ch), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 			}),
 		},
 		{
@@ -83,7 +83,7 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 					}
 					until = t
 				}
-				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), until), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), until), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 			}),
 		},
 		{
@@ -91,7 +91,7 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 			Usage:     "lift a pause",
 			ArgsUsage: "FEED...",
 			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), time.Time{}), storage.ErrNoSuchSubscription, sub.ErrInvalid)
+				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), time.Time{}), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
 			}),
 		},
 	}

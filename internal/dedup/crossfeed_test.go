@@ -3,17 +3,17 @@ package dedup
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
+	"maps"
 	"strings"
 	"testing"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func linked(feed, uid, link string) string {
-	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: "h", CanonicalLink: link})
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: "h", CanonicalLink: link})
 	return string(b)
 }
 
@@ -42,19 +42,15 @@ func TestCrossFeed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
-			x := st.URLs()
-			h, _ := storage.URLHash(link)
-			if err := x.Add(h, ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, false); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Add(h, ndjson.EntryRef{FeedID: "B", EntryUID: "b9"}, true); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			before := urlFiles(t, st)
+			a1 := ndjson.EntryRef{FeedID: testids.Feed("A"), EntryUID: testids.UID("a1")}
+			st, cat := seeded(t, func(tx *catalog.Tx) error {
+				h, _ := catalog.LinkHash(link)
+				if err := tx.AddLink(h, a1); err != nil {
+					return err
+				}
+				return tx.AddAlias(&ndjson.Alias{FeedID: testids.Feed("B"), EntryUID: testids.UID("b9"), CanonicalLink: link, AliasOf: a1}, "2026-11-21")
+			})
+			before, _ := cat.Sizes(context.Background())
 			var out bytes.Buffer
 			err := Run(context.Background(), Config{In: strings.NewReader(tt.in), Out: ndjson.NewWriter(&out), Store: st, CrossFeed: tt.cross})
 			if err != nil {
@@ -63,8 +59,8 @@ func TestCrossFeed(t *testing.T) {
 			if got := crossSummary(t, out.Bytes()); got != tt.want {
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}
-			if after := urlFiles(t, st); after != before {
-				t.Fatalf("feed-dedup wrote the URL index:\n%s\nwas\n%s", after, before)
+			if after, _ := cat.Sizes(context.Background()); !maps.Equal(after, before) {
+				t.Fatalf("feed-dedup wrote the catalog: %v, was %v", after, before)
 			}
 		})
 	}
@@ -83,32 +79,19 @@ func crossSummary(t *testing.T, out []byte) string {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
 			line.Decode(&e)
-			s := e.FeedID + "/" + e.EntryUID + ":" + e.Status
+			s := testids.Name(e.FeedID) + "/" + testids.Name(e.EntryUID) + ":" + e.Status
 			if e.AliasOf != nil {
-				s += ">" + e.AliasOf.FeedID + "/" + e.AliasOf.EntryUID
+				s += ">" + testids.Name(e.AliasOf.FeedID) + "/" + testids.Name(e.AliasOf.EntryUID)
 			}
 			got = append(got, s)
 		case ndjson.TypeFetch:
 			var f ndjson.Fetch
 			line.Decode(&f)
 			d := f.Dedup
-			got = append(got, f.FetchID+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
+			got = append(got, testids.Name(f.FetchID)+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
 		}
 	}
 	return strings.Join(got, " ")
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
-
-func urlFiles(t *testing.T, st *storage.Store) string {
-	t.Helper()
-	var b strings.Builder
-	filepath.Walk(st.Path(storage.DirURLs), func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			data, _ := os.ReadFile(p)
-			b.WriteString(p + ":" + string(data))
-		}
-		return nil
-	})
-	return b.String()
-}

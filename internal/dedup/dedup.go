@@ -1,6 +1,6 @@
 // Package dedup is feed-dedup: it drops entries the store already holds
-// unchanged and marks changed ones as updates. It reads the index and never
-// writes it: an entry is only seen once feed-store has stored it.
+// unchanged and marks changed ones as updates. It reads the catalog and
+// never writes it: an entry is only seen once feed-store has stored it.
 package dedup
 
 import (
@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -16,10 +17,11 @@ import (
 
 // Config is everything feed-dedup touches.
 type Config struct {
-	In    io.Reader
-	Out   *ndjson.Writer
-	Log   *slog.Logger
-	Store *storage.Store
+	In      io.Reader
+	Out     *ndjson.Writer
+	Log     *slog.Logger
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	// CrossFeed turns a new entry whose canonical link was stored first
 	// from another feed into an alias of that entry (status "alias",
 	// alias_of), for feed-store to record instead of storing it (seed
@@ -29,26 +31,26 @@ type Config struct {
 
 // Run passes on each entry that is new (status "new") or a version never
 // stored (status "updated"), drops the rest and repeats within the run, and
-// adds the counts to each fetch record as its dedup section. Other records
-// pass through.
+// adds the counts to each fetch record as its dedup section, with the uids
+// of the entries dropped as unchanged, for feed-store to count the
+// sighting. Other records pass through.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer done()
 	d := &deduper{
-		store:     cfg.Store,
-		indexes:   map[string]*storage.FeedIndex{},
+		ctx:       ctx,
+		index:     cat.Index(),
 		counts:    map[string]*ndjson.Dedup{},
-		urls:      cfg.Store.URLReader(),
 		crossFeed: cfg.CrossFeed,
 	}
-	if cfg.CrossFeed {
-		if partial, err := cfg.Store.URLIndexPartial(); err == nil && partial {
-			cfg.Log.Warn("the URL index lacks the entries stored before it existed, which --cross-feed does not find: run feed-store reindex once")
-		}
-	}
 	var fails pipe.Failures
-	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	err = pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
@@ -74,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 				return cfg.Out.WriteRaw(line.Raw) // nothing was parsed: nothing to count
 			}
 			if !ok {
-				c = &ndjson.Dedup{}
+				c = &ndjson.Dedup{UnchangedUIDs: []string{}}
 			}
 			delete(d.counts, f.Due.FeedID)
 			f.Dedup = c
@@ -93,35 +95,30 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type deduper struct {
-	store *storage.Store
-	// The store's index of each feed seen, plus what this run passed on:
-	// a replay of many fetches of one feed yields each version once.
-	indexes map[string]*storage.FeedIndex
-	counts  map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
-	// urls is the store's URL index, plus the links of the entries this
-	// run passed on (never written). crossFeed: --cross-feed.
-	urls      *storage.URLIndex
-	crossFeed bool
+	ctx context.Context
+	// index is the catalog's entry and link index, plus what this run
+	// passed on (never written): a replay of many fetches of one feed
+	// yields each version once.
+	index     *catalog.Index
+	counts    map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
+	crossFeed bool                     // --cross-feed
 }
 
 // judge sets e.Status and reports whether e goes on.
 func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 	c := d.counts[e.FeedID]
 	if c == nil {
-		c = &ndjson.Dedup{}
+		c = &ndjson.Dedup{UnchangedUIDs: []string{}}
 		d.counts[e.FeedID] = c
 	}
-	idx, ok := d.indexes[e.FeedID]
-	if !ok {
-		var err error
-		if idx, err = d.store.SeenEntries(e.FeedID); err != nil {
-			return false, err
-		}
-		d.indexes[e.FeedID] = idx
+	status, err := d.index.Judge(d.ctx, e.FeedID, e.EntryUID, e.ContentHash)
+	if err != nil {
+		return false, err
 	}
-	switch e.Status = idx.Judge(e.EntryUID, e.ContentHash); e.Status {
+	switch e.Status = status; e.Status {
 	case "":
 		c.Unchanged++
+		c.UnchangedUIDs = append(c.UnchangedUIDs, e.EntryUID)
 		return false, nil
 	case ndjson.StatusUpdated:
 		c.Updated++
@@ -131,7 +128,7 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 			return false, err
 		}
 	}
-	idx.Add(storage.Seen{UID: e.EntryUID, Hash: e.ContentHash})
+	d.index.Add(e.FeedID, catalog.Seen{UID: e.EntryUID, Hash: e.ContentHash})
 	return true, nil
 }
 
@@ -141,12 +138,12 @@ func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
 // store it after all). With --cross-feed, a link stored first from another
 // feed makes the entry an alias of that entry.
 func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
-	h, ok := storage.URLHash(e.CanonicalLink)
+	h, ok := catalog.LinkHash(e.CanonicalLink)
 	if !ok {
 		c.New++
 		return true, nil
 	}
-	o, err := d.urls.Lookup(h)
+	o, err := d.index.Link(d.ctx, h)
 	if err != nil {
 		return false, err
 	}
@@ -157,7 +154,7 @@ func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
 		// entry_uid alone).
 		c.New++
 		if d.crossFeed { // so that another feed's entry with the link is its alias
-			d.urls.AddLooked(h, o, ref, false)
+			d.index.AddLink(h, o, ref, false)
 		}
 		return true, nil
 	case o.Has(ref):
@@ -170,7 +167,7 @@ func (d *deduper) byLink(e *ndjson.Entry, c *ndjson.Dedup) (bool, error) {
 	default:
 		e.Status, e.AliasOf = ndjson.StatusAlias, &o.First
 		c.Aliases++
-		d.urls.AddLooked(h, o, ref, true)
+		d.index.AddLink(h, o, ref, true)
 		return true, nil
 	}
 }

@@ -4,22 +4,26 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func entry(feed, uid, hash, fetch string) string {
-	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: hash, RawRef: ndjson.RawRef{FetchID: fetch}})
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash, RawRef: ndjson.RawRef{FetchID: testids.Fetch(fetch)}})
 	return string(b)
 }
 
 func fetch(feed, id string, parsed bool) string {
-	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed}}
+	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch(id), Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(feed)}}
 	if parsed {
 		f.Parse = &ndjson.Parse{Format: "rss"}
 	}
@@ -43,14 +47,14 @@ func summary(t *testing.T, out []byte) string {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
 			line.Decode(&e)
-			got = append(got, e.FeedID+"/"+e.EntryUID+":"+e.Status)
+			got = append(got, testids.Name(e.FeedID)+"/"+testids.Name(e.EntryUID)+":"+e.Status)
 		case ndjson.TypeFetch:
 			var f ndjson.Fetch
 			line.Decode(&f)
 			if f.Dedup == nil {
-				got = append(got, f.FetchID+":-")
+				got = append(got, testids.Name(f.FetchID)+":-")
 			} else {
-				got = append(got, f.FetchID+":"+strconv.Itoa(f.Dedup.New)+"/"+strconv.Itoa(f.Dedup.Updated)+"/"+strconv.Itoa(f.Dedup.Unchanged))
+				got = append(got, testids.Name(f.FetchID)+":"+strconv.Itoa(f.Dedup.New)+"/"+strconv.Itoa(f.Dedup.Updated)+"/"+strconv.Itoa(f.Dedup.Unchanged))
 			}
 		default:
 			got = append(got, line.Type)
@@ -61,7 +65,6 @@ func summary(t *testing.T, out []byte) string {
 
 func TestRun(t *testing.T) {
 	// Stored already, in every case: a1 (hash h1) and a2 (hash h2) of feed A.
-	stored := []storage.Seen{{UID: "a1", Hash: "h1"}, {UID: "a2", Hash: "h2"}}
 	for _, tc := range []struct {
 		name, in, want string
 		bad            bool // the input has a malformed line
@@ -84,10 +87,13 @@ func TestRun(t *testing.T) {
 		{"a record of the wrong shape is reported", `{"type":"entry","entry_uid":7}` + "\n" + fetch("A", "F", true), "F:0/0/0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
-			if err := st.PutSeen("A", append([]storage.Seen(nil), stored...), storage.Durable); err != nil {
-				t.Fatal(err)
-			}
+			st, cat := seeded(t, func(tx *catalog.Tx) error {
+				if err := tx.StoreVersion(stored("A", "a1", "h1"), loc); err != nil {
+					return err
+				}
+				return tx.StoreVersion(stored("A", "a2", "h2"), loc)
+			})
+			before, _ := cat.Sizes(context.Background())
 			var out bytes.Buffer
 			err := Run(context.Background(), Config{In: strings.NewReader(tc.in), Out: ndjson.NewWriter(&out), Store: st})
 			if tc.bad != errors.Is(err, pipe.ErrFailed) || (!tc.bad && err != nil) {
@@ -96,11 +102,39 @@ func TestRun(t *testing.T) {
 			if got := summary(t, out.Bytes()); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
-			// feed-dedup never writes the index.
-			idx, _ := st.SeenEntries("A")
-			if a2, _ := idx.Latest("a2"); idx.Len() != 2 || a2.Hash != "h2" {
-				t.Fatalf("index changed: %+v", idx)
+			// feed-dedup never writes the catalog.
+			after, _ := cat.Sizes(context.Background())
+			a2, _, _ := cat.Index().Latest(context.Background(), testids.Feed("A"), testids.UID("a2"))
+			if !maps.Equal(after, before) || a2.Hash != "h2" {
+				t.Fatalf("catalog changed: %v, was %v; a2 %+v", after, before, a2)
 			}
 		})
 	}
+}
+
+// loc is where a seeded entry's line is: a test never reads it.
+var loc = catalog.Location{Day: "2026-11-21", Length: 1}
+
+// stored is an entry as feed-store stored it.
+func stored(feed, uid, hash string) *ndjson.Entry {
+	at := ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	return &ndjson.Entry{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash, FirstSeen: at, LastSeen: at, SeenCount: 1}
+}
+
+// seeded is a store whose catalog seed filled.
+func seeded(t *testing.T, seed func(*catalog.Tx) error) (*storage.Store, *catalog.Catalog) {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	if err := cat.Update(context.Background(), seed); err != nil {
+		t.Fatal(err)
+	}
+	return st, cat
 }

@@ -2,6 +2,7 @@ package due
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -9,19 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func sub(id string, disabled bool) ndjson.Subscription {
-	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: id, URL: "https://example.org/" + id,
+	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed(id), URL: "https://example.org/" + id, Name: id,
 		Disabled: disabled, CreatedAt: ndjson.At(now.Add(-48 * time.Hour)), Labels: []string{"l"}}
 }
 
-func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedState {
-	return storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
+func state(id string, lastFetch, lastSuccess, next time.Duration) catalog.FeedState {
+	return catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(now.Add(lastFetch)), LastSuccessAt: ndjson.At(now.Add(lastSuccess)),
 		NextFetchAt: ndjson.At(now.Add(next)), Validators: ndjson.Validators{ETag: `"` + id + `"`}}
 }
 
@@ -35,28 +38,46 @@ func state(id string, lastFetch, lastSuccess, next time.Duration) storage.FeedSt
 //	overdue   next fetch 3h ago
 func fixture(t *testing.T) *storage.Store {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	states, _ := st.States()
 	day := 24 * time.Hour
-	err = states.Put(storage.Durable,
+	return fill(t, []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)},
 		state("due", -time.Hour, -time.Hour, -5*time.Minute),
 		state("later", -10*time.Minute, -10*time.Minute, 50*time.Minute),
 		state("stale", -time.Hour, -20*day, -time.Minute),
 		state("overdue", -4*time.Hour, -4*time.Hour, -3*time.Hour),
 	)
+}
+
+// fill makes a store whose catalog has subs and states.
+func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	err = cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	putStates(t, st, states...)
 	return st
+}
+
+// putStates writes states in the store's catalog.
+func putStates(t *testing.T, st *storage.Store, states ...catalog.FeedState) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if err := cat.Update(context.Background(), func(tx *catalog.Tx) error { return tx.PutStates(states...) }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func run(t *testing.T, cfg Config) ([]ndjson.Due, error) {
@@ -89,7 +110,7 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "due now, most overdue first", cfg: Config{}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20"},
 		{name: "all", cfg: Config{All: true}, want: "new:new:20 overdue:scheduled:0 due:scheduled:0 stale:scheduled:20 later:forced:0"},
-		{name: "one feed by id", cfg: Config{Feeds: []string{"later"}}, want: "later:forced:0"},
+		{name: "one feed by id", cfg: Config{Feeds: []string{testids.Feed("later")}}, want: "later:forced:0"},
 		{name: "by URL, even disabled", cfg: Config{Feeds: []string{"https://example.org/off"}}, want: "off:forced:20"},
 		{name: "unknown feed", cfg: Config{Feeds: []string{"nope"}}, error: "nothing matches"},
 	} {
@@ -97,7 +118,7 @@ func TestRun(t *testing.T) {
 			tc.cfg.Store = st
 			dues, err := run(t, tc.cfg)
 			if tc.error != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.error) || !errors.Is(err, storage.ErrNoSuchSubscription) {
+				if err == nil || !strings.Contains(err.Error(), tc.error) || !errors.Is(err, catalog.ErrNoSuchSubscription) {
 					t.Fatalf("err %v, want %q", err, tc.error)
 				}
 				return
@@ -107,7 +128,7 @@ func TestRun(t *testing.T) {
 			}
 			var got []string
 			for _, d := range dues {
-				got = append(got, d.FeedID+":"+d.Reason+":"+strconv.Itoa(d.ItemLimit))
+				got = append(got, testids.Name(d.FeedID)+":"+d.Reason+":"+strconv.Itoa(d.ItemLimit))
 			}
 			if strings.Join(got, " ") != tc.want {
 				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
@@ -117,13 +138,13 @@ func TestRun(t *testing.T) {
 }
 
 func TestDueRecordFields(t *testing.T) {
-	dues, err := run(t, Config{Store: fixture(t), Feeds: []string{"due", "new"}})
+	dues, err := run(t, Config{Store: fixture(t), Feeds: []string{testids.Feed("due"), testids.Feed("new")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	byID := map[string]ndjson.Due{}
 	for _, d := range dues {
-		byID[d.FeedID] = d
+		byID[testids.Name(d.FeedID)] = d
 	}
 	d := byID["due"]
 	if d.Type != "due" || d.V != 1 || d.URL != "https://example.org/due" || d.Validators.ETag != `"due"` ||
@@ -137,10 +158,10 @@ func TestDueRecordFields(t *testing.T) {
 	// replay of the same record names the same scheduled run.
 	dues, _ = run(t, Config{Store: fixture(t)})
 	for _, d := range dues {
-		if d.FeedID == "due" && !d.ScheduledAt.Equal(now.Add(-5*time.Minute)) {
+		if testids.Name(d.FeedID) == "due" && !d.ScheduledAt.Equal(now.Add(-5*time.Minute)) {
 			t.Errorf("scheduled_at %s, want the next_fetch_at", d.ScheduledAt)
 		}
-		if d.FeedID == "new" && !d.ScheduledAt.Equal(now.Add(-48*time.Hour)) {
+		if testids.Name(d.FeedID) == "new" && !d.ScheduledAt.Equal(now.Add(-48*time.Hour)) {
 			t.Errorf("new feed scheduled_at %s, want its creation", d.ScheduledAt)
 		}
 	}
@@ -151,5 +172,28 @@ func TestEmptyStore(t *testing.T) {
 	dues, err := run(t, Config{Store: st, All: true})
 	if err != nil || len(dues) != 0 {
 		t.Fatalf("%d records, %v", len(dues), err)
+	}
+}
+
+// TestNoValidatorsAfterAParseFailure: a store written before feed-store
+// kept only the validators of bodies read may hold those of a body that
+// failed to parse; the next fetch must not send them, or a 304 would skip
+// the body for good.
+func TestNoValidatorsAfterAParseFailure(t *testing.T) {
+	st := fixture(t)
+	failed := state("due", -time.Hour, -2*time.Hour, -5*time.Minute)
+	failed.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10 items"}
+	transient := state("stale", -time.Hour, -2*time.Hour, -5*time.Minute)
+	transient.LastError = &ndjson.Error{Class: ndjson.ClassTransient, Code: "http_503", Message: "HTTP 503"}
+	putStates(t, st, failed, transient)
+	dues, err := run(t, Config{Store: st, Feeds: []string{testids.Feed("due"), testids.Feed("stale")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dues {
+		want := map[string]string{"due": "", "stale": `"stale"`}[testids.Name(d.FeedID)]
+		if d.Validators.ETag != want {
+			t.Errorf("%s: ETag %q, want %q", testids.Name(d.FeedID), d.Validators.ETag, want)
+		}
 	}
 }

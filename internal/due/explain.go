@@ -1,13 +1,15 @@
 package due
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -16,25 +18,32 @@ import (
 // of the last decision, and that decision in words. A feed never fetched
 // gets the decision the scheduler makes for a new feed.
 func Explain(cfg Config, ref string, w io.Writer) error {
-	subs, _, err := cfg.Store.Subscriptions()
+	ctx := context.Background()
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
 	if err != nil {
 		return err
 	}
-	i, err := storage.FindSubscription(subs, ref)
+	defer done()
+	subs, err := cat.Subscriptions(ctx)
+	if err != nil {
+		return err
+	}
+	i, err := catalog.FindSubscription(subs, ref)
 	if err != nil {
 		return err
 	}
 	sub := subs[i]
-	states, err := cfg.Store.States()
+	fs, _, err := cat.State(ctx, sub.FeedID)
 	if err != nil {
 		return err
 	}
-	fs := states.ByFeed[sub.FeedID]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Feed %s\n  %s\n", sub.FeedID, sub.URL)
 	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {
 		fmt.Fprintf(&b, "  %s\n", name)
 	}
+	// As feed-sub ls, feed-stats and the metrics say it.
+	fmt.Fprintf(&b, "Status: %s.\n", stats.StatusOf(sub, fs, cfg.Now).Text)
 	if sub.Disabled {
 		b.WriteString("Disabled by hand (feed-sub disable): feed-due skips it; feed-sub enable puts it back.\n")
 	}
@@ -98,8 +107,11 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 			// Only the prior, which says nothing of this feed.
 			b.WriteString("  posting rate    not known yet: the feed has not answered\n")
 		} else {
-			fmt.Fprintf(&b, "  posting rate    %.3g a day (%d publication times kept, EWMA gap %s)\n",
-				st.RatePerDay(cfg.Sched, now), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
+			// As of the last fetch, as the decision on it read it: one
+			// feed, one rate. (It drifts between fetches, but nothing
+			// reads it then.)
+			fmt.Fprintf(&b, "  posting rate    %s at the last fetch (%d publication times kept, EWMA gap %s)\n",
+				sched.RateText(st.RatePerDay(cfg.Sched, st.FetchedAt.Time)), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
 		}
 		if h := st.Hints; h.TTLMinutes > 0 || len(h.SkipHours) > 0 || len(h.SkipDays) > 0 {
 			fmt.Fprintf(&b, "  hints           ttl %dm, skipHours %v, skipDays %v\n", h.TTLMinutes, h.SkipHours, h.SkipDays)
@@ -111,7 +123,7 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 		in.Policy, in.Outcome, in.HTTPStatus, in.NotModified, in.NewEntries, in.Items)
 	fmt.Fprintf(&b, "  interval %ds -> %ds, clamps [%ds, %ds], EWMA %.0fs\n", in.IntervalBeforeSec, in.IntervalAfterSec, in.MinSec, in.MaxSec, in.EWMASecs)
 	if in.RatePerDay > 0 || in.Scale > 0 {
-		fmt.Fprintf(&b, "  rate %.3g a day, scale %.3g, base %ds, profile factor %.3g\n", in.RatePerDay, in.Scale, in.BaseSec, in.ProfileFactor)
+		fmt.Fprintf(&b, "  rate %s, scale %.3g, base %ds, profile factor %.3g\n", sched.RateText(in.RatePerDay), in.Scale, in.BaseSec, in.ProfileFactor)
 	}
 	fmt.Fprintf(&b, "  floors: ttl %ds, max-age %ds, Retry-After %ds; jitter %ds; backoff step %d (%ds); error budget %.3g of %.3g\n",
 		in.TTLSec, in.MaxAgeSec, in.RetryAfterSecs, in.JitterSec, in.BackoffStep, in.BackoffSec, in.ErrorBudget, in.ErrorBudgetSize)

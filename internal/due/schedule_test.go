@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -22,15 +24,12 @@ import (
 //	limited   a 503 with Retry-After 2h, a minute ago: not even --all fetches it
 func schedFixture(t *testing.T) *storage.Store {
 	t.Helper()
-	st, _ := storage.Open(t.TempDir())
 	paused := sub("paused", false)
 	paused.PausedUntil = ndjson.At(now.Add(24 * time.Hour))
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false), sub("limited", false)}, nil
-	})
-	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) storage.FeedState {
+	subs := []ndjson.Subscription{sub("probe", false), sub("dead", false), sub("nudged", false), sub("waiting", false), paused, sub("late", false), sub("limited", false)}
+	decide := func(id string, st sched.State, out sched.Outcome, p sched.Params, at time.Time) catalog.FeedState {
 		s, d := sched.Next(st, out, p, sched.Overrides{}, at, nil)
-		fs := storage.FeedState{FeedID: id, LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+		fs := catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
 		fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
 		return fs
 	}
@@ -42,8 +41,7 @@ func schedFixture(t *testing.T) *storage.Store {
 	nudged := decide("nudged", sched.State{}, ok, fixed(time.Hour), now.Add(-time.Minute))
 	s, d := sched.Next(*nudged.Sched, sched.Outcome{Kind: sched.Nudged}, fixed(time.Hour), sched.Overrides{}, now.Add(-time.Second), nil)
 	nudged.Sched, nudged.Decision, nudged.NextFetchAt = &s, &d, s.NextAt
-	states, _ := st.States()
-	states.Put(storage.Durable,
+	return fill(t, subs,
 		decide("probe", sched.State{}, gone, sched.Params{}, now.Add(-24*time.Hour-time.Minute)),
 		decide("dead", sched.State{}, gone, sched.Params{NoProbe: true}, now.Add(-time.Hour)),
 		nudged,
@@ -52,7 +50,6 @@ func schedFixture(t *testing.T) *storage.Store {
 		decide("late", sched.State{}, ok, fixed(time.Hour), now.Add(-3*time.Hour)),
 		decide("limited", sched.State{}, sched.Outcome{Status: 503, ErrorClass: "rate_limited", ErrorCode: "http_503", RetryAfterSec: 7200}, fixed(time.Hour), now.Add(-time.Minute)),
 	)
-	return st
 }
 
 func TestRunSched(t *testing.T) {
@@ -63,8 +60,8 @@ func TestRunSched(t *testing.T) {
 		want string
 	}{
 		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
-		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual dead:forced paused:forced waiting:forced"},
-		{name: "by name", cfg: Config{Feeds: []string{"waiting", "limited"}}, want: "waiting:forced"},
+		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced dead:forced"}, // the forced by feed id,
+		{name: "by name", cfg: Config{Feeds: []string{testids.Feed("waiting"), testids.Feed("limited")}}, want: "waiting:forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Store = st
@@ -74,7 +71,7 @@ func TestRunSched(t *testing.T) {
 			}
 			var got []string
 			for _, d := range dues {
-				got = append(got, d.FeedID+":"+d.Reason)
+				got = append(got, testids.Name(d.FeedID)+":"+d.Reason)
 			}
 			if strings.Join(got, " ") != tc.want {
 				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), tc.want)
@@ -89,15 +86,17 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"Feed probe", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
-		{"late", []string{"a day (0 publication times kept"}},
+		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
 		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h0m0s), when the pause ends"}},
 		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
+		{"limited", []string{"Status: paused for a Retry-After until 2026-11-21 13:59Z."}},
+		{"late", []string{"Status: enabled."}},
 	} {
 		var b bytes.Buffer
-		if err := Explain(Config{Store: st, Now: now}, tc.ref, &b); err != nil {
+		if err := Explain(Config{Store: st, Now: now}, testids.Feed(tc.ref), &b); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range tc.want {
@@ -107,16 +106,51 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	// A feed never fetched: the decision for a new feed.
-	st2, _ := storage.Open(t.TempDir())
-	st2.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{sub("fresh", false)}, nil
-	})
+	st2 := fill(t, []ndjson.Subscription{sub("fresh", false)})
 	var b bytes.Buffer
-	if err := Explain(Config{Store: st2, Now: now}, "fresh", &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
+	if err := Explain(Config{Store: st2, Now: now}, testids.Feed("fresh"), &b); err != nil || !strings.Contains(b.String(), "Fetch now: a new feed, never fetched.") ||
 		!strings.Contains(b.String(), "never fetched\n") {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	if err := Explain(Config{Store: st2, Now: now}, "nope", &b); err == nil {
 		t.Fatal("unknown feed explained")
+	}
+}
+
+// TestExplainOneRate: --explain gives one posting rate for a feed, the
+// one its decision used, in the decision, the state and the inputs alike,
+// however long after the fetch it is asked (it gave the rate at the time
+// asked beside the decision's), and a 304 does not call the window
+// "0-item".
+func TestExplainOneRate(t *testing.T) {
+	st := fill(t, []ndjson.Subscription{sub("busy", false)})
+	// 20 items over 2 hours, then a 304: the window caps the interval.
+	at := now.Add(-6 * time.Hour)
+	var pub []time.Time
+	for i := range 20 {
+		pub = append(pub, at.Add(-time.Duration(i)*6*time.Minute))
+	}
+	p := sched.Params{Scale: 60000, NoProfile: true}
+	s, _ := sched.Next(sched.State{}, sched.Outcome{At: at, Status: 200, NewEntries: 20, Items: 20, Parsed: true, Published: pub}, p, sched.Overrides{}, at, nil)
+	s, d := sched.Next(s, sched.Outcome{At: at.Add(5 * time.Minute), Status: 304, NotModified: true}, p, sched.Overrides{}, at.Add(5*time.Minute), nil)
+	if d.Inputs.WindowCapSec == 0 {
+		t.Fatalf("the fixture wants a window cap: %+v", d.Inputs)
+	}
+	fs := catalog.FeedState{FeedID: testids.Feed("busy"), LastFetchAt: ndjson.At(at.Add(5 * time.Minute)), LastSuccessAt: ndjson.At(at.Add(5 * time.Minute))}
+	fs.Sched, fs.Decision, fs.NextFetchAt, fs.IntervalSec = &s, &d, s.NextAt, s.IntervalSec
+	putStates(t, st, fs)
+	var b bytes.Buffer
+	if err := Explain(Config{Store: st, Now: now, Sched: p}, testids.Feed("busy"), &b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	rate := sched.RateText(d.Inputs.RatePerDay)
+	for _, want := range []string{"posts about " + rate + ";", "posting rate    " + rate + " at the last fetch", "rate " + rate + ", scale", "leaves the feed's window unseen"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0-item") {
+		t.Errorf("a 304's window called 0-item:\n%s", out)
 	}
 }

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -180,7 +183,7 @@ func TestFaults(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			due := ndjson.Due{FeedID: "f", URL: srv.URL + tc.path, Labels: []string{}}
+			due := ndjson.Due{FeedID: testids.Feed("f"), URL: srv.URL + tc.path, Labels: []string{}}
 			if tc.due != nil {
 				tc.due(&due)
 			}
@@ -225,7 +228,8 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestBrokenBodyKeepsTheValidators runs the faults through feed-store: a
+// TestBrokenBodyKeepsTheValidators runs the faults through feed-parse
+// and feed-store: a
 // body cut short by a wrong Content-Length must leave the feed's
 // validators as they were, so that the next fetch downloads it whole; one
 // cut at the size cap is as whole as it gets, and its validators are kept.
@@ -236,22 +240,31 @@ func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	validators := func(path string) ndjson.Validators {
 		t.Helper()
-		f := fetchWith(t, st, fake, faultOptions(fake.Now), 0, ndjson.Due{FeedID: "f", URL: srv.URL + path, Labels: []string{}})
+		f := fetchWith(t, st, fake, faultOptions(fake.Now), 0, ndjson.Due{FeedID: testids.Feed("f"), URL: srv.URL + path, Labels: []string{}})
 		line, err := ndjson.Marshal(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = store.Run(context.Background(), store.Config{In: bytes.NewReader(line), Out: ndjson.NewWriter(io.Discard),
+		var parsed bytes.Buffer
+		if err := parse.Run(context.Background(), parse.Config{In: bytes.NewReader(line), Out: ndjson.NewWriter(&parsed), Store: st}); err != nil {
+			t.Fatal(err)
+		}
+		err = store.Run(context.Background(), store.Config{In: &parsed, Out: ndjson.NewWriter(io.Discard),
 			Store: st, Now: fake.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		fake.Advance(time.Hour)
-		states, err := st.States()
+		cat, err := catalog.Open(context.Background(), st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return states.ByFeed["f"].Validators
+		defer cat.Close()
+		fs, _, err := cat.State(context.Background(), testids.Feed("f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs.Validators
 	}
 	first := validators("/gen/5.xml")
 	if first.ETag != `"gen-5-0"` || first.LastModified == "" {

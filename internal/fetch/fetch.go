@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
@@ -36,9 +37,10 @@ type Config struct {
 	Out         *ndjson.Writer
 	Log         *slog.Logger
 	Store       *storage.Store
-	Client      *httpx.Client  // default: httpx.New(httpx.Options{})
-	Limiter     *httpx.Limiter // per-host politeness; default httpx.DefaultHostConcurrency, DefaultHostRPS
-	Concurrency int            // fetches in flight in all; default DefaultConcurrency
+	Catalog     *catalog.Catalog // the store's catalog; nil: opened for the run
+	Client      *httpx.Client    // default: httpx.New(httpx.Options{})
+	Limiter     *httpx.Limiter   // per-host politeness; default httpx.DefaultHostConcurrency, DefaultHostRPS
+	Concurrency int              // fetches in flight in all; default DefaultConcurrency
 	// RedirectThreshold is how many fetches in a row must be moved
 	// permanently to one URL before it is proposed as the feed's new URL.
 	RedirectThreshold int
@@ -76,10 +78,30 @@ func Run(ctx context.Context, cfg Config) error {
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- cfg.write(results, &stats, stop) }()
 
-	readErr := make(chan error, 1)
-	rs := newRuns(cfg.Store)
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Catalog = cat
+	if err := cfg.catchUp(ctx); err != nil {
+		return err
+	}
+	readErr, claimErr := make(chan error, 1), make(chan error, 1)
+	rs := &runs{cat: cat, taken: map[catalog.Run]bool{}}
+	dues := make(chan ndjson.Due, claimBatch)
 	go func() {
 		defer close(input)
+		claimErr <- cfg.claimer(readCtx, rs, dues, func(due ndjson.Due) error {
+			select {
+			case input <- due:
+			case <-readCtx.Done():
+			}
+			return nil
+		}, results)
+	}()
+	go func() {
+		defer close(dues)
 		readErr <- pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 			if line.Type != ndjson.TypeDue {
 				results <- result{raw: append([]byte(nil), line.Raw...)}
@@ -97,15 +119,8 @@ func Run(ctx context.Context, cfg Config) error {
 				u, _ := urlnorm.Normalize(due.URL)
 				due.FeedID = ids.FeedID(cmp.Or(u, due.URL))
 			}
-			fetch, record, err := cfg.check(rs, due)
-			if err != nil || !fetch {
-				if record != nil {
-					results <- result{raw: record}
-				}
-				return err
-			}
 			select {
-			case input <- due:
+			case dues <- due:
 			case <-readCtx.Done():
 			}
 			return nil
@@ -118,6 +133,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := <-readErr; err != nil {
+		return err
+	}
+	if err := <-claimErr; err != nil {
 		return err
 	}
 	if err := cfg.Out.Flush(); err != nil {
@@ -230,7 +248,7 @@ func (cfg *Config) emit(batch []result, stats *counts) error {
 		lines = append(lines, line)
 		batch[i].raw = bytes.TrimSuffix(line, []byte{'\n'})
 	}
-	if err := cfg.Store.AppendFetchLines(records, lines); err != nil {
+	if err := cfg.Store.AppendFetchLines(records, lines, cfg.Catalog.FetchIndexer(context.Background())); err != nil {
 		return err
 	}
 	for _, r := range batch {
@@ -255,4 +273,16 @@ func (s *counts) add(f *ndjson.Fetch) {
 	case f.Unchanged:
 		s.unchanged++
 	}
+}
+
+// catchUp indexes the fetch records a crash left past the catalog's
+// checkpoint, under the fetch lock, before anything else is fetched: a
+// run fetched then must be found claimed.
+func (cfg *Config) catchUp(ctx context.Context) error {
+	unlock, err := cfg.Store.Lock(storage.FetchLock, true, nil)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return cfg.Catalog.CatchUpFetches(ctx)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -38,7 +39,7 @@ func server(t *testing.T) *httptest.Server {
 
 func dueLine(t *testing.T, id, url string, v ndjson.Validators) string {
 	t.Helper()
-	b, err := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: id, URL: url, Validators: v, Labels: []string{}})
+	b, err := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(id), URL: url, Validators: v, Labels: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestFetchStoresPayloadAndRecordBeforeEmitting(t *testing.T) {
 		t.Fatalf("err %v, %d fetches; logs:\n%s", r.err, len(r.fetches), r.logs)
 	}
 	f := r.fetches[0]
-	if f.HTTPStatus != 200 || f.Error != nil || f.NotModified || f.Due.FeedID != "f1" || f.URL != srv.URL+"/feed.xml" {
+	if f.HTTPStatus != 200 || f.Error != nil || f.NotModified || testids.Name(f.Due.FeedID) != "f1" || f.URL != srv.URL+"/feed.xml" {
 		t.Fatalf("fetch %+v", f)
 	}
 	if f.FetchID == "" || f.FetchedAt.String() != "2026-11-21T10:00:00Z" || f.ContentLength != int64(len(feedBody)) {
@@ -142,7 +143,7 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 		dueLine(t, "ftp", "ftp://example.org/feed", ndjson.Validators{}),
 		`{"type":"something_else","v":1,"x":[1,2]}`,
 		`not json`,
-		`{"type":"due","v":1,"feed_id":"no-url"}`,
+		`{"type":"due","v":1,"feed_id":"` + testids.Feed("no-url") + `"}`,
 		`{"type":"due","v":1,"url":"` + srv.URL + `/feed.xml?by=hand"}`,
 	}, "\n") + "\n"
 	r := run(t, st, input)
@@ -151,7 +152,7 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 	}
 	by := map[string]ndjson.Fetch{}
 	for _, f := range r.fetches {
-		by[f.Due.FeedID] = f
+		by[testids.Name(f.Due.FeedID)] = f
 	}
 	byHand := ids.FeedID(srv.URL + "/feed.xml?by=hand")
 	if len(by) != 6 || by["ok"].Error != nil || by[byHand].Error != nil {
@@ -176,7 +177,7 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 	if !passed {
 		t.Error("unknown record not passed through unchanged")
 	}
-	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record without url\"") || !strings.Contains(r.logs, "feed_id=err500") {
+	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record: field url is empty\"") || !strings.Contains(r.logs, "feed_id="+testids.Feed("err500")) {
 		t.Errorf("logs lack the bad line or the failed feed:\n%s", r.logs)
 	}
 }
@@ -254,7 +255,7 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 	if n := strings.Count(out.String(), `"type":"fetch"`); n != 1 {
 		t.Fatalf("%d fetch records after a signal during the first fetch, want 1:\n%s", n, out.String())
 	}
-	if !strings.Contains(out.String(), `"feed_id":"a"`) {
+	if !strings.Contains(out.String(), `"feed_id":"`+testids.Feed("a")+`"`) {
 		t.Fatal("the fetch in flight was not emitted")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -191,7 +192,7 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	sum := sha256.Sum256([]byte(feedBody))
 	due := func(id, url string, last ndjson.LastFetch, v ndjson.Validators) string {
-		b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: id, URL: url, Last: last, Validators: v})
+		b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(id), URL: url, Last: last, Validators: v})
 		return string(b)
 	}
 	moved := srv.URL + "/redirect/301?to=/feed.xml"
@@ -207,7 +208,7 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 	r := run(t, st, in)
 	by := map[string]ndjson.Fetch{}
 	for _, f := range r.fetches {
-		by[f.Due.FeedID] = f
+		by[testids.Name(f.Due.FeedID)] = f
 	}
 	for id, want := range map[string]string{
 		"third-move":   "moved " + srv.URL + "/feed.xml 3 new " + srv.URL + "/feed.xml",
@@ -247,7 +248,7 @@ func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 		}
 	}
 	for _, l := range r.lines {
-		if strings.Contains(l, `"feed_id":"same-body"`) && !strings.Contains(l, `"redirects":[],`) {
+		if strings.Contains(l, `"feed_id":"`+testids.Feed("same-body")+`"`) && !strings.Contains(l, `"redirects":[],`) {
 			t.Errorf("a fetch without redirects must record an empty list:\n%s", l)
 		}
 	}
@@ -264,7 +265,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 	// A header's name does not tell whether its value is a secret (X-Auth,
 	// X-Access-Key, Api_Key): every extra header's value is redacted.
 	secrets := map[string]string{"X-Api-Key": "k-e-y", "X-Auth": "x-auth-v", "X-Access-Key": "x-access-v", "Api_key": "api-key-v", "X-Plain": "plain-v"}
-	b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "f", URL: srv.URL,
+	b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed("f"), URL: srv.URL,
 		Access:     ndjson.Access{UserAgent: "mine/1", Headers: secrets, Auth: &ndjson.Auth{Username: "ann", Password: "s3cret"}},
 		Validators: ndjson.Validators{ETag: `"v1"`}})
 	r := run(t, st, string(b))
@@ -308,13 +309,13 @@ func TestURLCredentialsNeverRecorded(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	st, _ := storage.Open(t.TempDir())
 	r := run(t, st, `{"type":"due","v":1,"url":"http://ann:s3cret@`+host+`/feed"}`+"\n"+
-		`{"type":"due","v":1,"feed_id":"wrong","url":"http://ann:wr0ng@`+host+`/feed"}`+"\n")
+		`{"type":"due","v":1,"feed_id":"`+testids.Feed("wrong")+`","url":"http://ann:wr0ng@`+host+`/feed"}`+"\n")
 	if len(r.fetches) != 2 {
 		t.Fatalf("%d fetches, err %v", len(r.fetches), r.err)
 	}
 	by := map[string]ndjson.Fetch{}
 	for _, f := range r.fetches {
-		by[f.Due.FeedID] = f
+		by[testids.Name(f.Due.FeedID)] = f
 	}
 	ok, wrong := by[ids.FeedID(srv.URL+"/feed")], by["wrong"]
 	if ok.Error != nil || ok.HTTPStatus != 200 || wrong.HTTPStatus != 401 {

@@ -1,68 +1,111 @@
 package fetch
 
 import (
+	"context"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // runs keeps feed-fetch idempotent per feed and scheduled run (seed 000
-// §15): a due record names its run by feed_id and scheduled_at, and a run
-// the store's ledger says was fetched is not fetched again. Only the
-// goroutine reading the input uses it.
+// §15): a due record names its run by feed_id and scheduled_at, and
+// feed-fetch claims the run in the catalog before it fetches it, so that
+// a run is fetched once whoever asks for it, two pipelines started at once
+// included. Only the claiming goroutine uses it.
 type runs struct {
-	ledger  *storage.Ledger
-	taken   map[runKey]bool // runs this process has taken on
-	skipped int             // runs fetched and stored already
-	resumed int             // runs fetched but not stored: their record passed on again
+	cat     *catalog.Catalog
+	taken   map[catalog.Run]bool // runs this process has taken on
+	skipped int                  // runs fetched and stored already, or being fetched by another pipeline
+	resumed int                  // runs fetched but not stored: their record passed on again
 }
 
-type runKey struct {
-	feedID string
-	at     int64
+// claim routes a batch of due records: those whose run is this process's
+// to fetch go to fetch, the recorded fetch of a run fetched but not
+// stored goes to results (in place of a new fetch, so that the run is not
+// lost), the others are skipped. A due record without scheduled_at (one
+// written by hand) names no run and is always fetched.
+func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetch func(ndjson.Due) error, results chan<- result) error {
+	var (
+		claims []catalog.Run
+		of     []int // the batch's index of each claim
+	)
+	for i, due := range batch {
+		if due.ScheduledAt.IsZero() {
+			continue
+		}
+		r := catalog.Run{FeedID: due.FeedID, ScheduledAt: due.ScheduledAt.Time}
+		if rs.taken[r] {
+			rs.skipped++
+			cfg.Log.Info("skipped a repeated due record: this scheduled run is fetched once", "feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
+			batch[i].FeedID = "" // skipped below
+			continue
+		}
+		rs.taken[r] = true
+		claims = append(claims, r)
+		of = append(of, i)
+	}
+	got := make([]catalog.ClaimResult, len(batch))
+	if len(claims) > 0 {
+		res, err := rs.cat.ClaimRuns(ctx, claims, cfg.Clock.Now())
+		if err != nil {
+			return err
+		}
+		for j, r := range res {
+			got[of[j]] = r
+		}
+	}
+	for i, due := range batch {
+		if due.FeedID == "" {
+			continue
+		}
+		log := cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
+		switch got[i].Claim {
+		case catalog.ClaimStored:
+			rs.skipped++
+			log.Info("skipped: this scheduled run was fetched and stored already")
+		case catalog.ClaimBusy:
+			rs.skipped++
+			log.Info("skipped: another pipeline is fetching this scheduled run")
+		case catalog.ClaimFetched:
+			line, err := rs.cat.Line(storage.DirFetches, got[i].Fetch.Location)
+			if err != nil {
+				// Its record cannot be read: fetch it again.
+				log.Warn("fetching again: the stored fetch record of this run cannot be read", "error", err)
+				if err := fetch(due); err != nil {
+					return err
+				}
+				continue
+			}
+			rs.resumed++
+			log.Info("not fetched again: passing on the stored fetch record of this scheduled run, not yet stored by feed-store", "fetch_id", got[i].Fetch.FetchID)
+			results <- result{raw: line}
+		default:
+			if err := fetch(due); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-func newRuns(s *storage.Store) *runs {
-	return &runs{ledger: s.Ledger(false), taken: map[runKey]bool{}}
-}
+// claimBatch is how many due records are claimed in one transaction, and
+// claimLinger how long the claimer waits for more to come.
+const (
+	claimBatch  = 256
+	claimLinger = 5 * time.Millisecond
+)
 
-// check says what to do with a due record: fetch it (fetch true), or not
-// because its run was fetched already. In that case record is the stored
-// fetch record of the run when feed-store has not committed it yet, to be
-// passed on in place of a new fetch so that the run is not lost; nil when
-// it is committed, and there is nothing to do. A due record without
-// scheduled_at (one written by hand) names no run and is always fetched.
-func (cfg *Config) check(rs *runs, due ndjson.Due) (fetch bool, record []byte, err error) {
-	if due.ScheduledAt.IsZero() {
-		return true, nil, nil
+// claimer claims the due records of dues in batches and hands each on.
+func (cfg *Config) claimer(ctx context.Context, rs *runs, dues <-chan ndjson.Due, fetch func(ndjson.Due) error, results chan<- result) error {
+	var err error
+	for first := range dues {
+		batch := pipe.Batch(first, dues, claimBatch, claimLinger)
+		if err == nil {
+			err = cfg.claim(ctx, rs, batch, fetch, results)
+		}
 	}
-	k := runKey{due.FeedID, due.ScheduledAt.UnixNano()}
-	if rs.taken[k] {
-		rs.skipped++
-		cfg.Log.Info("skipped a repeated due record: this scheduled run is fetched once", "feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
-		return false, nil, nil
-	}
-	rs.taken[k] = true
-	last, ok, err := rs.ledger.LastRun(due.FeedID)
-	if err != nil || !ok || last.ScheduledAt.Before(due.ScheduledAt.Time) {
-		return err == nil, nil, err
-	}
-	// This run, or a later one, was fetched.
-	log := cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt, "fetch_id", last.FetchID)
-	committed, err := rs.ledger.IsCommitted(due.FeedID, last.FetchID, last.FetchedAt)
-	if err != nil {
-		return false, nil, err
-	}
-	if committed {
-		rs.skipped++
-		log.Info("skipped: this scheduled run was fetched and stored already")
-		return false, nil, nil
-	}
-	record, ok, err = cfg.Store.RecordedFetch(last)
-	if err != nil || !ok {
-		// Its record is gone (pruned): fetch it again.
-		return err == nil, nil, err
-	}
-	rs.resumed++
-	log.Info("not fetched again: passing on the stored fetch record of this scheduled run, not yet stored by feed-store")
-	return false, record, nil
+	return err
 }

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -96,13 +98,7 @@ func TestReplayedDueRecords(t *testing.T) {
 					t.Fatalf("first run: %v, %d fetches\n%s", first.err, len(first.fetches), first.logs)
 				}
 				if tt.commit {
-					var cs []storage.Committed
-					for _, f := range first.fetches {
-						cs = append(cs, storage.Committed{FeedID: f.Due.FeedID, FetchID: f.FetchID, FetchedAt: f.FetchedAt.Time})
-					}
-					if err := st.RecordCommitted(cs); err != nil {
-						t.Fatal(err)
-					}
+					commit(t, st, first.fetches)
 				}
 			}
 			before := requests.Load()
@@ -132,5 +128,31 @@ func TestReplayedDueRecords(t *testing.T) {
 				t.Errorf("fetches/ holds %d records for %d requests", n, requests.Load())
 			}
 		})
+	}
+}
+
+// commit does to the catalog what feed-store does when it stores fetches:
+// the feed's last fetch and run, and the runs' claims released.
+func commit(t *testing.T, st *storage.Store, fetches []ndjson.Fetch) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	err = cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		for _, f := range fetches {
+			fs := catalog.FeedState{FeedID: f.Due.FeedID, LastFetchAt: f.FetchedAt, LastRunAt: f.Due.ScheduledAt}
+			if err := tx.PutStates(fs); err != nil {
+				return err
+			}
+			if err := tx.ReleaseRuns(f.Due.FeedID, f.Due.ScheduledAt.Time); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

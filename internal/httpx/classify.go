@@ -61,11 +61,15 @@ func classifyStatus(r *http.Response, hasRetryAfter bool) *ndjson.Error {
 	}
 }
 
+// CodeAddressRefused is the error code of a fetch refused because its
+// address is private, loopback or the like (ErrAddressRefused). Its class
+// is blocked: this machine's rule blocked it, not the publisher, so it is
+// no failure of the feed (the scheduler counts none, sched.Outcome), and
+// --allow-private lifts it.
+const CodeAddressRefused = "address_refused"
+
 // classifyError turns a transport error into a fetch error. total is the
 // context of the whole Get, to tell its timeout from a single request's.
-// CodeAddressRefused is the error code of a fetch refused because its
-// address is private, loopback or the like (ErrAddressRefused).
-const CodeAddressRefused = "address_refused"
 
 func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 	var ue *url.Error
@@ -77,7 +81,7 @@ func (c *Client) classifyError(err error, total context.Context) *ndjson.Error {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, ErrAddressRefused):
-		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: CodeAddressRefused, Message: msg}
+		return &ndjson.Error{Class: ndjson.ClassBlocked, Code: CodeAddressRefused, Message: msg}
 	case errors.Is(err, urlnorm.ErrScheme):
 		return &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: msg}
 	case errors.As(err, &dnsErr):

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -44,7 +45,7 @@ func TestTransportErrorClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A DNS server of the test's own answers: no lookup leaves the
 			// machine, which may have no DNS at all.
-			c := New(Options{AllowPrivate: true, Resolver: dnsServer(t, nil)})
+			c := New(Options{AllowPrivate: true, Resolver: testserver.DNS(t, nil)})
 			r := c.Get(context.Background(), Request{URL: tc.url(t)})
 			if r.Err == nil || r.Err.Class != tc.class || r.Err.Code != tc.code || r.Err.Message == "" {
 				t.Fatalf("err %+v, want class %s code %s", r.Err, tc.class, tc.code)

@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -10,57 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/net/dns/dnsmessage"
+	"github.com/feedpipe/feedpipe/internal/testserver"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
-
-// dnsServer is a DNS server on loopback that answers A queries for the
-// names in hosts and says every other name does not exist. It returns a
-// resolver that asks it, so that any name can be made to resolve to a
-// loopback address.
-func dnsServer(t *testing.T, hosts map[string]netip.Addr) *net.Resolver {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			var p dnsmessage.Parser
-			h, err := p.Start(buf[:n])
-			if err != nil {
-				continue
-			}
-			q, err := p.Question()
-			if err != nil {
-				continue
-			}
-			reply := dnsmessage.Message{Header: dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true}, Questions: []dnsmessage.Question{q}}
-			addr, ok := hosts[strings.TrimSuffix(q.Name.String(), ".")]
-			switch {
-			case !ok:
-				reply.RCode = dnsmessage.RCodeNameError
-			case q.Type == dnsmessage.TypeA:
-				reply.Answers = []dnsmessage.Resource{{
-					Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
-					Body:   &dnsmessage.AResource{A: addr.As4()},
-				}}
-			} // other types of a known name: no records
-			if out, err := reply.Pack(); err == nil {
-				pc.WriteTo(out, from)
-			}
-		}
-	}()
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-}
 
 // countingServer is a feed server that counts the requests it gets.
 func countingServer(t *testing.T, h http.HandlerFunc) (port string, requests *atomic.Int32) {
@@ -79,12 +30,17 @@ func countingServer(t *testing.T, h http.HandlerFunc) (port string, requests *at
 // addresses reaches the server, so the refusal is the address check's.
 func TestNameResolvingToLoopbackIsRefused(t *testing.T) {
 	port, requests := countingServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(rss)) })
-	resolver := dnsServer(t, map[string]netip.Addr{"feeds.example.test": netip.MustParseAddr("127.0.0.1")})
+	resolver := testserver.DNS(t, map[string]netip.Addr{"feeds.example.test": netip.MustParseAddr("127.0.0.1")})
 	u := "http://feeds.example.test" + port + "/feed"
 
 	r := New(Options{Resolver: resolver}).Get(context.Background(), Request{URL: u})
 	if r.Err == nil || r.Err.Code != CodeAddressRefused || !strings.Contains(r.Err.Message, "127.0.0.1") {
 		t.Fatalf("err %+v, want address_refused naming 127.0.0.1", r.Err)
+	}
+	// Blocked, by this machine: not permanent (the feed is not gone) nor
+	// transient (trying again changes nothing until --allow-private).
+	if r.Err.Class != ndjson.ClassBlocked {
+		t.Errorf("class %s, want blocked", r.Err.Class)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("the server got %d requests", n)
@@ -103,7 +59,7 @@ func TestRedirectToAPrivateAddressIsRefused(t *testing.T) {
 	publicPort, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://internal.example.test"+privatePort+"/admin", http.StatusFound)
 	})
-	resolver := dnsServer(t, map[string]netip.Addr{
+	resolver := testserver.DNS(t, map[string]netip.Addr{
 		"public.example.test":   netip.MustParseAddr("127.0.0.1"),
 		"internal.example.test": netip.MustParseAddr("127.0.0.1"),
 	})

@@ -20,9 +20,9 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// FileStorage is the body_ref.storage of the fetch record feed-parse
-// writes for a payload file: its key is the file's name as given.
-const FileStorage = "file"
+// ReasonFile is the due.reason of the fetch record feed-parse writes for
+// a payload file: its origin.
+const ReasonFile = "file"
 
 // FileConfig is feed-parse run over payload files instead of fetch records.
 type FileConfig struct {
@@ -42,8 +42,9 @@ type FileConfig struct {
 // keeps it) and writes its entries followed by a fetch record with its
 // parse section, as Run does for a fetched payload, in the order of the
 // files: replayed into feed-store, a file gives the feed's title, link
-// and hints as a fetch would. The record's body_ref names the file
-// (storage "file"); it was "fetched" when the file was last modified.
+// and hints as a fetch would. Its due.reason is "file", its body_ref null
+// (the body is in no store); it was "fetched" when the file was last
+// modified.
 // A file that is not a feed gets a parse error in its record; one that
 // cannot be read is reported and gets none. Either makes RunFiles return
 // an error matching pipe.ErrFailed at the end, once the others are done.
@@ -133,13 +134,12 @@ func (cfg *FileConfig) fileRecord(name string, body []byte, modified time.Time) 
 	return &ndjson.Fetch{
 		Header:        ndjson.Head(ndjson.TypeFetch),
 		FetchID:       id,
-		Due:           ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: cfg.FeedID, URL: cfg.BaseURL, Labels: []string{}},
+		Due:           ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: cfg.FeedID, URL: cfg.BaseURL, Labels: []string{}, Reason: ReasonFile},
 		RequestedURL:  cfg.BaseURL,
 		URL:           cfg.BaseURL,
 		Redirects:     []ndjson.Redirect{},
 		FetchedAt:     ndjson.At(modified),
 		HTTPStatus:    200,
-		BodyRef:       &ndjson.BlobRef{Storage: FileStorage, Key: name},
 		ContentType:   cfg.ContentType,
 		ContentLength: int64(len(body)),
 	}

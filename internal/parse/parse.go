@@ -103,18 +103,12 @@ func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	})
 }
 
-// parseable reports whether a fetch brought a feed body to parse. A body
-// cut at the size cap is still parsed: its complete items are worth having.
-// The record of a file (feed-parse FILE...) was parsed already.
-// A body the same as the last one (unchanged) holds nothing new. Website
-// sources, and the pages feed-scrape fetched for a source (Page set: list
-// pages, articles, full texts of feed entries), are HTML for feed-scrape.
+// parseable reports whether a fetch brought a feed body to parse
+// (ndjson.Fetch.HasBody). Website sources, and the pages feed-scrape
+// fetched for a source (Page set: list pages, articles, full texts of feed
+// entries), are HTML for feed-scrape.
 func parseable(f *ndjson.Fetch) bool {
-	if f.BodyRef == nil || f.BodyRef.Storage == FileStorage || f.NotModified || f.Unchanged || f.HTTPStatus < 200 || f.HTTPStatus > 299 ||
-		f.Due.SourceType == ndjson.SourceWebsite || f.Page != nil {
-		return false
-	}
-	return f.Error == nil || f.Error.Code == "body_too_large"
+	return f.HasBody() && f.Due.SourceType != ndjson.SourceWebsite && f.Page == nil
 }
 
 // errorCode is the fetch record's error code for a failed parse.

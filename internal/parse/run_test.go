@@ -478,7 +478,7 @@ func TestRunFiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if f.Check() != nil || f.BodyRef == nil || *f.BodyRef != (ndjson.BlobRef{Storage: "file", Key: name}) || f.Due.FeedID != feedID || f.URL != "https://example.org/feed" ||
+				if f.Check() != nil || f.BodyRef != nil || f.Due.Reason != "file" || f.ContentLength <= 0 || f.Due.FeedID != feedID || f.URL != "https://example.org/feed" ||
 					f.HTTPStatus != 200 || !f.FetchedAt.Equal(ndjson.At(fi.ModTime()).Time) || f.ContentType != "text/xml" || f.BodySHA256 != "" {
 					t.Errorf("record of %s: %s", name, marshalLine(t, &f))
 				}

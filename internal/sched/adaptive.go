@@ -56,34 +56,49 @@ const (
 // observe updates the publication times, the EWMA, the rate evidence and
 // the profile with a fetch's new entries, and decays them for the time
 // since the previous fetch. It returns the number of new entries.
-func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
+//
+// An item's time is its publication time, or, for an item without one (or
+// with one in the future), when it was first seen (seed 000 §7). First
+// seen says when an item arrived only across fetches: the items of one
+// answer without dates arrived at some time since the previous fetch, and
+// are spread evenly over it, so that they make no burst. Undated items
+// that were in the feed's document before (a first answer's: the feed's
+// history; or those a limited answer left out, withheld) arrived at no
+// known time: they are no arrivals at all, however many there are.
+func (r *run) observe(o Outcome, prev time.Time, answered bool, withheld int) int {
 	st, p := &r.st, r.p
 	t0 := r.t0.Unix()
 	n := min(max(o.NewEntries, len(o.Published), 0), 100000)
-	var pubs, dated []int64
-	if n > 0 {
-		pubs = make([]int64, n)
-		for i := range pubs {
-			t := t0
-			if i < len(o.Published) {
-				// A missing or future publication time counts as first_seen
-				// (seed 000 §7): feeds misdate items, and a future date
-				// would make the feed look busier than it is.
-				if pt := o.Published[i]; !pt.IsZero() && !pt.After(r.t0) {
-					t = max(pt.Unix(), minUnix+1)
-					dated = append(dated, t)
-				}
-			}
-			pubs[i] = t
+	first := st.RateT == 0 && st.RateN == 0
+	// pubs are the times of the new items that arrived: the dated ones in
+	// the order given, then the undated ones spread since the previous
+	// fetch, unless they are the feed's history. dated are the
+	// publisher's times alone, ascending.
+	var pubs []int64
+	for i := 0; i < n && i < len(o.Published); i++ {
+		if pt := o.Published[i]; !pt.IsZero() && !pt.After(r.t0) {
+			pubs = append(pubs, max(pt.Unix(), minUnix+1))
 		}
+	}
+	dated := slices.Clone(pubs)
+	slices.Sort(dated)
+	if undated := int64(n - len(pubs)); undated > 0 && !first && withheld == 0 && !prev.IsZero() {
+		from, span := prev.Unix(), max(t0-prev.Unix(), 0)
+		for k := int64(1); k <= undated; k++ {
+			pubs = append(pubs, from+span*k/undated)
+		}
+	}
+	if n > 0 {
 		// Runs need the publisher's times: a fetch time would find the
-		// schedule's own slot.
-		slices.Sort(dated)
-		if r.backdated(dated, prev) {
+		// schedule's own slot. Items a limited answer left out are older
+		// than it, not backdated.
+		if withheld == 0 && r.backdated(dated, prev) {
 			st.Runs = nil
 		} else {
 			st.Runs = addRuns(st.Runs, dated)
 		}
+	}
+	if len(pubs) > 0 {
 		// A new slice: the old one may be the caller's.
 		all := make([]int64, 0, len(st.Pub)+len(pubs))
 		all = append(append(all, st.Pub...), pubs...)
@@ -109,10 +124,11 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 		}
 	}
 	switch {
-	case st.RateT == 0 && st.RateN == 0 && n > 0:
-		// The first answer with items shows the feed's recent history:
-		// watch it from its oldest item on, which is then the start, not
-		// an arrival. (Time before it, failing or empty, saw nothing.)
+	case first && len(pubs) > 0:
+		// The first answer with dated items shows the feed's recent
+		// history: watch it from its oldest item on, which is then the
+		// start, not an arrival. (Time before it, failing or empty, saw
+		// nothing.)
 		oldest := slices.Min(pubs)
 		span := math.Max(float64(t0-oldest), 1)
 		st.RateT = tau * -math.Expm1(-span/tau)
@@ -127,10 +143,10 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 			st.RateN += math.Exp(-age / tau)
 			st.BurstN += math.Exp(-age / tauB)
 		}
-	case st.RateT == 0 && st.RateN == 0:
-		// An empty feed that answered: watching starts now, so that the
-		// time it stays empty counts against its rate. A failure before
-		// any answer starts nothing: it showed no history.
+	case first:
+		// An answer without dated items, empty or not: watching starts
+		// now, so that the time no item comes counts against its rate. A
+		// failure before any answer starts nothing: it showed no history.
 		if answered {
 			st.RateT, st.BurstT = 1, 1
 		}
@@ -140,6 +156,9 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 		st.RateN, st.RateT = st.RateN*k, st.RateT*k+tau*-math.Expm1(-dt/tau)
 		st.BurstN, st.BurstT = st.BurstN*kb, st.BurstT*kb+tauB*-math.Expm1(-dt/tauB)
 		for _, pt := range pubs {
+			if withheld > 0 && pt < prev.Unix() {
+				continue // left out by the last answer: history, not an arrival
+			}
 			age := math.Max(float64(t0-pt), 0)
 			st.RateN += math.Exp(-age / tau)
 			st.BurstN += math.Exp(-age / tauB)
@@ -148,23 +167,22 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool) int {
 	// The peak rate: how fast the feed has posted in a burst lately,
 	// from the publication times of the items one poll found. Items
 	// published closer together than the min interval count as one batch,
-	// which no polling could split.
+	// which no polling could split. Only dates tell a burst: undated items
+	// are spread over the time since the previous fetch.
 	if !prev.IsZero() {
 		st.Peak = st.peakAt(p, math.Max(float64(t0-prev.Unix()), 0))
 	}
-	if n >= 3 && len(o.Published) > 0 {
-		sorted := slices.Clone(pubs)
-		slices.Sort(sorted)
-		span := float64(sorted[len(sorted)-1] - sorted[0])
+	if len(dated) >= 3 {
+		span := float64(dated[len(dated)-1] - dated[0])
 		if span >= r.lo.Seconds() {
-			rate := float64(n-1) / span * secsPerDay
+			rate := float64(len(dated)-1) / span * secsPerDay
 			if st.Window > 0 && n >= st.Window { // the window overflowed: it was faster
 				rate *= overflowFactor
 			}
 			// A burst is remembered from when it was, not from when a poll
 			// found it: a first answer full of items from years ago says
 			// nothing of the coming week.
-			age := math.Max(float64(t0-sorted[len(sorted)-1]), 0)
+			age := math.Max(float64(t0-dated[len(dated)-1]), 0)
 			st.Peak = math.Max(st.Peak, rate*math.Exp(-age*math.Ln2/peakHalfLife.Seconds()))
 		}
 	}

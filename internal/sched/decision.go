@@ -42,6 +42,10 @@ const (
 	ReasonCron         Reason = "cron"           // the feed's cron expression
 	ReasonPaused       Reason = "paused"         // paused by hand until a time
 	ReasonDisabled     Reason = "disabled"       // disabled for errors (probed, or not, per Params.NoProbe)
+
+	// ReasonRefused: this machine refused the feed's address (a private
+	// one, without --allow-private); tried again after the interval.
+	ReasonRefused Reason = "address_refused"
 )
 
 // Event marks a decision that changes whether the feed is in service;
@@ -157,6 +161,11 @@ func (d Decision) Explain() string {
 		fmt.Fprintf(&b, "Next fetch %s.", when(next))
 	case Backoff:
 		delay := fmtDur(time.Duration(in.BackoffSec) * time.Second)
+		if d.Reason == ReasonRefused {
+			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: --allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it. Not the feed's failure: none counted, no error budget spent.",
+				when(next), failure(in))
+			break
+		}
 		if in.Policy == string(PolicySeed) && !strings.Contains(in.Override, "interval ") && !strings.Contains(in.Override, "cron ") {
 			fmt.Fprintf(&b, "Backing off until %s: %s; failure %d in a row; policy seed: interval ×backoff base, capped, then as after an answer: %s.",
 				when(next), failure(in), in.ConsecutiveFailures, delay)
@@ -214,7 +223,13 @@ func (d Decision) Explain() string {
 		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))
 	}
 	if in.WindowCapSec > 0 && d.Reason != ReasonDailySlot {
-		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %d-item window unseen", fmtDur(sec(in.WindowCapSec)), in.Items))
+		// Items is what this fetch's document held: none on a 304, whose
+		// window is the last document's.
+		window := "window"
+		if in.Items > 0 {
+			window = fmt.Sprintf("%d-item window", in.Items)
+		}
+		adj = append(adj, fmt.Sprintf("capped at %s so that no item leaves the feed's %s unseen", fmtDur(sec(in.WindowCapSec)), window))
 	}
 	if !in.SkipMovedFrom.IsZero() {
 		adj = append(adj, fmt.Sprintf("%s moved it from %s to %s", skipText(in), fmtClock(in.SkipMovedFrom.Time, at), fmtClock(next, at)))
@@ -395,6 +410,10 @@ func fmtSigned(d time.Duration) string {
 
 // fmtNum writes a number with at most three significant digits.
 func fmtNum(f float64) string { return fmt.Sprintf("%.3g", f) }
+
+// RateText writes a posting rate, items a day, in words as Explain does:
+// "3 times a day", "once a day", "0.2 times a day".
+func RateText(r float64) string { return fmtRate(r) + " a day" }
 
 // fmtRate writes a posting rate in words: "3 times", "once", "0.2 times".
 func fmtRate(r float64) string {

@@ -34,6 +34,9 @@ type golden struct {
 	Steps []struct {
 		Now     time.Time `json:"now"` // default: the outcome's at
 		Outcome Outcome   `json:"outcome"`
+		// Until repeats the step: the outcome comes again at each next_at
+		// the decisions give (its at and now), until this time.
+		Until time.Time `json:"until"`
 	} `json:"steps"`
 	// A Scale case: rates (items a day) and a budget (requests a day).
 	Rates  []float64 `json:"rates"`
@@ -135,34 +138,23 @@ func runGolden(t *testing.T, g golden) []byte {
 	if g.State != nil {
 		st = *g.State
 	}
-	for i, step := range g.Steps {
+	n := 0
+	for _, step := range g.Steps {
 		now := step.Now
 		if now.IsZero() {
 			now = step.Outcome.At
 		}
-		var d Decision
-		st, d = Next(st, step.Outcome, p, ov, now, rnd)
 		o := step.Outcome
-		what := string(o.Kind)
-		switch {
-		case o.Kind == Nudged || o.Kind == NeverFetched:
-		case o.ErrorClass != "" || o.Status >= 400:
-			what = fmt.Sprintf("fetch %d %s/%s", o.Status, o.ErrorClass, o.ErrorCode)
-		case o.NotModified:
-			what = "fetch 304"
-		default:
-			what = fmt.Sprintf("fetch %d, %d new", o.Status, max(o.NewEntries, len(o.Published)))
+		for {
+			var d Decision
+			st, d = Next(st, o, p, ov, now, rnd)
+			n++
+			writeStep(&b, t, n, now, o, d)
+			if d.NextAt.IsZero() || !d.NextAt.Before(step.Until) {
+				break
+			}
+			now, o.At = d.NextAt.Time, d.NextAt.Time
 		}
-		fmt.Fprintf(&b, "\n## %d. %s: %s\n", i+1, fmtTime(now), what)
-		fmt.Fprintf(&b, "%s %s until %s; state %s; interval %ds -> %ds\n", d.Kind, d.Reason, d.NextAt, d.State,
-			d.Inputs.IntervalBeforeSec, d.Inputs.IntervalAfterSec)
-		b.WriteString(d.Explain() + "\n")
-		js, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(js)
-		b.WriteByte('\n')
 	}
 	js, err := json.Marshal(st)
 	if err != nil {
@@ -170,6 +162,31 @@ func runGolden(t *testing.T, g golden) []byte {
 	}
 	fmt.Fprintf(&b, "\nstate %s\n", js)
 	return b.Bytes()
+}
+
+// writeStep writes the decision d of step i, on outcome o at now.
+func writeStep(b *bytes.Buffer, t *testing.T, i int, now time.Time, o Outcome, d Decision) {
+	t.Helper()
+	what := string(o.Kind)
+	switch {
+	case o.Kind == Nudged || o.Kind == NeverFetched:
+	case o.ErrorClass != "" || o.Status >= 400:
+		what = fmt.Sprintf("fetch %d %s/%s", o.Status, o.ErrorClass, o.ErrorCode)
+	case o.NotModified:
+		what = "fetch 304"
+	default:
+		what = fmt.Sprintf("fetch %d, %d new", o.Status, max(o.NewEntries, len(o.Published)))
+	}
+	fmt.Fprintf(b, "\n## %d. %s: %s\n", i, fmtTime(now), what)
+	fmt.Fprintf(b, "%s %s until %s; state %s; interval %ds -> %ds\n", d.Kind, d.Reason, d.NextAt, d.State,
+		d.Inputs.IntervalBeforeSec, d.Inputs.IntervalAfterSec)
+	b.WriteString(d.Explain() + "\n")
+	js, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(js)
+	b.WriteByte('\n')
 }
 
 // diff shows the first lines where two texts differ.

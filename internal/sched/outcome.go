@@ -54,6 +54,12 @@ type Outcome struct {
 	Published  []time.Time `json:"published,omitempty"`
 	// Items is how many items the document held (parse.items).
 	Items int `json:"items,omitempty"`
+	// Withheld is how many of them the fetch left out (parse.items less
+	// parse.entries when the due record had an item_limit: a first or
+	// stale fetch keeps only the newest). They come as new entries with
+	// the next answer that shows them, and are the feed's history, not
+	// items posted since.
+	Withheld int `json:"withheld,omitempty"`
 
 	// Parsed says the body was parsed, so the hints below are the feed's
 	// current ones (an empty list then clears a stored hint). Without it
@@ -92,6 +98,17 @@ func (o Outcome) class() string {
 	}
 	return ""
 }
+
+// CodeAddressRefused is the error code of a fetch this machine refused to
+// make: the feed's address is private, loopback or the like, and
+// --allow-private was not given (internal/httpx; class blocked).
+const CodeAddressRefused = "address_refused"
+
+// refused reports whether this machine's own rule refused the fetch: the
+// publisher was never asked, so it says nothing about the feed. (By its
+// code, whatever its class: fetch records written before the class was
+// blocked say permanent.)
+func (o Outcome) refused() bool { return o.ErrorCode == CodeAddressRefused }
 
 func (o Outcome) hasRetryAfter() bool { return o.RetryAfterSec > 0 || !o.RetryUntil.IsZero() }
 

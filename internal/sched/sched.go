@@ -169,9 +169,12 @@ func (r *run) fetched(o Outcome) {
 	failed := o.failed()
 	newCount := 0
 	if !failed {
-		newCount = r.observe(o, prev, true)
+		newCount = r.observe(o, prev, true, st.Withheld)
+		if o.Parsed { // a document was read: what it left out, if anything
+			st.Withheld = min(max(o.Withheld, 0), 1<<20)
+		}
 	} else {
-		r.observe(Outcome{}, prev, false)
+		r.observe(Outcome{}, prev, false, 0)
 	}
 	in.NewEntries = newCount
 	if prev.IsZero() || r.t0.After(prev) {
@@ -180,6 +183,8 @@ func (r *run) fetched(o Outcome) {
 	r.floors(o)
 
 	switch {
+	case failed && o.refused():
+		r.refused()
 	case failed && st.Lifecycle == StateDisabled: // a failed probe
 		r.failed(o, class)
 		reason := st.DisabledReason
@@ -209,6 +214,27 @@ func (r *run) fetched(o Outcome) {
 	default:
 		r.success(o, newCount, prev)
 	}
+}
+
+// refused: this machine's own rule refused the fetch (a private address
+// without --allow-private). The publisher was never asked, so nothing
+// about the feed changes: no failure is counted, no backoff step taken, no
+// error budget spent, and the feed keeps its state. It is tried again
+// after its interval, so that a run with --allow-private finds it soon
+// and goes on as if the refusals had not been (a disabled feed: at its
+// next probe).
+func (r *run) refused() {
+	st := &r.st
+	if st.Lifecycle == StateDisabled {
+		r.disable(st.DisabledReason)
+		return
+	}
+	iv := max(st.Interval(), r.floor)
+	r.in().BackoffSec = int(iv / time.Second)
+	gap := r.jitter(iv, max(r.floor, r.lo), r.hi)
+	r.d.Kind, r.d.Reason = Backoff, ReasonRefused
+	r.setNext(r.settle(r.t0.Add(gap), gap))
+	r.d.Until = r.d.NextAt
 }
 
 // failed counts a failure.

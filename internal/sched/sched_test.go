@@ -3,6 +3,7 @@ package sched
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -629,6 +630,112 @@ func TestExplainCronWithOverrides(t *testing.T) {
 		d := Decision{Kind: Defer, Reason: ReasonCron, Inputs: Inputs{Override: ov, CronNextAt: "2026-06-02T03:00Z"}}
 		if want := "Cron 0 3 * * * fires next at 2026-06-02T03:00Z."; !strings.Contains(d.Explain(), want) {
 			t.Errorf("%q: %q lacks %q", ov, d.Explain(), want)
+		}
+	}
+}
+
+// TestUndatedFeeds: the shared corpus's feeds whose items carry no dates
+// (their item counts; the first fetch keeps 20, item_limit), then nothing
+// but 304s for three days. The first answer is the feed's history, at no
+// known time: no burst, no rate, no window cap, no EWMA; and the 304s say
+// the feed is quiet. (miniflux's rdf_UTF8.xml was estimated at 12134 items
+// a day and polled every 5 minutes; two-item feeds at 142 a day.)
+func TestUndatedFeeds(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		items int
+	}{
+		{"miniflux/internal/reader/parser/testdata/rdf_UTF8.xml", 60},
+		{"rome/rome-modules/src/test/resources/xml/v/v2.xml", 17},
+		{"rome/rome-modules/src/test/resources/xml/ep/ep1_v1b.xml", 15},
+		{"rome/rome-modules/src/test/resources/xml/ep/ep1_v1a.xml", 14},
+		{"rome/rome-modules/src/test/resources/xml/rss-playlist.xml", 13},
+		{"rome/rome-modules/src/test/resources/test1.xml", 10},
+		{"feedjira/spec/sample_feeds/Permalinks.xml", 4},
+		{"rome/rome/src/test/data/rss_0.91U.xml", 2},
+		{"jsonfeed/test/examples/v1.1/simple.json", 2},
+		{"simplepie/tests/data/feed_rss-2.0.xml", 1},
+	} {
+		for _, p := range []Params{noJitter(), seedParams()} {
+			t.Run(fmt.Sprintf("%s %s", tc.file, p.Policy), func(t *testing.T) {
+				shown := min(tc.items, 20)
+				st, _ := Next(State{}, Outcome{Kind: NeverFetched}, p, Overrides{}, t0, nil)
+				at := t0.Add(5 * time.Second)
+				st, d := Next(st, Outcome{At: at, Status: 200, NewEntries: shown, Items: tc.items, Withheld: tc.items - shown, Parsed: true}, p, Overrides{}, at, nil)
+				prior := priorRate(p.withDefaults())
+				if r := st.RatePerDay(p, at); r > prior*1.001 || len(st.Pub) != 0 || st.Peak != 0 {
+					t.Fatalf("first answer: rate %.4g a day (prior %.4g), %d publication times, peak %.3g: %s",
+						r, prior, len(st.Pub), st.Peak, d.Explain())
+				}
+				// Adaptive: the prior's interval, I0, or the window's cap at
+				// the prior rate for a window of one item; seed: its
+				// new-entries step, I0·b_down, and no EWMA to blend with.
+				least := time.Duration(float64(p.withDefaults().Initial) * 0.99)
+				least = min(least, time.Duration(windowFill*float64(tc.items)/prior*secsPerDay)*time.Second)
+				if p.Policy.Kind == PolicySeed {
+					least = time.Duration(float64(p.withDefaults().Initial) * p.withDefaults().Down)
+				}
+				if iv := st.Interval(); iv < least || st.EWMASec != 0 {
+					t.Fatalf("first answer: interval %s (want at least %s), EWMA %gs: %s", iv, least, st.EWMASec, d.Explain())
+				}
+				rate, iv := st.RatePerDay(p, at), st.Interval()
+				for at = d.NextAt.Time; at.Before(t0.Add(72 * time.Hour)); at = d.NextAt.Time {
+					st, d = Next(st, Outcome{At: at, Status: 304, NotModified: true}, p, Overrides{}, at, nil)
+					r := st.RatePerDay(p, at)
+					if r > rate || st.Interval() < iv {
+						t.Fatalf("%s: a 304 raised the rate %.3g -> %.3g a day or shortened the interval %s -> %s: %s", at, rate, r, iv, st.Interval(), d.Explain())
+					}
+					rate, iv = r, st.Interval()
+					if at.After(t0.Add(24*time.Hour)) && r >= 0.25 {
+						t.Fatalf("%s: a day of 304s, and still %.3g items a day: %s", at, r, d.Explain())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRefused: a fetch this machine refused (a private address without
+// --allow-private; class blocked, or permanent in records written before)
+// is no failure of the feed: whatever the feed's state, it keeps it, with
+// no failure counted, no backoff step, no error budget spent, and it is
+// tried again after its interval. (It was classed transient here and
+// spent the budget: after the first real answer such feeds stayed
+// "cooling down" with 4 of 5 of their budget spent.)
+func TestRefused(t *testing.T) {
+	p := noJitter()
+	failing := started(p, Overrides{})
+	for range 2 {
+		failing, _ = Next(failing, Outcome{At: t0, Status: 503, ErrorClass: ClassTransient, ErrorCode: "http_503"}, p, Overrides{}, t0, nil)
+	}
+	cooling, _ := Next(failing, Outcome{At: t0, Status: 200}, p, Overrides{}, t0, nil)
+	disabled, _ := Next(started(p, Overrides{}), Outcome{At: t0, Status: 404, ErrorClass: ClassPermanent, ErrorCode: "http_404"}, p, Overrides{}, t0, nil)
+	for _, tc := range []struct {
+		name       string
+		st         State
+		wantReason Reason
+	}{
+		{"new feed", started(p, Overrides{}), ReasonRefused},
+		{"backoff", failing, ReasonRefused},
+		{"cooling down", cooling, ReasonRefused},
+		{"disabled: at its next probe", disabled, ReasonDisabled},
+	} {
+		for _, class := range []string{ClassBlocked, ClassPermanent} {
+			t.Run(tc.name+" "+class, func(t *testing.T) {
+				at := t0.Add(time.Minute) // the budget drains by 0.0035 a minute
+				before := tc.st
+				st, d := Next(before, Outcome{At: at, ErrorClass: class, ErrorCode: CodeAddressRefused}, p, Overrides{}, at, nil)
+				spent := math.Max(before.ErrorsSpent-p.withDefaults().ErrorBudgetPerDay/(24*60), 0)
+				if st.Lifecycle != before.Lifecycle || st.Failures != before.Failures || st.Step != before.Step || st.Successes != before.Successes ||
+					math.Abs(st.ErrorsSpent-spent) > 1e-9 || d.Event != "" || d.Reason != tc.wantReason || d.Inputs.ErrorClass != class {
+					t.Fatalf("state %s -> %s, failures %d -> %d, step %d -> %d, budget spent %.4f -> %.4f, event %q, reason %s, class %s:\n%s",
+						before.Lifecycle, st.Lifecycle, before.Failures, st.Failures, before.Step, st.Step, before.ErrorsSpent, st.ErrorsSpent,
+						d.Event, d.Reason, d.Inputs.ErrorClass, d.Explain())
+				}
+				if want := at.Add(before.Interval()); tc.wantReason == ReasonRefused && !d.NextAt.Equal(want) {
+					t.Errorf("next %s, want %s: after the interval", d.NextAt, want)
+				}
+			})
 		}
 	}
 }

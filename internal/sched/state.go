@@ -92,6 +92,10 @@ type State struct {
 	Peak float64 `json:"peak,omitempty"`
 	// Window is how many items the feed's document held last time.
 	Window int `json:"window,omitempty"`
+	// Withheld is how many of them the last answer that was read left
+	// out (Outcome.Withheld): the next answer that shows them brings them
+	// as new, and they are no arrivals.
+	Withheld int `json:"withheld,omitempty"`
 	// Runs are the last RunWindow runs of dated items (items published
 	// less than 30 minutes apart), oldest first: the adaptive policy finds
 	// a feed's daily slot in them (slot.go).
@@ -213,6 +217,7 @@ func (st State) clean(p Params) State {
 	st.Step = min(max(st.Step, 0), 64)
 	st.Successes = min(max(st.Successes, 0), 1<<20)
 	st.Window = min(max(st.Window, 0), 1<<20)
+	st.Withheld = min(max(st.Withheld, 0), 1<<20)
 	if !hintsSound(st.Hints) {
 		st.Hints = cleanHints(st.Hints.TTLMinutes, st.Hints.SkipHours, st.Hints.SkipDays)
 	}

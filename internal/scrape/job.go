@@ -68,11 +68,9 @@ const (
 // kindOf decides what the fetch record f asks of feed-scrape, given the
 // entries held before it.
 func (s *stage) kindOf(f *ndjson.Fetch, pending []held) jobKind {
-	hasBody := f.BodyRef != nil && !f.NotModified && !f.Unchanged && f.HTTPStatus >= 200 && f.HTTPStatus <= 299 &&
-		(f.Error == nil || f.Error.Code == "body_too_large")
 	switch {
 	case f.Due.SourceType == ndjson.SourceWebsite:
-		if hasBody {
+		if f.HasBody() {
 			return kindWebsite
 		}
 	case f.Due.Fulltext:
@@ -201,11 +199,7 @@ func (j *job) website() []*ndjson.Entry {
 		j.fail("not_html", err)
 		return nil
 	}
-	idx, err := j.s.index(j.f.Due.FeedID)
-	if err != nil {
-		j.fatal = err
-		return nil
-	}
+	idx := j.s.index(j.ctx, j.f.Due.FeedID)
 	if j.sc.Mode == ndjson.ModeList {
 		return j.list(page, conf, rules, idx)
 	}
@@ -223,9 +217,13 @@ func (j *job) website() []*ndjson.Entry {
 	if e == nil {
 		return nil
 	}
-	if idx.stored(e.EntryUID) {
+	switch stored, err := idx.stored(e.EntryUID); {
+	case err != nil:
+		j.fatal = err
+		return nil
+	case stored:
 		j.sc.Known++
-	} else {
+	default:
 		j.sc.New++
 	}
 	return []*ndjson.Entry{e}
@@ -264,7 +262,11 @@ func (j *job) list(page *extract.Page, conf *ndjson.ScrapeConfig, rules *extract
 			seen[u] = true
 			j.sc.ArticlesFound++
 			uid := ids.EntryUID(ids.EntryKey{FeedID: j.f.Due.FeedID, NativeID: u})
-			if !idx.take(uid) {
+			switch take, err := idx.take(uid); {
+			case err != nil:
+				j.fatal = err
+				return nil
+			case !take:
 				j.sc.Known++
 				continue
 			}
@@ -399,12 +401,11 @@ func (j *job) entry(art extract.Article, native, pageURL, fetchID string) *ndjso
 // (stored already, or not new).
 func (j *job) fulltext(e *ndjson.Entry) *ndjson.Entry {
 	j.sc.ArticlesFound++
-	idx, err := j.s.index(e.FeedID)
-	if err != nil {
+	switch take, err := j.s.index(j.ctx, e.FeedID).take(e.EntryUID); {
+	case err != nil:
 		j.fatal = err
 		return nil
-	}
-	if !idx.take(e.EntryUID) {
+	case !take:
 		j.sc.Known++ // stored already: a steady feed costs no page fetches
 		return nil
 	}
@@ -567,7 +568,7 @@ func (j *job) request(rawURL string) httpx.Request {
 // persist appends the fetch records of the pages to their day files,
 // synced, before the entries that point at them go on.
 func (j *job) persist() error {
-	return j.s.cfg.Store.AppendFetches(j.pages)
+	return j.s.cfg.Store.AppendFetches(j.pages, j.s.cfg.Catalog.FetchIndexer(context.Background()))
 }
 
 // pageDue is the due record a page's fetch record answers: the source's,

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/pipe"
@@ -32,10 +33,11 @@ const maxHeld = 10000
 // Config is everything feed-scrape touches. Nil fields take the documented
 // defaults.
 type Config struct {
-	In    io.Reader
-	Out   *ndjson.Writer
-	Log   *slog.Logger
-	Store *storage.Store
+	In      io.Reader
+	Out     *ndjson.Writer
+	Log     *slog.Logger
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	// Client fetches the pages; default httpx.New(httpx.Options{}). Its
 	// robots.txt cache lasts as long as it does.
 	Client *httpx.Client
@@ -104,6 +106,7 @@ type held struct {
 // stage is one run's shared state.
 type stage struct {
 	cfg     *Config
+	idx     *catalog.Index
 	indexes sync.Map // feed id -> *feedIndex
 	access  map[string]ndjson.Access
 	stats   stats
@@ -126,7 +129,13 @@ type stats struct {
 // with what they have.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	s := &stage{cfg: &cfg, access: loadAccess(cfg.Store, cfg.Log)}
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Catalog = cat
+	s := &stage{cfg: &cfg, access: loadAccess(ctx, cat, cfg.Log), idx: cat.Index()}
 	var fails pipe.Failures
 
 	slots := make(chan *slot, 4*cfg.Concurrency)
@@ -146,7 +155,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		pending = nil
 	}
-	err := pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	err = pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		raw := append([]byte(nil), line.Raw...)
 		switch line.Type {
 		case ndjson.TypeEntry:
@@ -260,12 +269,9 @@ func (s *stage) write(slots <-chan *slot, stop func()) error {
 
 // loadAccess returns each subscription's own User-Agent, headers and
 // credentials: the copies in fetch records have their secrets redacted.
-func loadAccess(st *storage.Store, log *slog.Logger) map[string]ndjson.Access {
+func loadAccess(ctx context.Context, cat *catalog.Catalog, log *slog.Logger) map[string]ndjson.Access {
 	m := map[string]ndjson.Access{}
-	if st == nil {
-		return m
-	}
-	subs, _, err := st.Subscriptions()
+	subs, err := cat.Subscriptions(ctx)
 	if err != nil {
 		log.Warn("cannot read the subscriptions: pages are fetched without their feeds' own headers and credentials", "error", err)
 		return m
@@ -276,42 +282,38 @@ func loadAccess(st *storage.Store, log *slog.Logger) map[string]ndjson.Access {
 	return m
 }
 
-// feedIndex is a feed's index of stored entries, shared by the jobs of a
-// run, plus the entries this run has taken on already.
+// feedIndex is a feed's view of the catalog's entry index, shared by the
+// jobs of a run, plus the entries this run has taken on already.
 type feedIndex struct {
+	ctx   context.Context
+	ix    *catalog.Index
+	feed  string
 	mu    sync.Mutex
-	ix    *storage.FeedIndex
 	taken map[string]bool
 }
 
-func (s *stage) index(feedID string) (*feedIndex, error) {
-	if v, ok := s.indexes.Load(feedID); ok {
-		return v.(*feedIndex), nil
-	}
-	ix, err := s.cfg.Store.SeenEntries(feedID)
-	if err != nil {
-		return nil, err
-	}
-	v, _ := s.indexes.LoadOrStore(feedID, &feedIndex{ix: ix, taken: map[string]bool{}})
-	return v.(*feedIndex), nil
+func (s *stage) index(ctx context.Context, feedID string) *feedIndex {
+	v, _ := s.indexes.LoadOrStore(feedID, &feedIndex{ctx: ctx, ix: s.idx, feed: feedID, taken: map[string]bool{}})
+	return v.(*feedIndex)
 }
 
 // take reports whether the entry uid is neither stored nor taken by this
 // run already, and takes it if so.
-func (fi *feedIndex) take(uid string) bool {
+func (fi *feedIndex) take(uid string) (bool, error) {
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
-	if _, stored := fi.ix.Latest(uid); stored || fi.taken[uid] {
-		return false
+	if fi.taken[uid] {
+		return false, nil
+	}
+	if stored, err := fi.stored(uid); stored || err != nil {
+		return false, err
 	}
 	fi.taken[uid] = true
-	return true
+	return true, nil
 }
 
 // stored reports whether the entry uid is in the store.
-func (fi *feedIndex) stored(uid string) bool {
-	fi.mu.Lock()
-	defer fi.mu.Unlock()
-	_, ok := fi.ix.Latest(uid)
-	return ok
+func (fi *feedIndex) stored(uid string) (bool, error) {
+	_, ok, err := fi.ix.Latest(fi.ctx, fi.feed, uid)
+	return ok, err
 }

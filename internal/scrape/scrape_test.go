@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -74,6 +75,23 @@ func openStore(t *testing.T) *storage.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// storeSeen puts an entry of a feed in the store's catalog, as feed-store
+// stores it.
+func storeSeen(t *testing.T, st *storage.Store, feedID, uid, hash string) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	e := &ndjson.Entry{FeedID: feedID, EntryUID: uid, ContentHash: hash, FirstSeen: ndjson.At(now), LastSeen: ndjson.At(now), SeenCount: 1}
+	if err := cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.StoreVersion(e, catalog.Location{Day: storage.Day(now), Length: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // fetchRec is the fetch record of feed n, whose page at url had body.
@@ -164,11 +182,11 @@ const articleRules = `"article_config":{"title_selector":"h1.t","content_selecto
 // byte, in order; the records of pages it fetched itself are dropped.
 func TestPassThrough(t *testing.T) {
 	st := openStore(t)
-	feedEntry := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: "0123456789abcdef", FeedID: "f", ContentHash: "h", Title: "x",
+	feedEntry := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: "0123456789abcdef", FeedID: "00000000-0000-5000-8000-00000000000f", ContentHash: "h", Title: "x",
 		RawRef: ndjson.RawRef{FetchID: "00000000-0000-7000-8000-000000000001"}}
 	feedFetch := fetchRec(t, st, 1, "https://example.org/feed.xml", "<rss/>", ndjson.Due{SourceType: ndjson.SourceRSS})
 	pageFetch := fetchRec(t, st, 2, "https://example.org/a.html", "<p>", ndjson.Due{SourceType: ndjson.SourceWebsite})
-	pageFetch.Page = &ndjson.Page{Role: ndjson.PageArticle, SourceFetchID: "x"}
+	pageFetch.Page = &ndjson.Page{Role: ndjson.PageArticle, SourceFetchID: "00000000-0000-7000-8000-000000000009"}
 	notModified := fetchRec(t, st, 3, "https://example.org/", "", ndjson.Due{SourceType: ndjson.SourceWebsite})
 	notModified.BodyRef, notModified.NotModified, notModified.HTTPStatus = nil, true, 304
 	input := []string{
@@ -233,9 +251,7 @@ func TestList(t *testing.T) {
 	f := fetchRec(t, st, 1, s.url("/list"), list, ndjson.Due{SourceType: ndjson.SourceWebsite, Scrape: conf, ItemLimit: 6})
 	// /p/1 is stored already.
 	known := ids.EntryUID(ids.EntryKey{FeedID: f.Due.FeedID, NativeID: s.url("/p/1")})
-	if err := st.PutSeen(f.Due.FeedID, []storage.Seen{{UID: known, Hash: "x"}}, storage.Durable); err != nil {
-		t.Fatal(err)
-	}
+	storeSeen(t, st, f.Due.FeedID, known, "x")
 
 	out, log, err := runScrape(t, st, line(t, &f))
 	if err != nil {
@@ -309,9 +325,7 @@ func TestFulltext(t *testing.T) {
 		return e
 	}
 	a, b := mk(s.url("/a"), "A"), mk(s.url("/b"), "B")
-	if err := st.PutSeen(f.Due.FeedID, []storage.Seen{{UID: b.EntryUID, Hash: b.ContentHash}}, storage.Durable); err != nil {
-		t.Fatal(err)
-	}
+	storeSeen(t, st, f.Due.FeedID, b.EntryUID, b.ContentHash)
 	input := []string{line(t, &a), line(t, &b), line(t, &f)}
 	out, log, err := runScrape(t, st, input...)
 	if err != nil || len(out) != 3 {

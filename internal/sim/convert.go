@@ -201,3 +201,44 @@ func eachLine(r io.Reader, fn func([]byte) error) error {
 	}
 	return sc.Err()
 }
+
+// UndatedFeed is a feed whose items carry no publication time, as found in
+// a corpus: a name and how many items its document holds.
+type UndatedFeed struct {
+	ID    string
+	Items int
+}
+
+// Kinds of the no_dates case's feeds (ConvertNoDates).
+const (
+	KindStatic  = "static"  // shows its items and never changes
+	KindPosting = "posting" // posts at real times, served without dates
+)
+
+// ConvertNoDates makes the no_dates case: the undated feeds, each showing
+// its items (posted a day apart before the period; their times are
+// unknown and never served) and then never changing, behind ETags, as
+// rdf_UTF8.xml of the shared corpus does when served from a file (kind
+// static); and the feeds of posting, with their real posting times, served
+// without dates (kind posting). Every feed has no_dates. The period is
+// posting's.
+func ConvertNoDates(undated []UndatedFeed, posting *Workload) *Workload {
+	w := &Workload{Start: posting.Start, End: posting.End}
+	start := posting.Start.Unix()
+	for _, u := range undated {
+		f := &Feed{ID: u.ID, Kind: KindStatic, Window: u.Items, ETag: true, NoDates: true}
+		for i := u.Items; i >= 1; i-- {
+			f.Posts = append(f.Posts, start-int64(i)*86400)
+		}
+		w.Feeds = append(w.Feeds, f)
+	}
+	for _, p := range posting.Feeds {
+		f := *p
+		f.Kind, f.NoDates = KindPosting, true
+		f.Posts = slices.Clone(p.Posts)
+		f.Outages = slices.Clone(p.Outages)
+		w.Feeds = append(w.Feeds, &f)
+	}
+	w.normalize()
+	return w
+}

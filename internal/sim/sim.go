@@ -303,7 +303,7 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 // byKind groups the feeds' figures by kind, and adds the groups "ttl"
 // (feeds with a ttl or max-age), "ttl>=2h" (a floor of 2 hours or more,
 // longer than any policy's interval at the budget of fixed 1h), "outage"
-// (feeds with outages) and
+// (feeds with outages), "no_dates" (feeds whose items carry no dates) and
 // "plain" (feeds with neither, nor skip windows: where only the policy
 // sets the delay).
 func byKind(feeds []*feedRun, days float64) []KindResult {
@@ -328,6 +328,9 @@ func byKind(feeds []*feedRun, days float64) []KindResult {
 		}
 		if len(fr.f.Outages) > 0 {
 			add("outage", fr)
+		}
+		if fr.f.NoDates {
+			add("no_dates", fr)
 		}
 		if fr.f.TTLMinutes == 0 && fr.f.MaxAgeSec == 0 && len(fr.f.Outages) == 0 && len(fr.f.SkipHours) == 0 && len(fr.f.SkipDays) == 0 {
 			add("plain", fr)

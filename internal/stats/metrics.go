@@ -1,7 +1,7 @@
 package stats
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/catalog"
 )
 
 // durationBounds are the upper bounds, in seconds, of the fetch duration
@@ -35,29 +35,19 @@ func (h *Histogram) Observe(secs float64) {
 	h.Count++
 }
 
-// histogramKey is where feed-store keeps the histogram.
-const histogramKey = storage.DirState + "/fetch-durations.json"
-
 // LoadHistogram reads the store's fetch duration histogram; an absent or
 // unreadable one starts empty.
-func LoadHistogram(st *storage.Store) *Histogram {
+func LoadHistogram(ctx context.Context, cat *catalog.Catalog) *Histogram {
 	h := &Histogram{}
-	if b, err := os.ReadFile(st.Path(histogramKey)); err == nil {
-		json.Unmarshal(b, h)
-	}
-	if len(h.Counts) != len(durationBounds)+1 {
+	if ok, err := cat.Meta(ctx, catalog.MetaHistogram, h); !ok || err != nil || len(h.Counts) != len(durationBounds)+1 {
 		*h = Histogram{}
 	}
 	return h
 }
 
 // SaveHistogram writes it back.
-func SaveHistogram(st *storage.Store, h *Histogram) error {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	return st.WriteFileAtomic(histogramKey, append(b, '\n'))
+func SaveHistogram(ctx context.Context, cat *catalog.Catalog, h *Histogram) error {
+	return cat.SetMeta(ctx, catalog.MetaHistogram, h)
 }
 
 // WriteMetrics writes the store's figures in the Prometheus text format:
@@ -72,8 +62,9 @@ func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
 	metric := func(name, typ, help string) {
 		p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
-	metric("sources_total", "gauge", "Subscriptions, by state.")
-	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\n", t.Enabled, t.Disabled, t.Failing)
+	metric("sources_total", "gauge", "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).")
+	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\nsources_total{state=\"paused\"} %d\n",
+		t.Enabled, t.Disabled, t.Failing, t.Paused)
 	metric("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).")
 	p("sources_fetched_total %d\n", t.Counts.OK+t.Counts.NotModified)
 	metric("sources_failed_total", "counter", "Fetches that failed.")

@@ -5,6 +5,7 @@ package stats
 
 import (
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -23,7 +25,8 @@ type Row struct {
 	FeedID          string      `json:"feed_id"`
 	Name            string      `json:"name"`
 	URL             string      `json:"url"`
-	State           string      `json:"state"` // enabled, disabled, failing; "" for the total
+	State           string      `json:"state"`  // enabled, failing, paused or disabled (StatusOf); "" for the total
+	Status          string      `json:"status"` // the same for people, as feed-sub ls says it; "" for the total
 	Fetches         int         `json:"fetches"`
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
@@ -33,8 +36,8 @@ type Row struct {
 	NewEntries      int         `json:"new_entries"`
 	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days
 	MedianArticle   int         `json:"median_article_bytes"` // content (else summary) of entries stored in the last Days days
-	IntervalSec     int         `json:"interval_sec"`
-	NextFetchAt     ndjson.Time `json:"next_fetch_at"`
+	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
+	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
 }
 
@@ -43,41 +46,50 @@ const TypeStats = "feed_stats"
 
 // Totals are the figures of the whole store.
 type Totals struct {
-	Enabled, Disabled, Failing int
-	Counts                     storage.FeedCounts
+	// Subscriptions by status (StatusOf): Enabled are those in service,
+	// not disabled (by hand or by the scheduler), Failing and Paused
+	// among them.
+	Enabled, Failing, Paused, Disabled int
+	Counts                             catalog.FeedCounts
 }
 
-// Compute adds up the feed states of a store.
-func Compute(subs []ndjson.Subscription, states *storage.States) Totals {
-	var t Totals
-	for _, s := range subs {
-		switch st := states.ByFeed[s.FeedID]; {
-		case s.Disabled:
-			t.Disabled++
-		case st.ConsecutiveFailures > 0:
-			t.Failing++
-			t.Enabled++
-		default:
-			t.Enabled++
-		}
+// Compute adds up the feed states of a store at now, a feed at a time.
+func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
+	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+		t.add(f, StatusOf(f.Sub, f.State, now))
+		return nil
+	})
+	return t, err
+}
+
+// add counts one feed, of status st.
+func (t *Totals) add(f *catalog.Feed, st Status) {
+	switch st.State {
+	case StateDisabled:
+		t.Disabled++
+	case StateFailing:
+		t.Failing++
+		t.Enabled++
+	case StatePaused:
+		t.Paused++
+		t.Enabled++
+	default:
+		t.Enabled++
 	}
-	t.Counts.ErrorCodes = map[string]int{}
-	for _, st := range states.ByFeed {
-		c := st.Counts
-		t.Counts.Fetches += c.Fetches
-		t.Counts.OK += c.OK
-		t.Counts.NotModified += c.NotModified
-		t.Counts.Errors += c.Errors
-		t.Counts.BytesIn += c.BytesIn
-		t.Counts.BytesSaved += c.BytesSaved
-		t.Counts.DurationMS += c.DurationMS
-		t.Counts.NewEntries += c.NewEntries
-		t.Counts.Updated += c.Updated
-		for code, n := range c.ErrorCodes {
-			t.Counts.ErrorCodes[code] += n
-		}
+	c := f.State.Counts
+	t.Counts.Fetches += c.Fetches
+	t.Counts.OK += c.OK
+	t.Counts.NotModified += c.NotModified
+	t.Counts.Errors += c.Errors
+	t.Counts.BytesIn += c.BytesIn
+	t.Counts.BytesSaved += c.BytesSaved
+	t.Counts.DurationMS += c.DurationMS
+	t.Counts.NewEntries += c.NewEntries
+	t.Counts.Updated += c.Updated
+	for code, n := range c.ErrorCodes {
+		t.Counts.ErrorCodes[code] += n
 	}
-	return t
 }
 
 // Format is how Run writes its rows.
@@ -91,11 +103,12 @@ const (
 
 // Config is everything feed-stats touches.
 type Config struct {
-	Out    io.Writer
-	Store  *storage.Store
-	Now    time.Time
-	Days   int // window of new_per_day and median_article_bytes
-	Format Format
+	Out     io.Writer
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
+	Now     time.Time
+	Days    int // window of new_per_day and median_article_bytes
+	Format  Format
 }
 
 // Run writes a row per subscription and a total row.
@@ -103,39 +116,39 @@ func Run(cfg Config) error {
 	if cfg.Days <= 0 {
 		cfg.Days = 7
 	}
-	subs, _, err := cfg.Store.Subscriptions()
+	ctx := context.Background()
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, nil)
 	if err != nil {
 		return err
 	}
-	states, err := cfg.Store.States()
-	if err != nil {
-		return err
-	}
+	defer done()
 	recent, err := recentEntries(cfg.Store, cfg.Now, cfg.Days)
 	if err != nil {
 		return err
 	}
 	var rows []Row
 	var allSizes []int
-	for _, s := range subs {
-		st := states.ByFeed[s.FeedID]
+	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+		s, st := f.Sub, f.State
+		status := StatusOf(s, st, cfg.Now)
+		t.add(f, status)
 		r := row(st.Counts, cfg.Days, recent[s.FeedID])
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
-		r.State = "enabled"
-		switch {
-		case s.Disabled:
-			r.State = "disabled"
-		case st.ConsecutiveFailures > 0:
-			r.State = fmt.Sprintf("failing (%d)", st.ConsecutiveFailures)
+		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
+		if status.Listed {
+			r.NextFetchAt = ndjson.At(status.Next)
 		}
-		r.IntervalSec, r.NextFetchAt = st.IntervalSec, st.NextFetchAt
 		if st.LastError != nil {
 			r.LastError = st.LastError.Code + ": " + st.LastError.Message
 		}
 		rows = append(rows, r)
 		allSizes = append(allSizes, recent[s.FeedID].sizes...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	t := Compute(subs, states)
 	var all feedRecent
 	for _, fr := range recent {
 		all.newEntries += fr.newEntries
@@ -147,7 +160,7 @@ func Run(cfg Config) error {
 	return write(cfg, rows)
 }
 
-func row(c storage.FeedCounts, days int, fr feedRecent) Row {
+func row(c catalog.FeedCounts, days int, fr feedRecent) Row {
 	r := Row{Header: ndjson.Head(TypeStats), Fetches: c.Fetches, BytesIn: c.BytesIn, BytesSaved: c.BytesSaved, NewEntries: c.NewEntries}
 	if c.Fetches > 0 {
 		n := float64(c.Fetches)
@@ -212,11 +225,11 @@ func write(cfg Config, rows []Row) error {
 	case CSV:
 		w := csv.NewWriter(cfg.Out)
 		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
-			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error"})
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status"})
 		for _, r := range rows {
 			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
 				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
-				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError})
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status})
 		}
 		w.Flush()
 		return w.Error()
@@ -233,7 +246,7 @@ func write(cfg Config, rows []Row) error {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", id, r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.State, "-"))
+			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.Status, "-"))
 	}
 	return tw.Flush()
 }

@@ -2,50 +2,61 @@ package stats
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func fixture(t *testing.T) *storage.Store {
+func fixture(t *testing.T) (*storage.Store, *catalog.Catalog) {
 	t.Helper()
 	st, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "aaaaaaaa-1", URL: "https://a.example/feed", Name: "A"},
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "bbbbbbbb-2", URL: "https://b.example/feed", Disabled: true},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "aaaaaaaa-0000-4000-8000-000000000001", URL: "https://a.example/feed", Name: "A"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "bbbbbbbb-0000-4000-8000-000000000002", URL: "https://b.example/feed", Disabled: true},
 		}, nil
 	})
-	states, _ := st.States()
-	states.Put(storage.Durable,
-		storage.FeedState{FeedID: "aaaaaaaa-1", IntervalSec: 3600, Counts: storage.FeedCounts{Fetches: 10, OK: 6, NotModified: 3, Errors: 1,
+	err = cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.PutStates(catalog.FeedState{FeedID: "aaaaaaaa-0000-4000-8000-000000000001", IntervalSec: 3600, Counts: catalog.FeedCounts{Fetches: 10, OK: 6, NotModified: 3, Errors: 1,
 			ErrorCodes: map[string]int{"http_500": 1}, BytesIn: 60000, BytesSaved: 30000, NewEntries: 14}},
-		storage.FeedState{FeedID: "bbbbbbbb-2", Title: "B's title", ConsecutiveFailures: 2, LastError: &ndjson.Error{Code: "http_404", Message: "HTTP 404"},
-			Counts: storage.FeedCounts{Fetches: 2, Errors: 2, ErrorCodes: map[string]int{"http_404": 2}}})
+			catalog.FeedState{FeedID: "bbbbbbbb-0000-4000-8000-000000000002", Title: "B's title", ConsecutiveFailures: 2, LastError: &ndjson.Error{Code: "http_404", Message: "HTTP 404"},
+				Counts: catalog.FeedCounts{Fetches: 2, Errors: 2, ErrorCodes: map[string]int{"http_404": 2}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var entries []byte
 	for i, size := range []int{100, 300, 200} {
-		e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: string(rune('a' + i)), FeedID: "aaaaaaaa-1", ContentHash: "h",
+		e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), EntryUID: fmt.Sprintf("%016x", i), FeedID: "aaaaaaaa-0000-4000-8000-000000000001", ContentHash: "h",
 			Status: ndjson.StatusNew, Content: strings.Repeat("x", size)}
 		b, _ := ndjson.Marshal(e)
 		entries = append(entries, b...)
 	}
 	st.AppendLines(storage.DayFile(storage.DirEntries, now), entries, storage.Durable)
-	return st
+	return st, cat
 }
 
 func TestRunFormats(t *testing.T) {
-	st := fixture(t)
+	st, _ := fixture(t)
 	var out bytes.Buffer
 	if err := Run(Config{Out: &out, Store: st, Now: now, Days: 3, Format: NDJSON}); err != nil {
 		t.Fatal(err)
@@ -63,7 +74,7 @@ func TestRunFormats(t *testing.T) {
 		}
 		rows[r.FeedID] = r
 	}
-	a, b, total := rows["aaaaaaaa-1"], rows["bbbbbbbb-2"], rows["total"]
+	a, b, total := rows["aaaaaaaa-0000-4000-8000-000000000001"], rows["bbbbbbbb-0000-4000-8000-000000000002"], rows["total"]
 	if a.Fetches != 10 || a.OKRate != 0.6 || a.NotModifiedRate != 0.3 || a.ErrorRate != 0.1 || a.BytesSaved != 30000 || a.NewPerDay != 1 || a.MedianArticle != 200 || a.State != "enabled" || a.Name != "A" {
 		t.Errorf("a: %+v", a)
 	}
@@ -90,18 +101,21 @@ func TestRunFormats(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	st := fixture(t)
-	h := LoadHistogram(st)
+	_, cat := fixture(t)
+	ctx := context.Background()
+	h := LoadHistogram(ctx, cat)
 	for _, secs := range []float64{0.01, 0.3, 0.3, 7, 100} {
 		h.Observe(secs)
 	}
-	if err := SaveHistogram(st, h); err != nil {
+	if err := SaveHistogram(ctx, cat, h); err != nil {
 		t.Fatal(err)
 	}
-	subs, _, _ := st.Subscriptions()
-	states, _ := st.States()
+	totals, err := Compute(ctx, cat, now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "feedpipe.prom")
-	if err := WriteMetricsFile(path, Compute(subs, states), LoadHistogram(st)); err != nil {
+	if err := WriteMetricsFile(path, totals, LoadHistogram(ctx, cat)); err != nil {
 		t.Fatal(err)
 	}
 	text, _ := os.ReadFile(path)

@@ -6,15 +6,31 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
+// Placed is where a line was appended: the key of its file, and its
+// offset and length there (its newline included).
+type Placed struct {
+	Key    string
+	Offset int64
+	Length int64
+}
+
+// FetchIndexer indexes the fetch records of fetches/ (the catalog does),
+// under the fetch lock: CatchUp indexes what a crash left past its
+// checkpoint, before an append; Index indexes the records just appended,
+// and moves the checkpoint past them.
+type FetchIndexer interface {
+	CatchUp() error
+	Index(records []*ndjson.Fetch, placed []Placed) error
+}
+
 // AppendFetches appends fetch records to their day files in fetches/,
-// synced, each append under the fetch lock: feed-fetch and feed-scrape
-// (and two pipelines) append to the same files, and the lock keeps one
-// from taking another's line in progress for a torn one. It first syncs the
-// store, so that the payloads the records point at (PutRaw) are on disk
-// before any record is: no record ever names a payload a crash lost. Then,
-// still under the lock, it notes each record's scheduled run in the run
-// ledger (ledger.go).
-func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
+// synced, and has ix index them, all under the fetch lock: feed-fetch and
+// feed-scrape (and two pipelines) append to the same files, and the lock
+// keeps one from taking another's line in progress for a torn one, and
+// the index's checkpoint in step with the files. It first syncs the store,
+// so that the payloads the records point at (PutRaw) are on disk before
+// any record is: no record ever names a payload a crash lost.
+func (s *Store) AppendFetches(records []*ndjson.Fetch, ix FetchIndexer) error {
 	lines := make([][]byte, len(records))
 	for i, f := range records {
 		line, err := ndjson.Marshal(f)
@@ -23,13 +39,13 @@ func (s *Store) AppendFetches(records []*ndjson.Fetch) error {
 		}
 		lines[i] = line
 	}
-	return s.AppendFetchLines(records, lines)
+	return s.AppendFetchLines(records, lines, ix)
 }
 
 // AppendFetchLines is AppendFetches for records encoded already, so that
 // a caller that writes them out too encodes each once: lines[i] is
 // records[i] as ndjson.Marshal encodes it.
-func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte) error {
+func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte, ix FetchIndexer) error {
 	if len(records) == 0 {
 		return nil
 	}
@@ -44,17 +60,18 @@ func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte) error 
 		size[keys[i]] += len(lines[i]) + 1
 	}
 	byDay := make(map[string][]byte, len(order))
-	within := make([]int64, len(records)) // offset of each record in its day's batch
+	placed := make([]Placed, len(records))
 	for i, key := range keys {
 		b := byDay[key]
 		if b == nil {
 			b = make([]byte, 0, size[key])
 		}
-		within[i] = int64(len(b))
+		placed[i] = Placed{Key: key, Offset: int64(len(b))} // in its day's batch, for now
 		b = append(b, lines[i]...)
 		if !bytes.HasSuffix(b, []byte{'\n'}) {
 			b = append(b, '\n')
 		}
+		placed[i].Length = int64(len(b)) - placed[i].Offset
 		byDay[key] = b
 	}
 	if err := s.Sync(); err != nil {
@@ -65,6 +82,9 @@ func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte) error 
 		return err
 	}
 	defer unlock()
+	if err := ix.CatchUp(); err != nil {
+		return err
+	}
 	start := map[string]int64{}
 	for _, key := range order {
 		off, err := s.AppendLines(key, byDay[key], Durable)
@@ -73,9 +93,8 @@ func (s *Store) AppendFetchLines(records []*ndjson.Fetch, lines [][]byte) error 
 		}
 		start[key] = off
 	}
-	offsets := make([]int64, len(records))
-	for i := range records {
-		offsets[i] = start[keys[i]] + within[i]
+	for i := range placed {
+		placed[i].Offset += start[placed[i].Key]
 	}
-	return s.recordRuns(records, offsets)
+	return ix.Index(records, placed)
 }

@@ -7,7 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -27,13 +27,12 @@ const (
 // line. The caller must hold the lock of the files it appends to (Lock):
 // with another writer at work, a line it is writing would look torn.
 func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64, err error) {
-	path := s.Path(key)
-	f, err := openAppend(path)
+	f, err := s.openAppend(key)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	size, err := cutTornTail(f, path)
+	size, err := cutTornTail(f, key)
 	if err != nil {
 		return 0, err
 	}
@@ -53,23 +52,27 @@ func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64
 	}
 	if size == 0 && d == Durable {
 		// A new file: make its name durable too.
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := s.syncDir(path.Dir(key)); err != nil {
 			return 0, err
 		}
 	}
 	return size, nil
 }
 
-// openAppend opens the file at path for appending, creating it and its
-// directory if need be. The directory is made only when the open says it
-// is missing: a cycle appends to thousands of files whose directories
-// exist, and a stat for each was a tenth of the cost.
-func openAppend(path string) (*os.File, error) {
-	const flags = os.O_WRONLY | os.O_APPEND | os.O_CREATE
-	f, err := os.OpenFile(path, flags, 0o644)
+// openAppend opens the file at key for appending (and reading back its
+// tail), creating it and its directory if need be. The directory is made
+// only when the open says it is missing: a cycle appends to thousands of
+// files whose directories exist, and a stat for each was a tenth of the
+// cost.
+func (s *Store) openAppend(key string) (*os.File, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	const flags = os.O_RDWR | os.O_APPEND | os.O_CREATE
+	f, err := s.root.OpenFile(key, flags, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			f, err = os.OpenFile(path, flags, 0o644)
+		if err = s.root.MkdirAll(path.Dir(key), 0o755); err == nil {
+			f, err = s.root.OpenFile(key, flags, 0o644)
 		}
 	}
 	if err != nil {
@@ -80,7 +83,7 @@ func openAppend(path string) (*os.File, error) {
 
 // cutTornTail truncates the file after its last newline, if anything
 // follows it, and returns the size it leaves.
-func cutTornTail(f *os.File, path string) (int64, error) {
+func cutTornTail(f *os.File, key string) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("storage: %w", err)
@@ -89,17 +92,12 @@ func cutTornTail(f *os.File, path string) (int64, error) {
 	if size == 0 {
 		return 0, nil
 	}
-	r, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("storage: %w", err)
-	}
-	defer r.Close()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, min(size, 64<<10))
 	end := size
 	for end > 0 {
 		n := min(int64(len(buf)), end)
-		if _, err := r.ReadAt(buf[:n], end-n); err != nil {
-			return 0, fmt.Errorf("storage: read end of %s: %w", path, err)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, fmt.Errorf("storage: read end of %s: %w", key, err)
 		}
 		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
 			end = end - n + int64(i) + 1
@@ -111,7 +109,7 @@ func cutTornTail(f *os.File, path string) (int64, error) {
 		return size, nil
 	}
 	if err := f.Truncate(end); err != nil {
-		return 0, fmt.Errorf("storage: cut the torn last line of %s: %w", path, unwrapPathError(err))
+		return 0, fmt.Errorf("storage: cut the torn last line of %s: %w", key, unwrapPathError(err))
 	}
 	return end, nil
 }
@@ -120,30 +118,33 @@ func cutTornTail(f *os.File, path string) (int64, error) {
 // file beside it, sync, rename over the old one, sync the directory. A
 // reader sees the old file or the new one, never a mix.
 func (s *Store) WriteFileAtomic(key string, data []byte) error {
-	return writeFileAtomic(s.Path(key), data, Durable)
+	return s.writeFileAtomic(key, data, Durable)
 }
 
-func writeFileAtomic(path string, data []byte, d Durability) error {
-	return writeAtomic(path, d, func(w io.Writer) error {
+func (s *Store) writeFileAtomic(key string, data []byte, d Durability) error {
+	return s.writeAtomic(key, d, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
 // writeAtomic is writeFileAtomic for a file that fill writes as a stream.
-func writeAtomic(path string, d Durability, fill func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func (s *Store) writeAtomic(key string, d Durability, fill func(io.Writer) error) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	dir := path.Dir(key)
+	if err := s.root.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, name, err := s.createTemp(key)
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	fail := func(err error) error {
 		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("storage: write %s: %w", path, unwrapPathError(err))
+		s.root.Remove(name)
+		return fmt.Errorf("storage: write %s: %w", key, unwrapPathError(err))
 	}
 	if err := fill(tmp); err != nil {
 		return fail(err)
@@ -156,24 +157,24 @@ func writeAtomic(path string, d Durability, fill func(io.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return fail(err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := s.root.Rename(name, key); err != nil {
+		s.root.Remove(name)
 		return fmt.Errorf("storage: %w", err)
 	}
 	if d == Durable {
-		return syncDir(dir)
+		return s.syncDir(dir)
 	}
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func (s *Store) syncDir(dir string) error {
+	d, err := s.root.Open(dir)
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("storage: sync directory %s: %w", dir, unwrapPathError(err))
+		return fmt.Errorf("storage: sync directory %s: %w", s.Path(dir), unwrapPathError(err))
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func syncDir(dir string) error {
 // Malformed lines are counted in bad and skipped. It returns the offset just
 // past the last complete line.
 func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
-	f, err := os.Open(s.Path(key))
+	f, err := s.open(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, 0, nil
 	}
@@ -192,7 +193,56 @@ func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	return readLog(f, key, from, fn)
+	return readLog(f, key, from, func(_, _ int64, l ndjson.Line) error { return fn(l) })
+}
+
+// FollowLogs is ReadLogsSince for a reader that needs where each line is:
+// fn gets the key of its file and the offsets of its start and of its end
+// (past the newline).
+func (s *Store) FollowLogs(dir, file string, offset int64, fn func(key string, start, end int64, l ndjson.Line) error) (endFile string, endOffset int64, err error) {
+	files, err := s.DayFiles(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	endFile, endOffset = file, offset
+	for _, key := range files {
+		if key < file {
+			continue
+		}
+		from := int64(0)
+		if key == file {
+			from = offset
+		}
+		f, err := s.open(key)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("storage: %w", err)
+		}
+		off, _, err := readLog(f, key, from, func(start, end int64, l ndjson.Line) error { return fn(key, start, end, l) })
+		f.Close()
+		if err != nil {
+			return "", 0, err
+		}
+		endFile, endOffset = key, off
+	}
+	return endFile, endOffset, nil
+}
+
+// ReadAt reads length bytes at offset of the file at key: a line whose
+// place an index keeps.
+func (s *Store) ReadAt(key string, offset, length int64) ([]byte, error) {
+	f, err := s.open(key)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, length)
+	if _, err := f.ReadAt(b, offset); err != nil {
+		return nil, fmt.Errorf("storage: read %s at %d: %w", key, offset, err)
+	}
+	return b, nil
 }
 
 // ReadLogsSince reads the day files of dir from a position on: the rest
@@ -222,8 +272,9 @@ func (s *Store) ReadLogsSince(dir, file string, offset int64, fn func(key string
 	return endFile, endOffset, nil
 }
 
-// readLog is ReadLog on an open file.
-func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (end int64, bad int, err error) {
+// readLog is ReadLog on an open file; fn also gets where each line starts
+// and ends.
+func readLog(f *os.File, key string, from int64, fn func(start, end int64, l ndjson.Line) error) (end int64, bad int, err error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return 0, 0, fmt.Errorf("storage: %w", err)
 	}
@@ -242,12 +293,13 @@ func readLog(f *os.File, key string, from int64, fn func(ndjson.Line) error) (en
 		if line.Unterminated {
 			return end, bad, nil
 		}
+		start := end
 		end = from + cr.n - int64(rd.Buffered())
 		if le != nil {
 			bad++
 			continue
 		}
-		if err := fn(line); err != nil {
+		if err := fn(start, end, line); err != nil {
 			return end, bad, err
 		}
 	}
@@ -264,15 +316,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// encodeLines encodes records as NDJSON lines.
-func encodeLines[T any](records []T) ([]byte, error) {
-	var buf bytes.Buffer
-	for _, r := range records {
-		b, err := ndjson.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(b)
+// ReadLogLines is ReadLog for a reader that needs where each line is: fn
+// gets the offsets of its start and of its end (past the newline).
+func (s *Store) ReadLogLines(key string, fn func(start, end int64, l ndjson.Line) error) error {
+	f, err := s.open(key)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
-	return buf.Bytes(), nil
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	_, _, err = readLog(f, key, 0, fn)
+	return err
 }

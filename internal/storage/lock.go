@@ -14,8 +14,12 @@ var ErrLocked = errors.New("held by another process")
 // lockFile takes an exclusive flock(2) on path, creating it if needed. The
 // lock belongs to the open file, so it is released when the process dies,
 // however it dies. unlock releases it.
-func lockFile(path string, wait bool) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func (s *Store) lockFile(key string, wait bool) (unlock func(), err error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	path := s.Path(key)
+	f, err := s.root.OpenFile(key, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: lock: %w", err)
 	}
@@ -52,12 +56,12 @@ const (
 // it; with wait true it blocks, after calling waiting (if not nil) so that
 // the caller can say why nothing happens.
 func (s *Store) Lock(name string, wait bool, waiting func()) (unlock func(), err error) {
-	unlock, err = lockFile(s.Path(name), false)
+	unlock, err = s.lockFile(name, false)
 	if err == nil || !wait || !errors.Is(err, ErrLocked) {
 		return unlock, err
 	}
 	if waiting != nil {
 		waiting()
 	}
-	return lockFile(s.Path(name), true)
+	return s.lockFile(name, true)
 }

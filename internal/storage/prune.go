@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
+	"path"
 	"strings"
 	"time"
 
@@ -22,14 +21,21 @@ type RawFile struct {
 
 // RawFiles lists the stored payloads, oldest day first.
 func (s *Store) RawFiles() ([]RawFile, error) {
-	days, err := filepath.Glob(filepath.Join(s.Root, DirRaw, "????-??-??"))
+	days, err := s.list(DirRaw)
 	if err != nil {
 		return nil, err
 	}
 	var files []RawFile
-	for _, dir := range days {
-		day := filepath.Base(dir)
-		list, err := os.ReadDir(dir)
+	for _, day := range days {
+		if !ndjson.IsDay(day) {
+			continue
+		}
+		d, err := s.open(DirRaw + "/" + day)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		list, err := d.ReadDir(-1)
+		d.Close()
 		if err != nil {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
@@ -52,7 +58,7 @@ func (s *Store) RawFiles() ([]RawFile, error) {
 
 // Size is the size in bytes of the file at key; 0 if there is none.
 func (s *Store) Size(key string) int64 {
-	info, err := os.Stat(s.Path(key))
+	info, err := s.Stat(key)
 	if err != nil {
 		return 0
 	}
@@ -62,98 +68,11 @@ func (s *Store) Size(key string) int64 {
 // Remove deletes the file at key, and its directory if that leaves it
 // empty (a day of raw/). A file already gone is not an error.
 func (s *Store) Remove(key string) error {
-	path := s.Path(key)
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := s.remove(key); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
 	}
-	dir := filepath.Dir(path)
-	if filepath.Dir(dir) == filepath.Join(s.Root, DirRaw) {
-		os.Remove(dir) // fails, as it should, unless empty
+	if dir := path.Dir(key); path.Dir(dir) == DirRaw {
+		s.remove(dir) // fails, as it should, unless empty
 	}
 	return nil
-}
-
-// IndexedFeeds lists the feeds that have an entry index, sorted.
-func (s *Store) IndexedFeeds() ([]string, error) {
-	var feeds []string
-	seen := map[string]bool{}
-	for _, ext := range []string{".seen", ".ndjson"} {
-		paths, err := filepath.Glob(filepath.Join(s.Root, DirIndex, "*", "*"+ext))
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range paths {
-			id := strings.TrimSuffix(filepath.Base(p), ext)
-			if !seen[id] {
-				seen[id] = true
-				feeds = append(feeds, id)
-			}
-		}
-	}
-	sort.Strings(feeds)
-	return feeds, nil
-}
-
-// SeenBefore lists the entries whose latest version was last seen before
-// t; an entry with no last_seen is not listed.
-func (ix *FeedIndex) SeenBefore(t time.Time) []string {
-	var uids []string
-	for uid, s := range ix.latest {
-		if !s.LastSeen.IsZero() && s.LastSeen.Before(t) {
-			uids = append(uids, uid)
-		}
-	}
-	sort.Strings(uids)
-	return uids
-}
-
-// ForgetSeen rewrites the entry index of a feed without the records of
-// the entries in forget (every version of each): the seen-ids TTL of
-// feed-store prune --seen-keep. Each file is replaced whole, so a reader
-// sees it before or after, and one emptied is removed. The files are not
-// synced: the caller syncs the store. The caller holds the store lock.
-func (s *Store) ForgetSeen(feedID string, forget map[string]bool) error {
-	binKey := indexBinKey(feedID)
-	data, err := os.ReadFile(s.Path(binKey))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("storage: %w", err)
-	}
-	if err == nil {
-		kept := make([]byte, 0, len(data))
-		for r := data; len(r) >= seenRecordSize; r = r[seenRecordSize:] {
-			e, _, ok := parseSeen(r[:seenRecordSize], nil)
-			if ok && !forget[e.UID] {
-				kept = append(kept, r[:seenRecordSize]...)
-			}
-		}
-		if err := s.replaceIndexFile(binKey, kept, len(kept) != len(data)); err != nil {
-			return err
-		}
-	}
-	key := indexKey(feedID)
-	var kept []byte
-	changed := false
-	if _, _, err := s.ReadLog(key, 0, func(l ndjson.Line) error {
-		var e Seen
-		if l.Type == TypeSeen && l.Decode(&e) == nil && forget[e.UID] {
-			changed = true
-			return nil
-		}
-		kept = append(append(kept, l.Raw...), '\n')
-		return nil
-	}); err != nil {
-		return err
-	}
-	return s.replaceIndexFile(key, kept, changed)
-}
-
-func (s *Store) replaceIndexFile(key string, data []byte, changed bool) error {
-	switch {
-	case !changed:
-		return nil
-	case len(data) == 0:
-		return s.Remove(key)
-	default:
-		return writeFileAtomic(s.Path(key), data, Lazy)
-	}
 }

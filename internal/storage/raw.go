@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // RawStorage is the BlobRef.Storage of payloads in this store.
@@ -37,9 +39,8 @@ func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (k
 	digest := sha256.Sum256(body)
 	sum = hex.EncodeToString(digest[:])
 	key = DirRaw + "/" + Day(at) + "/" + sum + ".zst"
-	path := s.Path(key)
 	if look(sum) {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := s.root.Stat(key); err == nil {
 			return key, sum, nil
 		}
 	}
@@ -54,7 +55,7 @@ func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (k
 		}
 	}()
 	*buf = enc.EncodeAll(body, (*buf)[:0])
-	if err := writeNew(path, *buf); err != nil {
+	if err := s.writeNew(key, *buf); err != nil {
 		return "", "", err
 	}
 	return key, sum, nil
@@ -70,19 +71,30 @@ const maxPooledRaw = 256 << 10
 var ErrRawTooLarge = errors.New("payload over the size limit")
 
 // GetRaw returns the payload stored at key, refusing one that decodes to
-// more than max bytes (0 = no limit beyond the decoder's 1 GiB).
+// more than max bytes (0 = no limit beyond the decoder's 1 GiB). key must
+// have the shape PutRaw gives it (ndjson.IsRawKey).
 func (s *Store) GetRaw(key string, max int64) ([]byte, error) {
-	return s.GetRawFile(s.Path(key), max)
-}
-
-// GetRawFile is GetRaw for a payload file named by its path, for replaying
-// payloads copied out of a store.
-func (s *Store) GetRawFile(path string, max int64) ([]byte, error) {
-	key := path
-	compressed, err := os.ReadFile(path)
+	if !ndjson.IsRawKey(key) {
+		return nil, fmt.Errorf("storage: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
+	}
+	compressed, err := s.root.ReadFile(key)
 	if err != nil {
 		return nil, fmt.Errorf("storage: read payload %s: %w", key, unwrapPathError(err))
 	}
+	return s.decodeRaw(key, compressed, max)
+}
+
+// GetRawFile is GetRaw for a payload file named by its path, for replaying
+// payloads copied out of a store: a path the user gave, not a key.
+func (s *Store) GetRawFile(path string, max int64) ([]byte, error) {
+	compressed, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: read payload %s: %w", path, unwrapPathError(err))
+	}
+	return s.decodeRaw(path, compressed, max)
+}
+
+func (s *Store) decodeRaw(key string, compressed []byte, max int64) ([]byte, error) {
 	_, dec, err := s.codecs()
 	if err != nil {
 		return nil, fmt.Errorf("storage: zstd: %w", err)

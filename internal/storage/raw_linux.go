@@ -3,42 +3,51 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// writeNew writes a payload file at path whole or not at all, without a
-// sync (Store.Sync makes it durable). A file already at path is kept: a
+// writeNew writes a payload file at key whole or not at all, without a
+// sync (Store.Sync makes it durable). A file already at key is kept: a
 // payload's name is its content's hash.
 //
 // The data goes into an unnamed file (O_TMPFILE) in the payload's
-// directory, which is then given its name (linkat): four system calls, where
-// a named temporary file and a rename take a dozen through package os, and
-// nothing is left behind by a crash in between. Where the file system has
-// no O_TMPFILE, or /proc is missing, it falls back to writeFileAtomic.
-func writeNew(path string, data []byte) error {
+// directory, which is then given its name (linkat): a few system calls,
+// where a named temporary file and a rename take a dozen through package
+// os, and nothing is left behind by a crash in between. The directory is
+// opened through the store's root, so the file lands inside the store
+// whatever links are planted in it. Where the file system has no
+// O_TMPFILE, or /proc is missing, it falls back to writeFileAtomic.
+func (s *Store) writeNew(key string, data []byte) error {
 	if noTmpfile.Load() {
-		return writeFileAtomic(path, data, Lazy)
+		return s.writeFileAtomic(key, data, Lazy)
 	}
-	dir := filepath.Dir(path)
-	fd, err := openTmpfile(dir)
-	if errors.Is(err, unix.ENOENT) {
+	dirKey, name := path.Split(key)
+	dir, err := s.root.Open(dirKey)
+	if errors.Is(err, fs.ErrNotExist) {
 		// A new day.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := s.root.MkdirAll(dirKey, 0o755); err != nil {
 			return fmt.Errorf("storage: %w", err)
 		}
-		fd, err = openTmpfile(dir)
-	}
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
-		noTmpfile.Store(true)
-		return writeFileAtomic(path, data, Lazy)
+		dir, err = s.root.Open(dirKey)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", path, err)
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer dir.Close()
+	dirfd := int(dir.Fd())
+	fd, err := openTmpfile(dirfd)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		noTmpfile.Store(true)
+		return s.writeFileAtomic(key, data, Lazy)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write %s: %w", key, err)
 	}
 	closed := false
 	defer func() {
@@ -52,11 +61,11 @@ func writeNew(path string, data []byte) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("storage: write %s: %w", path, err)
+			return fmt.Errorf("storage: write %s: %w", key, err)
 		}
 		rest = rest[n:]
 	}
-	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
 	switch {
 	case errors.Is(err, unix.EEXIST):
 		return nil // stored already
@@ -65,14 +74,14 @@ func writeNew(path string, data []byte) error {
 		if _, err := os.Stat("/proc/self/fd"); err != nil {
 			noTmpfile.Store(true)
 		}
-		return writeFileAtomic(path, data, Lazy)
+		return s.writeFileAtomic(key, data, Lazy)
 	case err != nil:
-		return fmt.Errorf("storage: write %s: %w", path, err)
+		return fmt.Errorf("storage: write %s: %w", key, err)
 	}
 	closed = true
 	if err := unix.Close(fd); err != nil {
-		os.Remove(path)
-		return fmt.Errorf("storage: write %s: %w", path, err)
+		s.root.Remove(key)
+		return fmt.Errorf("storage: write %s: %w", key, err)
 	}
 	return nil
 }
@@ -82,11 +91,11 @@ func writeNew(path string, data []byte) error {
 // way of writeFileAtomic at once.
 var noTmpfile atomic.Bool
 
-// openTmpfile opens a new unnamed file in dir for writing, readable by
+// openTmpfile opens a new unnamed file in the directory dirfd for writing, readable by
 // its owner only, as os.CreateTemp makes files.
-func openTmpfile(dir string) (int, error) {
+func openTmpfile(dirfd int) (int, error) {
 	for {
-		fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dirfd, ".", unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
 		if !errors.Is(err, unix.EINTR) {
 			return fd, err
 		}

@@ -4,4 +4,4 @@ package storage
 
 // writeNew writes a payload file at path whole or not at all, without a
 // sync (Store.Sync makes it durable).
-func writeNew(path string, data []byte) error { return writeFileAtomic(path, data, Lazy) }
+func (s *Store) writeNew(key string, data []byte) error { return s.writeFileAtomic(key, data, Lazy) }

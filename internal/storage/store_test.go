@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func openTemp(t *testing.T) *Store {
 
 func TestOpenCreatesLayout(t *testing.T) {
 	s := openTemp(t)
-	for _, d := range []string{DirState, DirRaw, DirFetches, DirEntries, DirEvents, DirIndex} {
+	for _, d := range []string{DirRaw, DirFetches, DirEntries, DirEvents} {
 		if st, err := os.Stat(filepath.Join(s.Root, d)); err != nil || !st.IsDir() {
 			t.Errorf("%s not created: %v", d, err)
 		}
@@ -160,148 +159,5 @@ func TestRawRoundTrip(t *testing.T) {
 	}
 	if _, err := s.GetRaw("raw/2026-11-21/missing.zst", 0); err == nil || !strings.Contains(err.Error(), "missing.zst") {
 		t.Fatalf("missing payload: %v", err)
-	}
-}
-
-func TestEditSubscriptionsSerialisesWriters(t *testing.T) {
-	s := openTemp(t)
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
-				return append(subs, ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: string(rune('a' + i))}), nil
-			})
-			if err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	subs, bad, err := s.Subscriptions()
-	if err != nil || bad != 0 || len(subs) != 20 {
-		t.Fatalf("%d subscriptions, %d bad, %v; want 20", len(subs), bad, err)
-	}
-	failed := errors.New("no")
-	if err := s.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return nil, failed }); !errors.Is(err, failed) {
-		t.Fatal(err)
-	}
-	if subs, _, _ := s.Subscriptions(); len(subs) != 20 {
-		t.Fatal("a failed edit wrote")
-	}
-}
-
-func TestEditSubscriptionsRefusesToDropMalformedLines(t *testing.T) {
-	s := openTemp(t)
-	os.WriteFile(s.Path(SubscriptionsFile), []byte("{\"type\":\"subscription\",\"feed_id\":\"a\"}\nnot json\n"), 0o644)
-	err := s.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
-	if err == nil || !strings.Contains(err.Error(), "1 malformed lines") {
-		t.Fatalf("got %v", err)
-	}
-}
-
-func TestStatesLastWinsAndCompact(t *testing.T) {
-	s := openTemp(t)
-	st, err := s.States()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 1100 {
-		if err := st.Put(Durable, FeedState{FeedID: "f1", ConsecutiveFailures: i}, FeedState{FeedID: "f2", LastStatus: 200}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	again, err := s.States()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(again.ByFeed) != 2 || again.ByFeed["f1"].ConsecutiveFailures != 1099 || again.ByFeed["f2"].LastStatus != 200 {
-		t.Fatalf("states %+v", again.ByFeed)
-	}
-	if again.lines > 2*2+1024 {
-		t.Fatalf("log not compacted: %d lines", again.lines)
-	}
-}
-
-func TestRecover(t *testing.T) {
-	s := openTemp(t)
-	entry := func(uid, hash string) string {
-		b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "feed1", EntryUID: uid, ContentHash: hash, SeenCount: 1})
-		return string(b)
-	}
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	// Entries stored but never indexed nor announced: a crash between the
-	// steps. One of them (u2) had its event written before the crash.
-	s.AppendLines("entries/2026-11-20.ndjson", []byte(entry("u1", "h1")+entry("u2", "h2")), Durable)
-	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u1", "h1b")), Durable)
-	u2 := ndjson.Entry{EntryUID: "u2", ContentHash: "h2"}
-	ev, _ := ndjson.Marshal(ndjson.EventFor(&u2, ndjson.At(now), "entries/2026-11-20.ndjson"))
-	s.AppendLines("events/2026-11-20.ndjson", ev, Durable)
-
-	announced, err := s.Recover(now)
-	if err != nil || len(announced) != 2 || announced[0].EntryUID != "u1" || announced[1].ContentHash != "h1b" || announced[0].StoredIn != "entries/2026-11-20.ndjson" {
-		t.Fatalf("announced %+v, %v", announced, err)
-	}
-	idx, _ := s.SeenEntries("feed1")
-	u1, _ := idx.Latest("u1")
-	if idx.Len() != 2 || u1.Hash != "h1b" || idx.Judge("u1", "h1") != "" || idx.Judge("u1", "h9") != "updated" || idx.Judge("u9", "h1") != "new" {
-		t.Fatalf("index %+v", idx)
-	}
-	events, _ := os.ReadFile(s.Path("events/2026-11-21.ndjson"))
-	if strings.Count(string(events), "\n") != 2 {
-		t.Fatalf("events written:\n%s", events)
-	}
-	if again, _ := s.Recover(now); len(again) != 0 {
-		t.Fatalf("second recovery announced %d", len(again))
-	}
-	cp, _ := s.Checkpoint()
-	if cp.File != "entries/2026-11-21.ndjson" || cp.Offset == 0 || cp.EventsFile != "events/2026-11-21.ndjson" || cp.EventsOffset == 0 {
-		t.Fatalf("checkpoint %+v", cp)
-	}
-	s.AppendLines("entries/2026-11-21.ndjson", []byte(entry("u3", "h3")), Durable)
-	if got, _ := s.Recover(now); len(got) != 1 {
-		t.Fatalf("recovery after the checkpoint announced %d, want 1", len(got))
-	}
-	// An index lost entirely is rebuilt; nothing is announced twice.
-	os.RemoveAll(s.Path(DirIndex))
-	if got, err := s.Recover(now); len(got) != 0 || err != nil {
-		t.Fatalf("rebuild announced %d, %v", len(got), err)
-	}
-	idx, _ = s.SeenEntries("feed1")
-	if idx.Len() != 3 {
-		t.Fatalf("rebuilt index has %d entries", idx.Len())
-	}
-}
-
-func TestFindSubscription(t *testing.T) {
-	subs := []ndjson.Subscription{
-		{FeedID: "abcd1111-0000", URL: "https://example.org/a"},
-		{FeedID: "abcd2222-0000", URL: "https://example.org/b"},
-		{FeedID: "ef001111-0000", URL: "https://example.org/c"},
-	}
-	for _, tc := range []struct {
-		ref  string
-		want int
-		err  string
-	}{
-		{"abcd2222-0000", 1, ""},
-		{"abcd2", 1, ""},
-		{"https://EXAMPLE.org:443/c", 2, ""},
-		{"ef00", 2, ""},
-		{"abcd", -1, `"abcd" is ambiguous: it begins 2 feed ids (abcd1111-000…, abcd2222-000…)`},
-		{"ef0", -1, `"ef0" is too short: give at least 4 characters`},
-		{"9999", -1, `nothing matches "9999" (see feed-sub ls)`},
-	} {
-		i, err := FindSubscription(subs, tc.ref)
-		if tc.err != "" {
-			if i != -1 || err == nil || !errors.Is(err, ErrNoSuchSubscription) || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: %d, %v; want %q", tc.ref, i, err, tc.err)
-			}
-			continue
-		}
-		if i != tc.want || err != nil {
-			t.Errorf("%s: %d, %v; want %d", tc.ref, i, err, tc.want)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,7 +9,7 @@ import (
 // Sync makes every Lazy write to the store durable: one syncfs(2) of the
 // store's file system instead of an fsync per file.
 func (s *Store) Sync() error {
-	d, err := os.Open(s.Root)
+	d, err := s.root.Open(".")
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}

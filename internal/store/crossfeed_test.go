@@ -8,18 +8,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 func linkedEntry(feed, uid, link string, aliasOf *ndjson.EntryRef) string {
-	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: "h-" + uid, CanonicalLink: link,
+	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: "h-" + uid, CanonicalLink: link,
 		Title: uid, Status: ndjson.StatusNew, Authors: []ndjson.Author{}, Categories: []string{}, Enclosures: []ndjson.Enclosure{}}
 	if aliasOf != nil {
 		e.Status, e.AliasOf = ndjson.StatusAlias, aliasOf
 	}
 	b, _ := ndjson.Marshal(e)
 	return string(b)
+}
+
+// ref names the entry uid of the test feed feed.
+func ref(feed, uid string) *ndjson.EntryRef {
+	return &ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
 }
 
 // storeRun runs feed-store and renders its output compactly: uid:new for
@@ -49,11 +56,11 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 		case ndjson.TypeNewEntry:
 			var ev ndjson.Event
 			l.Decode(&ev)
-			got = append(got, ev.EntryUID+":new")
+			got = append(got, testids.Name(ev.EntryUID)+":new")
 		case ndjson.TypeAlias:
 			var a ndjson.Alias
 			l.Decode(&a)
-			got = append(got, a.EntryUID+">"+a.AliasOf.FeedID+"/"+a.AliasOf.EntryUID)
+			got = append(got, testids.Name(a.EntryUID)+">"+testids.Name(a.AliasOf.FeedID)+"/"+testids.Name(a.AliasOf.EntryUID))
 		}
 	}
 	return strings.Join(got, " "), sum
@@ -61,7 +68,7 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 
 func TestCrossFeedAliases(t *testing.T) {
 	const link = "https://news.example/story/1"
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	a1 := ref("A", "a1")
 	tests := []struct {
 		name    string
 		before  string // stored first, in a run of its own
@@ -99,25 +106,24 @@ func TestCrossFeedAliases(t *testing.T) {
 	}
 }
 
-// TestURLIndexCatchesUp: entries stored whose URL index lines a crash lost
-// are indexed again by the next run.
-func TestURLIndexCatchesUp(t *testing.T) {
+// TestLinksCatchUp: an entry a crash left in entries/ without its rows in
+// the catalog (the append done, the commit not) is indexed by the next
+// run, its link with it, and announced then.
+func TestLinksCatchUp(t *testing.T) {
 	const link = "https://news.example/story/1"
 	st, _ := storage.Open(t.TempDir())
 	storeRun(t, st, linkedEntry("A", "a0", "https://news.example/other", nil))
-	storeRun(t, st, linkedEntry("A", "a1", link, nil))
-	if err := os.RemoveAll(st.Path(storage.DirURLs + "/")); err != nil {
+	var e ndjson.Entry
+	if err := ndjson.Unmarshal([]byte(linkedEntry("A", "a1", link, nil)), &e); err != nil {
 		t.Fatal(err)
 	}
-	// What the checkpoint of the first run said survives the crash.
-	h, _ := storage.URLHash(link)
-	if o, _ := st.URLs().Lookup(h); o.Known() {
-		t.Fatal("index still there")
+	e.FirstSeen, e.LastSeen, e.SeenCount = ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)), ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)), 1
+	line, _ := ndjson.Marshal(&e)
+	if _, err := st.AppendLines("entries/2026-11-21.ndjson", line, storage.Durable); err != nil {
+		t.Fatal(err)
 	}
-	os.MkdirAll(st.Path(storage.DirURLs), 0o755)
-	os.WriteFile(st.Path(storage.DirURLs+"/checkpoint.json"), []byte(`{"file":"entries/2026-11-21.ndjson","offset":0}`+"\n"), 0o644)
-	got, sum := storeRun(t, st, linkedEntry("B", "b1", link, &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}))
-	if got != "b1>A/a1" || sum.Aliases != 1 {
+	got, sum := storeRun(t, st, linkedEntry("B", "b1", link, ref("A", "a1")))
+	if got != "a1:new b1>A/a1" || sum.Aliases != 1 {
 		t.Fatalf("after catching up: %q", got)
 	}
 }
@@ -128,8 +134,8 @@ func TestReplayedFetchNotCommittedTwice(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	fetch := func(id string, fetched time.Time) string {
-		b, _ := ndjson.Marshal(ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, FetchedAt: ndjson.At(fetched),
-			Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: "A"}, HTTPStatus: 200})
+		b, _ := ndjson.Marshal(ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch(id), FetchedAt: ndjson.At(fetched),
+			Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed("A")}, HTTPStatus: 200})
 		return string(b)
 	}
 	in := linkedEntry("A", "a1", "", nil) + fetch("F1", at)
@@ -160,7 +166,7 @@ func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
+	a1 := ref("A", "a1")
 	storeAt(t, st, day(1), linkedEntry("A", "a1", "https://news.example/1", nil)+linkedEntry("A", "a2", "https://news.example/2", nil))
 	storeAt(t, st, day(1).Add(time.Hour), linkedEntry("B", "b1", "https://news.example/1", a1))
 	storeAt(t, st, day(8), strings.Replace(linkedEntry("A", "a2", "https://news.example/2", nil), `"h-a2"`, `"h-a2-v2"`, 1))
@@ -171,7 +177,7 @@ func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
 // what the next alias of a pruned entry becomes.
 func TestPruneCrossFeed(t *testing.T) {
 	const l1, l2 = "https://news.example/1", "https://news.example/2"
-	a1, a2 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}, &ndjson.EntryRef{FeedID: "A", EntryUID: "a2"}
+	a1, a2 := ref("A", "a1"), ref("A", "a2")
 	for _, tc := range []struct {
 		name string
 		cfg  PruneConfig
@@ -181,12 +187,12 @@ func TestPruneCrossFeed(t *testing.T) {
 	}{
 		{name: "articles: a link whose entry is gone falls back to storing, its aliases with it",
 			cfg:  PruneConfig{ArticlesKeep: 72 * time.Hour},
-			want: PruneSummary{EntryFiles: 1, URLs: 1},
+			want: PruneSummary{EntryFiles: 1, Entries: 1, URLs: 1},
 			in:   linkedEntry("C", "c1", l1, a1) + linkedEntry("B", "b1", l1, a1) + linkedEntry("C", "c2", l2, a2),
 			out:  "c1:new b1>C/c1 c2>A/a2"}, // c1 is the link's first now
 		{name: "articles, dry run: the index is left alone",
 			cfg:  PruneConfig{ArticlesKeep: 72 * time.Hour, DryRun: true},
-			want: PruneSummary{EntryFiles: 1, URLs: 1, DryRun: true},
+			want: PruneSummary{EntryFiles: 1, Entries: 1, URLs: 1, DryRun: true},
 			in:   linkedEntry("C", "c1", l1, a1),
 			out:  "c1>A/a1"},
 		{name: "metadata: old alias files go, the index still knows the alias",
@@ -219,53 +225,43 @@ func TestPruneCrossFeed(t *testing.T) {
 	}
 }
 
-// TestReindexURLs: a store made before the URL index existed starts it
-// partial, and RebuildURLs builds it from entries/ and aliases/.
-func TestReindexURLs(t *testing.T) {
+// TestReindex: a store whose catalog is deleted, or damaged, gets it back
+// from its files with feed-store reindex: the subscriptions, the entry
+// index, its links and aliases.
+func TestReindex(t *testing.T) {
 	const l1 = "https://news.example/1"
-	a1 := &ndjson.EntryRef{FeedID: "A", EntryUID: "a1"}
-	st, day := crossFeedStore(t)
-	if partial, _ := st.URLIndexPartial(); partial {
-		t.Fatal("an index made with the store is partial")
-	}
-	// As if made before the URL index: no urls/, and a stale shard.
-	if err := os.RemoveAll(st.Path(storage.DirURLs)); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(st.Path(storage.DirURLs+"/ff"), 0o755)
-	stale := storage.DirURLs + "/ff/ff.tsv"
-	os.WriteFile(st.Path(stale), []byte("ff"+strings.Repeat("0", 30)+"\tX\tx1\n"), 0o644)
-
-	steps := []struct {
-		name    string
-		reindex bool
-		in, out string
-		partial bool
-	}{
-		{name: "older entries not found", in: linkedEntry("C", "c1", l1, a1), out: "c1:new", partial: true},
-		{name: "after reindex: found", reindex: true, in: linkedEntry("C", "c2", l1, a1), out: "c2>A/a1"},
-		{name: "an alias recorded before the index is known", in: linkedEntry("B", "b1", l1, a1), out: ""},
-		{name: "reindex again: the same", reindex: true, in: linkedEntry("D", "d1", l1, a1), out: "d1>A/a1"},
-	}
-	for _, s := range steps {
-		if s.reindex {
-			links, aliases, err := st.RebuildURLs()
+	a1 := ref("A", "a1")
+	for _, how := range []string{"deleted", "damaged"} {
+		t.Run(how, func(t *testing.T) {
+			st, day := crossFeedStore(t)
+			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+				return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://a.example/"}}, nil
+			})
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				os.Remove(st.Path(catalog.File + suffix))
+			}
+			if how == "damaged" {
+				os.WriteFile(st.Path(catalog.File), []byte(strings.Repeat("garbage ", 1000)), 0o600)
+			}
+			sum, err := catalog.Reindex(context.Background(), st, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// a1, a2; b1 and c2 are aliases (c1 is stored: first was a1).
-			if links != 2 || aliases < 1 {
-				t.Errorf("%s: %d links, %d aliases", s.name, links, aliases)
+			if sum.Subscriptions != 1 || sum.Entries != 2 || sum.Versions != 3 || sum.Aliases != 1 || (how == "damaged") != (sum.Damaged != "") {
+				t.Fatalf("%+v", sum)
 			}
-			if _, err := os.Stat(st.Path(stale)); !os.IsNotExist(err) {
-				t.Errorf("%s: stale shard left: %v", s.name, err)
+			for _, step := range []struct{ in, out string }{
+				{linkedEntry("C", "c1", l1, a1), "c1>A/a1"}, // the link's first is known
+				{linkedEntry("B", "b1", l1, a1), ""},        // the alias too
+				{linkedEntry("A", "a1", l1, nil), ""},       // and the entry
+			} {
+				if got, _ := storeAt(t, st, day(10), step.in); got != step.out {
+					t.Errorf("%q, want %q", got, step.out)
+				}
 			}
-		}
-		if got, _ := storeAt(t, st, day(10), s.in); got != s.out {
-			t.Errorf("%s: %q, want %q", s.name, got, s.out)
-		}
-		if partial, _ := st.URLIndexPartial(); partial != s.partial {
-			t.Errorf("%s: partial %v, want %v", s.name, partial, s.partial)
-		}
+			if subs := subsOf(t, st); len(subs) != 1 {
+				t.Errorf("subscriptions %+v", subs)
+			}
+		})
 	}
 }

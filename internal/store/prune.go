@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -23,10 +24,11 @@ import (
 // PruneConfig is what feed-store prune deletes. A zero duration or count
 // keeps that kind of data forever: by default nothing goes.
 type PruneConfig struct {
-	Store *storage.Store
-	Out   io.Writer // the key of each file deleted (or, dry, to delete), one per line
-	Log   *slog.Logger
-	Now   func() time.Time // default time.Now
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
+	Out     io.Writer        // the key of each file deleted (or, dry, to delete), one per line
+	Log     *slog.Logger
+	Now     func() time.Time // default time.Now
 	// NoWait fails at once, instead of waiting, when a feed-store holds
 	// the store's lock.
 	NoWait bool
@@ -45,10 +47,10 @@ type PruneConfig struct {
 	// articles are entries/.
 	MetadataKeep time.Duration
 	ArticlesKeep time.Duration
-	// SeenKeep is the seen-ids TTL: an entry whose latest version was
-	// last seen longer ago leaves its feed's index (index/), so that it
-	// would be stored again, as new, if it came back; never one the
-	// feed's latest payload holds (that would come back at once).
+	// SeenKeep is the seen-ids TTL: an entry last seen longer ago leaves
+	// the catalog's entry index, so that it would be stored again, as
+	// new, if it came back; never one the feed's latest payload holds
+	// (that would come back at once).
 	SeenKeep time.Duration
 	// Parser reads the latest payloads for SeenKeep; nil means
 	// parse.DefaultParser.
@@ -66,8 +68,8 @@ type PruneSummary struct {
 	FetchesTrimmed int   // fetches/ day files rewritten with the records entries need
 	FetchRecords   int   // fetch records deleted
 	AliasFiles     int   // aliases/ day files
-	LedgerFeeds    int   // feeds' run ledger lines dropped, their fetch records gone
-	URLs           int   // links dropped from the URL index, their first entry gone
+	Entries        int   // entries that left the index, every version of them deleted
+	URLs           int   // links dropped from the index, their first entry gone
 	SeenForgotten  int   // entries forgotten by the seen-ids TTL
 	SeenFeedsKept  int   // feeds with entries past the TTL kept: their latest payload unreadable
 	Bytes          int64 // bytes freed
@@ -79,9 +81,9 @@ func (s PruneSummary) String() string {
 	if s.DryRun {
 		verb = "would delete"
 	}
-	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files, %d events files, %d aliases files, %d fetch records (%d fetches files deleted, %d trimmed), the run ledger lines of %d feeds, %d links of the URL index, %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
-		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.EventFiles, s.AliasFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
-		s.LedgerFeeds, s.URLs, s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
+	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
+		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.Entries, s.URLs, s.EventFiles, s.AliasFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
+		s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
 }
 
 // ParseAge reads an age such as 30d, 2w, 36h or 90m: a Go duration, or a
@@ -131,6 +133,12 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	}
 	sum := PruneSummary{DryRun: cfg.DryRun}
 	st := cfg.Store
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, st, cfg.Log)
+	if err != nil {
+		return sum, err
+	}
+	defer done()
+	cfg.Catalog = cat
 	unlock, err := st.Lock(storage.StoreLock, !cfg.NoWait, func() {
 		cfg.Log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storage.StoreLock))
 	})
@@ -140,9 +148,13 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	defer unlock()
 	now := cfg.Now()
 	today := storage.Day(now)
-	cp, err := st.Checkpoint()
-	if err != nil {
-		return sum, err
+	// The files past the catalog's checkpoints are read again when the
+	// next feed-store catches up: they stay.
+	var cp, events, aliases catalog.Checkpoint
+	for tap, dst := range map[string]*catalog.Checkpoint{catalog.TapEntries: &cp, catalog.TapEvents: &events, catalog.TapAliases: &aliases} {
+		if *dst, err = cat.Checkpoint(ctx, tap); err != nil {
+			return sum, err
+		}
 	}
 	del := func(key string) error {
 		size := st.Size(key)
@@ -156,21 +168,20 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		return st.Remove(key)
 	}
 
-	ucp, err := st.URLCheckpointAt()
-	if err != nil {
-		return sum, err
-	}
 	entriesFrom := cp.File // recovery reads entries/ from here
-	if ucp.File != "" && (entriesFrom == "" || ucp.File < entriesFrom) {
-		entriesFrom = ucp.File
-	}
 
-	// Articles: whole days of entries/, out of the URL index first.
+	// Articles: whole days of entries/, out of the index first, so that
+	// it never names an entry that is not stored.
 	if cfg.ArticlesKeep > 0 {
-		if sum.URLs, err = dropURLs(st, before(now, cfg.ArticlesKeep), today, entriesFrom, cfg.DryRun); err != nil {
+		cutoff := before(now, cfg.ArticlesKeep)
+		if entriesFrom != "" && dayOf(entriesFrom) < cutoff {
+			cutoff = dayOf(entriesFrom)
+		}
+		cutoff = min(cutoff, today)
+		if sum.Entries, sum.URLs, err = cat.ForgetEntryDays(ctx, cutoff, cfg.DryRun); err != nil {
 			return sum, err
 		}
-		n, err := pruneDays(st, storage.DirEntries, before(now, cfg.ArticlesKeep), today, entriesFrom, del)
+		n, err := pruneDays(st, storage.DirEntries, cutoff, today, entriesFrom, del)
 		if err != nil {
 			return sum, err
 		}
@@ -224,21 +235,21 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	// Metadata: events/ days, and fetches/ days less what entries need.
 	if cfg.MetadataKeep > 0 {
 		cutoff := before(now, cfg.MetadataKeep)
-		n, err := pruneDays(st, storage.DirEvents, cutoff, today, cp.EventsFile, del)
+		n, err := pruneDays(st, storage.DirEvents, cutoff, today, events.File, del)
 		if err != nil {
 			return sum, err
 		}
 		sum.EventFiles = n
-		// Aliases are metadata too; the URL index keeps what they
+		// Aliases are metadata too; the catalog keeps what they
 		// recorded, so an alias stays one.
-		aliasesFrom := ucp.AliasesFile
-		if aliasesFrom != "" && st.Size(aliasesFrom) <= ucp.AliasesOffset {
+		aliasesFrom := aliases.File
+		if aliasesFrom != "" && st.Size(aliasesFrom) <= aliases.Offset {
 			aliasesFrom += "\x00" // wholly indexed: it may go, the files after it not
 		}
 		if sum.AliasFiles, err = pruneDays(st, storage.DirAliases, cutoff, today, aliasesFrom, del); err != nil {
 			return sum, err
 		}
-		if err := pruneFetches(cfg, &sum, referenced, cutoff, today, del); err != nil {
+		if err := pruneFetches(ctx, cfg, &sum, referenced, cutoff, today, del); err != nil {
 			return sum, err
 		}
 	}
@@ -256,10 +267,15 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 // before is the first day kept by a TTL: day files of earlier days go.
 func before(now time.Time, keep time.Duration) string { return storage.Day(now.Add(-keep)) }
 
+// dayOf is the day of a day file's key.
+func dayOf(key string) string {
+	return strings.TrimSuffix(key[strings.LastIndexByte(key, '/')+1:], ".ndjson")
+}
+
 // deletableDay reports whether a day file may go: before cutoff, not
 // today's, not at or past the file recovery starts from.
 func deletableDay(key, cutoff, today, recoverFrom string) bool {
-	day := strings.TrimSuffix(key[strings.LastIndexByte(key, '/')+1:], ".ndjson")
+	day := dayOf(key)
 	return day < cutoff && day < today && (recoverFrom == "" || key < recoverFrom)
 }
 
@@ -285,13 +301,17 @@ func pruneDays(st *storage.Store, dir, cutoff, today, recoverFrom string, del fu
 // rewritten file, the records stored entries point at: an entry's lineage
 // to its payload survives its metadata. It holds the fetch lock, so no
 // fetch record is appended meanwhile.
-func pruneFetches(cfg PruneConfig, sum *PruneSummary, referenced map[string]bool, cutoff, today string, del func(string) error) error {
-	st := cfg.Store
+func pruneFetches(ctx context.Context, cfg PruneConfig, sum *PruneSummary, referenced map[string]bool, cutoff, today string, del func(string) error) error {
+	st, cat := cfg.Store, cfg.Catalog
 	unlock, err := st.Lock(storage.FetchLock, true, nil)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// The catalog indexes fetches/ to its end before any of it changes.
+	if err := cat.CatchUpFetches(ctx); err != nil {
+		return err
+	}
 	files, err := st.DayFiles(storage.DirFetches)
 	if err != nil {
 		return err
@@ -313,33 +333,34 @@ func pruneFetches(cfg PruneConfig, sum *PruneSummary, referenced map[string]bool
 		}); err != nil {
 			return err
 		}
+		if records == 0 {
+			continue
+		}
 		if len(keep) == 0 {
 			sum.FetchFiles++
 			sum.FetchRecords += records
 			if err := del(f); err != nil {
 				return err
 			}
-			continue
+		} else {
+			sum.FetchesTrimmed++
+			sum.FetchRecords += records
+			sum.Bytes += st.Size(f) - int64(len(keep))
+			cfg.Log.Info("fetch records kept for the entries that point at them", "file", f, "kept", strings.Count(string(keep), "\n"), "deleted", records)
+			if !cfg.DryRun {
+				if err := st.WriteFileAtomic(f, keep); err != nil {
+					return err
+				}
+			}
 		}
-		if records == 0 {
-			continue
-		}
-		sum.FetchesTrimmed++
-		sum.FetchRecords += records
-		sum.Bytes += st.Size(f) - int64(len(keep))
-		cfg.Log.Info("fetch records kept for the entries that point at them", "file", f, "kept", strings.Count(string(keep), "\n"), "deleted", records)
 		if !cfg.DryRun {
-			if err := st.WriteFileAtomic(f, keep); err != nil {
+			// The records left moved, the others are gone.
+			if err := cat.ReindexFetchFile(ctx, f); err != nil {
 				return err
 			}
 		}
 	}
-	// The run ledgers: a feed whose last line is of a fetch record gone
-	// now has nothing to replay (still under the fetch lock).
-	sum.LedgerFeeds, err = st.CompactLedgers(func(fetchID string, fetchedAt time.Time) bool {
-		return storage.Day(fetchedAt) < cutoff && !referenced[fetchID]
-	}, cfg.DryRun)
-	return err
+	return nil
 }
 
 // pruneRaw deletes payloads older than RawKeep that are not among the
@@ -420,109 +441,35 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 	return nil
 }
 
-// dropURLs takes out of the URL index the links whose first entry prune
-// is about to delete: every version of it is in an entries/ day file
-// that goes. It runs before the files go, so that the index never names
-// an entry that is not stored; a crash in between only leaves entries
-// that a later one with their link will not be an alias of.
-func dropURLs(st *storage.Store, cutoff, today, recoverFrom string, dry bool) (int, error) {
-	files, err := st.DayFiles(storage.DirEntries)
-	if err != nil {
-		return 0, err
-	}
-	hashes := map[string]bool{}
-	gone := map[ndjson.EntryRef]bool{} // entries with a version in a file that goes
-	var kept []string
-	for _, f := range files {
-		if !deletableDay(f, cutoff, today, recoverFrom) {
-			kept = append(kept, f)
-			continue
-		}
-		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
-			var e struct {
-				FeedID        string `json:"feed_id"`
-				EntryUID      string `json:"entry_uid"`
-				CanonicalLink string `json:"canonical_link"`
-			}
-			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {
-				return nil
-			}
-			if h, ok := storage.URLHash(e.CanonicalLink); ok {
-				hashes[h] = true
-				gone[ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}] = true
-			}
-			return nil
-		}); err != nil {
-			return 0, err
-		}
-	}
-	if len(gone) == 0 {
-		return 0, nil
-	}
-	// A version in a file that stays keeps the entry stored.
-	for _, f := range kept {
-		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
-			var e struct {
-				FeedID   string `json:"feed_id"`
-				EntryUID string `json:"entry_uid"`
-			}
-			if l.Type == ndjson.TypeEntry && l.Decode(&e) == nil {
-				delete(gone, ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID})
-			}
-			return nil
-		}); err != nil {
-			return 0, err
-		}
-	}
-	return st.DropURLs(hashes, func(r ndjson.EntryRef) bool { return gone[r] }, dry)
-}
-
-// forgetSeen is the seen-ids TTL (seed 004 §4): it takes out of each
-// feed's index the entries last seen before now-SeenKeep, except those
-// the feed's latest payload holds. A stored entry's last_seen is when its
-// latest version was stored, so an entry a feed serves unchanged for
-// years looks old: the latest payload, parsed again, says which are still
-// served. A feed whose latest payload cannot be read (pruned, a website
-// source, a parse error) keeps all its entries.
+// forgetSeen is the seen-ids TTL (seed 004 §4): it takes out of the index
+// the entries last seen before now-SeenKeep, except those the feed's
+// latest payload holds. An entry's last_seen moves with every fetch that
+// shows it, but a feed answering 304, or with the same body, for months
+// shows nothing: the latest payload, parsed again, says which entries are
+// still served. A feed whose latest payload cannot be read (pruned, a
+// website source, a parse error) keeps all its entries.
 func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now time.Time) error {
-	st := cfg.Store
-	cutoff := now.Add(-cfg.SeenKeep)
-	feeds, err := st.IndexedFeeds()
-	if err != nil {
+	cat := cfg.Catalog
+	old, err := cat.SeenBefore(ctx, now.Add(-cfg.SeenKeep))
+	if err != nil || len(old) == 0 {
 		return err
-	}
-	old := map[string][]string{} // feed id -> uids past the TTL
-	for _, feed := range feeds {
-		ix, err := st.SeenEntries(feed)
-		if err != nil {
-			return err
-		}
-		if uids := ix.SeenBefore(cutoff); len(uids) > 0 {
-			old[feed] = uids
-		}
-	}
-	if len(old) == 0 {
-		return nil
 	}
 	served, err := latestServed(ctx, cfg, old)
 	if err != nil {
 		return err
 	}
-	for _, feed := range feeds {
+	for _, feed := range slices.Sorted(maps.Keys(old)) {
 		uids := old[feed]
-		if len(uids) == 0 {
-			continue
-		}
 		still, known := served[feed]
 		if !known {
 			sum.SeenFeedsKept++
 			cfg.Log.Info("kept the seen entries of a feed whose latest payload cannot be read", "feed_id", feed, "entries", len(uids))
 			continue
 		}
-		forget := map[string]bool{}
+		var forget []string
 		for _, uid := range uids {
 			if !still[uid] {
-				forget[uid] = true
+				forget = append(forget, uid)
 			}
 		}
 		if len(forget) == 0 {
@@ -531,58 +478,43 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 		sum.SeenForgotten += len(forget)
 		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forget))
 		if !cfg.DryRun {
-			if err := st.ForgetSeen(feed, forget); err != nil {
+			if err := cat.ForgetEntries(ctx, feed, forget); err != nil {
 				return err
 			}
 		}
 	}
-	if cfg.DryRun || sum.SeenForgotten == 0 {
-		return nil
-	}
-	return st.Sync()
+	return nil
 }
 
-// latestServed parses again the latest payload of each feed of want (the
-// newest fetch record with a body, which must be the body the feed's
-// state says it served last) and returns the entry ids each holds, for
-// the feeds whose payload parsed.
+// latestServed parses again the latest payload of each feed of want (its
+// newest fetch with a body, which must be the body the feed's state says
+// it served last) and returns the entry ids each holds, for the feeds
+// whose payload parsed.
 func latestServed(ctx context.Context, cfg PruneConfig, want map[string][]string) (map[string]map[string]bool, error) {
-	st := cfg.Store
-	latest := map[string]*ndjson.Fetch{}
-	files, err := st.DayFiles(storage.DirFetches)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range files {
-		if _, _, err := st.ReadLog(f, 0, func(l ndjson.Line) error {
-			if l.Type != ndjson.TypeFetch {
-				return nil
-			}
-			var r ndjson.Fetch
-			if l.Decode(&r) != nil || want[r.Due.FeedID] == nil || r.Page != nil || r.Failed() || r.BodyRef == nil || r.BodyRef.Key == "" {
-				return nil
-			}
-			if prev := latest[r.Due.FeedID]; prev == nil || !r.FetchedAt.Before(prev.FetchedAt.Time) {
-				latest[r.Due.FeedID] = &r
-			}
-			return nil
-		}); err != nil {
+	st, cat := cfg.Store, cfg.Catalog
+	var in bytes.Buffer
+	for _, feed := range slices.Sorted(maps.Keys(want)) {
+		ref, ok, err := cat.LatestPayload(ctx, feed)
+		if err != nil {
 			return nil, err
 		}
-	}
-	states, err := st.States()
-	if err != nil {
-		return nil, err
-	}
-	var in bytes.Buffer
-	for _, feed := range slices.Sorted(maps.Keys(latest)) {
-		r := latest[feed]
-		if last := states.ByFeed[feed].LastBodySHA256; last != "" && r.BodySHA256 != last {
+		if !ok {
+			continue
+		}
+		r, ok, err := cat.FetchRecord(ctx, ref.FetchID)
+		if err != nil || !ok || r.Page != nil || r.Failed() {
+			continue // its record is gone, or not the feed's own: unknown
+		}
+		fs, _, err := cat.State(ctx, feed)
+		if err != nil {
+			return nil, err
+		}
+		if last := fs.LastBodySHA256; last != "" && r.BodySHA256 != last {
 			continue // the record of the body it served last is gone: unknown
 		}
 		r.Due.ItemLimit = 0 // every item it served counts
 		r.Parse, r.Dedup = nil, nil
-		b, err := ndjson.Marshal(r)
+		b, err := ndjson.Marshal(&r)
 		if err != nil {
 			return nil, err
 		}
@@ -593,7 +525,7 @@ func latestServed(ctx context.Context, cfg PruneConfig, want map[string][]string
 		p = parse.DefaultParser
 	}
 	var out bytes.Buffer
-	err = parse.Run(ctx, parse.Config{In: &in, Out: ndjson.NewWriter(&out), Log: cfg.Log, Store: st, Parser: p})
+	err := parse.Run(ctx, parse.Config{In: &in, Out: ndjson.NewWriter(&out), Log: cfg.Log, Store: st, Parser: p})
 	if err != nil && !errors.Is(err, pipe.ErrFailed) { // a payload that fails keeps its feed's entries
 		return nil, err
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/dedup"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
@@ -66,10 +68,11 @@ func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry
 
 // ReparseConfig is what feed-store reparse re-parses.
 type ReparseConfig struct {
-	Store *storage.Store
-	Out   *ndjson.Writer // the events of the versions stored
-	Log   *slog.Logger
-	Now   func() time.Time // default time.Now
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
+	Out     *ndjson.Writer   // the events of the versions stored
+	Log     *slog.Logger
+	Now     func() time.Time // default time.Now
 	// Since is the first day of fetches/ re-parsed.
 	Since time.Time
 	// Parser parses the payloads again; nil means parse.DefaultParser.
@@ -86,7 +89,11 @@ type ReparseSummary struct {
 	Updated   int // new versions stored
 	New       int // entries never stored before (a payload that failed to parse, say)
 	Renamed   int // entries whose id the parser now makes differently: not stored again
-	Store     Summary
+	// Refetch counts the sources whose last body is still not read (a
+	// website's page, a payload that fails again): their validators are
+	// dropped, so that their next fetch brings the body whole.
+	Refetch int
+	Store   Summary
 }
 
 // Reparse parses the payloads of the fetch records of fetches/ since
@@ -113,6 +120,12 @@ func Reparse(ctx context.Context, cfg ReparseConfig) error {
 	}
 	sum := cfg.Summary
 	st := cfg.Store
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, st, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Catalog = cat
 	since := storage.DirFetches + "/" + storage.Day(cfg.Since)
 	files, err := st.DayFiles(storage.DirFetches)
 	if err != nil {
@@ -140,24 +153,88 @@ func Reparse(ctx context.Context, cfg ReparseConfig) error {
 	if err != nil && !errors.Is(err, pipe.ErrFailed) { // a payload that fails is reported and skipped
 		return err
 	}
-	changed, err := reparsed(cfg, &parsed)
+	unread := unreadBodies(parsed.Bytes())
+	changed, err := reparsed(ctx, cfg, &parsed)
 	if err != nil {
 		return err
 	}
 	var deduped bytes.Buffer
-	if err := dedup.Run(ctx, dedup.Config{In: changed, Out: ndjson.NewWriter(&deduped), Log: cfg.Log, Store: st}); err != nil {
+	if err := dedup.Run(ctx, dedup.Config{In: changed, Out: ndjson.NewWriter(&deduped), Log: cfg.Log, Store: st, Catalog: cat}); err != nil {
 		return err
 	}
-	err = Run(ctx, Config{In: &deduped, Out: cfg.Out, Log: cfg.Log, Store: st, Now: cfg.Now, NoWait: cfg.NoWait, Summary: &sum.Store})
+	err = Run(ctx, Config{In: &deduped, Out: cfg.Out, Log: cfg.Log, Store: st, Catalog: cat, Now: cfg.Now, NoWait: cfg.NoWait, Summary: &sum.Store})
 	sum.Updated, sum.New = sum.Store.Updated, sum.Store.New
+	if err == nil {
+		sum.Refetch, err = forgetValidators(ctx, cfg, unread)
+	}
 	cfg.Log.Info("reparsed", "fetches", sum.Fetches, "entries", sum.Entries, "unchanged", sum.Unchanged,
-		"updated", sum.Updated, "new", sum.New, "renamed", sum.Renamed)
+		"updated", sum.Updated, "new", sum.New, "renamed", sum.Renamed, "refetch", sum.Refetch)
 	return err
+}
+
+// unreadBodies lists the sources whose last fetch with a body, in the
+// fetch records re-parsed, was not read: a website's (feed-store reparse
+// does not scrape), or a payload that did not parse again. A store that
+// ran without feed-parse or feed-scrape, or before feed-store kept only
+// the validators of bodies read, may hold those bodies' validators.
+func unreadBodies(parsed []byte) map[string]bool {
+	last := map[string]bool{} // feed id -> its last body was read
+	rd := ndjson.NewReader(bytes.NewReader(parsed))
+	for {
+		l, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var f ndjson.Fetch
+		if err != nil || l.Type != ndjson.TypeFetch || l.Decode(&f) != nil || f.Page != nil || !f.HasBody() {
+			continue
+		}
+		last[f.Due.FeedID] = bodyRead(&f)
+	}
+	unread := map[string]bool{}
+	for feed, read := range last {
+		if !read {
+			unread[feed] = true
+		}
+	}
+	return unread
+}
+
+// forgetValidators drops the validators of the sources in feeds, under
+// the store's lock, and returns how many had any.
+func forgetValidators(ctx context.Context, cfg ReparseConfig, feeds map[string]bool) (int, error) {
+	if len(feeds) == 0 {
+		return 0, nil
+	}
+	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	n := 0
+	err = cfg.Catalog.Update(ctx, func(t *catalog.Tx) error {
+		for _, feed := range slices.Sorted(maps.Keys(feeds)) {
+			fs, ok, err := t.State(feed)
+			if err != nil {
+				return err
+			}
+			if ok && fs.Validators != (ndjson.Validators{}) {
+				fs.Validators = ndjson.Validators{}
+				if err := t.PutStates(fs); err != nil {
+					return err
+				}
+				n++
+				cfg.Log.Info("the last body of this source was not read: its next fetch brings it whole", "feed_id", feed)
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // reparsed keeps, of feed-parse's output, the newest parse of each entry
 // that differs from the entry's stored latest version.
-func reparsed(cfg ReparseConfig, parsed io.Reader) (io.Reader, error) {
+func reparsed(ctx context.Context, cfg ReparseConfig, parsed io.Reader) (io.Reader, error) {
 	type key struct{ feed, uid string }
 	var order []key
 	newest := map[key][]byte{}
@@ -190,20 +267,15 @@ func reparsed(cfg ReparseConfig, parsed io.Reader) (io.Reader, error) {
 	sum := cfg.Summary
 	sum.Entries = len(order)
 	st := cfg.Store
-	indexes := map[string]*storage.FeedIndex{}
+	idx := cfg.Catalog.Index()
 	var stored map[ndjson.RawRef]bool // raw refs of the entries stored since
 	var out bytes.Buffer
 	for _, k := range order {
-		idx, ok := indexes[k.feed]
-		if !ok {
-			var err error
-			if idx, err = st.SeenEntries(k.feed); err != nil {
-				return nil, err
-			}
-			indexes[k.feed] = idx
-		}
 		e := entries[k]
-		latest, known := idx.Latest(k.uid)
+		latest, known, err := idx.Latest(ctx, k.feed, k.uid)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case known && latest.Hash == e.ContentHash:
 			sum.Unchanged++

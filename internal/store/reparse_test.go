@@ -3,12 +3,19 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/due"
+	"github.com/feedpipe/feedpipe/internal/fetch"
+	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -67,7 +74,7 @@ func TestReparse(t *testing.T) {
 
 	// The latest version of each entry of a.xml has its link's tracking
 	// parameter, and the edited one its edit.
-	idx, _ := w.st.SeenEntries(feedA)
+	idx := openCatalog(t, w.st).Index()
 	latest := map[string]ndjson.Entry{}
 	for _, e := range storedEntries(t, w.st) {
 		if e.FeedID == feedA {
@@ -81,11 +88,83 @@ func TestReparse(t *testing.T) {
 		if !strings.Contains(e.CanonicalLink, "utm_source=rss") || e.Status != "updated" {
 			t.Errorf("latest of %s: %+v", uid, e)
 		}
-		if s, _ := idx.Latest(uid); s.Hash != e.ContentHash {
+		if s, _, _ := idx.Latest(context.Background(), feedA, uid); s.Hash != e.ContentHash {
 			t.Errorf("index of %s: %+v", uid, s)
 		}
 		if e.NativeID == "g0" && (e.Title != "One, corrected" || e.SeenCount != 3) {
 			t.Errorf("g0 is %q, version %d", e.Title, e.SeenCount)
 		}
+	}
+}
+
+// TestReparseMendsLostEntries: a store broken as feedpipe broke stores
+// before feed-store refused unread bodies and kept only the validators of
+// bodies read (issue 13): a feed whose payload had too many items, a feed
+// fetched by a pipeline without feed-parse, and a website fetched by one
+// without feed-scrape, each with its body's validators kept, so that the
+// server's 304 skipped the body since. feed-store reparse stores the
+// feeds' entries, and drops the website's validators so that its next
+// fetch brings the page whole.
+func TestReparseMendsLostEntries(t *testing.T) {
+	w := newWorld(t)
+	w.serve("many.xml", rssFeed("One", "Two", "Three"))
+	w.serve("unparsed.xml", rssFeed("Four", "Five"))
+	w.serve("site.html", "<html><body><a href=\"/a1.html\">A1</a></body></html>")
+	many, unparsed := w.subscribe("/many.xml"), w.subscribe("/unparsed.xml")
+	s, _, err := sub.Add(sub.Config{Store: w.st, Out: io.Discard, Now: func() time.Time { return t0 }},
+		sub.Spec{URL: w.srv.URL + "/site.html", Type: ndjson.SourceWebsite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := s.FeedID
+
+	// The broken runs: feed-fetch stored the payloads and their records;
+	// the old feed-store kept each fetch's validators, and stored nothing.
+	var dues, fetched bytes.Buffer
+	if err := due.Run(due.Config{Out: ndjson.NewWriter(&dues), Store: w.st, Now: t0, All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fetch.Run(context.Background(), fetch.Config{In: &dues, Out: ndjson.NewWriter(&fetched), Store: w.st,
+		Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{t0}}); err != nil {
+		t.Fatal(err)
+	}
+	var broken []catalog.FeedState
+	for _, l := range strings.Split(strings.TrimSpace(fetched.String()), "\n") {
+		var f ndjson.Fetch
+		if err := json.Unmarshal([]byte(l), &f); err != nil || f.ResponseHeaders["Etag"] == "" {
+			t.Fatalf("fetch record %s: %v", l, err)
+		}
+		fs := catalog.FeedState{FeedID: f.Due.FeedID, LastFetchAt: f.FetchedAt, LastStatus: 200,
+			Validators: ndjson.Validators{ETag: f.ResponseHeaders["Etag"]}}
+		if f.Due.FeedID == many {
+			fs.LastError = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 2 items"}
+		}
+		broken = append(broken, fs)
+	}
+	putStates(t, w.st, broken...)
+
+	var out bytes.Buffer
+	var sum ReparseSummary
+	err = Reparse(context.Background(), ReparseConfig{Store: w.st, Out: ndjson.NewWriter(&out), Since: t0,
+		Now: func() time.Time { return t0.Add(time.Hour) }, Summary: &sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.New != 5 || sum.Refetch != 1 || strings.Count(out.String(), `"type":"new_entry"`) != 5 {
+		t.Fatalf("summary %+v, events:\n%s", sum, out.String())
+	}
+	byFeed := map[string]int{}
+	for _, e := range storedEntries(t, w.st) {
+		byFeed[e.FeedID]++
+	}
+	if byFeed[many] != 3 || byFeed[unparsed] != 2 {
+		t.Fatalf("stored by feed %v", byFeed)
+	}
+	states, _ := statesOf(t, w.st)
+	if v := states.ByFeed[site].Validators; v.ETag != "" {
+		t.Fatalf("the website keeps the validators of a page never scraped: %+v", v)
+	}
+	if v := states.ByFeed[unparsed].Validators; v.ETag == "" {
+		t.Fatal("the validators of a payload read now were dropped")
 	}
 }

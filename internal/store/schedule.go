@@ -1,27 +1,21 @@
 package store
 
 import (
-	"encoding/json"
-	"errors"
-	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// BudgetFile keeps the adaptive policy's budget feedback between runs: the
-// factor the request budget is multiplied by, what earlier days spent over
-// it, and what was spent since the day it was last corrected.
-const BudgetFile = storage.DirState + "/sched-budget.json"
-
+// budgetState is the adaptive policy's budget feedback between runs, in
+// the catalog (catalog.MetaBudget): the factor the request budget is
+// multiplied by, what earlier days spent over it, and what was spent since
+// the day it was last corrected.
 type budgetState struct {
 	sched.BudgetLoop
 	Since   ndjson.Time `json:"since"`
@@ -30,22 +24,6 @@ type budgetState struct {
 
 // OverridesOf is the scheduler's view of a subscription's own settings.
 func OverridesOf(s ndjson.Subscription) sched.Overrides { return sched.OverridesOf(s) }
-
-// SchedState is a feed's scheduler state, zero before its first decision.
-func SchedState(fs storage.FeedState) sched.State {
-	if fs.Sched == nil {
-		return sched.State{}
-	}
-	return *fs.Sched
-}
-
-// SetSched stores the scheduler's new state and decision in fs, and the
-// fields feed-due and feed-stats read: next_fetch_at and interval_sec.
-func SetSched(fs *storage.FeedState, st sched.State, d sched.Decision) {
-	fs.Sched, fs.Decision = &st, &d
-	fs.NextFetchAt = st.NextAt
-	fs.IntervalSec = st.IntervalSec
-}
 
 // NewRand is the random source of a run's jitter, seeded from the clock.
 func NewRand(now time.Time) *rand.Rand {
@@ -105,18 +83,19 @@ func outcome(f *ndjson.Fetch, newEntries int, published []time.Time) sched.Outco
 		switch {
 		case e.Code == "body_too_large" && parsed:
 			o.Truncated = true // the part that came parsed: not a failure
-		case e.Code == httpx.CodeAddressRefused:
-			// Refused by this machine's own rule (--allow-private), not
-			// by the publisher: retried with backoff, so that a run with
-			// the flag finds the feed, rather than disabled on the spot.
-			o.ErrorClass, o.ErrorCode = ndjson.ClassTransient, e.Code
 		default:
+			// The fetch record's class, as it is: one class per outcome
+			// everywhere. (A refused private address is no failure of
+			// the feed: sched tells it by its code.)
 			o.ErrorClass, o.ErrorCode = e.Class, e.Code
 		}
 	}
 	if parsed {
 		o.Parsed = true
 		o.Items = f.Parse.Items
+		if f.Due.ItemLimit > 0 { // a first or stale fetch keeps the newest items only
+			o.Withheld = max(f.Parse.Items-f.Parse.Entries, 0)
+		}
 		o.TTLMinutes, o.SkipHours, o.SkipDays = f.Parse.TTLMinutes, f.Parse.SkipHours, f.Parse.SkipDays
 	}
 	return o
@@ -186,57 +165,24 @@ func (s *scheduling) published(e *ndjson.Entry) {
 // forget drops what was noted for a feed whose fetch record is not used.
 func (s *scheduling) forget(feedID string) { delete(s.pub, feedID) }
 
-// appendFeedEvents appends the feed_disabled and feed_reenabled events
-// among out to the day's events file.
-func (c *committer) appendFeedEvents(now time.Time, out []any) error {
-	var lines []byte
-	for _, o := range out {
-		if ev, ok := o.(*ndjson.FeedEvent); ok {
-			line, err := ndjson.Marshal(ev)
-			if err != nil {
-				return err
-			}
-			lines = append(lines, line...)
-		}
-	}
-	if len(lines) == 0 {
-		return nil
-	}
-	_, err := c.cfg.Store.AppendLines(storage.DayFile(storage.DirEvents, now), lines, storage.Lazy)
-	return err
-}
-
 // scale computes the adaptive policy's scale once per run, from every
 // enabled feed's demand, at the request budget corrected by the last days'
 // spend; and once a day it corrects that factor. The demands come from
-// what the snapshots' indexes keep of every subscription and state
-// (storage.SchedInputs), in the subscription list's order: the very
-// inputs, in the very order, of the whole subscriptions and states, so
-// the scale is the same to the bit.
+// the catalog's projection of every feed's state (catalog.Demands), in
+// the subscription list's order.
 func (c *committer) scale(now time.Time) error {
 	p := c.cfg.Sched
 	if p.Policy.Kind != "" && p.Policy.Kind != sched.PolicyAdaptive {
 		return nil
 	}
 	b := c.loadBudget(now)
-	// Each subscription's demand at its place in the list; then the
-	// enabled ones', in that order.
-	all := make([]sched.Demand, c.subs.Len())
-	enabled := make([]bool, len(all))
+	var ds []sched.Demand
 	demand := sched.DemandFunc(p, now)
-	err := storage.SchedInputs(c.subs, c.states, func(place int, s *storage.SubSched, in *sched.DemandInputs) {
-		if !s.Disabled {
-			all[place], enabled[place] = demand(in, &s.Overrides), true
-		}
+	err := c.cat.Demands(c.ctx, func(o *sched.Overrides, in *sched.DemandInputs) {
+		ds = append(ds, demand(in, o))
 	})
 	if err != nil {
 		return err
-	}
-	ds := all[:0]
-	for i := range all {
-		if enabled[i] {
-			ds = append(ds, all[i])
-		}
 	}
 	if len(ds) == 0 {
 		return nil
@@ -255,16 +201,16 @@ func (c *committer) scale(now time.Time) error {
 
 func (c *committer) loadBudget(now time.Time) budgetState {
 	b := budgetState{BudgetLoop: sched.BudgetLoop{Factor: 1}, Since: ndjson.At(now)}
-	data, err := os.ReadFile(c.cfg.Store.Path(BudgetFile))
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			c.cfg.Log.Warn("cannot read the scheduler's budget file; starting again", "file", c.cfg.Store.Path(BudgetFile), "err", err)
-		}
-		return b
-	}
 	var got budgetState
-	if json.Unmarshal(data, &got) != nil || !(got.Factor > 0) || math.IsInf(got.Factor, 0) || got.Since.IsZero() || got.Since.After(now) || got.Fetches < 0 {
-		c.cfg.Log.Warn("the scheduler's budget file is damaged; starting again", "file", c.cfg.Store.Path(BudgetFile))
+	ok, err := c.cat.Meta(c.ctx, catalog.MetaBudget, &got)
+	switch {
+	case err != nil:
+		c.cfg.Log.Warn("cannot read the scheduler's budget; starting again", "err", err)
+		return b
+	case !ok:
+		return b
+	case !(got.Factor > 0) || math.IsInf(got.Factor, 0) || got.Since.IsZero() || got.Since.After(now) || got.Fetches < 0:
+		c.cfg.Log.Warn("the scheduler's budget is damaged; starting again")
 		return b
 	}
 	return got
@@ -276,27 +222,23 @@ func (c *committer) saveBudget(fetches int) error {
 		return nil
 	}
 	c.sch.budget.Fetches += fetches
-	data, err := json.Marshal(c.sch.budget)
-	if err != nil {
-		return err
-	}
-	return c.cfg.Store.WriteFileAtomic(BudgetFile, append(data, '\n'))
+	return c.cat.SetMeta(c.ctx, catalog.MetaBudget, c.sch.budget)
 }
 
 // schedule runs the scheduler on the fetch f of the feed whose state is fs
 // and records the result in fs. It returns the records to write: the
 // decision, and a feed_disabled or feed_reenabled event.
-func (c *committer) schedule(fs *storage.FeedState, f *ndjson.Fetch) (recs []any, err error) {
+func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any, err error) {
 	feedID := fs.FeedID
-	sub, _, err := c.subs.Get(feedID)
+	sub, _, err := c.cat.Subscription(c.ctx, feedID)
 	if err != nil {
 		return nil, err
 	}
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
-	before := SchedState(*fs)
+	before := fs.SchedState()
 	st, d := sched.Next(before, out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
-	SetSched(fs, st, d)
+	fs.SetSched(st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
 	sched.LogDecision(c.cfg.Log, feedID, f.FetchID, d)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -65,6 +68,10 @@ func TestSchedule(t *testing.T) {
 		f.HTTPStatus, f.RetryAfterSec = 503, 5400
 		f.Error = &ndjson.Error{Class: ndjson.ClassRateLimited, Code: "http_503", Message: "HTTP 503"}
 	}
+	refused := func(f *ndjson.Fetch) {
+		f.HTTPStatus = 0
+		f.Error = &ndjson.Error{Class: ndjson.ClassBlocked, Code: "address_refused", Message: "refusing to connect to a non-public address: 127.0.0.1"}
+	}
 	maxAge := func(f *ndjson.Fetch) {
 		ok200(f)
 		f.ResponseHeaders = map[string]string{"Cache-Control": "public, max-age=7200"}
@@ -73,10 +80,10 @@ func TestSchedule(t *testing.T) {
 	type step struct {
 		fetch   func(*ndjson.Fetch)
 		entries int // new entries before the fetch record
-		check   func(t *testing.T, r runOut, fs storage.FeedState, at time.Time)
+		check   func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time)
 	}
-	wantNext := func(kind, reason string, after time.Duration) func(*testing.T, runOut, storage.FeedState, time.Time) {
-		return func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+	wantNext := func(kind, reason string, after time.Duration) func(*testing.T, runOut, catalog.FeedState, time.Time) {
+		return func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 			t.Helper()
 			d := r.decision(t)
 			if d.Decision != kind || d.Reason != reason {
@@ -99,13 +106,13 @@ func TestSchedule(t *testing.T) {
 		{name: "cron", sub: ndjson.Subscription{Cron: "30 * * * *"},
 			steps: []step{{fetch: ok200, check: wantNext("defer", "cron", 30*time.Minute)}}},
 		{name: "paused by hand", sub: ndjson.Subscription{PausedUntil: ndjson.At(t0.Add(48 * time.Hour))},
-			steps: []step{{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			steps: []step{{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || d.Reason != "paused" || !d.NextAt.Equal(t0.Add(48*time.Hour)) {
 					t.Errorf("decision %+v", d)
 				}
 			}}}},
 		{name: "max interval override", sub: ndjson.Subscription{MaxIntervalSec: 600},
-			steps: []step{{fetch: notMod}, {fetch: notMod}, {fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			steps: []step{{fetch: notMod}, {fetch: notMod}, {fetch: notMod, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Inputs.MaxSec != 600 || fs.IntervalSec > 600 {
 					t.Errorf("max %d, interval %d: want at most 600", d.Inputs.MaxSec, fs.IntervalSec)
 				}
@@ -113,7 +120,7 @@ func TestSchedule(t *testing.T) {
 		{name: "304s stretch the interval", p: sched.Params{Policy: sched.Policy{Kind: sched.PolicySeed}}, steps: []step{
 			{fetch: ok200},
 			{fetch: notMod}, {fetch: notMod},
-			{fetch: notMod, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: notMod, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				d := r.decision(t)
 				if d.Inputs.IntervalAfterSec <= d.Inputs.IntervalBeforeSec || d.Reason != "not_modified" {
 					t.Errorf("interval %d -> %d (%s): a feed that stops posting must be polled less", d.Inputs.IntervalBeforeSec, d.Inputs.IntervalAfterSec, d.Reason)
@@ -123,20 +130,20 @@ func TestSchedule(t *testing.T) {
 			{fetch: notMod, check: wantNext("defer", "not_modified", time.Duration(float64(15*time.Minute)*1.25))}}},
 		{name: "404 disables, probe re-enables", steps: []step{
 			{fetch: ok200},
-			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: gone, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_disabled" {
 					t.Fatalf("output %s", r.types())
 				}
 				var ev ndjson.FeedEvent
 				r.lines[1].Decode(&ev)
-				if ev.FeedID != "A" || ev.Error == nil || ev.Error.Code != "http_404" || !strings.Contains(ev.DisabledReason, "404") || !ev.NextAt.Equal(at.Add(24*time.Hour)) {
+				if ev.FeedID != testids.Feed("A") || ev.Error == nil || ev.Error.Code != "http_404" || !strings.Contains(ev.DisabledReason, "404") || !ev.NextAt.Equal(at.Add(24*time.Hour)) {
 					t.Errorf("event %+v", ev)
 				}
 				if fs.Sched.Lifecycle != sched.StateDisabled || !fs.NextFetchAt.Equal(at.Add(24*time.Hour)) {
 					t.Errorf("state %s, next %s: want disabled, probed in a day", fs.Sched.Lifecycle, fs.NextFetchAt)
 				}
 			}},
-			{fetch: ok200, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_reenabled" || fs.Sched.Lifecycle != sched.StateCoolingDown {
 					t.Fatalf("output %s, state %s", r.types(), fs.Sched.Lifecycle)
 				}
@@ -149,13 +156,46 @@ func TestSchedule(t *testing.T) {
 		{name: "a private address refused: backoff, not disabled", steps: []step{
 			{fetch: func(f *ndjson.Fetch) {
 				f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "address_refused", Message: "refused"}
-			}, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			}, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "backoff" || fs.Sched.Lifecycle == sched.StateDisabled || r.types() != "decision" {
 					t.Errorf("decision %s, state %s, output %s: want a backoff (a run with --allow-private must find the feed)", d.Decision, fs.Sched.Lifecycle, r.types())
 				}
 			}}}},
+		// One class per outcome: the decision's is the fetch record's. And
+		// a refusal --allow-private lifts spends no error budget: the first
+		// answer finds the feed healthy with all of it (it found it
+		// cooling down with 1 of 5 left).
+		{name: "refusals spend no error budget", steps: []step{
+			{fetch: refused, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+				if d := r.decision(t); d.Inputs.ErrorClass != ndjson.ClassBlocked || d.Inputs.ErrorCode != "address_refused" || d.Reason != "address_refused" {
+					t.Errorf("decision %s, error class %s/%s: want the fetch record's, blocked/address_refused", d.Reason, d.Inputs.ErrorClass, d.Inputs.ErrorCode)
+				}
+			}},
+			{fetch: refused}, {fetch: refused}, {fetch: refused},
+			{fetch: ok200, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+				if d := r.decision(t); d.State != "healthy" || d.Inputs.ErrorBudget != 5 || d.Inputs.ConsecutiveFailures != 0 {
+					t.Errorf("after the first answer: state %s, error budget %g of 5, %d failures", d.State, d.Inputs.ErrorBudget, d.Inputs.ConsecutiveFailures)
+				}
+			}}}},
+		// rdf_UTF8.xml of the shared corpus: 60 items without dates. The
+		// first fetch keeps 20 (item_limit) and the next shows the other
+		// 40 as new: history both times, no burst (it was 12134 items a
+		// day, and every 5 minutes).
+		{name: "undated items a limited fetch withheld are history", steps: []step{
+			{entries: 20, fetch: func(f *ndjson.Fetch) { f.Due.ItemLimit, f.Parse = 20, &ndjson.Parse{Items: 60, Entries: 20} },
+				check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 40 {
+						t.Errorf("rate %g a day, %d withheld: want the prior's, 40", d.Inputs.RatePerDay, fs.Sched.Withheld)
+					}
+				}},
+			{entries: 40, fetch: func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 60, Entries: 60} },
+				check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
+					if d := r.decision(t); d.Inputs.RatePerDay > 64 || fs.Sched.Withheld != 0 || d.Inputs.IntervalAfterSec < 900 {
+						t.Errorf("rate %g a day, interval %ds, %d withheld: the 40 withheld items are no burst", d.Inputs.RatePerDay, d.Inputs.IntervalAfterSec, fs.Sched.Withheld)
+					}
+				}}}},
 		{name: "404 without probes", p: sched.Params{NoProbe: true}, steps: []step{
-			{fetch: gone, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: gone, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if d := r.decision(t); d.Decision != "pause" || !d.NextAt.IsZero() || !fs.NextFetchAt.IsZero() {
 					t.Errorf("decision %+v: want a pause without end", d)
 				}
@@ -164,7 +204,7 @@ func TestSchedule(t *testing.T) {
 			{fetch: ok200},
 			{fetch: fail, check: wantNext("backoff", "http_error", -1)},
 			{fetch: fail},
-			{fetch: fail, check: func(t *testing.T, r runOut, fs storage.FeedState, at time.Time) {
+			{fetch: fail, check: func(t *testing.T, r runOut, fs catalog.FeedState, at time.Time) {
 				if r.types() != "decision,feed_disabled" || fs.ConsecutiveFailures != 3 {
 					t.Errorf("output %s, failures %d", r.types(), fs.ConsecutiveFailures)
 				}
@@ -178,8 +218,8 @@ func TestSchedule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := storage.Open(t.TempDir())
 			sub := tc.sub
-			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), "A", "http://example.org/a.xml"
-			st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
+			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
+			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
 			at := t0
 			for i, s := range tc.steps {
 				at = at.Add(time.Duration(i) * 30 * time.Minute)
@@ -189,19 +229,19 @@ func TestSchedule(t *testing.T) {
 				}
 				fetchedAt := at
 				in += fetchRec("A", func(f *ndjson.Fetch) {
-					f.FetchID, f.FetchedAt = "F"+string(rune('0'+i)), ndjson.At(fetchedAt)
+					f.FetchID, f.FetchedAt = fetchRecID(i), ndjson.At(fetchedAt)
 					s.fetch(f)
 				})
 				r := runSched(t, st, at, tc.p, in)
 				if r.err != nil {
 					t.Fatalf("step %d: %v", i, r.err)
 				}
-				states, _ := st.States()
-				fs := states.ByFeed["A"]
+				states, _ := statesOf(t, st)
+				fs := states.ByFeed[testids.Feed("A")]
 				if fs.Sched == nil || fs.Decision == nil || !fs.NextFetchAt.Equal(fs.Sched.NextAt.Time) || fs.IntervalSec != fs.Sched.IntervalSec {
 					t.Fatalf("step %d: state does not hold the scheduler's: %+v", i, fs)
 				}
-				if d := r.decision(t); d.FeedID != "A" || d.FetchID != fetchRecID(i) || d.V != 1 {
+				if d := r.decision(t); d.FeedID != testids.Feed("A") || d.FetchID != fetchRecID(i) || d.V != 1 {
 					t.Fatalf("step %d: decision record %+v", i, d)
 				}
 				if s.check != nil {
@@ -212,7 +252,7 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-func fetchRecID(i int) string { return "F" + string(rune('0'+i)) }
+func fetchRecID(i int) string { return testids.Fetch("F" + string(rune('0'+i))) }
 
 // TestFeedEventsStored: a feed_disabled event is in the events file too.
 func TestFeedEventsStored(t *testing.T) {
@@ -225,7 +265,7 @@ func TestFeedEventsStored(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	data, _ := os.ReadFile(st.Path("events/2026-11-21.ndjson"))
-	if !bytes.Contains(data, []byte(`{"type":"feed_disabled","v":1,"feed_id":"A","fetch_id":"F-A"`)) {
+	if !bytes.Contains(data, []byte(`{"type":"feed_disabled","v":1,"feed_id":"`+testids.Feed("A")+`","fetch_id":"`+testids.Fetch("F-A")+`"`)) {
 		t.Fatalf("events file: %s", data)
 	}
 }
@@ -239,9 +279,9 @@ func TestDecisionRecordHasEveryField(t *testing.T) {
 	for i := range 200 {
 		var d sched.Decision
 		fillRandom(reflect.ValueOf(&d).Elem(), rng, i%2 == 0)
-		rec := DecisionRecord("A", "F", d)
+		rec := DecisionRecord(testids.Feed("A"), testids.Fetch("F"), d)
 		got, _ := json.Marshal(rec)
-		if want, _ := json.Marshal(decisionByJSON(t, "A", "F", d)); !bytes.Equal(got, want) {
+		if want, _ := json.Marshal(decisionByJSON(t, testids.Feed("A"), testids.Fetch("F"), d)); !bytes.Equal(got, want) {
 			t.Fatalf("decision %d:\n got %s\nwant %s", i, got, want)
 		}
 		if i%2 != 0 {
@@ -349,9 +389,9 @@ func TestMaxAge(t *testing.T) {
 // day's spend is kept for the budget feedback.
 func TestScaleAndBudget(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		h := ndjson.Head(ndjson.TypeSubscription)
-		return []ndjson.Subscription{{Header: h, FeedID: "A", URL: "http://example.org/a"}, {Header: h, FeedID: "B", URL: "http://example.org/b"}}, nil
+		return []ndjson.Subscription{{Header: h, FeedID: testids.Feed("A"), URL: "http://example.org/a"}, {Header: h, FeedID: testids.Feed("B"), URL: "http://example.org/b"}}, nil
 	})
 	in := entry("A", "u1", "h", "T") + fetchRec("A", func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Items: 1} })
 	if r := runSched(t, st, t0, sched.Params{}, in); r.err != nil {
@@ -362,25 +402,25 @@ func TestScaleAndBudget(t *testing.T) {
 	if d := r.decision(t); d.Inputs.Scale <= 0 || d.Inputs.Scale == sched.DefaultScale {
 		t.Errorf("scale %g: want one computed for the budget", d.Inputs.Scale)
 	}
-	data, err := os.ReadFile(st.Path(BudgetFile))
+	cat := openCatalog(t, st)
 	var b budgetState
-	if err != nil || json.Unmarshal(data, &b) != nil || b.Fetches != 2 || b.Factor != 1 || !b.Since.Equal(t0) {
-		t.Fatalf("budget file %s (%v)", data, err)
+	if ok, err := cat.Meta(context.Background(), catalog.MetaBudget, &b); !ok || err != nil || b.Fetches != 2 || b.Factor != 1 || !b.Since.Equal(t0) {
+		t.Fatalf("budget %+v (%v)", b, err)
 	}
 	// A day later the factor moves towards budget/spent: 2 fetches a day
 	// against 48 is far under, so it grows (at most 2), and the day's
 	// underspend is kept for the next days to make up.
 	in = fetchRec("A", func(f *ndjson.Fetch) { f.FetchedAt = ndjson.At(t0.Add(25 * time.Hour)) })
 	runSched(t, st, t0.Add(25*time.Hour), sched.Params{}, in)
-	data, _ = os.ReadFile(st.Path(BudgetFile))
-	json.Unmarshal(data, &b)
+	cat.Meta(context.Background(), catalog.MetaBudget, &b)
 	if b.Factor <= 1 || b.Over >= 0 || b.Fetches != 1 || !b.Since.Equal(t0.Add(25*time.Hour)) {
-		t.Fatalf("after a day: %s", data)
+		t.Fatalf("after a day: %+v", b)
 	}
-	// A file from before the loop kept what was owed reads as owing nothing.
-	os.WriteFile(st.Path(BudgetFile), []byte(`{"factor":1.5,"since":"2026-06-01T00:00:00Z","fetches":3}`), 0o644)
-	c := &committer{cfg: Config{Store: st, Log: slog.New(slog.DiscardHandler)}}
+	// A budget from before the loop kept what was owed reads as owing
+	// nothing.
+	cat.SetMeta(context.Background(), catalog.MetaBudget, json.RawMessage(`{"factor":1.5,"since":"2026-06-01T00:00:00Z","fetches":3}`))
+	c := &committer{ctx: context.Background(), cat: cat, cfg: Config{Store: st, Log: slog.New(slog.DiscardHandler)}}
 	if got := c.loadBudget(t0.Add(26 * time.Hour)); got.Factor != 1.5 || got.Over != 0 || got.Fetches != 3 {
-		t.Errorf("an older budget file: %+v", got)
+		t.Errorf("an older budget: %+v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
@@ -28,11 +29,12 @@ const maxBatch = 4096
 
 // Config is everything feed-store touches.
 type Config struct {
-	In    io.Reader
-	Out   *ndjson.Writer
-	Log   *slog.Logger
-	Store *storage.Store
-	Now   func() time.Time // default time.Now
+	In      io.Reader
+	Out     *ndjson.Writer
+	Log     *slog.Logger
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
+	Now     func() time.Time // default time.Now
 	// Sched are the scheduler's parameters (zero: sched.Defaults, the
 	// adaptive policy); feed-store sets Sched.Scale itself, once per run.
 	Sched sched.Params
@@ -90,6 +92,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Summary == nil {
 		cfg.Summary = &Summary{}
 	}
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Catalog = cat
 	var fails pipe.Failures
 	items := make(chan item, maxBatch)
 	readErr := make(chan error, 1)
@@ -125,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 			continue // drain, so the reader can finish
 		}
 		if c == nil {
-			if c, unlock, commitErr = start(cfg); commitErr != nil {
+			if c, unlock, commitErr = start(ctx, cfg); commitErr != nil {
 				unlock = func() {}
 				continue
 			}
@@ -142,8 +150,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := <-readErr; err != nil {
 		return err
 	}
-	if err := finish(cfg, c); err != nil {
+	if err := finish(ctx, cfg, c); err != nil {
 		return err
+	}
+	if c != nil {
+		fails.Records += c.failed
 	}
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
@@ -153,22 +164,18 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // start takes the store's writer lock, once there is something to write,
-// and holds it to the end of the run: the index entries are checked against
-// must not change under the run. Taking it only then, and not at start,
-// keeps a store waiting on the lock from holding up a pipeline that has
-// work. Then it indexes and announces what an interrupted run stored, and
-// loads the feed states.
-func start(cfg Config) (*committer, func(), error) {
+// and holds it to the end of the run: the entries it judges must not be
+// stored by another feed-store meanwhile. Taking it only then, and not at
+// start, keeps a store waiting on the lock from holding up a pipeline that
+// has work. Then it indexes and announces what an interrupted run stored.
+func start(ctx context.Context, cfg Config) (*committer, func(), error) {
 	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, func() {
 		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storage.StoreLock))
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	announced, err := cfg.Store.Recover(cfg.Now())
-	if err == nil {
-		err = cfg.Store.CatchUpURLs()
-	}
+	announced, err := cfg.Catalog.CatchUpEntries(ctx, cfg.Now())
 	if err == nil && len(announced) > 0 {
 		cfg.Log.Warn("announced entries an interrupted run had stored", "entries", len(announced))
 		for i := range announced {
@@ -179,76 +186,87 @@ func start(cfg Config) (*committer, func(), error) {
 	}
 	var c *committer
 	if err == nil {
-		c, err = newCommitter(cfg)
+		c, err = newCommitter(ctx, cfg)
 	}
 	if err != nil {
 		unlock()
 		return nil, nil, err
 	}
-	return c, func() { c.close(); unlock() }, nil
+	return c, unlock, nil
 }
 
 // committer holds what feed-store knows across batches.
 type committer struct {
+	ctx       context.Context
 	cfg       Config
-	subs      *storage.Subs
+	cat       *catalog.Catalog
 	durations *stats.Histogram // fetch_duration_seconds, across runs
-	states    *storage.States
-	sch       *scheduling                   // the scheduler's part (schedule.go)
-	indexes   map[string]*storage.FeedIndex // by feed id
-	idem      *ledgers                      // run ledger, URL index, aliases (crossfeed.go)
+	sch       *scheduling      // the scheduler's part (schedule.go)
+	index     *catalog.Index   // the entry index, plus this batch's entries
+	// states are the feed states this run changed, which later fetches
+	// build on; read from the catalog the first time.
+	states map[string]catalog.FeedState
 	// Entries stored new, and new versions, since the feed's last fetch
-	// record, by feed id.
+	// record, by feed id; and the uids of those it found stored, unchanged
+	// (sightings, as feed-dedup's dedup.unchanged_uids).
 	newByFeed, updatedByFeed map[string]int
+	knownByFeed              map[string][]string
 	// Entries waiting for the fetch record of their feed, which says when
 	// they were seen (hold); final releases them at the end of the input.
 	held  []item
 	final bool
+	// failed counts the fetch records not stored: their bodies were not
+	// read (missingStage).
+	failed int
 	// The buffers of a batch's entry and event lines, kept for the next:
 	// grown anew for every batch they were most of feed-store's
 	// allocations.
 	entryBuf, eventBuf []byte
 }
 
-// newCommitter opens the feed states and the subscriptions lazily: a run
-// reads the whole state and subscription of only the feeds in its input
-// (storage.OpenStates, OpenSubscriptions; the budget scale reads their
-// indexes), so that it starts in milliseconds whatever the number of feeds.
-func newCommitter(cfg Config) (*committer, error) {
-	states, err := cfg.Store.OpenStates()
-	if err != nil {
-		return nil, err
-	}
-	subs, err := cfg.Store.OpenSubscriptions()
-	if err != nil {
-		states.Close()
-		return nil, err
-	}
-	c := &committer{cfg: cfg, subs: subs, durations: stats.LoadHistogram(cfg.Store), states: states,
-		indexes: map[string]*storage.FeedIndex{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}}
+func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
+	c := &committer{ctx: ctx, cfg: cfg, cat: cfg.Catalog, durations: stats.LoadHistogram(ctx, cfg.Catalog), index: cfg.Catalog.Index(),
+		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{}}
 	if err := c.startScheduling(); err != nil {
-		c.close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// close lets go of the files the lazy states and subscriptions keep open.
-func (c *committer) close() {
-	c.states.Close()
-	c.subs.Close()
+// state is the feed's state as this run has it.
+func (c *committer) state(feedID string) (catalog.FeedState, bool, error) {
+	if st, ok := c.states[feedID]; ok {
+		return st, true, nil
+	}
+	return c.cat.State(c.ctx, feedID)
 }
 
-func (c *committer) index(feedID string) (*storage.FeedIndex, error) {
-	if idx, ok := c.indexes[feedID]; ok {
-		return idx, nil
-	}
-	idx, err := c.cfg.Store.SeenEntries(feedID)
-	if err != nil {
-		return nil, err
-	}
-	c.indexes[feedID] = idx
-	return idx, nil
+// batchWrites are what a batch writes to the catalog, in one transaction,
+// once its lines are durable.
+type batchWrites struct {
+	versions []staged       // entry versions, at their lines in entries/
+	links    []linkRef      // links first stored
+	aliases  []ndjson.Alias // aliases recorded
+	states   []catalog.FeedState
+	sighted  []sighting
+	released []catalog.Run // runs whose fetch is committed
+}
+
+type staged struct {
+	entry *ndjson.Entry
+	at    int // offset of its line in the batch's entry lines
+	n     int // its length
+}
+
+type linkRef struct {
+	hash string
+	ref  ndjson.EntryRef
+}
+
+type sighting struct {
+	feedID string
+	uids   []string
+	at     time.Time
 }
 
 // commit makes one batch durable, then writes its output.
@@ -259,10 +277,9 @@ func (c *committer) commit(batch []item) error {
 	entryLines, eventLines := c.entryBuf[:0], c.eventBuf[:0]
 	defer func() { c.entryBuf, c.eventBuf = keepBuf(entryLines), keepBuf(eventLines) }()
 	var (
-		seen   = map[string][]storage.Seen{}
-		states []storage.FeedState
-		moves  []*ndjson.Fetch // proposing a feed's new URL
-		out    []any           // records, or lines without their newline, in input order
+		w     batchWrites
+		moves []*ndjson.Fetch // proposing a feed's new URL
+		out   []any           // records, or lines without their newline, in input order
 	)
 	for _, it := range batch {
 		switch {
@@ -272,21 +289,28 @@ func (c *committer) commit(batch []item) error {
 			} else if a != nil || skip {
 				if a != nil {
 					out = append(out, a)
+					w.aliases = append(w.aliases, *a)
 				}
 				continue
 			}
-			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey, seen)
+			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey)
 			if err != nil {
 				return err
 			}
 			if ev == nil {
 				continue
 			}
-			c.noteURL(it.entry)
+			if l, ok, err := c.newLink(it.entry); err != nil {
+				return err
+			} else if ok {
+				w.links = append(w.links, l)
+			}
+			n := len(entryLines)
 			if entryLines, err = ndjson.Append(entryLines, it.entry); err != nil {
 				return err
 			}
-			n := len(eventLines)
+			w.versions = append(w.versions, staged{it.entry, n, len(entryLines) - n})
+			n = len(eventLines)
 			if eventLines, err = ndjson.Append(eventLines, ev); err != nil {
 				return err
 			}
@@ -298,66 +322,41 @@ func (c *committer) commit(batch []item) error {
 			// A page feed-scrape fetched for a source (in a replay of
 			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil && c.replayed(it.fetch):
-			// Committed by an earlier run (crossfeed.go): not twice.
+			// Committed by an earlier run: not twice.
+		case it.fetch != nil && missingStage(it.fetch) != "":
+			// Not committed: the feed stays due for this run, and the
+			// next pipeline (feed-fetch passes on the recorded fetch)
+			// reads its body.
+			c.failed++
+			stage := missingStage(it.fetch)
+			what := map[string]string{"feed-parse": "unparsed", "feed-scrape": "unscraped"}[stage]
+			c.cfg.Log.Error(fmt.Sprintf("fetch of %s reached feed-store %s: is %s in the pipeline?", it.fetch.Due.URL, what, stage),
+				"feed_id", it.fetch.Due.FeedID, "fetch_id", it.fetch.FetchID)
 		case it.fetch != nil:
-			c.cfg.Summary.count(it.fetch)
-			c.durations.Observe(float64(it.fetch.DurationMS) / 1000)
-			st, recs, ok, err := c.nextState(it.fetch)
+			f := it.fetch
+			c.cfg.Summary.count(f)
+			c.durations.Observe(float64(f.DurationMS) / 1000)
+			st, recs, ok, err := c.nextState(f)
 			if err != nil {
 				return err
 			}
 			if ok {
-				states = append(states, st)
-				if it.fetch.NewURL != "" {
-					moves = append(moves, it.fetch)
+				w.states = append(w.states, st)
+				if !f.Due.ScheduledAt.IsZero() {
+					w.released = append(w.released, catalog.Run{FeedID: f.Due.FeedID, ScheduledAt: f.Due.ScheduledAt.Time})
+				}
+				if f.NewURL != "" {
+					moves = append(moves, f)
 				}
 				out = append(out, recs...)
 			}
+			w.sighted = append(w.sighted, c.sightings(f)...)
 		default:
 			out = append(out, it.raw)
 		}
 	}
 
-	store := c.cfg.Store
-	var end storage.IndexCheckpoint
-	if len(entryLines) > 0 {
-		off, err := store.AppendLines(entriesKey, entryLines, storage.Durable)
-		if err != nil {
-			return err
-		}
-		eventsKey := storage.DayFile(storage.DirEvents, now)
-		evOff, err := store.AppendLines(eventsKey, eventLines, storage.Lazy)
-		if err != nil {
-			return err
-		}
-		end = storage.IndexCheckpoint{File: entriesKey, Offset: off + int64(len(entryLines)),
-			EventsFile: eventsKey, EventsOffset: evOff + int64(len(eventLines))}
-		for feedID, recs := range seen {
-			if err := store.PutSeen(feedID, recs, storage.Lazy); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.appendFeedEvents(now, out); err != nil {
-		return err
-	}
-	if err := c.flushCross(); err != nil {
-		return err
-	}
-	if err := c.states.Put(storage.Lazy, states...); err != nil {
-		return err
-	}
-	if len(entryLines) > 0 || len(states) > 0 || c.wroteCross() {
-		if err := store.Sync(); err != nil {
-			return err
-		}
-	}
-	if end.File != "" {
-		if err := store.SetCheckpoint(end); err != nil {
-			return err
-		}
-	}
-	if err := c.afterSync(); err != nil {
+	if err := c.write(now, entriesKey, entryLines, eventLines, out, &w); err != nil {
 		return err
 	}
 	if err := c.move(moves); err != nil {
@@ -378,13 +377,111 @@ func (c *committer) commit(batch []item) error {
 	if err := c.cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	// A feed's fetch is stored, and its index file now says all its index
-	// in memory does: let it go, so memory holds the feeds in flight, not
-	// every feed of the run (a later fetch of it reads the file again).
-	for _, st := range states {
-		delete(c.indexes, st.FeedID)
+	// The batch is in the catalog now: let go of what the run kept of it,
+	// so that memory holds the feeds in flight, not every feed of the run.
+	for _, st := range w.states {
+		delete(c.states, st.FeedID)
+		c.index.Forget(st.FeedID)
 	}
 	return nil
+}
+
+// write makes a batch durable: the entries appended to entries/ and
+// synced, the events and aliases appended to their logs, all synced; then
+// the batch's rows in the catalog, with the logs' checkpoints, in one
+// transaction. A crash before the commit leaves lines past the
+// checkpoints, which the next run indexes (catalog.CatchUpEntries).
+func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLines []byte, out []any, w *batchWrites) error {
+	st := c.cfg.Store
+	var entriesEnd, eventsEnd, aliasesEnd catalog.Checkpoint
+	if len(entryLines) > 0 {
+		off, err := st.AppendLines(entriesKey, entryLines, storage.Durable)
+		if err != nil {
+			return err
+		}
+		entriesEnd = catalog.Checkpoint{File: entriesKey, Offset: off + int64(len(entryLines))}
+		day := storage.Day(now)
+		for i := range w.versions {
+			w.versions[i].at += int(off)
+		}
+		_ = day
+	}
+	feedEvents, err := feedEventLines(out)
+	if err != nil {
+		return err
+	}
+	if lines := append(eventLines, feedEvents...); len(lines) > 0 {
+		key := storage.DayFile(storage.DirEvents, now)
+		off, err := st.AppendLines(key, lines, storage.Lazy)
+		if err != nil {
+			return err
+		}
+		eventsEnd = catalog.Checkpoint{File: key, Offset: off + int64(len(lines))}
+	}
+	if len(w.aliases) > 0 {
+		key := storage.DayFile(storage.DirAliases, now)
+		lines, err := encodeAll(w.aliases)
+		if err != nil {
+			return err
+		}
+		off, err := st.AppendLines(key, lines, storage.Lazy)
+		if err != nil {
+			return err
+		}
+		aliasesEnd = catalog.Checkpoint{File: key, Offset: off + int64(len(lines))}
+	}
+	if eventsEnd.File != "" || aliasesEnd.File != "" {
+		if err := st.Sync(); err != nil {
+			return err
+		}
+	}
+	day := storage.Day(now)
+	return c.cat.Update(c.ctx, func(t *catalog.Tx) error {
+		for _, v := range w.versions {
+			if err := t.StoreVersion(v.entry, catalog.Location{Day: day, Offset: int64(v.at), Length: int64(v.n)}); err != nil {
+				return err
+			}
+		}
+		for _, l := range w.links {
+			if err := t.AddLink(l.hash, l.ref); err != nil {
+				return err
+			}
+		}
+		for i := range w.aliases {
+			if err := t.AddAlias(&w.aliases[i], day); err != nil {
+				return err
+			}
+		}
+		if err := t.PutStates(w.states...); err != nil {
+			return err
+		}
+		for _, s := range w.sighted {
+			if err := t.Sighted(s.feedID, s.uids, s.at); err != nil {
+				return err
+			}
+		}
+		for _, r := range w.released {
+			if err := t.ReleaseRuns(r.FeedID, r.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		if entriesEnd.File != "" || eventsEnd.File != "" {
+			if entriesEnd.File == "" {
+				cp, err := c.cat.Checkpoint(c.ctx, catalog.TapEntries)
+				if err != nil {
+					return err
+				}
+				entriesEnd = cp
+			}
+			if err := t.SetEntriesCheckpoint(entriesEnd, eventsEnd); err != nil {
+				return err
+			}
+		}
+		if aliasesEnd.File != "" {
+			return t.SetAliasesCheckpoint(aliasesEnd)
+		}
+		return nil
+	})
 }
 
 // keepBuf returns b emptied for reuse, or nil when it is too large to
@@ -397,25 +494,29 @@ func keepBuf(b []byte) []byte {
 }
 
 // stage decides what becomes of an entry against the index: stored new,
-// stored as an update, or dropped as already stored. For a stored one it
-// fills in the lineage fields, queues its index record and returns its
-// event. feed-store checks the index itself, so a pipeline without
-// feed-dedup, or a replay, never stores a version twice. first_seen and
-// last_seen are at, when the entry was fetched, not now: a replay of the
-// same fetches stores the same bytes.
-func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string, seen map[string][]storage.Seen) (*ndjson.Event, error) {
-	idx, err := c.index(e.FeedID)
+// stored as an update, or dropped as already stored (a sighting, counted
+// with its feed's fetch). For a stored one it fills in the lineage fields,
+// notes it in the index and returns its event. feed-store checks the index
+// itself, so a pipeline without feed-dedup, or a replay, never stores a
+// version twice. first_seen and last_seen are at, when the entry was
+// fetched, not now: a replay of the same fetches stores the same bytes.
+func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string) (*ndjson.Event, error) {
+	s := c.cfg.Summary
+	status, err := c.index.Judge(c.ctx, e.FeedID, e.EntryUID, e.ContentHash)
 	if err != nil {
 		return nil, err
 	}
-	s := c.cfg.Summary
-	status := idx.Judge(e.EntryUID, e.ContentHash)
 	if status == "" {
 		s.Known++
+		c.knownByFeed[e.FeedID] = append(c.knownByFeed[e.FeedID], e.EntryUID)
 		return nil, nil
 	}
 	e.Status, e.FirstSeen, e.SeenCount = status, ndjson.At(at), 1
-	if prev, ok := idx.Latest(e.EntryUID); ok {
+	prev, ok, err := c.index.Latest(c.ctx, e.FeedID, e.EntryUID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		e.FirstSeen, e.SeenCount = prev.FirstSeen, prev.SeenCount+1
 		s.Updated++
 		c.updatedByFeed[e.FeedID]++
@@ -425,21 +526,32 @@ func (c *committer) stage(e *ndjson.Entry, now, at time.Time, entriesKey string,
 		c.sch.published(e)
 	}
 	e.LastSeen = ndjson.At(at)
-	rec := storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount}
-	idx.Add(rec)
-	seen[e.FeedID] = append(seen[e.FeedID], rec)
+	c.index.Add(e.FeedID, catalog.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, SeenCount: e.SeenCount})
 	ev := ndjson.EventFor(e, ndjson.At(now), entriesKey)
 	return &ev, nil
 }
 
-// nextState is the feed's state after the fetch f: its cache validators,
-// its counters and the scheduler's decision on when it is due again, with
-// the records that announce it (schedule). State only moves forward: a
-// fetch no later than the last one recorded (a replay of stored fetch
-// records) changes nothing, and ok is false.
-func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any, ok bool, err error) {
+// sightings are the entries the fetch f showed unchanged: those feed-dedup
+// dropped (its dedup section) and those feed-store found stored.
+func (c *committer) sightings(f *ndjson.Fetch) []sighting {
 	feedID := f.Due.FeedID
-	st, known, err := c.states.Get(feedID)
+	uids := c.knownByFeed[feedID]
+	delete(c.knownByFeed, feedID)
+	if f.Dedup != nil {
+		uids = append(uids, f.Dedup.UnchangedUIDs...)
+	}
+	if len(uids) == 0 || f.FetchedAt.IsZero() {
+		return nil
+	}
+	return []sighting{{feedID, uids, f.FetchedAt.Time}}
+}
+
+// nextState is the feed's state after the fetch f, with the scheduler's
+// decision (schedule.go). ok is false for a fetch older than the feed's
+// last one (a replay), which changes nothing.
+func (c *committer) nextState(f *ndjson.Fetch) (_ catalog.FeedState, recs []any, ok bool, err error) {
+	feedID := f.Due.FeedID
+	st, known, err := c.state(feedID)
 	if err != nil {
 		return st, nil, false, err
 	}
@@ -450,6 +562,9 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 	st.FeedID = feedID
 	st.LastFetchAt = f.FetchedAt
 	st.LastStatus = f.HTTPStatus
+	if f.Due.ScheduledAt.After(st.LastRunAt.Time) {
+		st.LastRunAt = f.Due.ScheduledAt
+	}
 	if f.Error == nil {
 		st.LastSuccessAt = f.FetchedAt
 		st.ConsecutiveFailures = 0
@@ -458,9 +573,9 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 		st.ConsecutiveFailures++
 		st.LastError = f.Error
 	}
-	// A validator is kept until a response replaces it: a 200 without an
-	// ETag does not erase the last one.
-	if f.NotModified || wholeBody(f) {
+	// A validator is kept until a response replaces it (a 200 without an
+	// ETag does not erase the last one), and only for a body that was read.
+	if f.NotModified || bodyRead(f) {
 		if v := header(f.ResponseHeaders, "ETag"); v != "" {
 			st.Validators.ETag = v
 		}
@@ -484,32 +599,16 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ storage.FeedState, recs []any,
 	if recs, err = c.schedule(&st, f); err != nil {
 		return st, nil, false, err
 	}
-	c.states.ByFeed[feedID] = st // later fetches in this batch build on it
+	c.states[feedID] = st // later fetches in this batch build on it
 	return st, recs, true, nil
 }
 
 // finish keeps the run's figures: the duration histogram, and the metrics
 // file when one is asked for (c is nil when nothing was stored).
-func finish(cfg Config, c *committer) error {
-	if err := c.closeCross(); err != nil {
-		return err
-	}
-	if c == nil {
-		if cfg.MetricsFile == "" {
-			return nil
-		}
-		subs, _, err := cfg.Store.Subscriptions()
-		if err != nil {
-			return err
-		}
-		states, err := cfg.Store.States()
-		if err != nil {
-			return err
-		}
-		return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, states), stats.LoadHistogram(cfg.Store))
-	}
-	if cfg.Summary.Feeds > 0 {
-		if err := stats.SaveHistogram(cfg.Store, c.durations); err != nil {
+func finish(ctx context.Context, cfg Config, c *committer) error {
+	durations := c.histogram(ctx, cfg)
+	if c != nil && cfg.Summary.Feeds > 0 {
+		if err := stats.SaveHistogram(ctx, cfg.Catalog, c.durations); err != nil {
 			return err
 		}
 		if err := c.saveBudget(cfg.Summary.Feeds); err != nil {
@@ -519,14 +618,20 @@ func finish(cfg Config, c *committer) error {
 	if cfg.MetricsFile == "" {
 		return nil
 	}
-	subs, err := c.subs.All()
-	if err == nil {
-		err = c.states.Load()
-	}
+	t, err := stats.Compute(ctx, cfg.Catalog, cfg.Now())
 	if err != nil {
 		return err
 	}
-	return stats.WriteMetricsFile(cfg.MetricsFile, stats.Compute(subs, c.states), c.durations)
+	return stats.WriteMetricsFile(cfg.MetricsFile, t, durations)
+}
+
+// histogram is the run's fetch duration histogram, or the store's when
+// nothing was stored.
+func (c *committer) histogram(ctx context.Context, cfg Config) *stats.Histogram {
+	if c == nil {
+		return stats.LoadHistogram(ctx, cfg.Catalog)
+	}
+	return c.durations
 }
 
 // move saves the new URLs that feed-fetch proposed for feeds moved
@@ -536,7 +641,7 @@ func (c *committer) move(moves []*ndjson.Fetch) error {
 	if len(moves) == 0 {
 		return nil
 	}
-	return c.cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	return c.cat.EditSubscriptions(c.ctx, func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		taken := make(map[string]string, len(subs))
 		for _, s := range subs {
 			taken[s.URL] = s.FeedID
@@ -574,17 +679,41 @@ func (s *Summary) count(f *ndjson.Fetch) {
 	}
 }
 
-// wholeBody reports whether f is a 2xx whose body came as complete as it
-// ever will: without error, cut at the size cap only, or whole but not
-// parsed; a download again would get the same bytes. The validators of a
-// body that broke off (a reset, a short Content-Length, a timeout, a bad
-// content coding) must not be kept: the next fetch would get a 304, and
-// the feed would not be downloaded whole until it changed.
-func wholeBody(f *ndjson.Fetch) bool {
-	if f.HTTPStatus < 200 || f.HTTPStatus >= 300 {
+// bodyRead reports whether f is a 2xx whose body was read into entries:
+// parsed (a feed) or scraped (a website) without error, or the same as
+// the last body, which was. Only then are its validators kept: the next
+// fetch sends them, and a 304 to them skips the body. A body that broke
+// off (a reset, a short Content-Length, a timeout, a bad content coding),
+// one that did not parse (not a feed, too many items: a parser raised to
+// read it must get it again), or one no stage read would be lost.
+func bodyRead(f *ndjson.Fetch) bool {
+	switch {
+	case f.HTTPStatus < 200 || f.HTTPStatus > 299:
 		return false
+	case f.Unchanged:
+		return true
+	case f.Error != nil && f.Error.Code != "body_too_large": // broke off, or did not parse
+		return false
+	case f.Due.SourceType == ndjson.SourceWebsite:
+		return f.Scrape != nil && f.Scrape.Error == ""
 	}
-	return f.Error == nil || f.Error.Class == ndjson.ClassParse || f.Error.Code == "body_too_large"
+	return f.Parse != nil && f.Parse.Error == ""
+}
+
+// missingStage names the stage that should have read the body of fetch
+// record f and did not: feed-parse for a feed, feed-scrape for a website;
+// "" when f brought no body or it was read (with success or not). The
+// pipeline lacks that stage: storing f would lose the body's entries.
+func missingStage(f *ndjson.Fetch) string {
+	switch {
+	case f.Page != nil || !f.HasBody():
+		return ""
+	case f.Due.SourceType == ndjson.SourceWebsite && f.Scrape == nil:
+		return "feed-scrape"
+	case f.Due.SourceType != ndjson.SourceWebsite && f.Parse == nil:
+		return "feed-parse"
+	}
+	return ""
 }
 
 func header(h map[string]string, name string) string {

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -23,14 +27,14 @@ var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 var hourly = sched.Params{Policy: sched.Policy{Kind: sched.PolicyFixed, Every: time.Hour}, Jitter: -1}
 
 func entry(feed, uid, hash, title string) string {
-	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: feed, EntryUID: uid, ContentHash: hash, Title: title,
-		RawRef: ndjson.RawRef{FetchID: "F-" + feed}, Authors: []ndjson.Author{}, Categories: []string{}, Enclosures: []ndjson.Enclosure{}})
+	b, _ := ndjson.Marshal(ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash, Title: title,
+		RawRef: ndjson.RawRef{FetchID: testids.Fetch("F-" + feed)}, Authors: []ndjson.Author{}, Categories: []string{}, Enclosures: []ndjson.Enclosure{}})
 	return string(b)
 }
 
 func fetchRec(feed string, mutate func(*ndjson.Fetch)) string {
-	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: "F-" + feed, FetchedAt: ndjson.At(t0),
-		Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed}, HTTPStatus: 200,
+	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch("F-" + feed), FetchedAt: ndjson.At(t0),
+		Due: ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(feed)}, HTTPStatus: 200, Parse: &ndjson.Parse{Format: "rss"},
 		ResponseHeaders: map[string]string{"Etag": `"v1"`, "Last-Modified": "Sat, 21 Nov 2026 09:00:00 GMT"}}
 	if mutate != nil {
 		mutate(&f)
@@ -103,7 +107,7 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 	}
 	var ev ndjson.Event
 	first.lines[0].Decode(&ev)
-	if ev.EntryUID != "u1" || ev.Title != "One" || ev.StoredIn != "entries/2026-11-21.ndjson" || !ev.IngestedAt.Equal(t0) || len(ev.RawRefs) != 1 || ev.RawRefs[0].FetchID != "F-A" {
+	if ev.EntryUID != testids.UID("u1") || ev.Title != "One" || ev.StoredIn != "entries/2026-11-21.ndjson" || !ev.IngestedAt.Equal(t0) || len(ev.RawRefs) != 1 || ev.RawRefs[0].FetchID != testids.Fetch("F-A") {
 		t.Errorf("event %+v", ev)
 	}
 	if s := first.sum; s.New != 2 || s.Feeds != 1 || s.Known != 0 {
@@ -142,20 +146,20 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 
 func TestFeedState(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
-		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "own", IntervalSec: 600}}, nil
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("own"), URL: "https://own.example/", IntervalSec: 600}}, nil
 	})
-	state := func(feed string) storage.FeedState {
+	state := func(feed string) catalog.FeedState {
 		t.Helper()
-		s, err := st.States()
+		s, err := statesOf(t, st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.ByFeed[feed]
+		return s.ByFeed[testids.Feed(feed)]
 	}
 	// Each step is a fetch a minute after the one before, at fetchedAt.
 	fetchedAt := t0
-	step := func(feed string, mutate func(*ndjson.Fetch)) storage.FeedState {
+	step := func(feed string, mutate func(*ndjson.Fetch)) catalog.FeedState {
 		t.Helper()
 		fetchedAt = fetchedAt.Add(time.Minute)
 		at := fetchedAt
@@ -212,14 +216,14 @@ func TestFeedState(t *testing.T) {
 func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	later := func(f *ndjson.Fetch) {
-		f.FetchID, f.FetchedAt = "F2", ndjson.At(t0.Add(time.Hour))
+		f.FetchID, f.FetchedAt = testids.Fetch("F2"), ndjson.At(t0.Add(time.Hour))
 		f.ResponseHeaders = map[string]string{"Etag": `"v2"`}
 	}
 	run(t, st, t0, fetchRec("A", nil)+fetchRec("A", later))
 	// A replay of both, in order.
 	run(t, st, t0.Add(2*time.Hour), fetchRec("A", nil)+fetchRec("A", later))
-	s, _ := st.States()
-	got := s.ByFeed["A"]
+	s, _ := statesOf(t, st)
+	got := s.ByFeed[testids.Feed("A")]
 	if got.Validators.ETag != `"v2"` || !got.LastFetchAt.Equal(t0.Add(time.Hour)) || !got.NextFetchAt.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("state after replay: %+v", got)
 	}
@@ -228,17 +232,18 @@ func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
 func TestNewEntriesCountedInState(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+fetchRec("A", nil))
-	s, _ := st.States()
-	if s.ByFeed["A"].NewEntriesLastFetch != 2 {
-		t.Fatalf("new_entries_last_fetch %d", s.ByFeed["A"].NewEntriesLastFetch)
+	s, _ := statesOf(t, st)
+	if s.ByFeed[testids.Feed("A")].NewEntriesLastFetch != 2 {
+		t.Fatalf("new_entries_last_fetch %d", s.ByFeed[testids.Feed("A")].NewEntriesLastFetch)
 	}
 }
 
 func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
+	openCatalog(t, st) // the store has run before
 	// A crash left an entry in entries/ that was never indexed nor
 	// announced.
-	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: "A", EntryUID: "u1", ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1, Status: "new"}
+	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed("A"), EntryUID: testids.UID("u1"), ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1, Status: "new"}
 	b, _ := ndjson.Marshal(e)
 	if _, err := st.AppendLines("entries/2026-11-21.ndjson", b, storage.Durable); err != nil {
 		t.Fatal(err)
@@ -309,11 +314,11 @@ func TestNoWaitFailsWhenLocked(t *testing.T) {
 
 func TestMovedFeedGetsItsNewURL(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
-	st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "A", URL: "https://old.example/feed"},
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "B", URL: "https://b.example/feed"},
-			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: "C", URL: "https://c.example/feed"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://old.example/feed"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("B"), URL: "https://b.example/feed"},
+			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("C"), URL: "https://c.example/feed"},
 		}, nil
 	})
 	r := run(t, st, t0, fetchRec("A", func(f *ndjson.Fetch) {
@@ -326,12 +331,12 @@ func TestMovedFeedGetsItsNewURL(t *testing.T) {
 	if r.err != nil || r.sum.Moved != 1 {
 		t.Fatalf("err %v, moved %d", r.err, r.sum.Moved)
 	}
-	subs, _, _ := st.Subscriptions()
-	if subs[0].URL != "https://new.example/feed" || subs[0].FeedID != "A" || subs[1].URL != "https://b.example/feed" || subs[2].URL != "https://c.example/feed" {
+	subs := subsOf(t, st)
+	if subs[0].URL != "https://new.example/feed" || subs[0].FeedID != testids.Feed("A") || subs[1].URL != "https://b.example/feed" || subs[2].URL != "https://c.example/feed" {
 		t.Fatalf("subscriptions %+v", subs)
 	}
-	states, _ := st.States()
-	if b := states.ByFeed["B"]; b.MovedTo != "https://b2.example/feed" || b.MovedCount != 1 {
+	states, _ := statesOf(t, st)
+	if b := states.ByFeed[testids.Feed("B")]; b.MovedTo != "https://b2.example/feed" || b.MovedCount != 1 {
 		t.Fatalf("B's redirect count not kept: %+v", b)
 	}
 }
@@ -343,8 +348,8 @@ func TestBytesSavedAndSameBodyCounted(t *testing.T) {
 	if r.sum.BytesSaved != 5000 || r.sum.NotModified != 1 || r.sum.SameBody != 1 {
 		t.Fatalf("summary %+v", r.sum)
 	}
-	states, _ := st.States()
-	if a, b := states.ByFeed["A"], states.ByFeed["B"]; a.Counts.BytesSaved != 5000 || a.Counts.NotModified != 1 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" || b.Counts.BytesIn != 7000 || b.Counts.OK != 1 {
+	states, _ := statesOf(t, st)
+	if a, b := states.ByFeed[testids.Feed("A")], states.ByFeed[testids.Feed("B")]; a.Counts.BytesSaved != 5000 || a.Counts.NotModified != 1 || b.LastContentLength != 7000 || b.LastBodySHA256 != "abc" || b.Counts.BytesIn != 7000 || b.Counts.OK != 1 {
 		t.Fatalf("states %+v %+v", a, b)
 	}
 }
@@ -353,12 +358,12 @@ func TestPageFetchRecordsLeaveStateAlone(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	run(t, st, t0, fetchRec("W", nil))
 	r := run(t, st, t0.Add(time.Hour), fetchRec("W", func(f *ndjson.Fetch) {
-		f.FetchID, f.FetchedAt = "page1", ndjson.At(t0.Add(time.Hour))
-		f.Page = &ndjson.Page{Role: "article", SourceFetchID: "F-W"}
+		f.FetchID, f.FetchedAt = testids.Fetch("page1"), ndjson.At(t0.Add(time.Hour))
+		f.Page = &ndjson.Page{Role: "article", SourceFetchID: testids.Fetch("F-W")}
 		f.ResponseHeaders = map[string]string{"Etag": `"page-etag"`}
 	}))
-	states, _ := st.States()
-	if w := states.ByFeed["W"]; w.Validators.ETag != `"v1"` || !w.LastFetchAt.Equal(t0) || r.sum.Feeds != 0 {
+	states, _ := statesOf(t, st)
+	if w := states.ByFeed[testids.Feed("W")]; w.Validators.ETag != `"v1"` || !w.LastFetchAt.Equal(t0) || r.sum.Feeds != 0 {
 		t.Fatalf("a page fetch changed the source's state %+v (feeds counted %d)", w, r.sum.Feeds)
 	}
 }
@@ -367,20 +372,21 @@ func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	// Scraped entries point at the pages they came from, not at the
 	// website's own fetch.
-	e1 := strings.Replace(entry("W", "u1", "h1", "One"), `"fetch_id":"F-W"`, `"fetch_id":"page1"`, 1)
-	e2 := strings.Replace(entry("W", "u2", "h2", "Two"), `"fetch_id":"F-W"`, `"fetch_id":"page2"`, 1)
+	e1 := strings.Replace(entry("W", "u1", "h1", "One"), `"fetch_id":"`+testids.Fetch("F-W")+`"`, `"fetch_id":"`+testids.Fetch("page1")+`"`, 1)
+	e2 := strings.Replace(entry("W", "u2", "h2", "Two"), `"fetch_id":"`+testids.Fetch("F-W")+`"`, `"fetch_id":"`+testids.Fetch("page2")+`"`, 1)
 	run(t, st, t0, e1+e2+fetchRec("W", nil))
-	states, _ := st.States()
-	if n := states.ByFeed["W"].NewEntriesLastFetch; n != 2 {
+	states, _ := statesOf(t, st)
+	if n := states.ByFeed[testids.Feed("W")].NewEntriesLastFetch; n != 2 {
 		t.Fatalf("new_entries_last_fetch %d, want 2", n)
 	}
 }
 
-// TestValidatorsOnlyFromWholeBodies: a 2xx whose body broke off must not
-// replace the validators, or the next fetch gets a 304 and the whole body
-// is never downloaded; one cut at the size cap, or whole but not a feed, is
-// as whole as it will get.
-func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
+// TestValidatorsOnlyFromBodiesRead: a 2xx whose body broke off, or was
+// not read, must not replace the validators, or the next fetch gets a 304
+// and the body is never read: one that did not parse (not a feed, too
+// many items) must come again, whole, to a parser raised to read it. One
+// cut at the size cap and parsed is as whole as it will get.
+func TestValidatorsOnlyFromBodiesRead(t *testing.T) {
 	const newLM = "Sun, 22 Nov 2026 00:00:00 GMT"
 	for _, tc := range []struct {
 		name     string
@@ -397,9 +403,20 @@ func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
 		{"bad content coding", func(f *ndjson.Fetch) {
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "network", Message: "read body: gzip: invalid header"}
 		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
-		{"whole but not a feed", func(f *ndjson.Fetch) { // the same bytes again would not parse either
+		{"whole but not a feed", func(f *ndjson.Fetch) {
 			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: "not_a_feed", Message: "not an RSS, Atom or JSON feed"}
+			f.Parse.Error = f.Error.Message
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"too many items", func(f *ndjson.Fetch) {
+			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: "too_many_items", Message: "more than 10000 items"}
+			f.Parse.Error = f.Error.Message
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
+		{"a website scraped", func(f *ndjson.Fetch) {
+			f.Due.SourceType, f.Parse, f.Scrape = ndjson.SourceWebsite, nil, &ndjson.Scrape{Mode: "list"}
 		}, `"v2"`, newLM},
+		{"a website whose scrape failed", func(f *ndjson.Fetch) {
+			f.Due.SourceType, f.Parse, f.Scrape = ndjson.SourceWebsite, nil, &ndjson.Scrape{Mode: "list", Error: "no article found"}
+		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
 		{"cut at the size cap", func(f *ndjson.Fetch) {
 			f.Truncated = true
 			f.Error = &ndjson.Error{Class: ndjson.ClassTransient, Code: "body_too_large", Message: "body over 10 bytes"}
@@ -417,19 +434,69 @@ func TestValidatorsOnlyFromWholeBodies(t *testing.T) {
 			}
 			later := t0.Add(time.Hour)
 			second := fetchRec("A", func(f *ndjson.Fetch) {
-				f.FetchID, f.FetchedAt = "F2", ndjson.At(later)
+				f.FetchID, f.FetchedAt = testids.Fetch("F2"), ndjson.At(later)
 				f.ResponseHeaders = map[string]string{"Etag": `"v2"`, "Last-Modified": newLM}
 				if tc.mutate != nil {
 					tc.mutate(f)
 				}
 			})
 			run(t, st, later, second)
-			states, err := st.States()
+			states, err := statesOf(t, st)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := states.ByFeed["A"].Validators; v.ETag != tc.etag || v.LastModified != tc.lm {
+			if v := states.ByFeed[testids.Feed("A")].Validators; v.ETag != tc.etag || v.LastModified != tc.lm {
 				t.Fatalf("validators %+v, want ETag %s, Last-Modified %q", v, tc.etag, tc.lm)
+			}
+		})
+	}
+}
+
+// TestUnreadBodyNotStored: a fetch record that brought a body no stage
+// read (feed-parse, or feed-scrape for a website, left out of the
+// pipeline) is reported and not stored, neither its validators nor a
+// success, so that its body is read when the record comes again through
+// the whole pipeline.
+func TestUnreadBodyNotStored(t *testing.T) {
+	key := "raw/2026-11-21/" + strings.Repeat("ab", 32) + ".zst"
+	for _, tc := range []struct {
+		name, source, want string
+		read               func(*ndjson.Fetch)
+	}{
+		{"feed without feed-parse", ndjson.SourceAuto, "reached feed-store unparsed: is feed-parse in the pipeline?",
+			func(f *ndjson.Fetch) { f.Parse = &ndjson.Parse{Format: "rss"} }},
+		{"website without feed-scrape", ndjson.SourceWebsite, "reached feed-store unscraped: is feed-scrape in the pipeline?",
+			func(f *ndjson.Fetch) { f.Scrape = &ndjson.Scrape{Mode: ndjson.ModeList} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			var logs bytes.Buffer
+			rec := func(read bool) string {
+				return fetchRec("A", func(f *ndjson.Fetch) {
+					f.Due.SourceType, f.Due.URL, f.Parse = tc.source, "https://a.example/feed", nil
+					f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+					if read {
+						tc.read(f)
+					}
+				})
+			}
+			err := Run(context.Background(), Config{In: strings.NewReader(rec(false)), Out: ndjson.NewWriter(io.Discard), Store: st,
+				Log: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return t0 }, Sched: hourly})
+			if !errors.Is(err, pipe.ErrFailed) || !strings.Contains(logs.String(), "fetch of https://a.example/feed "+tc.want) {
+				t.Fatalf("err %v, logs:\n%s", err, logs.String())
+			}
+			states, _ := statesOf(t, st)
+			if s, ok := states.ByFeed[testids.Feed("A")]; ok {
+				t.Fatalf("the unread fetch was stored: %+v", s)
+			}
+			// The same record, read this time, is stored: it was not
+			// taken for one stored already.
+			if r := run(t, st, t0.Add(time.Minute), rec(true)); r.err != nil || r.sum.Feeds != 1 || r.sum.Replayed != 0 {
+				t.Fatalf("err %v, summary %+v", r.err, r.sum)
+			}
+			states, _ = statesOf(t, st)
+			if v := states.ByFeed[testids.Feed("A")].Validators; v.ETag != `"v1"` {
+				t.Fatalf("validators %+v", v)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 		}
 		fresh = append(fresh, s)
 	}
-	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	err = cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		have := make(map[string]bool, len(subs)+len(fresh))
 		for _, s := range subs {
 			have[s.FeedID] = true

@@ -2,16 +2,17 @@ package sub
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -24,17 +25,12 @@ type ListOptions struct {
 // List writes the subscriptions, as a table for people or as NDJSON.
 func List(cfg Config, o ListOptions) error {
 	cfg.defaults()
-	subs, bad, err := cfg.Store.Subscriptions()
+	cat, done, err := cfg.catalog()
 	if err != nil {
 		return err
 	}
-	if bad > 0 {
-		fmt.Fprintf(cfg.Msg, "feed-sub: warning: %d malformed lines in %s were skipped\n", bad, cfg.Store.Path(storage.SubscriptionsFile))
-	}
-	if o.Label != "" {
-		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return !slices.Contains(s.Labels, o.Label) })
-	}
-	states, err := cfg.Store.States()
+	defer done()
+	subs, states, err := feeds(cat, o.Label)
 	if err != nil {
 		return err
 	}
@@ -47,7 +43,7 @@ func List(cfg Config, o ListOptions) error {
 				s.Auth = &ndjson.Auth{Username: s.Auth.Username, Password: "(redacted)"}
 			}
 			s.Headers = httpx.RedactHeaderMap(s.Headers)
-			if err := out.Write(listingOf(s, states.ByFeed[s.FeedID], now)); err != nil {
+			if err := out.Write(listingOf(s, states[s.FeedID], now)); err != nil {
 				return err
 			}
 		}
@@ -56,19 +52,17 @@ func List(cfg Config, o ListOptions) error {
 	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
 	for _, s := range subs {
-		st := states.ByFeed[s.FeedID]
-		status, last, next := "disabled", "never", "-"
-		if !s.Disabled {
-			status = schedStatus(s, st, now)
-		}
+		st := states[s.FeedID]
+		status := stats.StatusOf(s, st, now)
+		last, next := "never", "-"
 		if !st.LastFetchAt.IsZero() {
-			last = ago(now, st.LastFetchAt.Time)
+			last = stats.Ago(now, st.LastFetchAt.Time)
 		}
-		if at, ok := nextFetch(s, st, now); ok {
-			next = until(now, at)
+		if status.Listed {
+			next = stats.Until(now, status.Next)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
-			cell(strings.Join(s.Labels, ","), 24), status, last, next, s.URL)
+			cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -81,6 +75,11 @@ func List(cfg Config, o ListOptions) error {
 // a feed the scheduler disabled reads as disabled, and why, in both.
 type listing struct {
 	ndjson.Subscription
+	// Status and StatusText are the feed's status as every command says
+	// it (stats.StatusOf): enabled, failing, paused or disabled; and the
+	// STATUS column.
+	Status     string `json:"status"`
+	StatusText string `json:"status_text"`
 	// State is the scheduler's: healthy, cooling_down, backoff, paused or
 	// disabled; "" before its first decision. Disabled (by hand) is the
 	// subscription's own.
@@ -93,36 +92,20 @@ type listing struct {
 	NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
 }
 
-func listingOf(s ndjson.Subscription, fs storage.FeedState, now time.Time) *listing {
-	l := &listing{Subscription: s, ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
+func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
+	status := stats.StatusOf(s, fs, now)
+	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
+		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {
 			l.DisabledReason = st.DisabledReason
 		}
 	}
-	if at, ok := nextFetch(s, fs, now); ok {
-		l.NextFetchAt = ndjson.At(at)
+	if status.Listed {
+		l.NextFetchAt = ndjson.At(status.Next)
 	}
 	return l
-}
-
-// nextFetch is when feed-due lists the feed next (a time past is now); ok
-// is false when it does not by itself: disabled by hand, or disabled for
-// errors and not probed.
-func nextFetch(s ndjson.Subscription, fs storage.FeedState, now time.Time) (at time.Time, ok bool) {
-	if s.Disabled {
-		return time.Time{}, false
-	}
-	at, ok = s.CreatedAt.Time, true // never fetched: due at once
-	if !fs.LastFetchAt.IsZero() || fs.Sched != nil {
-		at = fs.NextFetchAt.Time
-		ok = fs.Sched == nil || !fs.Sched.NextAt.IsZero()
-	}
-	if s.PausedUntil.After(now) && s.PausedUntil.After(fs.NextFetchAt.Time) {
-		at, ok = s.PausedUntil.Time, true // feed-due skips it until then
-	}
-	return at, ok
 }
 
 func errorCode(e *ndjson.Error) string {
@@ -144,49 +127,40 @@ func cell(s string, n int) string {
 	return s
 }
 
-func ago(now, t time.Time) string {
-	return human(now.Sub(t)) + " ago"
-}
-
-func until(now, t time.Time) string {
-	if !t.After(now) {
-		return "now"
-	}
-	return "in " + human(t.Sub(now))
-}
-
-// human renders a duration the way a person says it: 45s, 12m, 3h, 2d.
-func human(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-}
-
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
 // the feeds' own titles), labels as folders and categories, so that Import
 // reads them back. Intervals, cron and disabled flags are not part of OPML;
 // subscriptions.ndjson keeps them.
 func Export(cfg Config) error {
 	cfg.defaults()
-	subs, _, err := cfg.Store.Subscriptions()
+	cat, done, err := cfg.catalog()
 	if err != nil {
 		return err
 	}
-	states, err := cfg.Store.States()
+	defer done()
+	subs, states, err := feeds(cat, "")
 	if err != nil {
 		return err
 	}
 	outlines := make([]opml.Outline, 0, len(subs))
 	for _, s := range subs {
-		title := cmp.Or(s.Name, states.ByFeed[s.FeedID].Title)
+		title := cmp.Or(s.Name, states[s.FeedID].Title)
 		outlines = append(outlines, opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss"})
 	}
 	return opml.Write(cfg.Out, "feedpipe subscriptions", outlines)
+}
+
+// feeds returns the subscriptions with label (all for ""), in the list's
+// order, and their feeds' states.
+func feeds(cat *catalog.Catalog, label string) ([]ndjson.Subscription, map[string]catalog.FeedState, error) {
+	var subs []ndjson.Subscription
+	states := map[string]catalog.FeedState{}
+	err := cat.Feeds(context.Background(), catalog.FeedFilter{Label: label}, func(f *catalog.Feed) error {
+		subs = append(subs, f.Sub)
+		if f.Stored {
+			states[f.Sub.FeedID] = f.State
+		}
+		return nil
+	})
+	return subs, states, err
 }

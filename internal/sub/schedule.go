@@ -1,11 +1,13 @@
 package sub
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -67,8 +69,8 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) bool {
-		d := nudge(cfg, s, fs, schedState(fs), p, now, rnd)
+	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
+		d := nudge(cfg, s, fs, fs.SchedState(), p, now, rnd)
 		if d.Kind == sched.FetchNow {
 			fmt.Fprintf(cfg.Msg, "feed-sub: due now: %s\n", s.URL)
 		} else {
@@ -83,9 +85,9 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 
 // nudge stores and logs the scheduler's decision for a manual nudge of the
 // feed whose scheduler state is st.
-func nudge(cfg Config, s ndjson.Subscription, fs *storage.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
+func nudge(cfg Config, s ndjson.Subscription, fs *catalog.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
 	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
-	setSched(fs, st, d)
+	fs.SetSched(st, d)
 	sched.LogDecision(cfg.Log, s.FeedID, "", d)
 	return d
 }
@@ -106,7 +108,7 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 	}
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *storage.FeedState) bool {
+	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
 		byHand := wasDisabled[s.FeedID]
 		decided := fs.Sched != nil && !fs.LastFetchAt.IsZero()
 		if !decided || !needsEnable(*fs.Sched) {
@@ -176,15 +178,21 @@ func enableSubscriptions(cfg Config, refs []string) (wasDisabled map[string]bool
 // subscription refs name, under the store's writer lock (feed-store's): a
 // running feed-store is waited for. Only the states change says it
 // changed are written.
-func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *storage.FeedState) (changed bool)) error {
+func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *catalog.FeedState) (changed bool)) error {
 	cfg.defaults()
-	subs, _, err := cfg.Store.Subscriptions()
+	cat, done, err := cfg.catalog()
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx := context.Background()
+	subs, err := cat.Subscriptions(ctx)
 	if err != nil {
 		return err
 	}
 	var picked []ndjson.Subscription
 	for _, ref := range refs {
-		i, err := storage.FindSubscription(subs, ref)
+		i, err := catalog.FindSubscription(subs, ref)
 		if err != nil {
 			return err
 		}
@@ -200,70 +208,18 @@ func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *s
 		return err
 	}
 	defer unlock()
-	states, err := cfg.Store.States()
-	if err != nil {
-		return err
-	}
-	var changed []storage.FeedState
-	for _, s := range picked {
-		fs, ok := states.ByFeed[s.FeedID]
-		if !ok {
-			fs = storage.FeedState{FeedID: s.FeedID}
+	return cat.Update(ctx, func(t *catalog.Tx) error {
+		for _, s := range picked {
+			fs, _, err := t.State(s.FeedID)
+			if err != nil {
+				return err
+			}
+			if change(s, &fs) {
+				if err := t.PutStates(fs); err != nil {
+					return err
+				}
+			}
 		}
-		if change(s, &fs) {
-			changed = append(changed, fs)
-		}
-	}
-	if len(changed) == 0 {
 		return nil
-	}
-	return states.Put(storage.Durable, changed...)
+	})
 }
-
-func schedState(fs *storage.FeedState) sched.State {
-	if fs.Sched == nil {
-		return sched.State{}
-	}
-	return *fs.Sched
-}
-
-// setSched is store.SetSched (which this package cannot import: the store
-// tests import feed-sub's neighbours).
-func setSched(fs *storage.FeedState, st sched.State, d sched.Decision) {
-	fs.Sched, fs.Decision = &st, &d
-	fs.NextFetchAt, fs.IntervalSec = st.NextAt, st.IntervalSec
-}
-
-// schedStatus is the STATUS cell of `feed-sub ls` for an enabled
-// subscription: the scheduler's state, and why a feed is disabled.
-func schedStatus(s ndjson.Subscription, fs storage.FeedState, now time.Time) string {
-	if now.Before(s.PausedUntil.Time) {
-		return "paused until " + fmtTime(s.PausedUntil.Time)
-	}
-	st := fs.Sched
-	if st == nil {
-		if fs.ConsecutiveFailures > 0 {
-			return fmt.Sprintf("failing (%d): %s", fs.ConsecutiveFailures, errorCode(fs.LastError))
-		}
-		return "enabled"
-	}
-	switch st.Lifecycle {
-	case sched.StateDisabled:
-		probe := "not probed"
-		if !st.NextAt.IsZero() {
-			probe = "probe " + until(now, st.NextAt.Time)
-		}
-		return fmt.Sprintf("disabled: %s (%s)", st.DisabledReason, probe)
-	case sched.StateBackoff:
-		return fmt.Sprintf("failing (%d): %s", st.Failures, errorCode(fs.LastError))
-	case sched.StatePaused:
-		return fmt.Sprintf("paused (%s)", st.Reason)
-	case sched.StateCoolingDown:
-		return "enabled (cooling down)"
-	case sched.StateHealthy, "":
-		return "enabled"
-	}
-	return string(st.Lifecycle)
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }

@@ -2,6 +2,7 @@ package sub
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -157,22 +158,21 @@ func disabledState(t *testing.T, e *env, feedID string) {
 	if st.Lifecycle != sched.StateDisabled {
 		t.Fatalf("fixture: %s", st.Lifecycle)
 	}
-	fs := storage.FeedState{FeedID: feedID, LastFetchAt: ndjson.At(now.Add(-time.Hour)), LastStatus: 404, ConsecutiveFailures: 1,
+	fs := catalog.FeedState{FeedID: feedID, LastFetchAt: ndjson.At(now.Add(-time.Hour)), LastStatus: 404, ConsecutiveFailures: 1,
 		LastError: &ndjson.Error{Class: "permanent", Code: "http_404"}}
-	setSched(&fs, st, d)
-	states, _ := e.cfg.Store.States()
-	if err := states.Put(storage.Durable, fs); err != nil {
-		t.Fatal(err)
-	}
+	fs.SetSched(st, d)
+	e.putStates(t, fs)
 }
 
-func state(t *testing.T, e *env, feedID string) storage.FeedState {
+func state(t *testing.T, e *env, feedID string) catalog.FeedState {
 	t.Helper()
-	states, err := e.cfg.Store.States()
+	cat := e.catalog(t)
+	defer cat.Close()
+	fs, _, err := cat.State(context.Background(), feedID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return states.ByFeed[feedID]
+	return fs
 }
 
 func TestDisabledShownThenEnabled(t *testing.T) {
@@ -203,11 +203,10 @@ func TestRefetch(t *testing.T) {
 	// a: fetched a minute ago, next in an hour. b: a Retry-After runs.
 	stA, dA := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 200}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
 	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
-	fa, fb := storage.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}, storage.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
-	setSched(&fa, stA, dA)
-	setSched(&fb, stB, dB)
-	states, _ := e.cfg.Store.States()
-	states.Put(storage.Durable, fa, fb)
+	fa, fb := catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}, catalog.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	fa.SetSched(stA, dA)
+	fb.SetSched(stB, dB)
+	e.putStates(t, fa, fb)
 
 	if err := Refetch(e.cfg, []string{a.FeedID, b.FeedID}, sched.Params{}); err != nil {
 		t.Fatal(err)
@@ -221,7 +220,7 @@ func TestRefetch(t *testing.T) {
 	if !strings.Contains(e.msg.String(), "due now: https://example.org/a") || !strings.Contains(e.msg.String(), "Retry-After") {
 		t.Errorf("messages %q", e.msg)
 	}
-	if err := Refetch(e.cfg, []string{"nope"}, sched.Params{}); !errors.Is(err, storage.ErrNoSuchSubscription) {
+	if err := Refetch(e.cfg, []string{"nope"}, sched.Params{}); !errors.Is(err, catalog.ErrNoSuchSubscription) {
 		t.Errorf("unknown feed: %v", err)
 	}
 }
@@ -238,12 +237,9 @@ func TestNudgesLogDecisions(t *testing.T) {
 	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
 	disabledState(t, e, a.FeedID)
 	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
-	fb := storage.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
-	setSched(&fb, stB, dB)
-	states, _ := e.cfg.Store.States()
-	if err := states.Put(storage.Durable, fb); err != nil {
-		t.Fatal(err)
-	}
+	fb := catalog.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	fb.SetSched(stB, dB)
+	e.putStates(t, fb)
 	e.out.Reset()
 	logs.Reset()
 
@@ -297,13 +293,10 @@ func TestListJSONCarriesState(t *testing.T) {
 	disabledState(t, e, gone.FeedID)
 	st, d := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"},
 		sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
-	fs := storage.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
+	fs := catalog.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
 		LastError: &ndjson.Error{Class: "transient", Code: "http_500"}}
-	setSched(&fs, st, d)
-	states, _ := e.cfg.Store.States()
-	if err := states.Put(storage.Durable, fs); err != nil {
-		t.Fatal(err)
-	}
+	fs.SetSched(st, d)
+	e.putStates(t, fs)
 	if err := SetDisabled(e.cfg, []string{byHand.FeedID}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -400,17 +393,14 @@ func TestEnableSaysWhatItDoes(t *testing.T) {
 			if !tc.pausedUntil.IsZero() {
 				Pause(e.cfg, []string{a.FeedID}, tc.pausedUntil)
 			}
-			var before storage.FeedState
+			var before catalog.FeedState
 			if tc.st != nil {
-				before = storage.FeedState{FeedID: a.FeedID, LastFetchAt: tc.st.FetchedAt}
+				before = catalog.FeedState{FeedID: a.FeedID, LastFetchAt: tc.st.FetchedAt}
 				if tc.st.LastError != "" { // class/code
 					before.LastError = &ndjson.Error{Code: tc.st.LastError[strings.Index(tc.st.LastError, "/")+1:]}
 				}
-				setSched(&before, *tc.st, sched.Decision{})
-				states, _ := e.cfg.Store.States()
-				if err := states.Put(storage.Durable, before); err != nil {
-					t.Fatal(err)
-				}
+				before.SetSched(*tc.st, sched.Decision{})
+				e.putStates(t, before)
 			}
 			e.msg.Reset()
 			if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
@@ -430,5 +420,41 @@ func TestEnableSaysWhatItDoes(t *testing.T) {
 				t.Errorf("next fetch moved from %s to %s", before.NextFetchAt, after.NextFetchAt)
 			}
 		})
+	}
+}
+
+// TestListStatusAfterRetryAfter: once a Retry-After has ended the feed is
+// due, and ls says so in both columns, as feed-stats does (stats.StatusOf):
+// it said "paused (retry_after)" beside NEXT "now".
+func TestListStatusAfterRetryAfter(t *testing.T) {
+	e := newEnv(t)
+	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a"})
+	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
+	over := now.Add(-2 * time.Hour)
+	stA, dA := sched.Next(sched.State{}, sched.Outcome{At: over, Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, over, nil)
+	stB, dB := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 429, RetryAfterSec: 3600}, sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
+	fa, fb := catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(over)}, catalog.FeedState{FeedID: b.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute))}
+	fa.SetSched(stA, dA)
+	fb.SetSched(stB, dB)
+	e.putStates(t, fa, fb)
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`enabled \(Retry-After over\) +2h ago +now +https://example.org/a\n`),
+		regexp.MustCompile(`paused for a Retry-After until 2026-11-21 12:59Z +1m ago +in 59m +https://example.org/b\n`),
+	} {
+		if !want.MatchString(e.out.String()) {
+			t.Errorf("ls lacks %s:\n%s", want, e.out)
+		}
+	}
+	e.out.Reset()
+	if err := List(e.cfg, ListOptions{JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.out.String(), `"status":"enabled","status_text":"enabled (Retry-After over)"`) ||
+		!strings.Contains(e.out.String(), `"status":"paused","status_text":"paused for a Retry-After until 2026-11-21 12:59Z"`) {
+		t.Errorf("ls --json:\n%s", e.out)
 	}
 }

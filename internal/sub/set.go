@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -299,10 +299,10 @@ func editEach(cfg Config, refs []string, change func([]ndjson.Subscription, int)
 		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
 	}
 	var lines []string
-	err := cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	err := cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		lines = lines[:0]
 		for _, ref := range refs {
-			i, err := storage.FindSubscription(subs, ref)
+			i, err := catalog.FindSubscription(subs, ref)
 			if err != nil {
 				return nil, err
 			}

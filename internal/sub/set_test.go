@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -119,7 +119,7 @@ func TestSetRefusesBadInput(t *testing.T) {
 	// A feed that is not subscribed changes nothing, not even the others.
 	e := newEnv(t)
 	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Name: "A"})
-	if err := Set(e.cfg, []string{a.FeedID, "https://example.org/none"}, Changes{Name: ptr("B")}); !errors.Is(err, storage.ErrNoSuchSubscription) || e.subs(t)[0].Name != "A" {
+	if err := Set(e.cfg, []string{a.FeedID, "https://example.org/none"}, Changes{Name: ptr("B")}); !errors.Is(err, catalog.ErrNoSuchSubscription) || e.subs(t)[0].Name != "A" {
 		t.Fatalf("err %v, subs %+v", err, e.subs(t))
 	}
 }

@@ -5,6 +5,7 @@ package sub
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -31,11 +33,12 @@ const (
 
 // Config is everything feed-sub touches.
 type Config struct {
-	Store *storage.Store
-	Out   io.Writer // data: ls and export output, ids of added feeds
-	Msg   io.Writer // messages for the person at the terminal
-	Log   *slog.Logger
-	Now   func() time.Time
+	Store   *storage.Store
+	Catalog *catalog.Catalog // the store's catalog; nil: opened for each call
+	Out     io.Writer        // data: ls and export output, ids of added feeds
+	Msg     io.Writer        // messages for the person at the terminal
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 func (cfg *Config) defaults() {
@@ -48,6 +51,22 @@ func (cfg *Config) defaults() {
 	if cfg.Msg == nil {
 		cfg.Msg = io.Discard
 	}
+}
+
+// catalog returns the store's catalog, and the function that lets go of
+// it.
+func (cfg *Config) catalog() (*catalog.Catalog, func(), error) {
+	return catalog.Use(context.Background(), cfg.Catalog, cfg.Store, cfg.Log)
+}
+
+// editSubscriptions is catalog.EditSubscriptions on the store's catalog.
+func (cfg *Config) editSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) error {
+	cat, done, err := cfg.catalog()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return cat.EditSubscriptions(context.Background(), edit)
 }
 
 // Spec describes a subscription to create.
@@ -197,7 +216,7 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 	if err != nil {
 		return sub, false, err
 	}
-	err = cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	err = cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		for _, s := range subs {
 			if s.URL == sub.URL || s.FeedID == sub.FeedID {
 				sub = s
@@ -249,9 +268,9 @@ func edit(cfg Config, refs []string, verb string, change func([]ndjson.Subscript
 		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
 	}
 	var done []string
-	err := cfg.Store.EditSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	err := cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		for _, ref := range refs {
-			i, err := storage.FindSubscription(subs, ref)
+			i, err := catalog.FindSubscription(subs, ref)
 			if err != nil {
 				return nil, err
 			}

@@ -2,12 +2,14 @@ package sub
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -34,11 +36,32 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) subs(t *testing.T) []ndjson.Subscription {
 	t.Helper()
-	subs, bad, err := e.cfg.Store.Subscriptions()
-	if err != nil || bad != 0 {
-		t.Fatalf("%v, %d bad lines", err, bad)
+	cat := e.catalog(t)
+	defer cat.Close()
+	subs, err := cat.Subscriptions(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return subs
+}
+
+func (e *env) catalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), e.cfg.Store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// putStates writes feed states to the catalog.
+func (e *env) putStates(t *testing.T, states ...catalog.FeedState) {
+	t.Helper()
+	cat := e.catalog(t)
+	defer cat.Close()
+	if err := cat.Update(context.Background(), func(tx *catalog.Tx) error { return tx.PutStates(states...) }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestAdd(t *testing.T) {
@@ -118,7 +141,7 @@ func TestAddAccess(t *testing.T) {
 			t.Errorf("feed-sub set shows %q: %s", secret, e.msg)
 		}
 	}
-	info, _ := os.Stat(e.cfg.Store.Path(storage.SubscriptionsFile))
+	info, _ := os.Stat(e.cfg.Store.Path(catalog.SubscriptionsFile))
 	if info.Mode().Perm()&0o077 != 0 {
 		t.Errorf("subscriptions.ndjson, which holds passwords, has mode %v", info.Mode().Perm())
 	}
@@ -182,7 +205,7 @@ func TestRemoveEnableDisable(t *testing.T) {
 	// One unknown reference changes nothing at all, and says nothing else.
 	e.msg.Reset()
 	err := Remove(e.cfg, []string{b.FeedID, "zzzzzzzz"})
-	if !errors.Is(err, storage.ErrNoSuchSubscription) || len(e.subs(t)) != 2 || e.msg.Len() != 0 {
+	if !errors.Is(err, catalog.ErrNoSuchSubscription) || len(e.subs(t)) != 2 || e.msg.Len() != 0 {
 		t.Fatalf("err %v, %d subs, messages %q", err, len(e.subs(t)), e.msg)
 	}
 	if err := Remove(e.cfg, []string{b.FeedID}); err != nil || len(e.subs(t)) != 1 {
@@ -198,11 +221,10 @@ func TestList(t *testing.T) {
 	a, _, _ := Add(e.cfg, Spec{URL: "https://example.org/a", Name: "Alpha", Labels: []string{"news"}})
 	b, _, _ := Add(e.cfg, Spec{URL: "https://example.org/b"})
 	SetDisabled(e.cfg, []string{"https://example.org/b"}, true)
-	states, _ := e.cfg.Store.States()
-	states.Put(storage.Durable,
-		storage.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-5 * time.Minute)), NextFetchAt: ndjson.At(now.Add(55 * time.Minute)), ConsecutiveFailures: 3,
+	e.putStates(t,
+		catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-5 * time.Minute)), NextFetchAt: ndjson.At(now.Add(55 * time.Minute)), ConsecutiveFailures: 3,
 			LastError: &ndjson.Error{Code: "http_500"}},
-		storage.FeedState{FeedID: b.FeedID, Title: "Bravo's own title"})
+		catalog.FeedState{FeedID: b.FeedID, Title: "Bravo's own title"})
 	e.out.Reset()
 	if err := List(e.cfg, ListOptions{}); err != nil {
 		t.Fatal(err)

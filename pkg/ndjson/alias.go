@@ -30,3 +30,17 @@ type Alias struct {
 	RecordedAt    Time     `json:"recorded_at"`
 	StoredIn      string   `json:"stored_in"`
 }
+
+// Check reports what makes an alias record unusable: the ids of the entry
+// and of the one it duplicates, and the file it names, must have their
+// shapes.
+func (a *Alias) Check() error {
+	c := checker{record: TypeAlias}
+	c.feedID("feed_id", a.FeedID, false)
+	c.entryUID("entry_uid", a.EntryUID, false)
+	c.fetchID("raw_ref.fetch_id", a.RawRef.FetchID, true)
+	c.feedID("alias_of.feed_id", a.AliasOf.FeedID, false)
+	c.entryUID("alias_of.entry_uid", a.AliasOf.EntryUID, false)
+	c.dayFile("stored_in", a.StoredIn, "aliases", true)
+	return c.err
+}

@@ -109,3 +109,21 @@ type FeedEvent struct {
 	// or null when it is not probed (enable it with feed-sub enable).
 	NextAt Time `json:"next_at"`
 }
+
+// Check reports what makes a decision unusable: its feed_id must be a
+// feed id, its fetch_id empty or a fetch id.
+func (d *Decision) Check() error {
+	c := checker{record: TypeDecision}
+	c.feedID("feed_id", d.FeedID, false)
+	c.fetchID("fetch_id", d.FetchID, true)
+	return c.err
+}
+
+// Check reports what makes a feed event unusable: its feed_id must be a
+// feed id, its fetch_id empty or a fetch id.
+func (e *FeedEvent) Check() error {
+	c := checker{record: cmpOr(e.Type, "feed event")}
+	c.feedID("feed_id", e.FeedID, false)
+	c.fetchID("fetch_id", e.FetchID, true)
+	return c.err
+}

@@ -123,7 +123,8 @@
 //	reason        string  new (never fetched), scheduled (its time has
 //	                      come, also the probe of a feed disabled for
 //	                      errors), manual (feed-sub refetch) or forced
-//	                      (--all, --feed)
+//	                      (--all, --feed); file in the fetch record of
+//	                      a file feed-parse read (see fetch)
 //	validators    object  {etag, last_modified}: the cache validators of
 //	                      the last response that carried them, sent as
 //	                      If-None-Match and If-Modified-Since; "" if none
@@ -142,13 +143,14 @@
 //
 // The outcome of one fetch. feed-parse FILE... writes one for each payload
 // file it reads, after the file's entries, as if the file had been
-// fetched: body_ref {storage: "file", key: the file name as given},
-// fetched_at the file's modification time, fetch_id a UUIDv7 of that
-// time whose other bits are a hash of the body (the same file, the same
-// id), due {feed_id, url} and url, requested_url from --base-url and
-// --feed-id, http_status 200, content_type (--content-type),
-// content_length and parse; the other members are empty (body_sha256
-// too). feed-parse passes such a record through unparsed.
+// fetched (its origin is a file: due.reason "file"): fetched_at the
+// file's modification time, fetch_id a UUIDv7 of that time whose other
+// bits are a hash of the body (the same file, the same id), due {feed_id,
+// url, reason} and url, requested_url from --base-url and --feed-id,
+// http_status 200, content_type (--content-type), content_length and
+// parse; the other members are empty, body_ref null (the body is in no
+// store) and body_sha256 "" among them. feed-dedup and feed-store take it
+// as a fetch whose body was parsed; feed-parse passes it through.
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
@@ -174,8 +176,8 @@
 //	body_ref         object  {storage: "localfs", key:
 //	                         "raw/YYYY-MM-DD/<sha256>.zst"} where the body is
 //	                         stored; null when there was no body (304, no
-//	                         response); {storage: "file", key: FILE} for a
-//	                         file feed-parse read
+//	                         response) or it is in no store (a file
+//	                         feed-parse read)
 //	body_sha256      string  hex SHA-256 of the body as stored (decoded,
 //	                         exactly as the publisher meant it)
 //	content_type     string  the Content-Type header
@@ -200,11 +202,14 @@
 //	                         class transient (timeouts, 5xx, resets, DNS),
 //	                         permanent (404, 410, bad URL, bad certificate),
 //	                         rate_limited (429, 503 with Retry-After),
-//	                         blocked (403, bot challenges) or parse (the
-//	                         body is not a feed); code a short machine name
-//	                         such as http_404, timeout, not_a_feed,
-//	                         too_many_redirects (then http_status and url
-//	                         are those of the redirect not followed);
+//	                         blocked (403, bot challenges; address_refused:
+//	                         a private address this machine refuses without
+//	                         --allow-private, no failure of the feed) or
+//	                         parse (the body is not a feed); code a short
+//	                         machine name such as http_404, timeout,
+//	                         not_a_feed, too_many_redirects (then
+//	                         http_status and url are those of the redirect
+//	                         not followed);
 //	                         message one line for people
 //	parse            object  null until feed-parse parsed the body, else:
 //	    format            string  rss, atom or json
@@ -250,7 +255,11 @@
 //	                         {new, updated, unchanged, aliases}: how many
 //	                         of its entries were new, changed, already
 //	                         stored, or (--cross-feed) passed on as
-//	                         aliases of another feed's entry
+//	                         aliases of another feed's entry; and
+//	                         unchanged_uids [string], the entry_uids of
+//	                         the unchanged ones, which feed-dedup dropped:
+//	                         feed-store counts their sighting (last_seen,
+//	                         seen_count)
 //	scrape           object  null unless feed-scrape worked on the fetch (a
 //	                         website source, or a feed with fulltext), else:
 //	    mode              string  direct or list (a website's discovery
@@ -358,9 +367,15 @@
 //	                        entry first stored with the link; left out of
 //	                        the line otherwise
 //	first_seen      time    set by feed-store: when the entry was first
-//	                        stored (kept across updates)
-//	last_seen       time    set by feed-store: when this version was stored
-//	seen_count      int     set by feed-store: how many versions were stored
+//	                        seen (the fetched_at of that fetch; kept
+//	                        across updates)
+//	last_seen       time    set by feed-store: when this version was seen
+//	seen_count      int     set by feed-store: in how many fetches the
+//	                        entry had been seen, this one included, when
+//	                        this version was stored. The line is never
+//	                        rewritten: the catalog's entries table goes
+//	                        on counting the sightings of an unchanged
+//	                        entry (seed 000 §4.4)
 //
 // # new_entry and updated_entry (feed-store)
 //

@@ -286,6 +286,7 @@ func appendDedup(b []byte, x *Dedup) []byte {
 	b = appendInt(b, `,"updated":`, x.Updated)
 	b = appendInt(b, `,"unchanged":`, x.Unchanged)
 	b = appendInt(b, `,"aliases":`, x.Aliases)
+	b = appendStrs(b, `,"unchanged_uids":`, x.UnchangedUIDs)
 	return append(b, '}')
 }
 

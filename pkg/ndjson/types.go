@@ -2,7 +2,7 @@ package ndjson
 
 import (
 	"encoding/json"
-	"errors"
+	"strconv"
 )
 
 // Version is the schema version this package writes in every record's "v".
@@ -33,7 +33,7 @@ const (
 	ClassTransient   = "transient"    // timeouts, 5xx, resets, DNS: retry later
 	ClassPermanent   = "permanent"    // 404, 410, bad URL, bad certificate
 	ClassRateLimited = "rate_limited" // 429 or 503 from the publisher
-	ClassBlocked     = "blocked"      // 403 and bot-challenge pages
+	ClassBlocked     = "blocked"      // 403 and bot-challenge pages; a private address refused (address_refused)
 	ClassParse       = "parse"        // the body is not a feed feed-parse can read
 )
 
@@ -74,6 +74,28 @@ type Subscription struct {
 	MinIntervalSec int  `json:"min_interval_sec"`
 	MaxIntervalSec int  `json:"max_interval_sec"`
 	PausedUntil    Time `json:"paused_until"`
+}
+
+// TypeSubscriptionRemoved is the record type of a SubscriptionRemoved.
+const TypeSubscriptionRemoved = "subscription_removed"
+
+// SubscriptionRemoved marks, in the store's subscriptions.ndjson, a
+// subscription removed (feed-sub rm). That file is the log of every change
+// to the subscription list: a subscription record each time one is added
+// or changed, this record when one is removed; the last line of a feed
+// wins.
+type SubscriptionRemoved struct {
+	Header
+	FeedID    string `json:"feed_id"`
+	RemovedAt Time   `json:"removed_at"`
+}
+
+// Check reports what makes a removal unusable: its feed_id must be a feed
+// id.
+func (r *SubscriptionRemoved) Check() error {
+	c := checker{record: TypeSubscriptionRemoved}
+	c.feedID("feed_id", r.FeedID, false)
+	return c.err
 }
 
 // Access is how a feed is to be requested: its own User-Agent, extra
@@ -189,6 +211,15 @@ type Fetch struct {
 // Failed reports whether the fetch, or the parse of its body, failed.
 func (f *Fetch) Failed() bool { return f.Error != nil }
 
+// HasBody reports whether the fetch brought a body for feed-parse or
+// feed-scrape to read: a 2xx whose payload was stored, not a 304 and not
+// the same as the last one, whole or cut at the size cap (its complete
+// items are worth having).
+func (f *Fetch) HasBody() bool {
+	return f.BodyRef != nil && !f.NotModified && !f.Unchanged && f.HTTPStatus >= 200 && f.HTTPStatus <= 299 &&
+		(f.Error == nil || f.Error.Code == "body_too_large")
+}
+
 // Parse is what feed-parse found in a fetched body.
 type Parse struct {
 	Format          string   `json:"format"`
@@ -223,6 +254,9 @@ type Dedup struct {
 	Unchanged int `json:"unchanged"`
 	// Aliases: entries of status alias (feed-dedup --cross-feed).
 	Aliases int `json:"aliases"`
+	// UnchangedUIDs are the entry_uids of the unchanged entries, which
+	// feed-dedup dropped: feed-store counts their sighting.
+	UnchangedUIDs []string `json:"unchanged_uids"`
 }
 
 // Author is one author of an entry; any field may be empty.
@@ -290,39 +324,76 @@ type Event struct {
 	StoredIn      string   `json:"stored_in"`
 }
 
-// Check reports what makes a due record unusable: it needs a url. (A
-// missing feed_id is derived from the url by feed-fetch.)
+// Check reports what makes a due record unusable: it needs a url, and a
+// feed_id, when it has one, must be a feed id. (A missing feed_id is
+// derived from the url by feed-fetch.)
 func (d *Due) Check() error {
-	if d.URL == "" {
-		return errors.New("due record without url")
-	}
-	return nil
+	c := checker{record: TypeDue}
+	c.nonEmpty("url", d.URL)
+	c.feedID("feed_id", d.FeedID, true)
+	return c.err
 }
 
-// Check reports what makes a fetch record unusable: it needs a fetch_id and
-// the feed_id of its due record.
+// Check reports what makes a fetch record unusable: its fetch_id and the
+// feed_id of its due record must be ids, and its payload key, when it has
+// one, a key of the raw store.
 func (f *Fetch) Check() error {
-	switch {
-	case f.FetchID == "":
-		return errors.New("fetch record without fetch_id")
-	case f.Due.FeedID == "":
-		return errors.New("fetch record without due.feed_id")
+	c := checker{record: TypeFetch}
+	c.fetchID("fetch_id", f.FetchID, false)
+	c.feedID("due.feed_id", f.Due.FeedID, false)
+	if f.BodyRef != nil {
+		c.field("body_ref.key", f.BodyRef.Key, IsRawKey, wantRawKey, false)
 	}
-	return nil
+	if f.Page != nil {
+		c.fetchID("page.source_fetch_id", f.Page.SourceFetchID, true)
+		c.entryUID("page.entry_uid", f.Page.EntryUID, true)
+	}
+	return c.err
 }
 
-// Check reports what makes an entry unusable: it needs an entry_uid, a
-// feed_id and a content_hash.
+// Check reports what makes an entry unusable: it needs an entry_uid and a
+// feed_id of the right shapes, and a content_hash; raw_ref.fetch_id, when
+// set, must be a fetch id.
 func (e *Entry) Check() error {
-	switch {
-	case e.EntryUID == "":
-		return errors.New("entry without entry_uid")
-	case e.FeedID == "":
-		return errors.New("entry without feed_id")
-	case e.ContentHash == "":
-		return errors.New("entry without content_hash")
+	c := checker{record: TypeEntry}
+	c.entryUID("entry_uid", e.EntryUID, false)
+	c.feedID("feed_id", e.FeedID, false)
+	c.nonEmpty("content_hash", e.ContentHash)
+	c.fetchID("raw_ref.fetch_id", e.RawRef.FetchID, true)
+	if e.AliasOf != nil {
+		c.feedID("alias_of.feed_id", e.AliasOf.FeedID, false)
+		c.entryUID("alias_of.entry_uid", e.AliasOf.EntryUID, false)
 	}
-	return nil
+	return c.err
+}
+
+// Check reports what makes a new_entry or updated_entry event unusable:
+// its ids and the entries file it names must have their shapes.
+func (ev *Event) Check() error {
+	c := checker{record: cmpOr(ev.Type, "event")}
+	c.entryUID("entry_uid", ev.EntryUID, false)
+	c.feedID("feed_id", ev.FeedID, false)
+	c.dayFile("stored_in", ev.StoredIn, "entries", true)
+	for i, r := range ev.RawRefs {
+		c.fetchID("raw_refs["+strconv.Itoa(i)+"].fetch_id", r.FetchID, true)
+	}
+	return c.err
+}
+
+// Check reports what makes a subscription unusable: its feed_id must be a
+// feed id, and it needs a url.
+func (s *Subscription) Check() error {
+	c := checker{record: TypeSubscription}
+	c.feedID("feed_id", s.FeedID, false)
+	c.nonEmpty("url", s.URL)
+	return c.err
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // Discovery modes of a website's scraper configuration

@@ -1,8 +1,8 @@
 // Command benchstore builds a synthetic feedpipe store for scripts/bench-store:
 // N entries across F feeds, written in the store's own formats through
-// internal/storage (subscriptions, feed states, entries/ day files, the
-// per-feed index and its checkpoint), in minutes rather than the hours a
-// pipeline would take. It can also write parse output (entry records
+// internal/storage and internal/catalog (subscriptions, feed states,
+// entries/ day files and the catalog's index of them), in minutes rather
+// than the hours a pipeline would take. It can also write parse output (entry records
 // followed by their fetch record, as feed-parse writes them) for feeds of
 // that store, for feed-dedup and feed-store to be timed on.
 //
@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -24,10 +25,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -92,6 +95,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
 	out := bufio.NewWriterSize(stdout, 1<<20)
 	switch {
 	case *fetches > 0:
@@ -102,12 +110,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case *notModified > 0:
 		err = g.writeFetches(out, *notModified, *skip, 0, 0, 0, true)
 	case *statesOnly:
-		err = g.rewriteStates(st)
+		err = g.rewriteStates(cat)
 	default:
 		if !st.Created {
 			return fmt.Errorf("%s exists: benchstore builds a new store", *root)
 		}
-		err = g.build(st, stderr)
+		err = g.build(st, cat, stderr)
 	}
 	if err != nil {
 		return err
@@ -179,7 +187,7 @@ func (g *gen) entry(feedID string, f, k, v int) ndjson.Entry {
 }
 
 // build writes the whole store.
-func (g *gen) build(st *storage.Store, log io.Writer) error {
+func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) error {
 	t0 := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(log, "benchstore: %6.1fs  %s\n", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))
@@ -202,61 +210,45 @@ func (g *gen) build(st *storage.Store, log io.Writer) error {
 			CreatedAt:  ndjson.At(g.start().Add(-24 * time.Hour)),
 		}
 	}
-	if err := st.EditSubscriptions(func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil }); err != nil {
+	ctx := context.Background()
+	if err := cat.EditSubscriptions(ctx, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil }); err != nil {
 		return err
 	}
 	say("%d subscriptions", g.feeds)
 
-	if err := g.writeStates(st, feedIDs); err != nil {
+	if err := g.writeStates(cat, feedIDs); err != nil {
 		return err
 	}
-	// The first load of a large state log leaves a snapshot of it, as
-	// feed-due's first run would (feed-sub left the subscriptions' one).
-	if _, err := st.States(); err != nil {
-		return err
-	}
-	say("feed states (%.1f lines per feed)", 1+g.stateHistory)
+	say("feed states")
 
 	// entries/: day j*days/entries, in order; the days go to the workers
-	// in turn.
-	lastKey, lastEnd, err := g.writeEntries(st, feedIDs, say)
+	// in turn, and each indexes its day in the catalog.
+	lastKey, lastEnd, err := g.writeEntries(st, cat, feedIDs, say)
 	if err != nil {
-		return err
-	}
-	say("%d entries in entries/", g.entries)
-
-	// index/: one file per feed.
-	if err := g.writeIndex(st, feedIDs, say); err != nil {
 		return err
 	}
 	if err := st.Sync(); err != nil {
 		return err
 	}
 	if lastKey != "" {
-		if err := st.SetCheckpoint(storage.IndexCheckpoint{File: lastKey, Offset: lastEnd}); err != nil {
+		err := cat.Update(ctx, func(tx *catalog.Tx) error {
+			return tx.SetEntriesCheckpoint(catalog.Checkpoint{File: lastKey, Offset: lastEnd}, catalog.Checkpoint{})
+		})
+		if err != nil {
 			return err
 		}
 	}
-	say("index of %d feeds; done", g.feeds)
+	say("%d entries in entries/ and the catalog; done", g.entries)
 	return nil
 }
 
-// rewriteStates replaces the state log of an existing store.
-func (g *gen) rewriteStates(st *storage.Store) error {
+// rewriteStates replaces the feed states of an existing store.
+func (g *gen) rewriteStates(cat *catalog.Catalog) error {
 	feedIDs := make([]string, g.feeds)
 	for f := range feedIDs {
 		feedIDs[f] = g.feedID(f)
 	}
-	for _, key := range []string{storage.StateFile, storage.DirIndex + "/states.snapshot"} {
-		if err := os.Remove(st.Path(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	if err := g.writeStates(st, feedIDs); err != nil {
-		return err
-	}
-	_, err := st.States()
-	return err
+	return g.writeStates(cat, feedIDs)
 }
 
 // schedState is the scheduler's state of feed f after half a day of hourly
@@ -277,14 +269,13 @@ func schedState(f int, last time.Time) *sched.State {
 	return &st
 }
 
-func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
+func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 	r := rand.New(rand.NewPCG(g.seed, 1))
-	var buf []byte
-	state := func(f int, at time.Time, fetches int) ([]byte, error) {
+	states := make([]catalog.FeedState, 0, len(feedIDs))
+	state := func(f int, at time.Time, fetches int) catalog.FeedState {
 		interval := time.Hour
 		next := at.Add(interval)
-		fs := storage.FeedState{
-			Header:              ndjson.Head(storage.TypeFeedState),
+		fs := catalog.FeedState{
 			FeedID:              feedIDs[f],
 			Title:               fmt.Sprintf("Bench feed %d", f),
 			Validators:          ndjson.Validators{ETag: fmt.Sprintf(`"%x-%d"`, f, fetches), LastModified: at.Add(-time.Hour).Format(time.RFC1123)},
@@ -296,7 +287,7 @@ func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 			LastBodySHA256:      fmt.Sprintf("%064x", uint64(f)*2654435761+uint64(fetches)),
 			LastContentLength:   20000 + int64(f%30000),
 			NewEntriesLastFetch: 0,
-			Counts: storage.FeedCounts{Fetches: fetches, OK: fetches * 9 / 10, NotModified: fetches / 10,
+			Counts: catalog.FeedCounts{Fetches: fetches, OK: fetches * 9 / 10, NotModified: fetches / 10,
 				BytesIn: int64(fetches) * 20000, BytesSaved: int64(fetches/10) * 20000, DurationMS: int64(fetches) * 180,
 				NewEntries: g.entriesOf(f)},
 		}
@@ -310,18 +301,7 @@ func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 			fs.Counts.Errors = 2
 			fs.Counts.ErrorCodes = map[string]int{"http_503": 2}
 		}
-		return ndjson.Marshal(&fs)
-	}
-	// The state log is appended in fetch order: older lines of some feeds
-	// first, then every feed's current line.
-	for f := range feedIDs {
-		if r.Float64() < g.stateHistory {
-			line, err := state(f, g.now.Add(-2*time.Hour), 100)
-			if err != nil {
-				return err
-			}
-			buf = append(buf, line...)
-		}
+		return fs
 	}
 	for f := range feedIDs {
 		// A due feed's last fetch was more than an hour ago.
@@ -330,17 +310,17 @@ func (g *gen) writeStates(st *storage.Store, feedIDs []string) error {
 			ago += time.Hour
 		}
 		last := g.now.Add(-ago - time.Second)
-		line, err := state(f, last, 101)
-		if err != nil {
+		states = append(states, state(f, last, 101))
+	}
+	for chunk := range slices.Chunk(states, 10000) {
+		if err := cat.Update(context.Background(), func(tx *catalog.Tx) error { return tx.PutStates(chunk...) }); err != nil {
 			return err
 		}
-		buf = append(buf, line...)
 	}
-	_, err := st.AppendLines(storage.StateFile, buf, storage.Durable)
-	return err
+	return nil
 }
 
-func (g *gen) writeEntries(st *storage.Store, feedIDs []string, say func(string, ...any)) (lastKey string, lastEnd int64, err error) {
+func (g *gen) writeEntries(st *storage.Store, cat *catalog.Catalog, feedIDs []string, say func(string, ...any)) (lastKey string, lastEnd int64, err error) {
 	type day struct {
 		key        string
 		from, upto int // entries j in [from, upto)
@@ -375,7 +355,7 @@ func (g *gen) writeEntries(st *storage.Store, feedIDs []string, say func(string,
 		go func() {
 			defer wg.Done()
 			for d := range next {
-				end, err := g.writeDay(st, feedIDs, days[d].key, days[d].from, days[d].upto)
+				end, err := g.writeDay(st, cat, feedIDs, days[d].key, days[d].from, days[d].upto)
 				mu.Lock()
 				ends[d] = end
 				if err != nil {
@@ -402,13 +382,39 @@ func (g *gen) writeEntries(st *storage.Store, feedIDs []string, say func(string,
 	return days[len(days)-1].key, ends[len(days)-1], nil
 }
 
-func (g *gen) writeDay(st *storage.Store, feedIDs []string, key string, from, upto int) (int64, error) {
-	var buf []byte
-	var end int64
+func (g *gen) writeDay(st *storage.Store, cat *catalog.Catalog, feedIDs []string, key string, from, upto int) (int64, error) {
+	var (
+		buf     []byte
+		end     int64
+		pending []ndjson.Entry
+		starts  []int64 // offset of each pending entry's line in buf
+	)
+	day := strings.TrimSuffix(strings.TrimPrefix(key, storage.DirEntries+"/"), ".ndjson")
 	flush := func() error {
 		off, err := st.AppendLines(key, buf, storage.Lazy)
+		if err != nil {
+			return err
+		}
 		end = off + int64(len(buf))
-		buf = buf[:0]
+		err = cat.Update(context.Background(), func(tx *catalog.Tx) error {
+			for i := range pending {
+				e := &pending[i]
+				n := int64(len(buf)) - starts[i]
+				if i+1 < len(starts) {
+					n = starts[i+1] - starts[i]
+				}
+				if err := tx.StoreVersion(e, catalog.Location{Day: day, Offset: off + starts[i], Length: n}); err != nil {
+					return err
+				}
+				if h, ok := catalog.LinkHash(e.CanonicalLink); ok {
+					if err := tx.AddLink(h, ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		buf, pending, starts = buf[:0], pending[:0], starts[:0]
 		return err
 	}
 	for j := from; j < upto; j++ {
@@ -421,6 +427,7 @@ func (g *gen) writeDay(st *storage.Store, feedIDs []string, key string, from, up
 		if err != nil {
 			return 0, err
 		}
+		pending, starts = append(pending, e), append(starts, int64(len(buf)))
 		buf = append(buf, line...)
 		if len(buf) > 4<<20 {
 			if err := flush(); err != nil {
@@ -442,47 +449,6 @@ func fakeFetchID(f, k int) string {
 	}
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-7" + h[13:16] + "-8" + h[17:20] + "-" + h[20:]
-}
-
-func (g *gen) writeIndex(st *storage.Store, feedIDs []string, say func(string, ...any)) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	next := make(chan int, 1024)
-	for range g.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var seen []storage.Seen
-			for f := range next {
-				seen = seen[:0]
-				for k := range g.entriesOf(f) {
-					e := g.entry(feedIDs[f], f, k, 0)
-					at := ndjson.At(g.firstSeen(k*g.feeds + f))
-					seen = append(seen, storage.Seen{UID: e.EntryUID, Hash: e.ContentHash, FirstSeen: at, LastSeen: at, SeenCount: 1})
-				}
-				if err := st.PutSeen(feedIDs[f], seen, storage.Lazy); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for f := range feedIDs {
-		next <- f
-		if f%20000 == 19999 {
-			say("index/: %d of %d feeds", f+1, len(feedIDs))
-		}
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
 }
 
 // writeFetches writes n parse outputs, each for a distinct feed (a

@@ -1,0 +1,260 @@
+// Package catalog keeps the store's catalog, everything feedpipe looks up,
+// queries or updates in place (subscriptions, feed state, the entry index,
+// links and aliases, the fetch index, run claims, the scheduler's budget),
+// in one SQLite database, STORE/catalog.db, derived from the store's files
+// and rebuilt from them by feed-store reindex.
+//
+// SQLite is the most trusted embedded database: many processes read it while
+// one writes (WAL), a writer waits for another (busy timeout), a
+// transaction is all or nothing, and anyone can look inside with sqlite3.
+// It is used through database/sql and modernc.org/sqlite, a translation of
+// SQLite's C to Go, so that building feedpipe needs no C compiler.
+// docs/store.md documents every table and column.
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+)
+
+// File is the catalog's name in the store.
+const File = "catalog.db"
+
+// BusyTimeout is how long a writer waits for another's transaction before
+// it gives up: feed-sub waits out a feed-store commit instead of failing.
+const BusyTimeout = 60 * time.Second
+
+// Catalog is an open catalog. It is safe for concurrent use.
+type Catalog struct {
+	db    *sql.DB
+	path  string
+	st    *storage.Store
+	log   *slog.Logger
+	stmts stmtCache
+}
+
+// ErrDamaged marks a catalog SQLite cannot read.
+var ErrDamaged = errors.New("catalog damaged")
+
+// Open opens the catalog of the store st, creating it, bringing its schema
+// up to date, and migrating a store written before the catalog existed
+// (once, with a log line). It refuses a catalog file that is a link.
+func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	path := st.Path(File)
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("catalog: %s is not a regular file: refusing to open it (remove it, then rebuild the catalog with feed-store reindex)", p)
+		}
+	}
+	_, err := os.Stat(path)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	if fresh {
+		// Two processes starting on a store without a catalog: one
+		// makes it (and migrates), the other waits and opens it.
+		unlock, err := st.Lock(catalogLock, true, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if _, err := os.Stat(path); err == nil {
+			fresh = false
+		} else if err := st.CreatePrivate(File); err != nil {
+			// The catalog holds credentials: its owner's only (SQLite
+			// gives its -wal and -shm files the same mode).
+			return nil, err
+		}
+	}
+	c, err := open(ctx, st, path, log)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := c.buildFromFiles(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// catalogLock is held while a catalog is made for a store that has none.
+const catalogLock = "lock.catalog"
+
+func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
+	// WAL: readers never block the writer nor it them. synchronous FULL:
+	// a commit is on disk when it returns, as every write of the store's
+	// files is. _txlock=immediate: a write transaction takes the write
+	// lock at BEGIN, so that two writers queue on the busy timeout
+	// instead of one failing half-way.
+	dsn := "file:" + filepath.ToSlash(path) + "?_pragma=busy_timeout(" + fmt.Sprint(BusyTimeout.Milliseconds()) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetConnMaxIdleTime(time.Minute)
+	c := &Catalog{db: db, path: path, st: st, log: log}
+	if err := c.migrate(ctx); err != nil {
+		db.Close()
+		return nil, c.damaged(err)
+	}
+	return c, nil
+}
+
+// Close closes the catalog.
+func (c *Catalog) Close() error {
+	c.stmts.close()
+	return c.db.Close()
+}
+
+// Path is the catalog file's path.
+func (c *Catalog) Path() string { return c.path }
+
+// Store is the store the catalog belongs to.
+func (c *Catalog) Store() *storage.Store { return c.st }
+
+// damaged turns SQLite's "this is not a database" and "malformed" into
+// an error that names the file and the command that rebuilds it.
+func (c *Catalog) damaged(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("catalog: %w: %s: %v; rebuild it from the store's files: feed-store reindex", ErrDamaged, c.path, err)
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("catalog: cannot write %s: %v: is the disk full?", c.path, se)
+	}
+	return err
+}
+
+// Check runs SQLite's quick_check over the whole catalog (a few seconds
+// for millions of entries): nil, or an error that says what is wrong.
+func (c *Catalog) Check(ctx context.Context) error {
+	rows, err := c.db.QueryContext(ctx, `PRAGMA quick_check`)
+	if err != nil {
+		return c.damaged(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return c.damaged(err)
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c.damaged(err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("catalog: %w: %s: %s; rebuild it from the store's files: feed-store reindex", ErrDamaged, c.path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Tx is one write transaction (Update).
+type Tx struct {
+	tx   *sql.Tx
+	ctx  context.Context
+	c    *Catalog
+	keys map[string]int64 // feed id -> key, looked up or made in this transaction
+}
+
+// Update runs fn in one write transaction, which commits when fn returns
+// nil and rolls back otherwise. A writer waits for another's transaction
+// (BusyTimeout).
+func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return c.damaged(fmt.Errorf("catalog: begin: %w", err))
+	}
+	t := &Tx{tx: tx, ctx: ctx, c: c, keys: map[string]int64{}}
+	if err := fn(t); err != nil {
+		tx.Rollback()
+		return c.damaged(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return c.damaged(fmt.Errorf("catalog: commit: %w", err))
+	}
+	return nil
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	r, err := t.tx.ExecContext(t.ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return r, nil
+}
+
+// feedKey is the key of feedID in this catalog, made if it has none.
+func (t *Tx) feedKey(feedID string) (int64, error) {
+	if k, ok := t.keys[feedID]; ok {
+		return k, nil
+	}
+	var k int64
+	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO feeds(feed_id) VALUES (?) ON CONFLICT(feed_id) DO UPDATE SET feed_id = excluded.feed_id RETURNING key`, feedID).Scan(&k)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: feed key of %s: %w", feedID, err)
+	}
+	t.keys[feedID] = k
+	return k, nil
+}
+
+// ms is t as the catalog keeps times: Unix milliseconds, NULL for the zero
+// time.
+func ms(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// fromMS reads a time column written by ms.
+func fromMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}
+
+// Use returns c, or when c is nil the catalog of the store st, opened now
+// and closed by done: a stage's Config may carry an open catalog or not.
+func Use(ctx context.Context, c *Catalog, st *storage.Store, log *slog.Logger) (_ *Catalog, done func(), err error) {
+	if c != nil {
+		return c, func() {}, nil
+	}
+	if st == nil {
+		return nil, nil, errors.New("catalog: no store")
+	}
+	c, err = Open(ctx, st, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { c.Close() }, nil
+}

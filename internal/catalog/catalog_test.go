@@ -1,0 +1,526 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+var (
+	ctx = context.Background()
+	t0  = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+)
+
+func openTemp(t *testing.T) *Catalog {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func sub(name string, labels ...string) ndjson.Subscription {
+	return ndjson.Subscription{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed(name), URL: "https://" + name + ".example/feed",
+		Name: name, Labels: labels, SourceType: ndjson.SourceAuto, CreatedAt: ndjson.At(t0)}
+}
+
+func add(t *testing.T, c *Catalog, subs ...ndjson.Subscription) {
+	t.Helper()
+	err := c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return append(list, subs...), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(subs []ndjson.Subscription) string {
+	var n []string
+	for _, s := range subs {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func TestOpenMakesTheSchema(t *testing.T) {
+	c := openTemp(t)
+	var version int
+	c.db.QueryRow(`PRAGMA user_version`).Scan(&version)
+	var mode string
+	c.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	if version != len(migrations) || mode != "wal" {
+		t.Fatalf("version %d, journal mode %s", version, mode)
+	}
+	// Opening again changes nothing.
+	c2, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
+	// A catalog newer than this binary is refused.
+	c.db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations)+1))
+	if _, err := Open(ctx, c.st, nil); err == nil || !strings.Contains(err.Error(), "newer than this feedpipe knows") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestDamagedCatalog(t *testing.T) {
+	st, _ := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err := os.WriteFile(st.Path(File), []byte(strings.Repeat("not a database ", 500)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(ctx, st, nil)
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), st.Path(File)) || !strings.Contains(err.Error(), "feed-store reindex") {
+		t.Fatalf("err %v", err)
+	}
+	// A link in place of the catalog is refused.
+	os.Remove(st.Path(File))
+	os.Symlink("/etc/passwd", st.Path(File))
+	if _, err := Open(ctx, st, nil); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestSubscriptions(t *testing.T) {
+	c := openTemp(t)
+	a, b, d := sub("a", "news"), sub("b"), sub("d", "news", "tech")
+	b.Headers, b.Auth, b.Scrape = map[string]string{"X-A": "1"}, &ndjson.Auth{Username: "u", Password: "p"}, []byte(`{"discovery_mode":"list"}`)
+	b.PausedUntil, b.IntervalSec, b.Cron, b.Disabled = ndjson.At(t0.Add(time.Hour)), 600, "@hourly", true
+	add(t, c, a, b, d)
+	got, err := c.Subscriptions(ctx)
+	if err != nil || names(got) != "a,b,d" {
+		t.Fatalf("%s %v", names(got), err)
+	}
+	if !reflect.DeepEqual(normalSub(got[1]), normalSub(b)) {
+		t.Fatalf("round trip\n got %+v\nwant %+v", got[1], b)
+	}
+	// An edit: remove a, change d, add e. The order holds.
+	err = c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		list[2].Name = "d2"
+		return append(list[1:], sub("e")), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Subscriptions(ctx); names(got) != "b,d2,e" {
+		t.Fatalf("after the edit: %s", names(got))
+	}
+	// A failed edit changes nothing; a feed listed twice is refused.
+	if err := c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) { return nil, errors.New("no") }); err == nil {
+		t.Fatal("no error")
+	}
+	if err := c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) { return append(list, list[0]), nil }); err == nil {
+		t.Fatal("a feed listed twice")
+	}
+	if got, _ := c.Subscriptions(ctx); names(got) != "b,d2,e" {
+		t.Fatalf("after failed edits: %s", names(got))
+	}
+	s, ok, err := c.Subscription(ctx, testids.Feed("e"))
+	if !ok || err != nil || s.Name != "e" {
+		t.Fatalf("%+v %v %v", s, ok, err)
+	}
+	if _, ok, _ := c.Subscription(ctx, testids.Feed("a")); ok {
+		t.Fatal("a removed subscription found")
+	}
+	// The log holds every change; a catalog rebuilt from it has the same
+	// list.
+	log, _ := c.st.ReadFile(SubscriptionsFile)
+	if n := strings.Count(string(log), `"type":"subscription_removed"`); n != 1 {
+		t.Fatalf("%d removals in the log:\n%s", n, log)
+	}
+	if _, err := c.db.Exec(`DELETE FROM subscriptions; DELETE FROM meta`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Subscriptions(ctx); names(got) != "b,d2,e" {
+		t.Fatalf("rebuilt from the log: %s", names(got))
+	}
+}
+
+// TestSubscriptionLogCatchUp: lines appended to the log that a crash kept
+// from the catalog are applied at the next open; a log replaced as a whole
+// (a backup restored) is read again from its start.
+func TestSubscriptionLogCatchUp(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("a"), sub("b"))
+	line, _ := ndjson.Marshal(sub("c"))
+	rm, _ := ndjson.Marshal(ndjson.SubscriptionRemoved{Header: ndjson.Head(ndjson.TypeSubscriptionRemoved), FeedID: testids.Feed("a")})
+	if _, err := c.st.AppendLines(SubscriptionsFile, append(line, rm...), storage.Durable); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got, _ := c2.Subscriptions(ctx); names(got) != "b,c" {
+		t.Fatalf("after catching up: %s", names(got))
+	}
+	only, _ := ndjson.Marshal(sub("z"))
+	if err := c.st.WriteFileAtomic(SubscriptionsFile, only); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if got, _ := c3.Subscriptions(ctx); names(got) != "z" {
+		t.Fatalf("after a restore: %s", names(got))
+	}
+}
+
+func TestFindSubscription(t *testing.T) {
+	subs := []ndjson.Subscription{
+		{FeedID: "abcd1111-0000", URL: "https://example.org/a"},
+		{FeedID: "abcd2222-0000", URL: "https://example.org/b"},
+		{FeedID: "ef001111-0000", URL: "https://example.org/c"},
+	}
+	for _, tc := range []struct {
+		ref  string
+		want int
+		err  string
+	}{
+		{"abcd1111-0000", 0, ""}, {"abcd2", 1, ""}, {"https://example.org/c", 2, ""}, {"HTTPS://Example.org/c", 2, ""},
+		{"abcd", -1, "ambiguous"}, {"ef0", -1, "too short"}, {"nope", -1, "nothing matches"},
+	} {
+		i, err := FindSubscription(subs, tc.ref)
+		if i != tc.want || (tc.err == "") != (err == nil) || err != nil && (!strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrNoSuchSubscription)) {
+			t.Errorf("%q: %d, %v", tc.ref, i, err)
+		}
+	}
+}
+
+func TestStates(t *testing.T) {
+	c := openTemp(t)
+	st := sched.State{Lifecycle: sched.StateBackoff, IntervalSec: 900, NextAt: ndjson.At(t0.Add(time.Hour)), RetryUntil: ndjson.At(t0.Add(time.Minute)),
+		Pub: []int64{1, 2, 3}, RateN: 2.5, Window: 20, Hints: sched.Hints{TTLMinutes: 30}}
+	fs := FeedState{FeedID: testids.Feed("a"), Title: "A", Validators: ndjson.Validators{ETag: `"e"`, LastModified: "lm"},
+		LastFetchAt: ndjson.At(t0), LastSuccessAt: ndjson.At(t0), LastRunAt: ndjson.At(t0), LastStatus: 503,
+		LastError: &ndjson.Error{Class: "transient", Code: "http_503", Message: "HTTP 503"}, ConsecutiveFailures: 2,
+		LastBodySHA256: "abc", LastContentLength: 42, NewEntriesLastFetch: 3, MovedTo: "https://m/", MovedCount: 1,
+		Counts: FeedCounts{Fetches: 4, OK: 2, Errors: 2, ErrorCodes: map[string]int{"http_503": 2}, BytesIn: 10}}
+	fs.SetSched(st, sched.Decision{Kind: sched.Backoff, Reason: "http_error"})
+	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(fs) }); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.State(ctx, fs.FeedID)
+	fs.Header = ndjson.Head(TypeFeedState)
+	if !ok || err != nil || !reflect.DeepEqual(got, fs) {
+		t.Fatalf("%v %v\n got %+v\nwant %+v", ok, err, got, fs)
+	}
+	if _, ok, _ := c.State(ctx, testids.Feed("none")); ok {
+		t.Fatal("a state for a feed never stored")
+	}
+	all, _ := c.States(ctx)
+	if len(all) != 1 || !reflect.DeepEqual(all[fs.FeedID], fs) {
+		t.Fatalf("states %+v", all)
+	}
+}
+
+// TestDemandRoundTrip fills every field of the demand inputs and reads
+// them back: a field added to sched.DemandInputs and not to appendDemand
+// fails it.
+func TestDemandRoundTrip(t *testing.T) {
+	var in sched.DemandInputs
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 7))
+		case reflect.Float64:
+			f.SetFloat(float64(i) + 0.5)
+		default:
+			t.Fatalf("field %s of a kind the projection cannot hold", v.Type().Field(i).Name)
+		}
+	}
+	b := appendDemand(nil, in)
+	got, ok := readDemand(b)
+	if !ok || got != in || len(b) != demandSize {
+		t.Fatalf("%+v\n%+v", got, in)
+	}
+}
+
+func TestFeedsAndDue(t *testing.T) {
+	c := openTemp(t)
+	paused := sub("paused")
+	paused.PausedUntil = ndjson.At(t0.Add(time.Hour))
+	off := sub("off")
+	off.Disabled = true
+	add(t, c, sub("new", "x"), sub("due", "x"), sub("later"), paused, off, sub("probe"))
+	state := func(name string, next time.Time) FeedState {
+		return FeedState{FeedID: testids.Feed(name), LastFetchAt: ndjson.At(t0.Add(-time.Hour)), NextFetchAt: ndjson.At(next)}
+	}
+	err := c.Update(ctx, func(t *Tx) error {
+		return t.PutStates(state("due", t0.Add(-time.Minute)), state("later", t0.Add(time.Hour)), state("paused", t0.Add(-time.Minute)),
+			state("probe", t0))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(f FeedFilter) string {
+		var got []string
+		err := c.Feeds(ctx, f, func(feed *Feed) error {
+			got = append(got, fmt.Sprintf("%s:%v", feed.Sub.Name, feed.Stored))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " ")
+	}
+	if got := list(FeedFilter{}); got != "new:false due:true later:true paused:true off:false probe:true" {
+		t.Errorf("all: %s", got)
+	}
+	if got := list(FeedFilter{DueBy: t0}); got != "new:false due:true probe:true" {
+		t.Errorf("due: %s", got)
+	}
+	if got := list(FeedFilter{Label: "x"}); got != "new:false due:true" {
+		t.Errorf("label: %s", got)
+	}
+}
+
+func entry(feed, uid, hash string, seen time.Time) *ndjson.Entry {
+	return &ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed(feed), EntryUID: testids.UID(uid), ContentHash: hash,
+		FirstSeen: ndjson.At(seen), LastSeen: ndjson.At(seen), SeenCount: 1, Published: ndjson.At(seen.Add(-time.Hour))}
+}
+
+func TestIndex(t *testing.T) {
+	c := openTemp(t)
+	a, b := testids.Feed("A"), testids.Feed("B")
+	loc := Location{Day: "2026-11-21", Offset: 0, Length: 10}
+	err := c.Update(ctx, func(t *Tx) error {
+		if err := t.StoreVersion(entry("A", "a1", "h1", t0), loc); err != nil {
+			return err
+		}
+		v2 := entry("A", "a1", "h2", t0.Add(time.Hour))
+		v2.FirstSeen, v2.SeenCount = ndjson.At(t0), 2
+		return t.StoreVersion(v2, loc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := c.Index()
+	for _, tc := range []struct {
+		feed, uid, hash, want string
+	}{
+		{a, "a1", "h2", ""}, {a, "a1", "h1", ""}, {a, "a1", "h3", "updated"}, {a, "a9", "h1", "new"}, {b, "a1", "h1", "new"},
+	} {
+		if got, err := x.Judge(ctx, tc.feed, testids.UID(tc.uid), tc.hash); got != tc.want || err != nil {
+			t.Errorf("%s %s %s: %q %v, want %q", testids.Name(tc.feed), tc.uid, tc.hash, got, err, tc.want)
+		}
+	}
+	s, ok, _ := x.Latest(ctx, a, testids.UID("a1"))
+	if !ok || s.Hash != "h2" || s.Versions != 2 || s.SeenCount != 2 || !s.FirstSeen.Equal(t0) {
+		t.Fatalf("latest %+v", s)
+	}
+	// What the index added in memory counts, the catalog's too.
+	x.Add(a, Seen{UID: testids.UID("a1"), Hash: "h3"})
+	x.Add(b, Seen{UID: testids.UID("b1"), Hash: "g1"})
+	for _, tc := range []struct {
+		feed, uid, hash, want string
+	}{
+		{a, "a1", "h3", ""}, {a, "a1", "h1", ""}, {a, "a1", "h4", "updated"}, {b, "b1", "g1", ""}, {b, "b1", "g2", "updated"},
+	} {
+		if got, _ := x.Judge(ctx, tc.feed, testids.UID(tc.uid), tc.hash); got != tc.want {
+			t.Errorf("after Add: %s %s %s: %q, want %q", testids.Name(tc.feed), tc.uid, tc.hash, got, tc.want)
+		}
+	}
+	// A sighting moves last_seen and counts; a replayed one does not.
+	for range 2 {
+		if err := c.Update(ctx, func(t *Tx) error { return t.Sighted(a, []string{testids.UID("a1")}, t0.Add(2*time.Hour)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _, _ = c.Index().Latest(ctx, a, testids.UID("a1"))
+	if s.SeenCount != 3 || !s.LastSeen.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("after a sighting: %+v", s)
+	}
+}
+
+func TestLinksAndAliases(t *testing.T) {
+	c := openTemp(t)
+	h, ok := LinkHash("https://news.example/1")
+	if h2, _ := LinkHash("http://NEWS.example/1"); !ok || h2 != h {
+		t.Fatal("http and https differ")
+	}
+	if _, ok := LinkHash("not a link"); ok {
+		t.Fatal("a hash of no link")
+	}
+	a1 := ndjson.EntryRef{FeedID: testids.Feed("A"), EntryUID: testids.UID("a1")}
+	b1 := ndjson.EntryRef{FeedID: testids.Feed("B"), EntryUID: testids.UID("b1")}
+	err := c.Update(ctx, func(t *Tx) error {
+		if err := t.AddLink(h, a1); err != nil {
+			return err
+		}
+		if err := t.AddLink(h, b1); err != nil { // the first stays
+			return err
+		}
+		return t.AddAlias(&ndjson.Alias{FeedID: b1.FeedID, EntryUID: b1.EntryUID, CanonicalLink: "https://news.example/1", AliasOf: a1,
+			RecordedAt: ndjson.At(t0)}, "2026-11-21")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.LinkOwners(ctx, h)
+	if err != nil || o.First != a1 || !o.Has(b1) || len(o.Aliases) != 1 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	x := c.Index()
+	h3, _ := LinkHash("https://news.example/3")
+	o3, _ := x.Link(ctx, h3)
+	x.AddLink(h3, o3, b1, false)
+	if o, _ := x.Link(ctx, h3); o.First != b1 {
+		t.Fatalf("in memory: %+v", o)
+	}
+	if o, _ := c.LinkOwners(ctx, h3); o.Known() {
+		t.Fatal("the index wrote the catalog")
+	}
+}
+
+func TestFetchesAndRuns(t *testing.T) {
+	c := openTemp(t)
+	feed := testids.Feed("A")
+	run := Run{FeedID: feed, ScheduledAt: t0}
+	claims, err := c.ClaimRuns(ctx, []Run{run, {FeedID: testids.Feed("B"), ScheduledAt: t0}}, t0)
+	if err != nil || claims[0].Claim != ClaimFetch || claims[1].Claim != ClaimFetch {
+		t.Fatalf("%+v %v", claims, err)
+	}
+	// Claimed a moment ago: another pipeline is at it.
+	if claims, _ := c.ClaimRuns(ctx, []Run{run}, t0.Add(time.Minute)); claims[0].Claim != ClaimBusy {
+		t.Fatalf("%+v", claims)
+	}
+	// Long ago, with nothing fetched: it died; the run is claimed again.
+	if claims, _ := c.ClaimRuns(ctx, []Run{{FeedID: testids.Feed("B"), ScheduledAt: t0}}, t0.Add(ClaimStale+time.Minute)); claims[0].Claim != ClaimFetch {
+		t.Fatalf("stale: %+v", claims)
+	}
+	f := ndjson.Fetch{FetchID: testids.Fetch("F1"), Due: ndjson.Due{FeedID: feed, ScheduledAt: ndjson.At(t0)}, FetchedAt: ndjson.At(t0.Add(time.Second)),
+		HTTPStatus: 200, BodyRef: &ndjson.BlobRef{Key: "raw/2026-11-21/" + strings.Repeat("ab", 32) + ".zst"}}
+	loc := Location{Day: "2026-11-21", Offset: 100, Length: 50}
+	if err := c.Update(ctx, func(t *Tx) error { return t.IndexFetch(&f, loc) }); err != nil {
+		t.Fatal(err)
+	}
+	// Fetched, not stored: its record is passed on again.
+	claims, _ = c.ClaimRuns(ctx, []Run{run}, t0.Add(time.Hour))
+	if claims[0].Claim != ClaimFetched || claims[0].Fetch.FetchID != f.FetchID || claims[0].Fetch.Location != loc || claims[0].Fetch.BodyKey != f.BodyRef.Key {
+		t.Fatalf("%+v", claims)
+	}
+	// Stored: nothing to do, for this run or an earlier one.
+	err = c.Update(ctx, func(t *Tx) error {
+		if err := t.PutStates(FeedState{FeedID: feed, LastRunAt: ndjson.At(t0)}); err != nil {
+			return err
+		}
+		return t.ReleaseRuns(feed, t0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, _ = c.ClaimRuns(ctx, []Run{run, {FeedID: feed, ScheduledAt: t0.Add(-time.Hour)}, {FeedID: feed, ScheduledAt: t0.Add(time.Hour)}}, t0.Add(time.Hour))
+	if claims[0].Claim != ClaimStored || claims[1].Claim != ClaimStored || claims[2].Claim != ClaimFetch {
+		t.Fatalf("%+v", claims)
+	}
+	ref, ok, err := c.Fetch(ctx, f.FetchID)
+	if !ok || err != nil || ref.FeedID != feed || !ref.FetchedAt.Equal(f.FetchedAt.Time) || ref.HTTPStatus != 200 {
+		t.Fatalf("%+v %v %v", ref, ok, err)
+	}
+	list, err := c.Fetches(ctx, feed, t0, 0)
+	if err != nil || len(list) != 1 || list[0].FetchID != f.FetchID {
+		t.Fatalf("%+v %v", list, err)
+	}
+	if list, _ := c.Fetches(ctx, feed, t0.Add(time.Hour), 0); len(list) != 0 {
+		t.Fatalf("since later: %+v", list)
+	}
+}
+
+func TestEntryQueries(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A", "news"), sub("B", "news"), sub("C"))
+	// A has 5 entries an hour apart, B one, C one.
+	err := c.Update(ctx, func(t *Tx) error {
+		for i := range 5 {
+			if err := t.StoreVersion(entry("A", fmt.Sprint("a", i), "h", t0.Add(time.Duration(i)*time.Hour)), Location{Day: "2026-11-21", Offset: int64(i), Length: 1}); err != nil {
+				return err
+			}
+		}
+		if err := t.StoreVersion(entry("B", "b0", "h", t0.Add(90*time.Minute)), Location{Day: "2026-11-21", Length: 1}); err != nil {
+			return err
+		}
+		return t.StoreVersion(entry("C", "c0", "h", t0), Location{Day: "2026-11-21", Length: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := func(p EntryPage) string {
+		var s []string
+		for _, e := range p.Entries {
+			s = append(s, testids.Name(e.UID))
+		}
+		return strings.Join(s, ",")
+	}
+	// Pages of two, newest first, a stable cursor.
+	var got []string
+	q := EntryQuery{Limit: 2}
+	for {
+		p, err := c.FeedEntries(ctx, testids.Feed("A"), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, uids(p))
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	if strings.Join(got, " ") != "a4,a3 a2,a1 a0" {
+		t.Fatalf("pages %q", got)
+	}
+	for _, tc := range []struct {
+		q    EntryQuery
+		want string
+	}{
+		{EntryQuery{Since: t0.Add(time.Hour), Until: t0.Add(3 * time.Hour)}, "a3,a2"}, // published an hour before first seen
+		{EntryQuery{Order: OrderFirstSeen, Since: t0.Add(3 * time.Hour)}, "a4,a3"},
+	} {
+		if p, err := c.FeedEntries(ctx, testids.Feed("A"), tc.q); err != nil || uids(p) != tc.want {
+			t.Errorf("%+v: %s %v", tc.q, uids(p), err)
+		}
+	}
+	if p, _ := c.LabelEntries(ctx, "news", EntryQuery{Since: t0}); uids(p) != "a4,a3,a2,b0,a1" {
+		t.Errorf("label: %s", uids(p))
+	}
+	if p, _ := c.AllEntries(ctx, EntryQuery{Limit: 3}); uids(p) != "a4,a3,a2" {
+		t.Errorf("all: %s", uids(p))
+	}
+	if _, err := c.FeedEntries(ctx, testids.Feed("A"), EntryQuery{Order: "title"}); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("order: %v", err)
+	}
+	if _, err := c.FeedEntries(ctx, testids.Feed("A"), EntryQuery{Cursor: "x"}); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("cursor: %v", err)
+	}
+	rows, versions, err := c.EntriesByUID(ctx, testids.UID("a2"))
+	if err != nil || len(rows) != 1 || len(versions[0]) != 1 || rows[0].FeedID != testids.Feed("A") || versions[0][0].Hash != "h" {
+		t.Fatalf("%+v %+v %v", rows, versions, err)
+	}
+}

@@ -1,0 +1,301 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// The queries of the REST API (seed 000 §4.8): entries of a feed or a
+// label by time, an entry and its versions, fetches and their payloads.
+
+// EntryRow is what the catalog holds of a stored entry; its latest
+// version's line is at Location in entries/.
+type EntryRow struct {
+	ID        int64 // the entry's number in the catalog, in the order entries were first stored
+	FeedID    string
+	UID       string
+	Hash      string
+	FirstSeen time.Time
+	LastSeen  time.Time
+	// Published is when the latest version was published, or first seen
+	// when its feed did not say.
+	Published time.Time
+	SeenCount int
+	Versions  int
+	Location
+}
+
+// Version is one stored version of an entry, its line at Location in
+// entries/.
+type Version struct {
+	Version  int
+	Hash     string
+	StoredAt time.Time // the last_seen of the version when it was stored
+	Location
+}
+
+// Orders of EntryQuery.
+const (
+	OrderPublished = "published"
+	OrderFirstSeen = "first_seen"
+)
+
+// EntryQuery selects entries, newest first.
+type EntryQuery struct {
+	Order  string    // OrderPublished (the default) or OrderFirstSeen: the time the others refer to
+	Since  time.Time // at or after; zero: no bound
+	Until  time.Time // before; zero: no bound
+	Limit  int       // at most this many (0: DefaultLimit; at most MaxLimit)
+	Cursor string    // EntryPage.Next of the page before
+}
+
+// The limits of an EntryQuery.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// EntryPage is a page of entries, and the cursor of the next ("" when this
+// is the last).
+type EntryPage struct {
+	Entries []EntryRow
+	Next    string
+}
+
+// ErrBadQuery marks a query the catalog cannot run: an unknown order, a
+// cursor it did not make.
+var ErrBadQuery = errors.New("bad query")
+
+const entryColumns = `e.id, f.feed_id, e.entry_uid, e.content_hash, e.first_seen, e.last_seen, e.published, e.seen_count, e.versions,
+	e.day, e.offset, e.length`
+
+func scanEntry(scan func(...any) error, r *EntryRow) error {
+	var first, last, pub int64
+	if err := scan(&r.ID, &r.FeedID, &r.UID, &r.Hash, &first, &last, &pub, &r.SeenCount, &r.Versions, &r.Day, &r.Offset, &r.Length); err != nil {
+		return err
+	}
+	r.FirstSeen, r.LastSeen, r.Published = time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC(), time.UnixMilli(pub).UTC()
+	return nil
+}
+
+// FeedEntries returns a page of the entries of a feed.
+func (c *Catalog) FeedEntries(ctx context.Context, feedID string, q EntryQuery) (EntryPage, error) {
+	return c.entries(ctx, `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, []any{feedID}, q)
+}
+
+// LabelEntries returns a page of the entries of the feeds subscribed
+// with a label.
+func (c *Catalog) LabelEntries(ctx context.Context, label string, q EntryQuery) (EntryPage, error) {
+	return c.entries(ctx, `e.feed_key IN (SELECT s.feed_key FROM subscriptions s, json_each(s.labels) l WHERE l.value = ?)`, []any{label}, q)
+}
+
+// AllEntries returns a page of every stored entry.
+func (c *Catalog) AllEntries(ctx context.Context, q EntryQuery) (EntryPage, error) {
+	return c.entries(ctx, `1`, nil, q)
+}
+
+func (c *Catalog) entries(ctx context.Context, where string, args []any, q EntryQuery) (EntryPage, error) {
+	col := "e.published"
+	switch q.Order {
+	case "", OrderPublished:
+	case OrderFirstSeen:
+		col = "e.first_seen"
+	default:
+		return EntryPage{}, fmt.Errorf("catalog: %w: order %q: it is published or first_seen", ErrBadQuery, q.Order)
+	}
+	limit := q.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultLimit
+	case limit > MaxLimit:
+		limit = MaxLimit
+	}
+	conds := []string{where}
+	if !q.Since.IsZero() {
+		conds, args = append(conds, col+" >= ?"), append(args, unixMS(q.Since))
+	}
+	if !q.Until.IsZero() {
+		conds, args = append(conds, col+" < ?"), append(args, unixMS(q.Until))
+	}
+	if q.Cursor != "" {
+		at, id, err := parseCursor(q.Cursor)
+		if err != nil {
+			return EntryPage{}, err
+		}
+		conds, args = append(conds, "("+col+" < ? OR ("+col+" = ? AND e.id < ?))"), append(args, at, at, id)
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
+		WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+col+` DESC, e.id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+	}
+	defer rows.Close()
+	var page EntryPage
+	for rows.Next() {
+		var r EntryRow
+		if err := scanEntry(rows.Scan, &r); err != nil {
+			return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+		}
+		page.Entries = append(page.Entries, r)
+	}
+	if err := rows.Err(); err != nil {
+		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+	}
+	if len(page.Entries) > limit {
+		page.Entries = page.Entries[:limit]
+		last := page.Entries[limit-1]
+		at := last.Published
+		if col == "e.first_seen" {
+			at = last.FirstSeen
+		}
+		page.Next = strconv.FormatInt(at.UnixMilli(), 10) + "." + strconv.FormatInt(last.ID, 10)
+	}
+	return page, nil
+}
+
+// parseCursor reads a cursor: the time (Unix ms) and the id of the last
+// entry of the page before.
+func parseCursor(s string) (at, id int64, err error) {
+	a, b, ok := strings.Cut(s, ".")
+	at, err1 := strconv.ParseInt(a, 10, 64)
+	id, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("catalog: %w: cursor %q is not one a page of entries gave", ErrBadQuery, s)
+	}
+	return at, id, nil
+}
+
+// EntriesByUID returns the stored entries with the uid entry_uid (one, but
+// for a collision of two feeds' uids), each with its versions, oldest
+// first.
+func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	if err != nil {
+		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+	}
+	var found []EntryRow
+	for rows.Next() {
+		var r EntryRow
+		if err := scanEntry(rows.Scan, &r); err != nil {
+			rows.Close()
+			return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+	}
+	versions := make([][]Version, len(found))
+	for i, r := range found {
+		vs, err := c.versions(ctx, r.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		versions[i] = vs
+	}
+	return found, versions, nil
+}
+
+func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
+	}
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		var v Version
+		var at int64
+		if err := rows.Scan(&v.Version, &v.Hash, &at, &v.Day, &v.Offset, &v.Length); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
+		}
+		v.StoredAt = time.UnixMilli(at).UTC()
+		out = append(out, v)
+	}
+	return out, c.damaged(rows.Err())
+}
+
+// Line reads the line at loc in the day files of dir (storage.DirEntries,
+// storage.DirFetches), without its newline.
+func (c *Catalog) Line(dir string, loc Location) ([]byte, error) {
+	if !ndjson.IsDay(loc.Day) || loc.Offset < 0 || loc.Length <= 0 || loc.Length > ndjson.MaxLineBytes+2 {
+		return nil, fmt.Errorf("catalog: %s: no line at %+v", dir, loc)
+	}
+	b, err := c.st.ReadAt(dir+"/"+loc.Day+".ndjson", loc.Offset, loc.Length)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(b), nil
+}
+
+// Entry reads a stored entry's latest version.
+func (c *Catalog) Entry(r EntryRow) (ndjson.Entry, error) {
+	var e ndjson.Entry
+	b, err := c.Line(storage.DirEntries, r.Location)
+	if err != nil {
+		return e, err
+	}
+	if err := ndjson.Unmarshal(b, &e); err != nil || e.EntryUID != r.UID {
+		return e, fmt.Errorf("catalog: the line of entry %s in entries/%s.ndjson is not its record: rebuild the catalog with feed-store reindex", r.UID, r.Day)
+	}
+	return e, nil
+}
+
+// FetchRecord reads the fetch record of a fetch id; ok is false for a fetch
+// the catalog does not know.
+func (c *Catalog) FetchRecord(ctx context.Context, fetchID string) (f ndjson.Fetch, ok bool, err error) {
+	ref, ok, err := c.Fetch(ctx, fetchID)
+	if err != nil || !ok {
+		return f, false, err
+	}
+	b, err := c.Line(storage.DirFetches, ref.Location)
+	if err != nil {
+		return f, false, err
+	}
+	if err := ndjson.Unmarshal(b, &f); err != nil || f.FetchID != fetchID {
+		return f, false, fmt.Errorf("catalog: the line of fetch %s in fetches/%s.ndjson is not its record: rebuild the catalog with feed-store reindex", fetchID, ref.Day)
+	}
+	return f, true, nil
+}
+
+// Raw returns the payload of a fetch exactly as it was served, and its
+// Content-Type; ok is false for a fetch the catalog does not know, or one
+// that stored no payload.
+func (c *Catalog) Raw(ctx context.Context, fetchID string, max int64) (body []byte, contentType string, ok bool, err error) {
+	f, ok, err := c.FetchRecord(ctx, fetchID)
+	if err != nil || !ok || f.BodyRef == nil {
+		return nil, "", false, err
+	}
+	body, err = c.st.GetRaw(f.BodyRef.Key, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", false, nil // pruned
+	}
+	if err != nil {
+		return nil, "", false, err
+	}
+	return body, f.ContentType, true, nil
+}
+
+// Sizes counts the rows of the catalog's tables, by table: what feed-stats
+// reports of the catalog, and how tests see that a reader wrote nothing.
+func (c *Catalog) Sizes(ctx context.Context) (map[string]int, error) {
+	sizes := map[string]int{}
+	for _, table := range []string{"feeds", "subscriptions", "feed_state", "entries", "entry_versions", "links", "aliases", "fetches", "runs"} {
+		var n int
+		if err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: %w", err))
+		}
+		sizes[table] = n
+	}
+	return sizes, nil
+}

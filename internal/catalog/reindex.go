@@ -1,0 +1,181 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// ReindexSummary counts what Reindex built.
+type ReindexSummary struct {
+	Subscriptions int
+	Entries       int // entries indexed
+	Versions      int // their versions
+	Aliases       int
+	Fetches       int
+	// StatesRebuilt is set when the feed states were rebuilt from the
+	// fetch records (the catalog was missing or damaged): counts, last
+	// fetch and error; the scheduler learns each feed's pace again, and
+	// the first fetch of each is unconditional.
+	StatesRebuilt bool
+	States        int
+	// Damaged names where a damaged catalog was moved aside; "" for none.
+	Damaged string
+}
+
+// Reindex rebuilds the store's catalog from the store's files alone: the
+// subscription log, entries/, aliases/ and fetches/. Feed states, which
+// the files do not hold whole, are kept when the catalog can be read, and
+// rebuilt from the fetch records when it cannot (deleted, or damaged: then
+// it is moved aside, with a log line, and a new one made). The caller
+// holds the store's lock and the fetch lock: no stage may write
+// meanwhile.
+func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum ReindexSummary, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	_, err = os.Stat(st.Path(File))
+	missing := errors.Is(err, os.ErrNotExist) // Open builds it from the files, states and all
+	c, err := Open(ctx, st, log)
+	if errors.Is(err, ErrDamaged) {
+		aside := st.Path(File) + ".damaged-" + time.Now().UTC().Format("20060102T150405")
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Rename(st.Path(File)+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return sum, fmt.Errorf("catalog: move the damaged catalog aside: %w", err)
+			}
+		}
+		sum.Damaged, missing = aside, true
+		log.Warn("the catalog is damaged: moved aside, a new one is built from the store's files", "damaged", aside)
+		c, err = Open(ctx, st, log)
+	}
+	if err != nil {
+		return sum, err
+	}
+	defer c.Close()
+	unlock, err := st.Lock(subsLock, true, nil)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
+	var states int
+	if err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM feed_state`).Scan(&states); err != nil {
+		return sum, c.damaged(err)
+	}
+	sum.StatesRebuilt = states == 0 || missing
+	err = c.Update(ctx, func(t *Tx) error {
+		for _, q := range []string{`DELETE FROM subscriptions`, `DELETE FROM entries`, `DELETE FROM entry_versions`, `DELETE FROM links`,
+			`DELETE FROM aliases`, `DELETE FROM fetches`, `DELETE FROM runs`, `DELETE FROM meta WHERE key LIKE 'tap:%'`} {
+			if _, err := t.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	if err := c.catchUpSubscriptionsLocked(ctx); err != nil {
+		return sum, err
+	}
+	idx := c.Index()
+	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+		_, _, err := t.indexEntry(ctx, idx, loc, l)
+		return err
+	}); err != nil {
+		return sum, err
+	}
+	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+		return sum, err
+	}
+	if err := c.CatchUpFetches(ctx); err != nil {
+		return sum, err
+	}
+	// Every stored entry's event was written, or was announced since.
+	evFile, evOff, err := st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil })
+	if err != nil {
+		return sum, err
+	}
+	if err := c.SetMeta(ctx, TapEvents, Checkpoint{File: evFile, Offset: evOff}); err != nil {
+		return sum, err
+	}
+	if states == 0 {
+		if sum.States, err = c.rebuildStates(ctx); err != nil {
+			return sum, err
+		}
+	}
+	for _, q := range []struct {
+		sql string
+		n   *int
+	}{{`SELECT count(*) FROM subscriptions`, &sum.Subscriptions}, {`SELECT count(*) FROM aliases`, &sum.Aliases},
+		{`SELECT count(*) FROM entries`, &sum.Entries}, {`SELECT count(*) FROM entry_versions`, &sum.Versions},
+		{`SELECT count(*) FROM fetches`, &sum.Fetches}, {`SELECT count(*) FROM feed_state`, &sum.States}} {
+		if err := c.db.QueryRowContext(ctx, q.sql).Scan(q.n); err != nil {
+			return sum, c.damaged(err)
+		}
+	}
+	return sum, nil
+}
+
+// rebuildStates makes each fetched feed's state from its fetch records, in
+// the order they were fetched: counts, the last fetch, success and error,
+// the last run. No validators (whether a body was read is not in the
+// records) and no scheduler state: the next fetch of each feed is whole,
+// and the scheduler starts learning its pace again.
+func (c *Catalog) rebuildStates(ctx context.Context) (int, error) {
+	states := map[string]*FeedState{}
+	_, _, err := c.st.ReadLogsSince(storage.DirFetches, "", 0, func(_ string, l ndjson.Line) error {
+		var f ndjson.Fetch
+		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil || f.Page != nil {
+			return nil
+		}
+		fs := states[f.Due.FeedID]
+		if fs == nil {
+			fs = &FeedState{FeedID: f.Due.FeedID}
+			states[f.Due.FeedID] = fs
+		}
+		if !f.FetchedAt.After(fs.LastFetchAt.Time) {
+			return nil
+		}
+		fs.LastFetchAt, fs.LastStatus = f.FetchedAt, f.HTTPStatus
+		if f.Due.ScheduledAt.After(fs.LastRunAt.Time) {
+			fs.LastRunAt = f.Due.ScheduledAt
+		}
+		if f.Error == nil {
+			fs.LastSuccessAt, fs.ConsecutiveFailures, fs.LastError = f.FetchedAt, 0, nil
+			if f.BodySHA256 != "" {
+				fs.LastBodySHA256, fs.LastContentLength = f.BodySHA256, f.ContentLength
+			}
+		} else {
+			fs.ConsecutiveFailures++
+			fs.LastError = f.Error
+		}
+		fs.MovedTo, fs.MovedCount = f.MovedTo, f.MovedCount
+		fs.Counts.Add(&f)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	ids := slices.Sorted(maps.Keys(states))
+	for chunk := range slices.Chunk(ids, followChunk) {
+		if err := c.Update(ctx, func(t *Tx) error {
+			for _, id := range chunk {
+				if err := t.PutStates(*states[id]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return len(states), nil
+}

@@ -1,0 +1,327 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// FeedState is what feed-store remembers about one feed between fetches,
+// and what feed-due schedules from: a row of feed_state. (It is also the
+// record type of the state log of stores written before the catalog,
+// which Open migrates.)
+type FeedState struct {
+	ndjson.Header
+	FeedID              string            `json:"feed_id"`
+	Title               string            `json:"title"`
+	Validators          ndjson.Validators `json:"validators"`
+	LastFetchAt         ndjson.Time       `json:"last_fetch_at"`
+	LastSuccessAt       ndjson.Time       `json:"last_success_at"`
+	LastStatus          int               `json:"last_status"`
+	LastError           *ndjson.Error     `json:"last_error"`
+	ConsecutiveFailures int               `json:"consecutive_failures"`
+	IntervalSec         int               `json:"interval_sec"`
+	NextFetchAt         ndjson.Time       `json:"next_fetch_at"`
+	LastBodySHA256      string            `json:"last_body_sha256"`
+	LastContentLength   int64             `json:"last_content_length"`
+	NewEntriesLastFetch int               `json:"new_entries_last_fetch"`
+	// MovedTo and MovedCount: the URL the last fetches were moved to
+	// permanently, and how many in a row.
+	MovedTo    string `json:"moved_to"`
+	MovedCount int    `json:"moved_count"`
+	// LastRunAt is the scheduled_at of the run whose fetch was committed
+	// last: feed-fetch does not fetch that run, or an earlier one, again.
+	LastRunAt ndjson.Time `json:"last_run_at"`
+	// Counts add up everything since the feed was first fetched.
+	Counts FeedCounts `json:"counts"`
+	// Sched is the scheduler's state (internal/sched, docs/scheduler.md
+	// §6); nil before the first decision. NextFetchAt and IntervalSec
+	// repeat its next_at and interval_sec.
+	Sched *sched.State `json:"sched,omitempty"`
+	// Decision is the scheduler's last decision, for feed-due --explain.
+	Decision *sched.Decision `json:"decision,omitempty"`
+}
+
+// TypeFeedState is the record type of the state log of stores written
+// before the catalog.
+const TypeFeedState = "feed_state"
+
+// FeedCounts add up a feed's fetches, for feed-stats and metrics.
+type FeedCounts struct {
+	Fetches     int            `json:"fetches"`
+	OK          int            `json:"ok"` // 2xx, including unchanged bodies
+	NotModified int            `json:"not_modified"`
+	Errors      int            `json:"errors"`
+	ErrorCodes  map[string]int `json:"error_codes"`
+	BytesIn     int64          `json:"bytes_in"`    // bodies received, decoded
+	BytesSaved  int64          `json:"bytes_saved"` // bodies 304 answers spared
+	DurationMS  int64          `json:"duration_ms"` // summed
+	NewEntries  int            `json:"new_entries"`
+	Updated     int            `json:"updated"`
+}
+
+// Add counts one fetch.
+func (c *FeedCounts) Add(f *ndjson.Fetch) {
+	c.Fetches++
+	c.DurationMS += f.DurationMS
+	c.BytesIn += f.ContentLength
+	c.BytesSaved += f.BytesSaved
+	switch {
+	case f.Error != nil:
+		c.Errors++
+		if c.ErrorCodes == nil {
+			c.ErrorCodes = map[string]int{}
+		}
+		c.ErrorCodes[f.Error.Code]++
+	case f.NotModified:
+		c.NotModified++
+	default:
+		c.OK++
+	}
+}
+
+// SchedState is the feed's scheduler state, zero before its first decision.
+func (fs *FeedState) SchedState() sched.State {
+	if fs.Sched == nil {
+		return sched.State{}
+	}
+	return *fs.Sched
+}
+
+// SetSched keeps the scheduler's new state and decision, and the fields
+// feed-due and feed-stats read of them: next_fetch_at and interval_sec.
+func (fs *FeedState) SetSched(st sched.State, d sched.Decision) {
+	fs.Sched, fs.Decision = &st, &d
+	fs.NextFetchAt = st.NextAt
+	fs.IntervalSec = st.IntervalSec
+}
+
+// stateColumns are the feed_state columns, in the order scanState reads
+// them.
+const stateColumns = `st.title, st.etag, st.last_modified, st.last_fetch_at, st.last_success_at, st.last_run_at, st.last_status,
+	st.last_error, st.consecutive_failures, st.interval_sec, st.next_fetch_at, st.last_body_sha256, st.last_content_length,
+	st.new_entries_last_fetch, st.moved_to, st.moved_count, st.counts, st.sched, st.decision`
+
+// stateRow receives a row of f.feed_id and stateColumns (targets), then
+// decodes it.
+type stateRow struct {
+	fs                          FeedState
+	fetched, success, run, next sql.NullInt64
+	lastErr, schedJSON, decJSON sql.NullString
+	counts                      string
+}
+
+func (r *stateRow) targets() []any {
+	fs := &r.fs
+	return []any{&fs.FeedID, &fs.Title, &fs.Validators.ETag, &fs.Validators.LastModified, &r.fetched, &r.success, &r.run, &fs.LastStatus,
+		&r.lastErr, &fs.ConsecutiveFailures, &fs.IntervalSec, &r.next, &fs.LastBodySHA256, &fs.LastContentLength,
+		&fs.NewEntriesLastFetch, &fs.MovedTo, &fs.MovedCount, &r.counts, &r.schedJSON, &r.decJSON}
+}
+
+func (r *stateRow) decode(dst *FeedState) error {
+	fs := r.fs
+	fs.Header = ndjson.Head(TypeFeedState)
+	fs.LastFetchAt, fs.LastSuccessAt = ndjson.At(fromMS(r.fetched)), ndjson.At(fromMS(r.success))
+	fs.LastRunAt, fs.NextFetchAt = ndjson.At(fromMS(r.run)), ndjson.At(fromMS(r.next))
+	fs.LastError, fs.Sched, fs.Decision = nil, nil, nil
+	fs.Counts = FeedCounts{}
+	if err := json.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
+		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
+	}
+	for _, v := range []struct {
+		col sql.NullString
+		dst any
+	}{{r.lastErr, &fs.LastError}, {r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
+		if v.col.Valid {
+			if err := json.Unmarshal([]byte(v.col.String), v.dst); err != nil {
+				return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+			}
+		}
+	}
+	*dst = fs
+	return nil
+}
+
+// scanState reads a row of f.feed_id and stateColumns.
+func scanState(scan func(...any) error, fs *FeedState) error {
+	var r stateRow
+	if err := scan(r.targets()...); err != nil {
+		return err
+	}
+	return r.decode(fs)
+}
+
+// State returns the state of feedID; ok is false for a feed never stored.
+func (c *Catalog) State(ctx context.Context, feedID string) (fs FeedState, ok bool, err error) {
+	row, err := c.queryRow(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
+	if err != nil {
+		return fs, false, err
+	}
+	switch err := scanState(row.Scan, &fs); {
+	case errors.Is(err, sql.ErrNoRows):
+		return FeedState{FeedID: feedID}, false, nil
+	case err != nil:
+		return fs, false, c.damaged(fmt.Errorf("catalog: state of %s: %w", feedID, err))
+	}
+	return fs, true, nil
+}
+
+// States returns the state of every feed that has one.
+func (c *Catalog) States(ctx context.Context) (map[string]FeedState, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key`)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+	}
+	defer rows.Close()
+	states := map[string]FeedState{}
+	for rows.Next() {
+		var fs FeedState
+		if err := scanState(rows.Scan, &fs); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+		}
+		states[fs.FeedID] = fs
+	}
+	return states, c.damaged(rows.Err())
+}
+
+// PutStates writes feed states, each replacing the feed's last.
+func (t *Tx) PutStates(states ...FeedState) error {
+	for i := range states {
+		if err := t.putState(&states[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) putState(fs *FeedState) error {
+	key, err := t.feedKey(fs.FeedID)
+	if err != nil {
+		return err
+	}
+	counts, err := json.Marshal(fs.Counts)
+	if err != nil {
+		return err
+	}
+	var lastErr, schedJSON, decJSON any
+	for _, v := range []struct {
+		src  any
+		null bool
+		dst  *any
+	}{{fs.LastError, fs.LastError == nil, &lastErr}, {fs.Sched, fs.Sched == nil, &schedJSON}, {fs.Decision, fs.Decision == nil, &decJSON}} {
+		if v.null {
+			continue
+		}
+		b, err := json.Marshal(v.src)
+		if err != nil {
+			return err
+		}
+		*v.dst = string(b)
+	}
+	st := fs.SchedState()
+	_, err = t.exec(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
+		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
+		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		key, fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
+		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
+		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, string(counts), schedJSON, decJSON,
+		appendDemand(nil, st.DemandInputs()))
+	return err
+}
+
+// State is Catalog.State inside the transaction.
+func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
+	row := t.tx.QueryRowContext(t.ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
+	switch err := scanState(row.Scan, &fs); {
+	case errors.Is(err, sql.ErrNoRows):
+		return FeedState{FeedID: feedID}, false, nil
+	case err != nil:
+		return fs, false, fmt.Errorf("catalog: state of %s: %w", feedID, err)
+	}
+	return fs, true, nil
+}
+
+// Demands calls fn with the scheduling settings and the demand inputs of
+// every enabled subscription, in the list's order: what the adaptive
+// policy's budget scale is computed from. It reads a small fixed-size
+// projection of each feed's scheduler state (feed_state.demand), not the
+// state itself: 100,000 feeds take a fraction of a second.
+func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *sched.DemandInputs)) error {
+	rows, err := c.db.QueryContext(ctx, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
+		FROM subscriptions s LEFT JOIN feed_state st ON st.feed_key = s.feed_key
+		WHERE s.disabled = 0 ORDER BY s.position, s.feed_key`)
+	if err != nil {
+		return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+	}
+	defer rows.Close()
+	none := sched.State{}.DemandInputs()
+	var (
+		sub    ndjson.Subscription
+		paused sql.NullInt64
+		demand []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&sub.IntervalSec, &sub.Cron, &sub.MinIntervalSec, &sub.MaxIntervalSec, &paused, &demand); err != nil {
+			return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+		}
+		sub.PausedUntil = ndjson.At(fromMS(paused))
+		o := sched.OverridesOf(sub)
+		in, ok := readDemand(demand)
+		if !ok {
+			in = none
+		}
+		fn(&o, &in)
+	}
+	return c.damaged(rows.Err())
+}
+
+// The demand projection, field by field, fixed-size: decoding it for
+// 100,000 feeds must take a millisecond or two. TestDemandRoundTrip fills
+// every field and checks the round trip, so that a field added to
+// sched.DemandInputs cannot be left out here unnoticed.
+const demandSize = 1 + 10*8
+
+func appendDemand(b []byte, in sched.DemandInputs) []byte {
+	var flags byte
+	if in.Disabled {
+		flags |= 1
+	}
+	if in.FetchedZero {
+		flags |= 2
+	}
+	if in.Slot {
+		flags |= 4
+	}
+	b = append(b, flags)
+	for _, v := range [...]int64{int64(in.IntervalSec), in.FetchedSec, in.FetchedNsec, int64(in.Window), int64(in.TTLMinutes)} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	for _, v := range [...]float64{in.RateN, in.RateT, in.BurstN, in.BurstT, in.Peak} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+func readDemand(b []byte) (in sched.DemandInputs, ok bool) {
+	if len(b) != demandSize {
+		return in, false
+	}
+	in.Disabled, in.FetchedZero, in.Slot = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
+	u := func(i int) uint64 { return binary.LittleEndian.Uint64(b[1+8*i:]) }
+	in.IntervalSec, in.FetchedSec, in.FetchedNsec, in.Window, in.TTLMinutes = int(u(0)), int64(u(1)), int64(u(2)), int(u(3)), int(u(4))
+	f := func(i int) float64 { return math.Float64frombits(u(i)) }
+	in.RateN, in.RateT, in.BurstN, in.BurstT, in.Peak = f(5), f(6), f(7), f(8), f(9)
+	return in, true
+}
+
+// unixMS is t in Unix milliseconds.
+func unixMS(t time.Time) int64 { return t.UnixMilli() }
