@@ -316,7 +316,7 @@ func hasControlChar(b []byte) bool {
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		below := ^((x&lows + ones*(0x80-0x20)) | x) & highs // bytes below 0x20
-		if below&^byteIs(x, '\t')&^byteIs(x, '\n')&^byteIs(x, '\r') != 0 {
+		if below != 0 && below&^byteIs(x, '\t')&^byteIs(x, '\n')&^byteIs(x, '\r') != 0 {
 			return true
 		}
 	}
