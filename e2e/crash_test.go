@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -20,14 +20,14 @@ import (
 )
 
 // pipeline starts the stages as processes connected by pipes, the last
-// writing to out.
-func pipeline(t *testing.T, env []string, out *bytes.Buffer, stages ...[]string) []*exec.Cmd {
+// writing to out, all of them to stderr (nil: discarded).
+func pipeline(t *testing.T, env []string, out, stderr io.Writer, stages ...[]string) []*exec.Cmd {
 	t.Helper()
 	var cmds []*exec.Cmd
 	var prevRead *os.File
 	for i, args := range stages {
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env = env
+		cmd := command(env, args...)
+		cmd.Stderr = stderr
 		if prevRead != nil {
 			cmd.Stdin = prevRead
 		}
@@ -72,8 +72,46 @@ func rssDoc(feed string, items map[int]int) []byte {
 	return []byte(b.String())
 }
 
+// killOnWrite kills cmd with SIGKILL the moment the file at path (the
+// catalog's write-ahead log) changes size or time, so that the kill lands
+// in the middle of a commit or just after it; false if cmd ended first.
+func killOnWrite(path string, cmd *exec.Cmd) bool {
+	stamp := func() (int64, time.Time) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return -1, time.Time{}
+		}
+		return fi.Size(), fi.ModTime()
+	}
+	size, mtime := stamp()
+	for {
+		if s, m := stamp(); s != size || !m.Equal(mtime) {
+			return cmd.Process.Signal(syscall.SIGKILL) == nil
+		}
+		// Signal 0 asks only whether the process is there; a zombie
+		// still is, so look at its state too.
+		if cmd.Process.Signal(syscall.Signal(0)) != nil || exited(cmd.Process.Pid) {
+			return false
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// exited reports whether the process pid has ended (a zombie waiting to be
+// reaped included).
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command's closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+}
+
 // TestKill9AnywhereLosesAndDoublesNothing kills feed-store or feed-fetch
-// with SIGKILL at random moments of many pipeline runs, each followed by a
+// with SIGKILL at random moments of many pipeline runs (a third of them as
+// feed-store writes the catalog), each followed by a
 // normal one, while the feeds keep changing; then checks the store against
 // what the feeds served: every entry version stored exactly once, every one
 // announced exactly once, no line a reader cannot read.
@@ -124,7 +162,7 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 	life := make([]time.Duration, len(stages))
 	timed := func(out *bytes.Buffer, fail func(i int, err error)) {
 		start := time.Now()
-		for i, c := range pipeline(t, env, out, stages...) {
+		for i, c := range pipeline(t, env, out, nil, stages...) {
 			if err := c.Wait(); err != nil && fail != nil {
 				fail(i, err)
 			}
@@ -134,7 +172,7 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 	var first bytes.Buffer
 	timed(&first, nil)
 	events.Write(first.Bytes())
-	kills := 0
+	kills, commitKills := 0, 0
 	for round := range rounds {
 		// The publishers move on: new items on some feeds, edits on others.
 		for f := range feeds {
@@ -148,13 +186,22 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 		write()
 
 		var out bytes.Buffer
-		cmds := pipeline(t, env, &out, stages...)
+		cmds := pipeline(t, env, &out, nil, stages...)
 		v := 4 // feed-store
 		if round%3 == 1 {
 			v = 1 // feed-fetch
 		}
 		victim := cmds[v]
-		time.Sleep(time.Duration(rnd.Int64N(int64(life[v]))))
+		if round%3 == 2 {
+			// In the middle of a catalog commit: at the first write to
+			// the catalog's WAL after a random moment.
+			time.Sleep(time.Duration(rnd.Int64N(int64(life[v]) / 2)))
+			if killOnWrite(filepath.Join(store, "catalog.db-wal"), victim) {
+				commitKills++
+			}
+		} else {
+			time.Sleep(time.Duration(rnd.Int64N(int64(life[v]))))
+		}
 		victim.Process.Signal(syscall.SIGKILL)
 		for _, c := range cmds {
 			c.Wait()
@@ -170,9 +217,12 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 		})
 		events.Write(out.Bytes())
 	}
-	t.Logf("%d rounds, %d processes killed at work", rounds, kills)
+	t.Logf("%d rounds, %d processes killed at work, %d of them as they wrote the catalog", rounds, kills, commitKills)
 	if kills < rounds/2 {
 		t.Errorf("only %d of %d kills landed while the process worked: the test proves little", kills, rounds)
+	}
+	if commitKills < rounds/6 {
+		t.Errorf("only %d kills landed in a catalog commit: the test proves little", commitKills)
 	}
 
 	st, err := storage.Open(store)
@@ -180,35 +230,8 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every line of every entries and events file reads.
-	type version [2]string // entry_uid, content_hash
-	stored := map[version]int{}
-	announcedInFile := map[version]int{}
-	for dir, into := range map[string]map[version]int{storage.DirEntries: stored, storage.DirEvents: announcedInFile} {
-		files, _ := st.DayFiles(dir)
-		for _, f := range files {
-			raw, _ := os.ReadFile(st.Path(f))
-			if len(raw) > 0 && raw[len(raw)-1] != '\n' {
-				t.Errorf("%s ends in a torn line", f)
-			}
-			sc := bufio.NewScanner(bytes.NewReader(raw))
-			sc.Buffer(nil, 1<<20)
-			for n := 1; sc.Scan(); n++ {
-				var rec struct {
-					EntryUID    string `json:"entry_uid"`
-					ContentHash string `json:"content_hash"`
-				}
-				l, err := ndjson.NewReader(strings.NewReader(sc.Text())).Next()
-				if err != nil || l.Decode(&rec) != nil {
-					t.Errorf("%s line %d does not read: %v", f, n, err)
-					continue
-				}
-				if l.Type == ndjson.TypeFeedDisabled || l.Type == ndjson.TypeFeedReenabled {
-					continue
-				}
-				into[version{rec.EntryUID, rec.ContentHash}]++
-			}
-		}
-	}
+	stored := readVersions(t, st, storage.DirEntries)
+	announcedInFile := readVersions(t, st, storage.DirEvents)
 	// What the feeds serve now must all be stored (the last run was normal).
 	for f := range feeds {
 		name := fmt.Sprintf("f%02d", f)
@@ -234,20 +257,7 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 			}
 		}
 	}
-	announcedOnStdout := map[version]int{}
-	rd := ndjson.NewReader(&events)
-	for {
-		l, err := rd.Next()
-		if err != nil {
-			break
-		}
-		if l.Type != ndjson.TypeNewEntry && l.Type != ndjson.TypeUpdatedEntry {
-			continue // decision records, feed events
-		}
-		var ev ndjson.Event
-		l.Decode(&ev)
-		announcedOnStdout[version{ev.EntryUID, ev.ContentHash}]++
-	}
+	announcedOnStdout := announcedVersions(&events)
 	for v, n := range stored {
 		if n != 1 {
 			t.Errorf("entry %s version %s stored %d times", v[0], v[1], n)

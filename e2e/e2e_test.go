@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		// The binaries read no configuration file of the user's.
+		os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+		os.Unsetenv("FEEDPIPE_CONFIG")
 		return m.Run()
 	}())
 }

@@ -78,11 +78,31 @@ func TestREADMEQuickStart(t *testing.T) {
 				t.Fatalf("%s: %v\n%s", cmdline, err, out)
 			}
 			if cmdline == "./scripts/demo" {
-				for _, want := range []string{"== cycle 1", "new entries", "== cycle 2", "6 of 6 requests answered 304; 0 new entries", "subscriptions.ndjson"} {
+				for _, want := range []string{"== cycle 1", "new entries", "== cycle 2", "6 of 6 requests answered 304; 0 new entries", "subscriptions.ndjson",
+					"FEEDPIPE_HOST_RPS=0: they all come from that one server"} {
 					if !strings.Contains(string(out), want) {
 						t.Errorf("demo output lacks %q:\n%s", want, out)
 					}
 				}
+				// The demo leaves nothing behind, unless --keep.
+				m := regexp.MustCompile(`(?m)^Removing (\S+) `).FindSubmatch(out)
+				if m == nil {
+					t.Fatalf("the demo does not say it removes its directory:\n%s", out)
+				}
+				if _, err := os.Stat(string(m[1])); err == nil {
+					t.Errorf("the demo left %s behind", m[1])
+				}
+				keep := exec.Command("bash", "-c", "./scripts/demo --keep")
+				keep.Dir = repoRoot(t)
+				out, err := keep.CombinedOutput()
+				m = regexp.MustCompile(`(?m)^and remove it when done:  rm -r (\S+)$`).FindSubmatch(out)
+				if err != nil || m == nil {
+					t.Fatalf("scripts/demo --keep: %v\n%s", err, out)
+				}
+				if _, err := os.Stat(filepath.Join(string(m[1]), "store", "subscriptions.ndjson")); err != nil {
+					t.Errorf("scripts/demo --keep did not keep its store: %v", err)
+				}
+				os.RemoveAll(string(m[1]))
 			}
 		})
 	}
@@ -120,8 +140,8 @@ func TestREADMEExamples(t *testing.T) {
 	script := []string{"set -euo pipefail"}
 	for _, block := range codeBlocks(t, "sh")[1:] {
 		for _, c := range commands(block) {
-			if strings.HasPrefix(c, "go install") {
-				continue
+			if strings.HasPrefix(c, "go install") || strings.HasPrefix(c, "scripts/install") || strings.HasPrefix(c, "./scripts/install") {
+				continue // the binaries under test are on PATH; TestInstall installs
 			}
 			script = append(script, "echo '$ "+strings.ReplaceAll(c, "'", "")+"' >&2", strings.ReplaceAll(c, "https://example.org", srv.URL))
 		}
@@ -129,7 +149,9 @@ func TestREADMEExamples(t *testing.T) {
 	cmd := exec.Command("bash", "-c", strings.Join(script, "\n"))
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "FEEDPIPE_STORE="+filepath.Join(work, "store"), "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_LOG_LEVEL=warn",
-		"FEEDPIPE_HOST_RPS=0") // example.org is one local server here
+		"FEEDPIPE_HOST_RPS=0", // example.org is one local server here
+		"PATH="+filepath.Join(root, "scripts")+string(os.PathListSeparator)+os.Getenv("PATH"), // feed-loop, as installed
+		"XDG_CONFIG_HOME="+filepath.Join(work, "config"))                                      // none of the user's
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("a README command failed: %v\n%s", err, out)

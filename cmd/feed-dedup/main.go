@@ -31,7 +31,7 @@ dropped as unchanged. The "dedup" section counts aliases too.`,
 			&cli.BoolFlag{Name: "cross-feed", Usage: "mark a new entry whose canonical link was stored from another feed as an alias of that entry", EnvVars: []string{"FEEDPIPE_CROSS_FEED"}},
 		),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadsInPipeline)
 			if err != nil {
 				return err
 			}

@@ -27,8 +27,8 @@ scheduler disabled for errors is still due for its probes, a feed paused
 with feed-sub pause is not, and feed-sub refetch makes one due now.
 --explain ID prints, for people, a feed's scheduler state, the inputs of
 its last decision and the decision in words.
-
-` + cmdkit.SchedEnvHelp(),
+The scheduler's flags (below, each with its variables) are those of
+docs/scheduler.md §5.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every enabled subscription, due or not"},
 			&cli.StringSliceFlag{Name: "feed", Usage: "only this subscription (feed id, id prefix or URL), due or not; repeatable"},

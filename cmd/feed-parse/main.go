@@ -4,6 +4,7 @@ package main
 import (
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -65,11 +67,28 @@ record; one that cannot be read is reported and skipped.`,
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to this file (scripts/bench-parse)", Hidden: true},
 		}, append(cmdkit.ParserFlags(), cmdkit.CommonFlags()...)...),
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+			p, err := parser(c)
 			if err != nil {
 				return err
 			}
-			p, err := parser(c)
+			if c.NArg() == 0 {
+				for _, name := range []string{"base-url", "feed-id", "content-type"} {
+					if c.IsSet(name) {
+						return cmdkit.Usagef("--%s goes with FILE arguments", name)
+					}
+				}
+			}
+			log, err := cmdkit.Logger(c)
+			if err != nil {
+				return err
+			}
+			// Payload files need no store, but for the .zst ones it keeps.
+			var st *storage.Store
+			if c.NArg() == 0 || slices.ContainsFunc(c.Args().Slice(), func(f string) bool { return strings.HasSuffix(f, ".zst") }) {
+				st, err = cmdkit.OpenStore(c, cmdkit.ReadsInPipeline)
+			} else {
+				st, err = cmdkit.OpenStoreIfExists(c)
+			}
 			if err != nil {
 				return err
 			}
@@ -82,11 +101,6 @@ record; one that cannot be read is reported and skipped.`,
 			}
 			out := cmdkit.Output(c.App.Writer)
 			if c.NArg() == 0 {
-				for _, name := range []string{"base-url", "feed-id", "content-type"} {
-					if c.IsSet(name) {
-						return cmdkit.Usagef("--%s goes with FILE arguments", name)
-					}
-				}
 				return parse.Run(c.Context, parse.Config{In: c.App.Reader, Out: out, Log: log, Store: st, Parser: p, Workers: c.Int("workers")})
 			}
 			base, feedID := c.String("base-url"), c.String("feed-id")

@@ -61,6 +61,9 @@ func TestFlags(t *testing.T) {
 			a := app()
 			a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader("")
 			status := cmdkit.Run(a, append([]string{"feed-parse", "--store", store}, tt.args...))
+			if _, err := os.Stat(store); err == nil {
+				t.Errorf("feed-parse made the store %s: files need none", store)
+			}
 			if status != tt.status {
 				t.Errorf("status %d, want %d; stderr:\n%s", status, tt.status, stderr.String())
 			}

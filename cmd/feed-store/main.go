@@ -3,8 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,14 +30,15 @@ decision (docs/scheduler.md): a "decision" record follows on stdout, and a
 service.
 Records of other types pass through. One feed-store writes to a store at a
 time: a second one waits for the first (or, with --no-wait, exits).
-
-` + cmdkit.SchedEnvHelp(),
+The scheduler's flags (below, each with its variables) are those of
+docs/scheduler.md §5.`,
 		Flags: append([]cli.Flag{
 			// Not EnvVars: urfave/cli would read the variables as Go
 			// durations, and the environment speaks whole seconds.
 			&cli.DurationFlag{Name: "interval", Usage: "poll every feed without an interval of its own at this fixed interval, such as 1h (the policy fixed:1h); default: the scheduler's policy (env FEEDPIPE_INTERVAL or NEWSFED_POLL_INTERVAL, seconds)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
+			&cli.StringFlag{Name: "notify-file", Usage: "also append the run's feed_disabled and feed_reenabled events to this file (for feed-loop --on-event)"},
 			&cli.StringFlag{Name: "metrics-file", Usage: "write the store's figures here in the Prometheus text format after each run (node_exporter's textfile collector)", EnvVars: []string{"FEEDPIPE_METRICS_FILE"}},
 		}, append(cmdkit.CommonFlags(), cmdkit.SchedFlags()...)...),
 		Commands: maintenance(),
@@ -51,9 +55,18 @@ time: a second one waits for the first (or, with --no-wait, exits).
 			if err != nil {
 				return err
 			}
+			out := c.App.Writer
+			if path := c.String("notify-file"); path != "" {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+				if err != nil {
+					return cmdkit.Usage(err)
+				}
+				defer f.Close()
+				out = &eventTee{w: out, file: f}
+			}
 			var sum store.Summary
 			err = store.Run(c.Context, store.Config{
-				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
+				In: c.App.Reader, Out: cmdkit.Output(out), Log: log, Store: st,
 				Sched: p, Interval: interval, NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
 			})
 			if path := c.String("summary-file"); path != "" {
@@ -66,4 +79,41 @@ time: a second one waits for the first (or, with --no-wait, exits).
 			return err
 		},
 	})
+}
+
+// eventTee passes what feed-store writes to stdout on, and copies its
+// feed_disabled and feed_reenabled lines to file (--notify-file). Records
+// are written strict, "type" first, so a line's first bytes tell.
+type eventTee struct {
+	w    io.Writer
+	file io.Writer
+	line []byte // the current line so far, while it may be an event to copy
+	skip bool   // the current line is not one
+}
+
+var notified = [][]byte{[]byte(`{"type":"feed_disabled"`), []byte(`{"type":"feed_reenabled"`)}
+
+func (t *eventTee) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	for rest := p[:n]; len(rest) > 0; {
+		chunk, after, ended := bytes.Cut(rest, []byte("\n"))
+		rest = after
+		if !t.skip {
+			t.line = append(t.line, chunk...)
+			if ended {
+				t.line = append(t.line, '\n')
+			}
+			t.skip = !slices.ContainsFunc(notified, func(prefix []byte) bool {
+				k := min(len(prefix), len(t.line))
+				return bytes.Equal(t.line[:k], prefix[:k])
+			})
+			if ended && !t.skip {
+				t.file.Write(t.line) // only feed-loop's hooks miss a line that cannot be kept
+			}
+		}
+		if ended {
+			t.line, t.skip = t.line[:0], false
+		}
+	}
+	return n, err
 }

@@ -16,7 +16,7 @@ import (
 // maintenance are feed-store's subcommands: work on the store itself, run
 // by hand or from cron, not in the pipeline.
 func maintenance() []*cli.Command {
-	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand()}
+	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand(), checkCommand()}
 }
 
 func pruneCommand() *cli.Command {
@@ -27,7 +27,9 @@ func pruneCommand() *cli.Command {
    feed-store prune --raw-keep 30d --articles-keep 365d --metadata-keep 90d --dry-run
    feed-store prune --seen-keep 180d`,
 		Description: `Deletes what the flags allow and nothing else; with no flag, nothing goes.
-Ages are Go durations (36h) or days and weeks (30d, 2w).
+Ages are Go durations (36h) or days and weeks (30d, 2w). Each setting
+has a FEEDPIPE_PRUNE_* variable and a key in the [feed-store.prune]
+table of the configuration file; feed-loop --prune runs it once a day.
 
 A raw payload goes when it was last fetched more than --raw-keep ago and is
 not among the --raw-keep-per-feed newest payloads of a feed that fetched
@@ -46,12 +48,12 @@ UTC day goes, nor anything a crash recovery would still read. The key of each fi
 stdout; a summary line to stderr. It takes the store's lock, as feed-store
 does.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "raw-keep", Usage: "keep raw payloads fetched within this age (e.g. 30d)"},
-			&cli.IntFlag{Name: "raw-keep-per-feed", Usage: "keep the newest N raw payloads of each feed, whatever their age"},
-			&cli.BoolFlag{Name: "even-referenced", Usage: "delete raw payloads that stored entries come from too"},
-			&cli.StringFlag{Name: "articles-keep", Usage: "keep entries/ day files within this age (default: forever)"},
-			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/, aliases/ and fetches/ day files within this age (default: forever)"},
-			&cli.StringFlag{Name: "seen-keep", Usage: "forget, in the entry index, entries not seen within this age and no longer served (default: never)"},
+			&cli.StringFlag{Name: "raw-keep", Usage: "keep raw payloads fetched within this age (e.g. 30d)", EnvVars: []string{"FEEDPIPE_PRUNE_RAW_KEEP"}},
+			&cli.IntFlag{Name: "raw-keep-per-feed", Usage: "keep the newest N raw payloads of each feed, whatever their age", EnvVars: []string{"FEEDPIPE_PRUNE_RAW_KEEP_PER_FEED"}},
+			&cli.BoolFlag{Name: "even-referenced", Usage: "delete raw payloads that stored entries come from too", EnvVars: []string{"FEEDPIPE_PRUNE_EVEN_REFERENCED"}},
+			&cli.StringFlag{Name: "articles-keep", Usage: "keep entries/ day files within this age (default: forever)", EnvVars: []string{"FEEDPIPE_PRUNE_ARTICLES_KEEP"}},
+			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/, aliases/ and fetches/ day files within this age (default: forever)", EnvVars: []string{"FEEDPIPE_PRUNE_METADATA_KEEP"}},
+			&cli.StringFlag{Name: "seen-keep", Usage: "forget, in the entry index, entries not seen within this age and no longer served (default: never)", EnvVars: []string{"FEEDPIPE_PRUNE_SEEN_KEEP"}},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would go, delete nothing"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},
 		},
@@ -181,6 +183,36 @@ lock and the fetch lock: stop feed-loop first.`,
 			}
 			fmt.Fprintf(c.App.ErrWriter, "feed-store reindex: %d subscriptions, %d entries (%d versions), %d aliases, %d fetches; %d feed states %s\n",
 				sum.Subscriptions, sum.Entries, sum.Versions, sum.Aliases, sum.Fetches, sum.States, states)
+			return nil
+		},
+	}
+}
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "check the catalog (catalog.db) with SQLite's quick_check",
+		UsageText: `feed-store check`,
+		Description: `Reads the whole catalog and checks its structure (PRAGMA quick_check): a
+few seconds for millions of entries. Exits 0 when it is sound; otherwise
+says what is wrong and exits 1: feed-store reindex then rebuilds it from
+the store's files. The stages check what they read as they go and stop
+with the same advice; this checks all of it at once, for a cron job or
+after a crash of the machine.`,
+		Action: func(c *cli.Context) error {
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+			if err != nil {
+				return err
+			}
+			cat, err := catalog.Open(c.Context, st, log)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			if err := cat.Check(c.Context); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "feed-store check: %s is sound\n", cat.Path())
 			return nil
 		},
 	}

@@ -99,7 +99,10 @@ flags, or both.`,
 				Name:      "enable",
 				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now); one enabled and healthy is left as it is",
 				ArgsUsage: "FEED...",
-				Flags:     cmdkit.SchedFlags(),
+				UsageText: "feed-sub enable https://example.org/feed.xml",
+				Description: `It takes feed-store's scheduler flags too (see feed-store --help), so that
+its decision is made with the same parameters.`,
+				Flags: cmdkit.HiddenSchedFlags(),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					p, err := cmdkit.SchedParams(c)
 					if err != nil {

@@ -18,10 +18,15 @@ func schedCommands() []*cli.Command {
 			Name:      "refetch",
 			Usage:     "make feeds due now (a manual nudge; a running Retry-After still holds)",
 			ArgsUsage: "FEED...",
+			UsageText: `feed-sub refetch https://example.org/feed.xml
+   feed-sub refetch 1b4e28ba 9f0c && feed-loop --once`,
 			Description: `Asks the scheduler for a fetch now (reason manual): the next feed-due lists
 the feed, also one the scheduler disabled for errors. Only a Retry-After
-the server sent holds it back. Waits while feed-store holds the store lock.`,
-			Flags: cmdkit.SchedFlags(),
+the server sent holds it back. Waits while feed-store holds the store lock,
+and says "due now" once the change is saved. It takes feed-store's
+scheduler flags too (see feed-store --help), so that its decision is
+made with the same parameters.`,
+			Flags: cmdkit.HiddenSchedFlags(),
 			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 				p, err := cmdkit.SchedParams(c)
 				if err != nil {

@@ -37,7 +37,7 @@ func scrapeFlags() []cli.Flag {
 // fetchFlags are the HTTP settings of the commands that read web pages.
 func fetchFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 		&cli.DurationFlag{Name: "timeout", Usage: "per request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
 		&cli.StringFlag{Name: "user-agent", Usage: "User-Agent header", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 	}

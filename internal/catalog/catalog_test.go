@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,50 @@ func TestDamagedCatalog(t *testing.T) {
 	}
 }
 
+// TestCheckFindsDamageInside: a catalog whose first pages are sound opens,
+// and Check finds a page damaged deeper in it, with the same advice.
+func TestCheckFindsDamageInside(t *testing.T) {
+	c := openTemp(t)
+	if err := c.Check(ctx); err != nil {
+		t.Fatalf("a new catalog: %v", err)
+	}
+	err := c.Update(ctx, func(t *Tx) error {
+		for i := range 3000 {
+			if err := t.StoreVersion(entry("A", fmt.Sprintf("u%d", i), "h", t0), Location{Day: "2026-11-21", Length: 10}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.st
+	c.Close() // the last connection checkpoints the WAL into the file
+	f, err := os.OpenFile(st.Path(File), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if fi.Size() < 40*4096 {
+		t.Fatalf("the catalog is %d bytes: too small to damage inside", fi.Size())
+	}
+	// Garbage over the middle of the file, past the schema's pages.
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xff\x00garbage", 2048)), fi.Size()/2/4096*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c2, err := Open(ctx, st, nil)
+	if err != nil {
+		t.Fatalf("open: %v (the damage is past the pages opening reads)", err)
+	}
+	defer c2.Close()
+	err = c2.Check(ctx)
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), st.Path(File)) || !strings.Contains(err.Error(), "feed-store reindex") {
+		t.Fatalf("check: %v", err)
+	}
+}
+
 func TestSubscriptions(t *testing.T) {
 	c := openTemp(t)
 	a, b, d := sub("a", "news"), sub("b"), sub("d", "news", "tech")
@@ -186,6 +231,60 @@ func TestSubscriptionLogCatchUp(t *testing.T) {
 	defer c3.Close()
 	if got, _ := c3.Subscriptions(ctx); names(got) != "z" {
 		t.Fatalf("after a restore: %s", names(got))
+	}
+}
+
+// TestSubscriptionLogCompaction: the log, which every edit appends to, is
+// rewritten as the list alone once it has grown to more than four times
+// the list, in the list's order and owner-only; a crash between the
+// rewrite and the checkpoint loses nothing.
+func TestSubscriptionLogCompaction(t *testing.T) {
+	c := openTemp(t)
+	var subs []ndjson.Subscription
+	for i := range 40 {
+		subs = append(subs, sub(fmt.Sprintf("f%02d", i), "news"))
+	}
+	add(t, c, subs...)
+	var sizes []int64
+	for round := range 12 {
+		err := c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) {
+			for i := range list {
+				list[i].Labels = []string{fmt.Sprintf("round-%d", round)}
+			}
+			return list, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := c.st.Stat(SubscriptionsFile)
+		sizes = append(sizes, fi.Size())
+	}
+	if !slices.ContainsFunc(sizes[1:], func(n int64) bool { return n < sizes[0] }) {
+		t.Fatalf("the log only grew: %v", sizes)
+	}
+	log, _ := c.st.ReadFile(SubscriptionsFile)
+	if n := strings.Count(string(log), "\n"); n > 4*40 {
+		t.Fatalf("the log holds %d lines for a list of 40", n)
+	}
+	fi, _ := c.st.Stat(SubscriptionsFile)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the compacted log has mode %v, want 0600", fi.Mode().Perm())
+	}
+	want, _ := c.Subscriptions(ctx)
+	// A crash after the rewrite, before the checkpoint: the log is then
+	// smaller than the checkpoint says, and read again as a whole.
+	if err := c.SetMeta(ctx, TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: fi.Size() * 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.db.Exec(`DELETE FROM subscriptions`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := c.Subscriptions(ctx)
+	if names(got) != names(want) || !reflect.DeepEqual(got[39].Labels, []string{"round-11"}) {
+		t.Fatalf("after the crash: %s %v", names(got), got[39].Labels)
 	}
 }
 

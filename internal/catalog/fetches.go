@@ -204,6 +204,31 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 	return ClaimResult{Claim: ClaimFetch}, err
 }
 
+// Unclaim drops the claims this process made at claimedAt (ClaimRuns'
+// now) of runs it did not fetch after all (a signal stopped it first), so
+// that the next pipeline fetches them rather than wait ClaimStale for
+// them. A run with a fetch recorded keeps its claim; so does one claimed
+// again since.
+func (c *Catalog) Unclaim(ctx context.Context, runs []Run, claimedAt time.Time) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	return c.Update(ctx, func(t *Tx) error {
+		for _, r := range runs {
+			key, err := t.feedKey(r.FeedID)
+			if err != nil {
+				return err
+			}
+			_, err = t.exec(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at = ? AND claimed_at = ? AND fetch_id IS NULL`,
+				key, unixMS(r.ScheduledAt), unixMS(claimedAt))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // ReleaseRuns drops the claims of a feed's runs up to at (feed-store
 // committed the fetch of the run at at).
 func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {

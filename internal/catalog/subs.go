@@ -233,7 +233,8 @@ func (c *Catalog) EditSubscriptions(ctx context.Context, edit func([]ndjson.Subs
 	if err != nil {
 		return err
 	}
-	return c.Update(ctx, func(t *Tx) error {
+	end := off + int64(len(lines))
+	err = c.Update(ctx, func(t *Tx) error {
 		for _, p := range changed {
 			if err := t.putSubscription(p.sub, p.position); err != nil {
 				return err
@@ -244,7 +245,45 @@ func (c *Catalog) EditSubscriptions(ctx context.Context, edit func([]ndjson.Subs
 				return err
 			}
 		}
-		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: off + int64(len(lines))})
+		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: end})
+	})
+	if err != nil {
+		return err
+	}
+	return c.compactSubscriptions(ctx, edited, end)
+}
+
+// compactLogMin is the size under which the subscription log is never
+// compacted: rewriting it would cost more than reading it.
+const compactLogMin = 64 << 10
+
+// compactSubscriptions rewrites the subscription log as the list subs
+// alone, one line each in the list's order, once the log of size size has
+// grown to more than four times that (every edit appends): atomically,
+// then the checkpoint. A crash between the two leaves a log smaller than
+// the checkpoint, which the catch-up reads again as a whole, as it reads a
+// log restored from a backup.
+func (c *Catalog) compactSubscriptions(ctx context.Context, subs []ndjson.Subscription, size int64) error {
+	if size < compactLogMin {
+		return nil
+	}
+	var list []byte
+	for i := range subs {
+		line, err := ndjson.Marshal(&subs[i])
+		if err != nil {
+			return err
+		}
+		list = append(list, line...)
+	}
+	if size <= 4*int64(len(list)) {
+		return nil
+	}
+	if err := c.st.WriteFileAtomic(SubscriptionsFile, list); err != nil {
+		return err
+	}
+	c.log.Info("compacted the subscription log", "file", c.st.Path(SubscriptionsFile), "bytes_before", size, "bytes_after", len(list))
+	return c.Update(ctx, func(t *Tx) error {
+		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: int64(len(list))})
 	})
 }
 

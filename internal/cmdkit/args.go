@@ -11,10 +11,13 @@ import (
 // them, so that `feed-sub add URL --label news` works as people type it:
 // urfave/cli stops reading flags at the first positional argument. A
 // command (or subcommand) named by the first positional argument is kept in
-// place, and "--" still ends the flags.
-func interleave(app *cli.App, args []string) []string {
+// place, and "--" still ends the flags. A flag that takes a value but is
+// given none (it is last, or followed by "--" or by another of the
+// command's flags) is a usage error: the flag package would take the next
+// argument, "--" among them, for its value.
+func interleave(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
-		return args
+		return args, nil
 	}
 	out := []string{args[0]}
 	rest := args[1:]
@@ -51,7 +54,11 @@ func interleave(app *cli.App, args []string) []string {
 				fl = app.Flags
 			}
 			taken := []string{a}
-			if !strings.Contains(a, "=") && !isBoolFlag(fl, a) && i+1 < len(rest) {
+			if !strings.Contains(a, "=") && !isBoolFlag(fl, a) {
+				if i+1 == len(rest) || rest[i+1] == "--" || lookup(fl, rest[i+1]) != nil && strings.HasPrefix(rest[i+1], "-") ||
+					lookup(app.Flags, rest[i+1]) != nil && strings.HasPrefix(rest[i+1], "-") {
+					return nil, missingValue(a, i+1 < len(rest) && rest[i+1] != "--")
+				}
 				i++
 				taken = append(taken, rest[i])
 			}
@@ -69,7 +76,17 @@ func interleave(app *cli.App, args []string) []string {
 		out = append(out, "--")
 		out = append(out, positional...)
 	}
-	return out
+	return out, nil
+}
+
+// missingValue is the usage error of a flag given without its value;
+// flagNext says another flag followed it.
+func missingValue(arg string, flagNext bool) error {
+	name := "--" + strings.TrimLeft(arg, "-")
+	if flagNext {
+		return Usagef("%s needs a value (one that starts with -, such as -x, is written %s=-x)", name, name)
+	}
+	return Usagef("%s needs a value", name)
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
@@ -103,6 +120,6 @@ func isBoolFlag(flags []cli.Flag, arg string) bool {
 	if f == nil {
 		return true
 	}
-	_, isBool := f.(*cli.BoolFlag)
-	return isBool
+	v, ok := f.(cli.DocGenerationFlag)
+	return !ok || !v.TakesValue()
 }

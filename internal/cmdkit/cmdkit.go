@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -14,9 +15,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
@@ -40,7 +43,7 @@ const (
 // CommonFlags are the flags every binary has.
 func CommonFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: storeFlag, Usage: "store directory", EnvVars: []string{envStore}, Value: DefaultStore()},
+		&cli.StringFlag{Name: storeFlag, Usage: "store directory", EnvVars: []string{envStore}, Value: DefaultStore(), DefaultText: "$XDG_DATA_HOME/feedpipe, else ~/.local/share/feedpipe"},
 		&cli.StringFlag{Name: logFmtFlag, Usage: "log format on stderr: text or json", EnvVars: []string{envLogFmt}, Value: "text"},
 		&cli.StringFlag{Name: logLvlFlag, Usage: "least severe log level shown: debug, info, warn or error", EnvVars: []string{envLogLevel}, Value: "info"},
 	}
@@ -62,15 +65,32 @@ func DefaultStore() string {
 type Access int
 
 const (
+	// ReadOnly: the store must exist. A command that only reads (feed-due,
+	// feed-stats, feed-sub ls) says so and exits 2 when it does not,
+	// rather than create an empty store that a mistyped --store would
+	// pass for a real one.
 	ReadOnly Access = iota
+	// Writes: a store that does not exist is created, with a note.
 	Writes
+	// ReadsInPipeline: a stage that only reads the store but runs in a
+	// pipeline that writes it (feed-parse, feed-dedup): a store that does
+	// not exist is created, as feed-store downstream will create it, so
+	// that a replay into a fresh store (| feed-dedup --store new |
+	// feed-store --store new) finds it whichever stage starts first.
+	ReadsInPipeline
 )
 
-// OpenStore opens the store the flags name, creating it if needed (and
-// saying so: a mistyped path should not pass for an empty store). A writer
-// learns at once if the store cannot be written.
+// OpenStore opens the store the flags name. A writer creates it if needed
+// (and says so: a mistyped path should not pass for an empty store), and
+// learns at once if it cannot be written; a reader needs it to exist.
 func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
-	st, err := storage.Open(c.String(storeFlag))
+	root := c.String(storeFlag)
+	if access == ReadOnly {
+		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+			return nil, Usagef("no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one", root)
+		}
+	}
+	st, err := storage.Open(root)
 	if err != nil {
 		return nil, Usage(err)
 	}
@@ -83,6 +103,16 @@ func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 		}
 	}
 	return st, nil
+}
+
+// OpenStoreIfExists opens the store the flags name for reading, or
+// returns nil if there is none (feed-parse FILE, which reads files, not
+// the store).
+func OpenStoreIfExists(c *cli.Context) (*storage.Store, error) {
+	if _, err := os.Stat(c.String(storeFlag)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return OpenStore(c, ReadOnly)
 }
 
 // Logger returns the binary's logger on stderr, as the flags ask.
@@ -141,11 +171,13 @@ func Main(app *cli.App) {
 // Run runs app and returns its exit status, having reported any error on
 // the app's ErrWriter as "name: error: message". SIGTERM, and SIGINT unless
 // it is ignored (as it is for background jobs of a script), cancel the
-// context: a stage then finishes what it holds and exits; a second signal
-// kills it.
+// context: a stage then finishes what it holds and exits 143 (SIGTERM) or
+// 130 (SIGINT), as a process the signal had killed would; a second signal
+// kills it. Every flag can also be set in the configuration file
+// (config.go), and every binary has --version.
 func Run(app *cli.App, args []string) int {
 	if app.ErrWriter == nil {
-		app.ErrWriter = os.Stderr
+		app.ErrWriter = stderr()
 	}
 	if app.Writer == nil {
 		app.Writer = os.Stdout
@@ -153,39 +185,57 @@ func Run(app *cli.App, args []string) int {
 	if app.Reader == nil {
 		app.Reader = os.Stdin
 	}
-	app.ExitErrHandler = func(*cli.Context, error) {} // statuses are decided below
-	app.HideHelpCommand = true
-	app.OnUsageError = usageHandler(app.Name, app.Flags)
-	if len(app.Commands) > 0 && app.Action == nil {
-		app.Action = func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return Usagef("unknown command %q (see %s --help)", c.Args().First(), app.Name)
-			}
-			cli.ShowAppHelp(c)
-			return Usagef("no command given")
+	if len(args) == 2 && strings.HasPrefix(args[1], generateFlag+"=") {
+		if err := generate(app, strings.TrimPrefix(args[1], generateFlag+"=")); err != nil {
+			fmt.Fprintf(app.ErrWriter, "%s: error: %s\n", app.Name, err)
+			return ExitUsage
 		}
-	}
-	for _, cmd := range app.Commands {
-		cmd.OnUsageError = usageHandler(app.Name+" "+cmd.Name, cmd.Flags)
-	}
-	sigs := []os.Signal{syscall.SIGTERM}
-	if !signal.Ignored(os.Interrupt) {
-		sigs = append(sigs, os.Interrupt)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // the next signal gets the default action
-	}()
-	err := app.RunContext(ctx, interleave(app, args))
-	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(app.ErrWriter, "%s: error: %s\n", app.Name, oneLine(err.Error()))
+	prepare(app)
+	ctx, signalled, stop := notifyContext()
+	defer stop()
+	args, err := interleave(app, args)
+	if err == nil {
+		err = envError(app.RunContext(ctx, args))
+	}
+	code := status(err)
+	if err != nil {
+		fmt.Fprintf(app.ErrWriter, "%s: error: %s\n", app.Name, oneLine(err.Error()))
+	}
+	if s := signalled(); s != 0 {
+		return 128 + int(s)
+	}
+	return code
+}
+
+// badEnv is how urfave/cli words an environment variable it cannot read.
+var badEnv = regexp.MustCompile(`^could not parse "(.*)" as (\w+) value from environment variable "(\w+)" for flag ([\w-]+)`)
+
+// envError makes urfave/cli's error for a bad environment variable a
+// usage error in our words; other errors stay as they are.
+func envError(err error) error {
+	if err == nil {
+		return nil
+	}
+	m := badEnv.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := map[string]string{"int": "a whole number", "int64": "a whole number", "uint64": "a whole number", "float64": "a number", "bool": "true or false"}[m[2]]
+	if want == "" {
+		want = "a " + m[2]
+	}
+	return Usagef("%s=%q: want %s (the variable of --%s)", m[3], m[1], want, m[4])
+}
+
+// status is the exit status err calls for.
+func status(err error) int {
 	var ue usageError
 	var ce cli.ExitCoder
 	switch {
+	case err == nil:
+		return ExitOK
 	case errors.Is(err, pipe.ErrFailed):
 		return ExitFailed
 	case errors.As(err, &ue):
@@ -196,11 +246,79 @@ func Run(app *cli.App, args []string) int {
 	return ExitFailed
 }
 
+// prepare sets up what every binary shares: exit statuses decided by Run,
+// usage errors in our words, --version, --config and the configuration
+// file for the app and each command.
+func prepare(app *cli.App) {
+	app.ExitErrHandler = func(*cli.Context, error) {} // statuses are decided by Run
+	app.HideHelpCommand = true
+	if app.Version == "" {
+		app.Version = Version()
+	}
+	if len(app.Commands) > 0 && app.Action == nil {
+		app.Action = func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return Usagef("unknown command %q (see %s --help)", c.Args().First(), app.Name)
+			}
+			cli.ShowAppHelp(c)
+			return Usagef("no command given")
+		}
+	}
+	configure(app)
+	app.OnUsageError = usageHandler(app.Name, app.Flags)
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = usageHandler(app.Name+" "+cmd.Name, cmd.Flags)
+	}
+}
+
+// notifyContext returns a context that SIGTERM, and SIGINT unless it is
+// ignored, cancel; signalled tells which signal did (0: none). After the
+// first signal the next one gets the default action: it kills.
+func notifyContext() (ctx context.Context, signalled func() syscall.Signal, stop func()) {
+	sigs := []os.Signal{syscall.SIGTERM}
+	if !signal.Ignored(os.Interrupt) {
+		sigs = append(sigs, os.Interrupt)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	var got atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			got.Store(int32(s.(syscall.Signal)))
+			signal.Stop(ch)
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() syscall.Signal { return syscall.Signal(got.Load()) }, func() {
+		close(done)
+		signal.Stop(ch)
+		cancel()
+	}
+}
+
+// stderr is the process's stderr for messages and logs, through a
+// descriptor of its own: the Go runtime kills a program that writes to a
+// closed pipe on descriptor 2 (feed-sub refetch X 2>&1 | true), which could
+// stop it between a change and its save. On another descriptor such a
+// write fails with EPIPE, and the program goes on without its messages.
+func stderr() *os.File {
+	fd, err := unix.FcntlInt(os.Stderr.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return os.Stderr
+	}
+	return os.NewFile(uintptr(fd), "/dev/stderr")
+}
+
 var (
 	unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
 	badValue    = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
 	// The flag package words a bad --name=value of a boolean flag so.
 	badBool = regexp.MustCompile(`^invalid boolean value "(.*)" for -+([^:]+): (.*)$`)
+	noValue = regexp.MustCompile(`^flag needs an argument: -+(.+)$`)
 )
 
 // usageHandler turns the flag package's messages into one line that says
@@ -211,6 +329,9 @@ func usageHandler(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
 		if m := unknownFlag.FindStringSubmatch(msg); m != nil {
 			return Usagef("unknown flag --%s (see %s --help)", m[1], command)
 		}
+		if m := noValue.FindStringSubmatch(msg); m != nil {
+			return Usagef("--%s needs a value", m[1])
+		}
 		if m := badBool.FindStringSubmatch(msg); m != nil {
 			return Usagef("--%s=%q: not true or false", m[2], m[1])
 		}
@@ -220,7 +341,7 @@ func usageHandler(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
 				if !slices.Contains(f.Names(), m[2]) {
 					continue
 				}
-				switch f.(type) {
+				switch unwrap(f).(type) {
 				case *cli.DurationFlag:
 					what = "not a duration such as 90s, 30m or 2h"
 				case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:

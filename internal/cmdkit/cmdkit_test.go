@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,8 +44,22 @@ func TestInterleave(t *testing.T) {
 		{"feed-test add --label x -- --weird", "feed-test add --label x -- --weird"},
 		{"feed-test add URL --store S --label x", "feed-test --store S add --label x -- URL"},
 		{"feed-test add URL --all", "feed-test --all add -- URL"},
+		// A flag without its value is refused, not given the next argument.
+		{"feed-test add URL --label", "--label needs a value"},
+		{"feed-test add --label", "--label needs a value"},
+		{"feed-test add URL --label -- x", "--label needs a value"},
+		{"feed-test add URL --label --quiet", "--label needs a value (one that starts with -, such as -x, is written --label=-x)"},
+		{"feed-test add URL --label --store", "--label needs a value (one that starts with -, such as -x, is written --label=-x)"},
+		{"feed-test --base-url", "--base-url needs a value"},
+		{"feed-test add URL --label=--quiet", "feed-test add --label=--quiet -- URL"},
+		{"feed-test add URL --n -1", "feed-test add --n -1 -- URL"},
+		{"feed-test add URL --label -", "feed-test add --label - -- URL"},
 	} {
-		got := strings.Join(interleave(app, strings.Fields(tc.in)), " ")
+		args, err := interleave(app, strings.Fields(tc.in))
+		got := strings.Join(args, " ")
+		if err != nil {
+			got = err.Error()
+		}
 		if got != tc.want {
 			t.Errorf("interleave(%q) = %q, want %q", tc.in, got, tc.want)
 		}
@@ -101,6 +120,93 @@ func TestUnknownCommand(t *testing.T) {
 		app.ErrWriter, app.Writer = &stderr, &stdout
 		if status := Run(app, strings.Fields(tc.args)); status != ExitUsage || stderr.String() != tc.stderr {
 			t.Errorf("%s: status %d, stderr %q; want 2, %q", tc.args, status, stderr.String(), tc.stderr)
+		}
+	}
+}
+
+// TestSignalExitStatus: a run a signal stopped finishes its action and
+// exits as the signal would have killed it, 130 for SIGINT and 143 for
+// SIGTERM, not 0 as if it had done everything.
+func TestSignalExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		err  error
+		want int
+	}{
+		{syscall.SIGTERM, nil, 143},
+		{syscall.SIGINT, nil, 130},
+		{syscall.SIGTERM, pipe.Failures{Records: 1}.Err("feed", "feeds"), 143},
+	} {
+		var stderr bytes.Buffer
+		finished := false
+		app := &cli.App{Name: "feed-test", Action: func(c *cli.Context) error {
+			syscall.Kill(os.Getpid(), tc.sig)
+			select {
+			case <-c.Context.Done():
+			case <-time.After(10 * time.Second):
+				return errors.New("no cancellation")
+			}
+			finished = true
+			return tc.err
+		}}
+		app.ErrWriter, app.Writer = &stderr, &bytes.Buffer{}
+		if status := Run(app, []string{"feed-test"}); status != tc.want || !finished {
+			t.Errorf("%v: status %d (action finished: %t), want %d; stderr %q", tc.sig, status, finished, tc.want, stderr.String())
+		}
+	}
+}
+
+// TestVersion: --version prints what the build information says.
+func TestVersion(t *testing.T) {
+	for _, tc := range []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3 (go1.26.8)"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "e81ceb5d9f1e2b3c4d5e6f708192a3b4c5d6e7f8"}, {Key: "vcs.time", Value: "2026-11-20T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}},
+			"(devel) (commit e81ceb5d9f1e, 2026-11-20T10:00:00Z, modified, go1.26.8)"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261120100000-e81ceb5d9f1e+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "e81ceb5d9f1e2b3c4d5e6f708192a3b4c5d6e7f8"}, {Key: "vcs.modified", Value: "true"}}},
+			"v0.0.0-20261120100000-e81ceb5d9f1e+dirty (go1.26.8)"},
+		{debug.BuildInfo{}, "(devel)"},
+	} {
+		if got := versionOf(&tc.bi); got != tc.want {
+			t.Errorf("versionOf(%+v) = %q, want %q", tc.bi.Main, got, tc.want)
+		}
+	}
+	var stdout bytes.Buffer
+	app := &cli.App{Name: "feed-test", Action: func(*cli.Context) error { return errors.New("ran") }}
+	app.Writer, app.ErrWriter = &stdout, &bytes.Buffer{}
+	if status := Run(app, []string{"feed-test", "--version"}); status != 0 || stdout.String() != "feed-test version "+Version()+"\n" {
+		t.Errorf("--version: status %d, stdout %q", status, stdout.String())
+	}
+}
+
+// TestReadOnlyNeedsAStore: a command that only reads says there is no
+// store, exits 2 and makes none; a writer makes it, and says so.
+func TestReadOnlyNeedsAStore(t *testing.T) {
+	for _, tc := range []struct {
+		access Access
+		status int
+		stderr string
+		made   bool
+	}{
+		{ReadOnly, ExitUsage, "feed-test: error: no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one\n", false},
+		{ReadsInPipeline, ExitOK, "feed-test: note: created a new, empty store at %s\n", true},
+		{Writes, ExitOK, "feed-test: note: created a new, empty store at %s\n", true},
+	} {
+		store := filepath.Join(t.TempDir(), "typo")
+		var stderr bytes.Buffer
+		app := &cli.App{Name: "feed-test", Flags: CommonFlags(), Action: func(c *cli.Context) error {
+			_, _, err := Setup(c, tc.access)
+			return err
+		}}
+		app.ErrWriter, app.Writer = &stderr, &bytes.Buffer{}
+		status := Run(app, []string{"feed-test", "--store", store})
+		_, err := os.Stat(store)
+		if status != tc.status || stderr.String() != fmt.Sprintf(tc.stderr, store) || (err == nil) != tc.made {
+			t.Errorf("access %d: status %d, stderr %q, made %t", tc.access, status, stderr.String(), err == nil)
 		}
 	}
 }

@@ -1,10 +1,6 @@
 package cmdkit
 
 import (
-	"os"
-	"strconv"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -19,10 +15,10 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "host-concurrency", Usage: "requests in flight to one host (scheme, host and port)", Value: httpx.DefaultHostConcurrency, EnvVars: []string{"FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY"}},
 		&cli.Float64Flag{Name: "host-rps", Usage: "requests a second to one host; 0 for no limit", Value: httpx.DefaultHostRPS, EnvVars: []string{"FEEDPIPE_HOST_RPS", "HOST_RPS"}},
-		&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body (env FETCH_TIMEOUT_MS in milliseconds also works)", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
+		Duration(&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT", "FETCH_TIMEOUT_MS"}}),
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
-		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; FEEDPIPE_ALLOW_PRIVATE=1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 	}
 }
 
@@ -30,13 +26,6 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 // stage adds its own) and the per-host limiter.
 func HTTPSettings(c *cli.Context) (httpx.Options, *httpx.Limiter, error) {
 	timeout := c.Duration("timeout")
-	if ms := os.Getenv("FETCH_TIMEOUT_MS"); ms != "" && !c.IsSet("timeout") {
-		n, err := strconv.Atoi(ms)
-		if err != nil || n <= 0 {
-			return httpx.Options{}, nil, Usagef("FETCH_TIMEOUT_MS=%q is not a positive number of milliseconds", ms)
-		}
-		timeout = time.Duration(n) * time.Millisecond
-	}
 	switch {
 	case timeout <= 0:
 		return httpx.Options{}, nil, Usagef("--timeout %s: it must be more than 0", timeout)

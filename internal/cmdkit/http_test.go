@@ -2,6 +2,7 @@ package cmdkit
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -25,7 +26,8 @@ func TestHTTPSettings(t *testing.T) {
 		{"--timeout", "--timeout 3s", "", 3 * time.Second, ""},
 		{"FETCH_TIMEOUT_MS", "", "2500", 2500 * time.Millisecond, ""},
 		{"--timeout wins over FETCH_TIMEOUT_MS", "--timeout 3s", "2500", 3 * time.Second, ""},
-		{"bad FETCH_TIMEOUT_MS", "", "soon", 0, `FETCH_TIMEOUT_MS="soon" is not a positive number of milliseconds`},
+		{"FETCH_TIMEOUT_MS as a duration", "", "4s", 4 * time.Second, ""},
+		{"bad FETCH_TIMEOUT_MS", "", "soon", 0, `FETCH_TIMEOUT_MS="soon": want a duration such as 90s or 1h, or whole milliseconds`},
 		{"zero timeout", "--timeout 0s", "", 0, "--timeout 0s: it must be more than 0"},
 		{"zero body cap", "--max-body-bytes 0", "", 0, "--max-body-bytes 0: it must be more than 0"},
 		{"no request to a host", "--host-concurrency 0", "", 0, "--host-concurrency 0: at least 1 request to a host must be allowed"},
@@ -45,8 +47,12 @@ func TestHTTPSettings(t *testing.T) {
 				got, gotErr = opts.Timeout, err
 				return nil
 			}}
-			if err := app.Run(append([]string{"feed-test"}, strings.Fields(tc.args)...)); err != nil {
-				t.Fatal(err)
+			var stderr bytes.Buffer
+			app.ErrWriter, app.Writer = &stderr, &bytes.Buffer{}
+			if status := Run(app, append([]string{"feed-test"}, strings.Fields(tc.args)...)); status != ExitOK {
+				// A variable that is no duration stops the run before
+				// the action.
+				gotErr = errors.New(strings.TrimSuffix(strings.TrimPrefix(stderr.String(), "feed-test: error: "), "\n"))
 			}
 			switch {
 			case tc.err != "" && (gotErr == nil || gotErr.Error() != tc.err):

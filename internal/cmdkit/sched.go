@@ -136,19 +136,26 @@ func SchedFlags() []cli.Flag {
 	}
 }
 
-// SchedEnvHelp lists every scheduler environment variable, for a --help
-// description.
-func SchedEnvHelp() string {
-	var b strings.Builder
-	b.WriteString("Scheduler environment (flags win; docs/scheduler.md §5):\n")
-	for _, e := range sched.EnvNames() {
-		name := e[0]
-		if e[1] != "" {
-			name += " (" + e[1] + ")"
+// HiddenSchedFlags are SchedFlags left out of --help, for the commands
+// that only need the scheduler's parameters to be the same as feed-store's
+// (feed-sub refetch and enable): they still take them.
+func HiddenSchedFlags() []cli.Flag {
+	flags := SchedFlags()
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Hidden = true
+		case *cli.DurationFlag:
+			f.Hidden = true
+		case *cli.GenericFlag:
+			f.Hidden = true
+		case *cli.IntFlag:
+			f.Hidden = true
+		case *cli.BoolFlag:
+			f.Hidden = true
 		}
-		fmt.Fprintf(&b, "   %s: %s\n", name, e[2])
 	}
-	return b.String()
+	return flags
 }
 
 // SchedParams are the scheduler's parameters: sched.Defaults, changed by
@@ -158,14 +165,24 @@ func SchedParams(c *cli.Context) (sched.Params, error) {
 	return schedParams(c, os.LookupEnv)
 }
 
-func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Params, error) {
+func schedParams(c *cli.Context, lookupEnv func(string) (string, bool)) (sched.Params, error) {
 	// A flag given hides its variables: a bad value there is not an
-	// error the flag leaves standing.
-	hidden := map[string]bool{}
+	// error the flag leaves standing. A value from the configuration
+	// file is given only when neither variable is set.
+	vars := map[string][]string{}
 	for _, e := range sched.EnvNames() {
 		for flag, name := range flagEnv {
-			if name == e[0] && c.IsSet(flag) {
-				hidden[e[0]], hidden[e[1]] = true, true
+			if name == e[0] {
+				vars[flag] = []string{e[0], e[1]}
+			}
+		}
+	}
+	isSet := func(flag string) bool { return given(c, flag, lookupEnv, vars[flag]...) }
+	hidden := map[string]bool{}
+	for flag, names := range vars {
+		if isSet(flag) {
+			for _, n := range names {
+				hidden[n] = true
 			}
 		}
 	}
@@ -173,13 +190,14 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		if hidden[name] {
 			return "", false
 		}
-		return lookup(name)
+		v, ok := lookupEnv(name)
+		return inSeconds(name, v), ok
 	})
 	if err != nil {
 		return sched.Params{}, Usage(err)
 	}
 	dur := func(name string, dst *time.Duration) error {
-		if !c.IsSet(name) {
+		if !isSet(name) {
 			return nil
 		}
 		v := c.Duration(name)
@@ -189,7 +207,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		*dst = v
 		return nil
 	}
-	if c.IsSet(flagPolicy) {
+	if isSet(flagPolicy) {
 		if p.Policy, err = sched.ParsePolicy(c.String(flagPolicy)); err != nil {
 			return sched.Params{}, Usagef("--%s %q: want adaptive, seed or fixed:DURATION such as fixed:15m", flagPolicy, c.String(flagPolicy))
 		}
@@ -203,7 +221,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		}
 	}
 	num := func(name string) float64 { return c.Generic(name).(*number).v }
-	if c.IsSet(flagJitter) {
+	if isSet(flagJitter) {
 		j := num(flagJitter)
 		if !(j >= 0 && j <= 0.5) {
 			return sched.Params{}, Usagef("--%s %g: want a ratio from 0 to 0.5", flagJitter, j)
@@ -213,14 +231,14 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 			p.Jitter = -1 // none; 0 in Params means the default
 		}
 	}
-	if c.IsSet(flagBudget) {
+	if isSet(flagBudget) {
 		b := num(flagBudget)
 		if !(b >= 0 && b <= 1e6) {
 			return sched.Params{}, Usagef("--%s %g: want requests per feed and day, 0 for the default", flagBudget, b)
 		}
 		p.Budget = b
 	}
-	if c.IsSet(flagDisableThreshold) {
+	if isSet(flagDisableThreshold) {
 		n := c.Int(flagDisableThreshold)
 		switch {
 		case n < 0:
@@ -231,14 +249,14 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 			p.DisableThreshold = n
 		}
 	}
-	if c.IsSet(flagProbeDisabled) {
+	if isSet(flagProbeDisabled) {
 		p.NoProbe = !c.Bool(flagProbeDisabled)
 	}
 	for _, f := range []struct {
 		name string
 		dst  *float64
 	}{{flagErrorBudget, &p.ErrorBudget}, {flagErrorRefill, &p.ErrorBudgetPerDay}} {
-		if !c.IsSet(f.name) {
+		if !isSet(f.name) {
 			continue
 		}
 		b := num(f.name)
@@ -247,7 +265,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		}
 		*f.dst = b
 	}
-	if c.IsSet(flagProfile) {
+	if isSet(flagProfile) {
 		p.NoProfile = !c.Bool(flagProfile)
 	}
 	// The ranges ParamsFromEnv accepts; open: the low end is excluded.
@@ -263,7 +281,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		{flagBlendLambda, &p.Lambda, 0, 1, true},
 		{flagBackoffBase, &p.BackoffBase, 1, 100, false},
 	} {
-		if !c.IsSet(f.name) {
+		if !isSet(f.name) {
 			continue
 		}
 		v := num(f.name)
@@ -275,7 +293,7 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 		}
 		*f.dst = v
 	}
-	if c.IsSet(flagRateHalfLife) {
+	if isSet(flagRateHalfLife) {
 		h := c.Duration(flagRateHalfLife)
 		if h < time.Hour {
 			return sched.Params{}, Usagef("--%s %s: want at least 1h", flagRateHalfLife, h)
@@ -288,6 +306,20 @@ func schedParams(c *cli.Context, lookup func(string) (string, bool)) (sched.Para
 	return p, nil
 }
 
+// inSeconds is the value of the scheduler's variable name as
+// sched.ParamsFromEnv reads it: a duration (90s, 1h) in a variable of
+// seconds (..._SEC) becomes its whole seconds, so that every duration in
+// the environment can be written either way.
+func inSeconds(name, v string) string {
+	if !strings.HasSuffix(name, "_SEC") {
+		return v
+	}
+	if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil && d >= time.Second && d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return v
+}
+
 // FixedInterval is feed-store's --interval, or else FEEDPIPE_INTERVAL or
 // NEWSFED_POLL_INTERVAL: a fixed polling interval for every feed, 0 for
 // the scheduler's policy. A bad value is a usage error.
@@ -297,7 +329,7 @@ func FixedInterval(c *cli.Context) (time.Duration, error) { return fixedInterval
 // The variables are whole seconds, as every duration in the environment
 // is; a Go duration such as 1h is taken too.
 func fixedInterval(c *cli.Context, lookup func(string) (string, bool)) (time.Duration, error) {
-	if c.IsSet("interval") {
+	if given(c, "interval", lookup, "FEEDPIPE_INTERVAL", "NEWSFED_POLL_INTERVAL") {
 		d := c.Duration("interval")
 		if d != 0 && d < time.Second {
 			return 0, Usagef("--interval %s: want at least 1s, or 0 for the scheduler's policy", d)

@@ -38,6 +38,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	// A signal does not stop feed-dedup: it reads to the end of its input,
+	// which ends once the stages upstream have stopped (pipe.Drain).
+	ctx = pipe.Drain(ctx)
 	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
 	if err != nil {
 		return err
@@ -50,7 +53,7 @@ func Run(ctx context.Context, cfg Config) error {
 		crossFeed: cfg.CrossFeed,
 	}
 	var fails pipe.Failures
-	err = pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	err = pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry

@@ -123,7 +123,13 @@ func (p *Page) Article(r *Rules) Article {
 	case !r.title.Empty():
 		a.Title = Text(p.Select(r.title).First().Nodes...)
 	default:
+		// The publisher's own title, then the page's headline, before
+		// <title>, which often adds the site's name or is the site's
+		// alone (readability's title is <title>, trimmed).
 		a.Title = p.meta("og:title", "twitter:title")
+		if a.Title == "" {
+			a.Title = p.headline()
+		}
 		if a.Title == "" {
 			a.Title = collapse(read().Title)
 		}
@@ -168,7 +174,16 @@ func (p *Page) Article(r *Rules) Article {
 	} else {
 		dateText = p.meta("article:published_time", "datepublished", "dc.date", "date")
 		if dateText == "" {
-			dateText = p.Doc.Find(`[itemprop="datePublished"]`).First().AttrOr("content", "")
+			s := p.Doc.Find(`[itemprop="datePublished"]`).First()
+			dateText = cmpOr(s.AttrOr("content", ""), s.AttrOr("datetime", ""))
+		}
+		if dateText == "" {
+			// A <time datetime>: the article's first, else the page's.
+			s := p.Doc.Find("article time[datetime], main time[datetime]").First()
+			if s.Length() == 0 {
+				s = p.Doc.Find("time[datetime]").First()
+			}
+			dateText = strings.TrimSpace(s.AttrOr("datetime", ""))
 		}
 		if dateText == "" {
 			if t := read().PublishedTime; t != nil {
@@ -221,6 +236,29 @@ func (p *Page) Article(r *Rules) Article {
 		a.Tags = appendUnique(a.Tags, collapse(v), maxTags)
 	}
 	return a
+}
+
+// headline is the page's h1 that titles its article: of the h1s in the
+// <article> (or <main>) if there are any, else of all, the longest that
+// <title> repeats (a page's logo is often an h1 too, and <title> names
+// the site as well), else the first; "" for a page without one.
+func (p *Page) headline() string {
+	h1s := p.Doc.Find("article h1, main h1")
+	if h1s.Length() == 0 {
+		h1s = p.Doc.Find("h1")
+	}
+	title := collapse(p.Doc.Find("title").First().Text())
+	first, repeated := "", ""
+	h1s.Each(func(_ int, s *goquery.Selection) {
+		t := Text(s.Nodes...)
+		if first == "" {
+			first = t
+		}
+		if t != "" && strings.Contains(title, t) && len(t) > len(repeated) {
+			repeated = t
+		}
+	})
+	return cmpOr(repeated, first)
 }
 
 // meta returns the content of the first meta element named (by name,

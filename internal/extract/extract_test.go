@@ -129,3 +129,51 @@ func FuzzArticle(f *testing.F) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestArticleTitleAndDateWithoutSelectors: a page read without selectors
+// (direct mode) takes its title from og:title, else its headline (the h1
+// of the article, the one <title> repeats, or the only one) before
+// <title>, and its date from article:published_time, else a <time
+// datetime> (the article's first).
+func TestArticleTitleAndDateWithoutSelectors(t *testing.T) {
+	const body = `<p>` + "Some words of the article, long enough for readability to take it as the content of the page. " + `</p>`
+	for _, tc := range []struct {
+		name, head, page string
+		title, date      string
+	}{
+		{"og:title first", `<title>Welcome to our example website</title><meta property="og:title" content="From the Graph">`,
+			`<h1>The Real Headline</h1>` + body, "From the Graph", ""},
+		{"the h1 before <title>", `<title>Welcome to our example website</title>`,
+			`<h1>The Real Headline</h1>` + body, "The Real Headline", ""},
+		{"the article's h1 before the logo's", `<title>Welcome to our example website</title>`,
+			`<header><h1>Example Site</h1></header><article><h1>The Real Headline</h1>` + body + `</article>`, "The Real Headline", ""},
+		{"the h1 that <title> repeats", `<title>The Real Headline · Example Site</title>`,
+			`<h1>Example</h1><h1>The Real Headline</h1>` + body, "The Real Headline", ""},
+		{"<title> without an h1", `<title>Welcome to our example website</title>`, body, "Welcome to our example website", ""},
+		{"article:published_time", `<title>Welcome to our example website</title><meta property="article:published_time" content="2026-03-04T05:06:07Z">`,
+			body + `<time datetime="2020-01-01T00:00:00Z">then</time>`, "Welcome to our example website", "2026-03-04T05:06:07Z"},
+		{"<time datetime>", `<title>Welcome to our example website</title>`,
+			`<article><p>Posted <time datetime="2026-03-04T05:06:07+01:00">4 March</time></p>` + body + `</article>`, "Welcome to our example website", "2026-03-04T04:06:07Z"},
+		{"the article's <time> first", `<title>Welcome to our example website</title>`,
+			`<aside><time datetime="2019-01-01">old</time></aside><article><time datetime="2026-03-04">4 March</time>` + body + `</article>`, "Welcome to our example website", "2026-03-04T00:00:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := NewPage([]byte(`<!DOCTYPE html><html><head>`+tc.head+`</head><body>`+tc.page+`</body></html>`), "text/html; charset=utf-8", "https://example.org/post")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules, err := CompileRules(&ndjson.ArticleConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := page.Article(rules)
+			date := ""
+			if !a.Published.IsZero() {
+				date = a.Published.UTC().Format("2006-01-02T15:04:05Z")
+			}
+			if a.Title != tc.title || date != tc.date {
+				t.Errorf("title %q, date %q; want %q, %q", a.Title, date, tc.title, tc.date)
+			}
+		})
+	}
+}

@@ -217,8 +217,10 @@ func TestFaults(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, f, b)
 			}
-			if took > time.Second {
-				t.Errorf("took %s", took)
+			// Past every timeout of the client: one of them was not
+			// applied. (A tighter bound would measure the machine's load.)
+			if limit := 2 * opts.TotalTimeout; took > limit {
+				t.Errorf("took %s, over %s", took, limit)
 			}
 			// Nothing is read past the cap: the bomb decodes to 256 MiB.
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {

@@ -129,8 +129,14 @@ func Run(ctx context.Context, cfg Config) error {
 
 	skipped := newDispatcher(&cfg).run(readCtx, input, results)
 	close(results)
-	if err := <-writeErr; err != nil {
-		return err
+	werr := <-writeErr
+	// Every fetch made is recorded by now (or never will be): the claims
+	// of the others go.
+	if err := rs.release(pipe.Drain(ctx)); err != nil && werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return werr
 	}
 	if err := <-readErr; err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,5 +259,59 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"feed_id":"`+testids.Feed("a")+`"`) {
 		t.Fatal("the fetch in flight was not emitted")
+	}
+}
+
+// TestSignalLeavesTheRestToTheNextRun: the runs a signal kept feed-fetch
+// from fetching are not left claimed, so the next feed-fetch fetches them
+// at once (it took them for another pipeline's for 15 minutes).
+func TestSignalLeavesTheRestToTheNextRun(t *testing.T) {
+	var block atomic.Bool
+	block.Store(true)
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	var gets sync.Map // path -> count
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := gets.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		if block.Load() {
+			started <- struct{}{}
+			<-release
+		}
+		w.Write([]byte(feedBody))
+	}))
+	defer srv.Close()
+	st, _ := storage.Open(t.TempDir())
+	var in strings.Builder
+	at := ndjson.At(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	for _, id := range []string{"a", "b", "c"} {
+		b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(id), URL: srv.URL + "/" + id, Labels: []string{}, ScheduledAt: at})
+		in.Write(b)
+	}
+	cfg := func(out *bytes.Buffer) Config {
+		return Config{In: strings.NewReader(in.String()), Out: ndjson.NewWriter(out), Store: st,
+			Client: httpx.New(httpx.Options{AllowPrivate: true}), Concurrency: 1, Limiter: httpx.NewLimiter(1, 0, nil)}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var first bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg(&first)) }()
+	<-started
+	cancel()
+	block.Store(false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var second bytes.Buffer
+	if err := Run(context.Background(), cfg(&second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(second.String(), `"type":"fetch"`); n != 3 {
+		t.Errorf("the run after the signal passed on %d fetch records, want 3 (a's, fetched before, and b's and c's):\n%s", n, second.String())
+	}
+	for _, p := range []string{"/a", "/b", "/c"} {
+		if n, ok := gets.Load(p); !ok || n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("%s requested %v times, want once", p, n)
+		}
 	}
 }

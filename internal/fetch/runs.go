@@ -18,8 +18,27 @@ import (
 type runs struct {
 	cat     *catalog.Catalog
 	taken   map[catalog.Run]bool // runs this process has taken on
+	claimed []claimed            // runs it claimed, by when
 	skipped int                  // runs fetched and stored already, or being fetched by another pipeline
 	resumed int                  // runs fetched but not stored: their record passed on again
+}
+
+// claimed are the runs of one claim transaction.
+type claimed struct {
+	runs []catalog.Run
+	at   time.Time
+}
+
+// release drops the claims of the runs this process claimed but did not
+// fetch (a signal or a full disk stopped it): the next pipeline fetches
+// them at once rather than take them for another's.
+func (rs *runs) release(ctx context.Context) error {
+	for _, c := range rs.claimed {
+		if err := rs.cat.Unclaim(ctx, c.runs, c.at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claim routes a batch of due records: those whose run is this process's
@@ -49,13 +68,19 @@ func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetc
 	}
 	got := make([]catalog.ClaimResult, len(batch))
 	if len(claims) > 0 {
-		res, err := rs.cat.ClaimRuns(ctx, claims, cfg.Clock.Now())
+		at := cfg.Clock.Now()
+		res, err := rs.cat.ClaimRuns(ctx, claims, at)
 		if err != nil {
 			return err
 		}
+		c := claimed{at: at}
 		for j, r := range res {
 			got[of[j]] = r
+			if r.Claim == catalog.ClaimFetch {
+				c.runs = append(c.runs, claims[j])
+			}
 		}
+		rs.claimed = append(rs.claimed, c)
 	}
 	for i, due := range batch {
 		if due.FeedID == "" {
@@ -99,12 +124,16 @@ const (
 )
 
 // claimer claims the due records of dues in batches and hands each on.
+// Once ctx is done (a signal) it claims no more: the runs not claimed stay
+// due.
 func (cfg *Config) claimer(ctx context.Context, rs *runs, dues <-chan ndjson.Due, fetch func(ndjson.Due) error, results chan<- result) error {
 	var err error
 	for first := range dues {
 		batch := pipe.Batch(first, dues, claimBatch, claimLinger)
-		if err == nil {
-			err = cfg.claim(ctx, rs, batch, fetch, results)
+		if err == nil && ctx.Err() == nil {
+			if err = cfg.claim(ctx, rs, batch, fetch, results); ctx.Err() != nil {
+				err = nil // the claim transaction was cut short by the signal, and rolled back
+			}
 		}
 	}
 	return err

@@ -481,11 +481,11 @@ func (st State) Demand(p Params, ov Overrides, now time.Time) Demand {
 // DemandInputs is what Demand reads of a State, as it is stored: a fixed
 // size projection (no pointers) that can be kept for every feed. feed-store
 // computes the budget scale from every feed's demand at the start of each
-// run, and keeps these in the state snapshot's index so that it does not
-// have to load every feed's state for it (storage.States). Demand is
-// computed from them alone, so the two ways cannot disagree; a field Demand
-// comes to need must be added here, which changes the type's shape and so
-// retires every index written before.
+// run, and the catalog keeps these beside each feed's state (feed_state.
+// demand) so that it does not have to decode every feed's state for it.
+// Demand is computed from them alone, so the two ways cannot disagree; a
+// field Demand comes to need must be added here (and to the catalog's
+// fixed-size encoding of it).
 type DemandInputs struct {
 	Disabled    bool // Lifecycle == StateDisabled
 	IntervalSec int

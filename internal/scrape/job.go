@@ -199,7 +199,7 @@ func (j *job) website() []*ndjson.Entry {
 		j.fail("not_html", err)
 		return nil
 	}
-	idx := j.s.index(j.ctx, j.f.Due.FeedID)
+	idx := j.s.index(j.f.Due.FeedID)
 	if j.sc.Mode == ndjson.ModeList {
 		return j.list(page, conf, rules, idx)
 	}
@@ -401,7 +401,7 @@ func (j *job) entry(art extract.Article, native, pageURL, fetchID string) *ndjso
 // (stored already, or not new).
 func (j *job) fulltext(e *ndjson.Entry) *ndjson.Entry {
 	j.sc.ArticlesFound++
-	switch take, err := j.s.index(j.ctx, e.FeedID).take(e.EntryUID); {
+	switch take, err := j.s.index(e.FeedID).take(e.EntryUID); {
 	case err != nil:
 		j.fatal = err
 		return nil

@@ -107,7 +107,8 @@ type held struct {
 type stage struct {
 	cfg     *Config
 	idx     *catalog.Index
-	indexes sync.Map // feed id -> *feedIndex
+	catCtx  context.Context // of the catalog's lookups: not cut by a signal
+	indexes sync.Map        // feed id -> *feedIndex
 	access  map[string]ndjson.Access
 	stats   stats
 }
@@ -135,7 +136,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer done()
 	cfg.Catalog = cat
-	s := &stage{cfg: &cfg, access: loadAccess(ctx, cat, cfg.Log), idx: cat.Index()}
+	// The catalog is read for the sources in hand after a signal too.
+	s := &stage{cfg: &cfg, access: loadAccess(ctx, cat, cfg.Log), idx: cat.Index(), catCtx: pipe.Drain(ctx)}
 	var fails pipe.Failures
 
 	slots := make(chan *slot, 4*cfg.Concurrency)
@@ -292,8 +294,8 @@ type feedIndex struct {
 	taken map[string]bool
 }
 
-func (s *stage) index(ctx context.Context, feedID string) *feedIndex {
-	v, _ := s.indexes.LoadOrStore(feedID, &feedIndex{ctx: ctx, ix: s.idx, feed: feedID, taken: map[string]bool{}})
+func (s *stage) index(feedID string) *feedIndex {
+	v, _ := s.indexes.LoadOrStore(feedID, &feedIndex{ctx: s.catCtx, ix: s.idx, feed: feedID, taken: map[string]bool{}})
 	return v.(*feedIndex)
 }
 

@@ -92,6 +92,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Summary == nil {
 		cfg.Summary = &Summary{}
 	}
+	// A signal does not stop feed-store: it stores all it reads, to the
+	// end of its input, which ends once the stages upstream have stopped
+	// (pipe.Drain).
+	ctx = pipe.Drain(ctx)
 	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
 	if err != nil {
 		return err
@@ -103,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(items)
-		readErr <- pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		readErr <- pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 			switch line.Type {
 			case ndjson.TypeEntry:
 				var e ndjson.Entry

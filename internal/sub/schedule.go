@@ -1,6 +1,7 @@
 package sub
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -69,18 +70,25 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	cfg.defaults()
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
+	// What it says waits until the change is saved: "due now" is not
+	// said of a change a failure lost.
+	var notes bytes.Buffer
+	err := changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
 		d := nudge(cfg, s, fs, fs.SchedState(), p, now, rnd)
 		if d.Kind == sched.FetchNow {
-			fmt.Fprintf(cfg.Msg, "feed-sub: due now: %s\n", s.URL)
+			fmt.Fprintf(&notes, "feed-sub: due now: %s\n", s.URL)
 		} else {
-			fmt.Fprintf(cfg.Msg, "feed-sub: %s: %s\n", s.URL, strings.SplitN(d.Explain(), "\n", 2)[0])
+			fmt.Fprintf(&notes, "feed-sub: %s: %s\n", s.URL, strings.SplitN(d.Explain(), "\n", 2)[0])
 		}
 		if !s.PausedUntil.IsZero() && now.Before(s.PausedUntil.Time) {
-			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is paused until %s; feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
+			fmt.Fprintf(&notes, "feed-sub: note: %s is paused until %s; feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
 		}
 		return true
 	})
+	if err == nil {
+		cfg.Msg.Write(notes.Bytes())
+	}
+	return err
 }
 
 // nudge stores and logs the scheduler's decision for a manual nudge of the
@@ -108,20 +116,23 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 	}
 	now := cfg.Now()
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
-	return changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
+	// What it says waits until the change is saved: "due now" is not
+	// said of a change a failure lost.
+	var notes bytes.Buffer
+	err = changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
 		byHand := wasDisabled[s.FeedID]
 		decided := fs.Sched != nil && !fs.LastFetchAt.IsZero()
 		if !decided || !needsEnable(*fs.Sched) {
 			switch {
 			case byHand && !decided:
-				fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s\n", s.URL) // never fetched: due at once
+				fmt.Fprintf(&notes, "feed-sub: enabled %s\n", s.URL) // never fetched: due at once
 				return false
 			case byHand: // nudged below: back in service, it is fetched now
 			case now.Before(s.PausedUntil.Time):
-				fmt.Fprintf(cfg.Msg, "feed-sub: %s is enabled already; it is paused until %s: feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
+				fmt.Fprintf(&notes, "feed-sub: %s is enabled already; it is paused until %s: feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
 				return false
 			default:
-				fmt.Fprintf(cfg.Msg, "feed-sub: %s is enabled already; nothing changed (feed-sub refetch makes it due now)\n", s.URL)
+				fmt.Fprintf(&notes, "feed-sub: %s is enabled already; nothing changed (feed-sub refetch makes it due now)\n", s.URL)
 				return false
 			}
 		}
@@ -134,16 +145,20 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		}
 		switch {
 		case was.Lifecycle == sched.StateDisabled:
-			fmt.Fprintf(cfg.Msg, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
+			fmt.Fprintf(&notes, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
 		case was.Lifecycle == sched.StateBackoff:
-			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s again (it was failing: %d in a row, the last %s); %s\n", s.URL, was.Failures, errorCode(lastError), when)
+			fmt.Fprintf(&notes, "feed-sub: enabled %s again (it was failing: %d in a row, the last %s); %s\n", s.URL, was.Failures, errorCode(lastError), when)
 		case was.Lifecycle == sched.StatePaused:
-			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s again (the scheduler had paused it: %s); %s\n", s.URL, was.Reason, when)
+			fmt.Fprintf(&notes, "feed-sub: enabled %s again (the scheduler had paused it: %s); %s\n", s.URL, was.Reason, when)
 		default:
-			fmt.Fprintf(cfg.Msg, "feed-sub: enabled %s; %s\n", s.URL, when)
+			fmt.Fprintf(&notes, "feed-sub: enabled %s; %s\n", s.URL, when)
 		}
 		return true
 	})
+	if err == nil {
+		cfg.Msg.Write(notes.Bytes())
+	}
+	return err
 }
 
 // needsEnable says whether enable has something to undo in the scheduler
