@@ -247,6 +247,9 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 			if err != nil {
 				break
 			}
+			if l.Type != ndjson.TypeEntry {
+				continue // the file's fetch record
+			}
 			var e ndjson.Entry
 			l.Decode(&e)
 			if stored[version{e.EntryUID, e.ContentHash}] == 0 {

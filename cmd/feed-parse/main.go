@@ -50,9 +50,15 @@ a name ending in * is a prefix): --tracking-params adds names,
 of entries without an id of their own, once.
 
 With FILE arguments it parses those payload files instead (plain, or .zst as
-the store keeps them) and writes only their entries; --base-url gives the
-feed's URL, from which relative links resolve and the feed id derives, and
---content-type the Content-Type the files were served with.`,
+the store keeps them): each file's entries, then a "fetch" record with its
+"parse" section as for a fetched payload (the feed's title, link, ttl and
+hints), whose due.reason is "file" (body_ref is null: the body is in no
+store), fetched_at the file's modification time, http_status 200 and fetch_id
+made of that time and a hash of the body, so that feed-dedup | feed-store
+take a saved file as they take a fetch. --base-url gives the feed's URL, from which relative links
+resolve and the feed id derives, and --content-type the Content-Type the
+files were served with. A file that is not a feed gets a parse error in its
+record; one that cannot be read is reported and skipped.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "base-url", Usage: "with FILE arguments: the feed's URL"},
 			&cli.StringFlag{Name: "feed-id", Usage: "with FILE arguments: the feed id to give the entries (default: derived from --base-url)"},

@@ -31,7 +31,8 @@ func TestFlags(t *testing.T) {
 		stderr string
 	}{
 		{"defaults", nil, []string{"--base-url", "https://example.org/feed", feed}, 0,
-			[]string{`"canonical_link":"https://example.org/a?ref=y"`, `"title":"Íîâîñòè"`}, ""},
+			[]string{`"canonical_link":"https://example.org/a?ref=y"`, `"title":"Íîâîñòè"`,
+				`"type":"fetch"`, `"reason":"file"`, `"body_ref":null`, `"parse":{"format":"rss"`}, ""},
 		{"content type", nil, []string{"--base-url", "https://example.org/feed", "--content-type", "text/xml; charset=windows-1251", feed}, 0,
 			[]string{`"title":"Новости"`}, ""},
 		{"keep tracking parameters", nil, []string{"--keep-tracking-params", "--base-url", "https://example.org/feed", feed}, 0,
@@ -46,6 +47,7 @@ func TestFlags(t *testing.T) {
 		{"body size", nil, []string{"--max-body-bytes", "100", "--base-url", "https://example.org/feed", feed}, 1, nil, "over the size limit"},
 		{"content type without files", nil, []string{"--content-type", "text/xml"}, 2, nil, "--content-type goes with FILE arguments"},
 		{"bad depth", nil, []string{"--max-xml-depth", "0", feed}, 2, nil, "--max-xml-depth must be a positive number"},
+		{"help names the record of a file", nil, []string{"--help"}, 0, []string{`then a "fetch" record with its`, `whose due.reason is "file"`}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,12 +42,103 @@ func Parse(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
+	if t, ok := parseRFC1123(s); ok {
+		return t, nil
+	}
 	var p parser
 	t, ok := p.parse(s)
 	if !ok {
 		return time.Time{}, fmt.Errorf("dates: %q: %w", s, ErrUnparseable)
 	}
 	return t, nil
+}
+
+// parseRFC1123 reads the common form of RSS's dates, "Mon, 02 Jan 2006
+// 15:04:05 -0700" (or GMT, UT, UTC, Z; a day of one digit too), at a
+// tenth of the general reading's cost; ok is false for anything else,
+// which the general reading reads (TestRFC1123 holds the two together).
+func parseRFC1123(s string) (time.Time, bool) {
+	if len(s) < 26 || s[3] != ',' || s[4] != ' ' || !weekday(s[:3]) {
+		return time.Time{}, false
+	}
+	s = s[5:]
+	day, n := twoDigits(s)
+	if n == 0 || len(s) < n+1 || s[n] != ' ' {
+		return time.Time{}, false
+	}
+	s = s[n+1:]
+	if len(s) < 19 || s[3] != ' ' || s[8] != ' ' || s[11] != ':' || s[14] != ':' || s[17] != ' ' {
+		return time.Time{}, false
+	}
+	month := monthAbbr(s[:3])
+	year, ok := digits(s[4:8])
+	h, ok1 := digits(s[9:11])
+	m, ok2 := digits(s[12:14])
+	sec, ok3 := digits(s[15:17])
+	if month == 0 || !ok || !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	var off int
+	switch z := s[18:]; z {
+	case "GMT", "UT", "UTC", "Z":
+	default:
+		if len(z) != 5 || z[0] != '+' && z[0] != '-' {
+			return time.Time{}, false
+		}
+		zh, ok := digits(z[1:3])
+		zm, ok2 := digits(z[3:5])
+		if !ok || !ok2 || zh > 14 || zm > 59 {
+			return time.Time{}, false
+		}
+		off = zh*3600 + zm*60
+		if z[0] == '-' {
+			off = -off
+		}
+	}
+	if day < 1 || day > daysIn(time.Month(month), year) {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, h, m, sec, 0, time.UTC).Add(-time.Duration(off) * time.Second), true
+}
+
+func weekday(s string) bool {
+	switch s {
+	case "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun":
+		return true
+	}
+	return false
+}
+
+// monthAbbr is the number of an English month's abbreviation, or 0.
+func monthAbbr(s string) int {
+	for i, m := range [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"} {
+		if s == m {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// twoDigits reads one or two digits at the start of s: their value and
+// how many there are.
+func twoDigits(s string) (v, n int) {
+	for n < 2 && n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		v = v*10 + int(s[n]-'0')
+		n++
+	}
+	return v, n
+}
+
+// digits is the value of s, which must be all digits.
+func digits(s string) (int, bool) {
+	v := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		v = v*10 + int(s[i]-'0')
+	}
+	return v, true
 }
 
 type tokKind uint8
@@ -66,6 +157,8 @@ type token struct {
 	val    int       // tNum: the value; tSign: +1 or -1
 	digits int       // tNum: how many digits
 	class  wordClass // tWord: what the word names; val holds its value
+	glued  bool      // tWord: written right after a digit or letter, as "Textra" in "00:00Textra"
+	korean bool      // tWord: a Korean date word (오전, 오후, 년, 월, 일)
 	// tTime
 	h, m, sec, ns int
 	hasSec        bool
@@ -251,6 +344,11 @@ func (p *parser) lex(s string) bool {
 				}
 				j += 2
 			}
+			t.glued = i > 0 && (isASCIILetter(s[i-1]) || s[i-1] >= '0' && s[i-1] <= '9')
+			switch w {
+			case "오전", "오후", "년", "월", "일":
+				t.korean = true
+			}
 			if !p.add(t) {
 				return false
 			}
@@ -295,17 +393,21 @@ func (p *parser) parse(s string) (time.Time, bool) {
 		haveZone         bool // a zone was given
 		pm, am           bool
 		monthWord        = -1 // index of the token that named the month
+		korean           bool // a Korean date word: the time is KST
 		nums             []int
 		numsBuf          [8]int
 	)
 	nums = numsBuf[:0]
 
-	// ISO 8601 and W3C-DTF: 2006, 2006-01, 2006-01-02, 20060102, each
-	// optionally followed by a time.
+	// ISO 8601 and W3C-DTF: 2006, 2006-01, 2006-01-02, 20060102, the
+	// ordinal 2006-002, and the truncated forms of ISO 8601:1988 with a
+	// two-digit year, each optionally followed by a time.
 	i := 0
-	if len(toks) > 0 && toks[0].kind == tNum && toks[0].digits == 4 || len(toks) > 0 && toks[0].kind == tNum && toks[0].digits == 8 {
-		if y, mo, d, next, ok := isoDate(toks); ok {
-			year, month, day, yearDigits = y, mo, d, 4
+	iso := false
+	if len(toks) > 0 {
+		if y, mo, d, yd, next, ok := isoDate(toks); ok {
+			year, month, day, yearDigits = y, mo, d, yd
+			iso = true
 			i = next
 			// An ISO time may be glued on with a T: lex reads "T15" as a
 			// word followed by the time, so drop a lone "t".
@@ -385,14 +487,28 @@ func (p *parser) parse(s string) (time.Time, bool) {
 					zone, haveZone = off, true
 					i = next - 1
 				}
+			case wOther:
+				// After an ISO date, a word stuck to it is junk, not a
+				// day of the week: "2013-01-28T11:30:00-06:00Textra".
+				if iso && t.glued {
+					return time.Time{}, false
+				}
+			}
+			if t.korean {
+				korean = true
 			}
 			// Anything else (days of the week, "de", "at", "um") says
 			// nothing we need.
 		}
 	}
+	// Korean software writes its local time, KST, and says so by the
+	// language alone.
+	if korean && !haveZone {
+		zone, haveZone = 9*3600, true
+	}
 
 	switch {
-	case year >= 0:
+	case iso:
 		// ISO: the date is complete; plain numbers after it are not
 		// allowed.
 		if len(nums) > 0 {
@@ -454,18 +570,10 @@ func (p *parser) parse(s string) (time.Time, bool) {
 		}
 	}
 
-	switch {
-	case yearDigits == 2:
-		if year < 50 {
-			year += 2000
-		} else {
-			year += 1900
-		}
-	case yearDigits == 3:
-		year += 1900
-	case yearDigits != 4:
+	if yearDigits < 2 || yearDigits > 4 {
 		return time.Time{}, false
 	}
+	year = fullYear(year, yearDigits)
 	if month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) {
 		return time.Time{}, false
 	}
@@ -493,36 +601,114 @@ func (p *parser) parse(s string) (time.Time, bool) {
 	return t.Add(-time.Duration(zone) * time.Second), true
 }
 
-// isoDate reads an ISO 8601 calendar date from the start of toks:
-// YYYY, YYYY-MM, YYYY-MM-DD or YYYYMMDD. next is the first token after it.
-func isoDate(toks []token) (y, m, d, next int, ok bool) {
-	first := toks[0]
-	if first.digits == 8 {
-		v := first.val
-		return v / 10000, v / 100 % 100, v % 100, 1, true
-	}
-	y, m, d, next = first.val, 1, 1, 1
-	// The month and day follow with "-": lex makes "-01" a sign and a
-	// number.
-	part := func(i int) (int, bool) {
-		if i+1 < len(toks) && toks[i].kind == tSign && toks[i].val < 0 && toks[i+1].kind == tNum && toks[i+1].digits <= 2 {
+// isoDate reads an ISO 8601 date from the start of toks: YYYY,
+// YYYY-MM, YYYY-MM-DD, YYYYMMDD, the ordinal YYYY-DDD and YYYYDDD, and
+// ISO 8601:1988's forms with a two-digit year (YY-MM-DD, YYMMDD, YY-DDD,
+// YYDDD, and truncated -YY-MM and -YYMM). yd is how many digits the year
+// has; next is the first token after the date. A form that is no valid
+// date is not ISO, and is left to the other rules (12-31-03 is American).
+func isoDate(toks []token) (y, m, d, yd, next int, ok bool) {
+	// lex makes "-01" a sign and a number: part reads the number after
+	// a "-" of up to max digits.
+	part := func(i, min, max int) (int, bool) {
+		if i+1 < len(toks) && toks[i].kind == tSign && toks[i].val < 0 && toks[i+1].kind == tNum && toks[i+1].digits >= min && toks[i+1].digits <= max {
 			return toks[i+1].val, true
 		}
 		return 0, false
 	}
-	if v, ok := part(next); ok {
+	// alone says the number is the whole date, but for a time after a
+	// "T": "031231" is a date, "031231 12" is not.
+	alone := func(i int) bool { return i == len(toks) || toks[i].kind == tWord && toks[i].class == wT }
+	first := toks[0]
+	switch {
+	case first.kind == tSign && first.val < 0 && len(toks) > 1 && toks[1].kind == tNum && toks[1].sep == '-':
+		// Truncated: -YYMM, -YY-MM.
+		n := toks[1]
+		switch {
+		case n.digits == 4 && alone(2):
+			return calendar(n.val/100, 2, n.val%100, 1, 2)
+		case n.digits == 2:
+			if mo, ok := part(2, 1, 2); ok {
+				return calendar(n.val, 2, mo, 1, 4)
+			}
+		}
+		return 0, 0, 0, 0, 0, false
+	case first.kind != tNum:
+		return 0, 0, 0, 0, 0, false
+	case first.digits == 8:
+		return calendar(first.val/10000, 4, first.val/100%100, first.val%100, 1)
+	case first.digits == 7 && alone(1):
+		return ordinal(first.val/1000, 4, first.val%1000, 1)
+	case first.digits == 6 && alone(1):
+		return calendar(first.val/10000, 2, first.val/100%100, first.val%100, 1)
+	case first.digits == 5 && alone(1):
+		return ordinal(first.val/1000, 2, first.val%1000, 1)
+	case first.digits == 2:
+		if mo, ok := part(1, 1, 2); ok {
+			if day, ok := part(3, 1, 2); ok {
+				return calendar(first.val, 2, mo, day, 5)
+			}
+			return 0, 0, 0, 0, 0, false
+		}
+		if doy, ok := part(1, 3, 3); ok {
+			return ordinal(first.val, 2, doy, 3)
+		}
+		return 0, 0, 0, 0, 0, false
+	case first.digits != 4:
+		return 0, 0, 0, 0, 0, false
+	}
+	y, m, d, next = first.val, 1, 1, 1
+	if doy, ok := part(next, 3, 3); ok {
+		if _, more := part(next+2, 1, 2); !more { // 2003-012-31 is Google's month with a zero too many
+			return ordinal(y, 4, doy, 3)
+		}
+	}
+	if v, ok := part(next, 1, 2); ok {
 		m, next = v, next+2
-		if v, ok := part(next); ok {
+		if v, ok := part(next, 1, 2); ok {
 			d, next = v, next+2
 		}
-		return y, m, d, next, true
+		return y, m, d, 4, next, true
 	}
 	// A bare year is a date only on its own (W3C-DTF "2006").
 	if len(toks) == 1 {
-		return y, m, d, next, true
+		return y, m, d, 4, next, true
 	}
 	// 2006/01/02 and 2006.01.02 are read by the numeric rules.
-	return 0, 0, 0, 0, false
+	return 0, 0, 0, 0, 0, false
+}
+
+// calendar is isoDate's result for a year, month and day, if they make a
+// date (a two-digit year as Parse reads it).
+func calendar(y, yd, m, d, next int) (int, int, int, int, int, bool) {
+	if m < 1 || m > 12 || d < 1 || d > daysIn(time.Month(m), fullYear(y, yd)) {
+		return 0, 0, 0, 0, 0, false
+	}
+	return y, m, d, yd, next, true
+}
+
+// ordinal is isoDate's result for a year and a day of that year.
+func ordinal(y, yd, doy, next int) (int, int, int, int, int, bool) {
+	full := fullYear(y, yd)
+	if doy < 1 || doy > time.Date(full, 12, 31, 0, 0, 0, 0, time.UTC).YearDay() {
+		return 0, 0, 0, 0, 0, false
+	}
+	t := time.Date(full, 1, doy, 0, 0, 0, 0, time.UTC)
+	return y, int(t.Month()), t.Day(), yd, next, true
+}
+
+// fullYear is a year of yd digits as Parse reads it: two-digit years as
+// RFC 2822 says.
+func fullYear(y, yd int) int {
+	switch {
+	case yd == 2 && y < 50:
+		return y + 2000
+	case yd == 2:
+		return y + 1900
+	case yd == 3:
+		return y + 1900
+	}
+	return y
 }
 
 // offsetAt reads a zone offset at toks[i] (a tSign): +hhmm, +hh:mm, +hh,

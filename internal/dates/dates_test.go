@@ -153,7 +153,28 @@ var tests = []struct {
 	{"2003-02-28T18:14:55-08:00", "2003-03-01T02:14:55Z"},
 	{"2004-07-08 23:56:58 -00:20", "2004-07-09T00:16:58Z"},
 	{"2004-07-08 23:56:58.0", "2004-07-08T23:56:58Z"},
-	{"2004-05-25 오후 11:23:17", "2004-05-25T23:23:17Z"},
+	{"2004-05-25 오후 11:23:17", "2004-05-25T14:23:17Z"}, // Korean: KST
+	{"2004-05-25 오전 11:23:17", "2004-05-25T02:23:17Z"},
+	{"2004-05-25 오후 11:23:17 +0000", "2004-05-25T23:23:17Z"}, // a zone given wins
+	{"2004년 05월 28일  01:31:15", "2004-05-27T16:31:15Z"},
+	{"-0312", "2003-12-01T00:00:00Z"},  // ISO 8601:1988 truncated: -YYMM
+	{"031231", "2003-12-31T00:00:00Z"}, // YYMMDD
+	{"03-12-31", "2003-12-31T00:00:00Z"},
+	{"-03-12", "2003-12-01T00:00:00Z"},
+	{"03335", "2003-12-01T00:00:00Z"}, // YYDDD: ordinal
+	{"03-335", "2003-12-01T00:00:00Z"},
+	{"2003-335", "2003-12-01T00:00:00Z"},
+	{"2003335", "2003-12-01T00:00:00Z"},
+	{"2004-366", "2004-12-31T00:00:00Z"},
+	{"2003-366", ""},
+	{"2003-000", ""},
+	{"031231T101455Z", "2003-12-31T10:14:55Z"},
+	{"03-12-31 10:14", "2003-12-31T10:14:00Z"},
+	{"12-31-03", "2003-12-31T00:00:00Z"}, // not ISO: month first
+	{"-0313", ""},
+	{"2013-01-28T11:30:00-06:00Textra", ""}, // trailing junk
+	{"2013-01-28T11:30:00Zextra", ""},
+	{"2013-01-28Textra", ""},
 	{"Sun, 16 Dec 2012 1:2:3:4 GMT", ""},
 	{"Sun, 16 zzz 2012 11:47:32 GMT", ""},
 	{"Sun, Dec x 2012 11:47:32 GMT", ""},
@@ -166,7 +187,7 @@ var tests = []struct {
 	{"2003-12-31T25:14:55Z", ""},
 	{"2003-12-31T10:61:55Z", ""},
 	{"2003-12-31T10:14:61Z", ""},
-	{"22013", ""},
+	{"22013", "2022-01-13T00:00:00Z"}, // YYDDD, as feedparser reads it
 	{"013", ""},
 	{"2013-01-27-01", ""},
 	{"2013-xx-27", ""},
@@ -194,7 +215,8 @@ var tests = []struct {
 	{"Mon, 02 Jan", ""},
 	{"Jan 2", ""},
 	{"15:04:05", ""},
-	{"12345", ""},
+	{"12345", "2012-12-10T00:00:00Z"}, // YYDDD
+	{"123456789012345", ""},
 	{"1 2 3 4", ""},
 	{"Mon, 02 Jan 2006 15:04:05 (unclosed", ""},
 	{"1518478934a", ""},
@@ -268,11 +290,39 @@ func TestMonthNamesAgree(t *testing.T) {
 	}
 }
 
+// TestRFC1123 holds parseRFC1123, Parse's fast reading of RSS dates, to
+// the general reading: whatever it reads, the general reading reads the
+// same.
+func TestRFC1123(t *testing.T) {
+	for _, tt := range tests {
+		checkRFC1123(t, tt.in)
+	}
+	for _, s := range []string{"Mon, 02 Jan 2006 15:04:05 -0700", "Sun, 6 Nov 1994 08:49:37 GMT", "Tue, 29 Feb 2000 23:59:59 +1400", "Wed, 31 Dec 1969 23:59:59 UT"} {
+		if _, ok := parseRFC1123(s); !ok {
+			t.Errorf("parseRFC1123(%q) does not read it", s)
+		}
+		checkRFC1123(t, s)
+	}
+}
+
+func checkRFC1123(t *testing.T, s string) {
+	t.Helper()
+	fast, ok := parseRFC1123(s)
+	if !ok {
+		return
+	}
+	var p parser
+	if slow, ok := p.parse(s); !ok || !slow.Equal(fast) || fast.Location() != time.UTC {
+		t.Errorf("parseRFC1123(%q) = %v; the general reading: %v, %v", s, fast, slow, ok)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, tt := range tests {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		checkRFC1123(t, s)
 		got, err := Parse(s)
 		if err != nil {
 			if !errors.Is(err, ErrUnparseable) {

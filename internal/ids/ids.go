@@ -168,6 +168,48 @@ func spaceAt(s string, i int) int {
 	return 0
 }
 
+// plainWords8 reports, eight bytes at a time, whether x (eight bytes,
+// after a word byte) holds no white space but single spaces, none of
+// them first: bytes the run of words goes on over. Its last byte must be
+// read again: a space there may come before more white space. It says
+// false of bytes below the space (tabs, newlines) and of the lead bytes
+// spaceAt looks at, which the byte loop then reads.
+func plainWords8(x uint64) bool {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
+	if below|byteIs(x, 0xC2)|byteIs(x, 0xE1)|byteIs(x, 0xE2)|byteIs(x, 0xE3) != 0 {
+		return false
+	}
+	sp := byteIs(x, ' ')
+	return sp&(1<<7) == 0 && sp&(sp>>8) == 0
+}
+
+// load8 reads the eight bytes of s as one little-endian word (one load:
+// the compiler merges them).
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// byteIs marks the bytes of x equal to c with their high bit, exactly:
+// no carry crosses from one byte to the next.
+func byteIs(x uint64, c byte) uint64 {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	v := x ^ ones*uint64(c)
+	return ^((v&lows + lows) | v) & highs
+}
+
+// maySpace marks the bytes white space can begin with: the ASCII white
+// space and the lead bytes of spaceAt.
+var maySpace = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = asciiSpace[c]
+	}
+	t[0xC2], t[0xE1], t[0xE2], t[0xE3] = true, true, true, true
+	return t
+}()
+
 // asciiSpace is unicode.IsSpace for the ASCII bytes.
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
@@ -181,6 +223,31 @@ func writeCollapsed(w io.StringWriter, s string) {
 	start := -1 // where the run being kept began; -1 before the first word
 	sep := false
 	for i := 0; i < len(s); {
+		// Words and the single spaces between them, in bulk: only the
+		// bytes maySpace marks can begin white space, and a single space
+		// before a word byte stays as it is.
+		k := i
+		for k < len(s) {
+			if k > i && k+8 <= len(s) && plainWords8(load8(s[k:k+8])) {
+				k += 7 // the eighth may be a space before white space
+				continue
+			}
+			if c := s[k]; !maySpace[c] {
+				k++
+			} else if c == ' ' && k > i && k+1 < len(s) && !maySpace[s[k+1]] {
+				k += 2
+			} else {
+				break
+			}
+		}
+		if k > i {
+			if start < 0 {
+				start = i
+			}
+			if i = k; i == len(s) {
+				break
+			}
+		}
 		// Find the white space starting at i, if any: [i, j).
 		j := i
 		for j < len(s) {

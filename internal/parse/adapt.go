@@ -27,6 +27,9 @@ type adapter struct {
 	src  Source
 	w    *warnings
 	span func(start, end int) (int, int, bool)
+	// norm remembers urlnorm.Normalize of the absolute URLs of the
+	// document's ids and links: an item's guid is often its link.
+	norm map[string]string
 }
 
 func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
@@ -35,8 +38,8 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 		Format:      rf.format,
 		Version:     rf.version,
 		Charset:     charset,
-		Title:       clean(rf.title),
-		Description: firstOf(rf.description, rf.subtitle),
+		Title:       firstOf(htmlOf(rf.title), rf.dcTitle),
+		Description: firstOf(rf.description, htmlOf(rf.subtitle)),
 		Language:    strings.TrimSpace(rf.language),
 		SkipHours:   []int{},
 		SkipDays:    []string{},
@@ -112,22 +115,46 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 		}
 	}
 
+	// How many items share each native id, by its key: computed once per
+	// item, it is a tenth of the adapter's time.
+	a.norm = make(map[string]string, len(rf.items))
+	guidKeys := make([]string, len(rf.items))
 	guidCount := make(map[string]int, len(rf.items))
 	for i := range rf.items {
 		if g := strings.TrimSpace(rf.items[i].id); g != "" {
-			guidCount[urlnorm.Key(g)]++
+			// What is not an http(s) URL is its own key (urlnorm.Key
+			// returns it trimmed), without Key's error for it.
+			guidKeys[i] = g
+			switch {
+			case plainURL(g):
+				// Key drops the scheme of a URL that is normalized as
+				// written, and changes nothing else.
+				guidKeys[i] = g[strings.IndexByte(g, ':')+1:]
+			case isHTTP(g) && !strings.Contains(g, "#"):
+				// Without a fragment, Key is the normalized URL without its
+				// scheme; the link of the item will want the normalized URL.
+				if n, err := urlnorm.Normalize(g); err == nil {
+					a.norm[g] = n
+					guidKeys[i] = n[strings.IndexByte(n, ':')+1:]
+				} else {
+					guidKeys[i] = urlnorm.Key(g)
+				}
+			case isHTTP(g):
+				guidKeys[i] = urlnorm.Key(g)
+			}
+			guidCount[guidKeys[i]]++
 		}
 	}
 	f := &Feed{Entries: make([]ndjson.Entry, 0, len(rf.items))}
 	for i := range rf.items {
-		f.Entries = append(f.Entries, a.entry(rf, rf.items[i], i, feedAuthors, guidCount))
+		f.Entries = append(f.Entries, a.entry(rf, rf.items[i], i, feedAuthors, guidKeys[i], guidCount[guidKeys[i]] > 1))
 	}
 	info.Warnings = a.w.strings()
 	f.Info = info
 	return f
 }
 
-func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.Author, guidCount map[string]int) ndjson.Entry {
+func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.Author, idKey string, sharedID bool) ndjson.Entry {
 	atom := rf.format == "atom"
 	native := strings.TrimSpace(it.id)
 	e := ndjson.Entry{
@@ -151,18 +178,18 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 	// The link: FeedBurner's original over its proxy, then the item's
 	// link, an Atom alternate (text/html first), a JSON Feed
 	// external_url, and last an RSS guid that is a permalink.
-	link := resolveLink(rawLink{href: it.origLink, base: it.base})
+	link := a.link(rawLink{href: it.origLink, base: it.base})
 	if link == "" {
-		link = resolveLink(it.link)
+		link = a.link(it.link)
 	}
 	if link == "" {
-		link = resolveLink(alternate(it.links))
+		link = a.link(alternate(it.links))
 	}
 	if link == "" {
-		link = resolveLink(it.extLink)
+		link = a.link(it.extLink)
 	}
 	if link == "" && it.guid && it.guidPermaLink && isHTTP(native) {
-		link = resolveLink(rawLink{href: native, base: it.base})
+		link = a.link(rawLink{href: native, base: it.base})
 	}
 	if link != "" && a.p.Tracking != nil {
 		link = a.p.Tracking.Strip(link)
@@ -219,9 +246,11 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 		body = e.Summary + e.Content
 	}
 	e.EntryUID = ids.EntryUID(ids.EntryKey{
-		FeedID:         a.src.FeedID,
-		NativeID:       native,
-		NativeIDShared: native != "" && guidCount[urlnorm.Key(native)] > 1,
+		FeedID: a.src.FeedID,
+		// The id's key: EntryUID keys it again, which changes nothing
+		// (Key(Key(x)) is Key(x)) and costs nothing.
+		NativeID:       idKey,
+		NativeIDShared: native != "" && sharedID,
 		Link:           e.CanonicalLink,
 		Title:          e.Title,
 		Published:      e.Published.Time,
@@ -352,6 +381,21 @@ func isHTTP(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }
 
+// link is resolveLink, with the normalized forms of absolute URLs
+// remembered in a.norm.
+func (a *adapter) link(l rawLink) string {
+	ref := strings.TrimSpace(l.href)
+	if ref == "" || plainURL(ref) || !isHTTP(ref) {
+		return resolve(l.base, ref)
+	}
+	if n, ok := a.norm[ref]; ok {
+		return n
+	}
+	n := resolve(l.base, ref)
+	a.norm[ref] = n
+	return n
+}
+
 // resolveLink makes a link absolute against its base and canonicalises it.
 func resolveLink(l rawLink) string { return resolve(l.base, l.href) }
 
@@ -361,6 +405,9 @@ func resolve(base *url.URL, ref string) string {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return ""
+	}
+	if plainURL(ref) {
+		return ref // normalized as it is written: spare two parses
 	}
 	if base != nil && !isHTTP(ref) { // an absolute link needs no base: spare a parse
 		if r, err := url.Parse(ref); err == nil {
@@ -372,6 +419,58 @@ func resolve(base *url.URL, ref string) string {
 	}
 	return ref
 }
+
+// plainURL reports whether s is an http(s) URL that urlnorm.Normalize
+// leaves as it is: a lower-case scheme and host (letters, digits, "-"
+// and "."; no port, no user), a path that begins with "/" and needs no
+// escaping, and a query (not empty) of printable ASCII but "#": the
+// links of most feeds, whose parse and rebuilding it spares.
+// FuzzPlainURL holds it to urlnorm.
+func plainURL(s string) bool {
+	var rest string
+	switch {
+	case strings.HasPrefix(s, "https://"):
+		rest = s[len("https://"):]
+	case strings.HasPrefix(s, "http://"):
+		rest = s[len("http://"):]
+	default:
+		return false
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash <= 0 || rest[slash-1] == '.' || rest[0] == '.' || rest[0] == '-' {
+		return false
+	}
+	for i := 0; i < slash; i++ {
+		if c := rest[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	i := slash
+	for ; i < len(rest) && rest[i] != '?'; i++ {
+		if !plainPathByte[rest[i]] {
+			return false
+		}
+	}
+	if i < len(rest) {
+		if i == len(rest)-1 {
+			return false // an empty query, which url.URL.String leaves out
+		}
+		for _, c := range []byte(rest[i+1:]) {
+			if c <= ' ' || c >= 0x7F || c == '#' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plainPathByte marks the bytes net/url writes as they are in a path.
+var plainPathByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~/$&+,:;=@", byte(c)) >= 0
+	}
+	return t
+}()
 
 // clean trims a title.
 func clean(s string) string { return strings.TrimSpace(s) }

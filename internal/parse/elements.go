@@ -2,7 +2,7 @@ package parse
 
 import (
 	"encoding/base64"
-	"encoding/xml"
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -13,10 +13,10 @@ import (
 // FeedBurner, Atom inside RSS) onto rawFeed and rawItem.
 
 // start handles a start tag.
-func (p *xmlParser) start(t xml.StartElement, off int) error {
+func (p *xmlParser) start(t *token, off int) error {
 	// An item that opens as a child of an item: the first one lacked its
 	// end tag. (Deeper down, an item is some extension's business.)
-	if p.item != nil && len(p.stack) == p.itemDepth+1 && t.Name.Local == p.itemLocal && t.Name.Space == p.itemPrefix {
+	if p.item != nil && len(p.stack) == p.itemDepth+1 && t.name.local == p.itemLocal && t.name.space == p.itemPrefix {
 		for len(p.stack) > p.itemDepth {
 			p.pop(off)
 		}
@@ -85,7 +85,7 @@ func (p *xmlParser) start(t xml.StartElement, off int) error {
 var testAnyRoot = false
 
 // root decides the format from the root element.
-func (p *xmlParser) root(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) root(fr *frame, t *token, off int) error {
 	f := p.feed
 	switch {
 	case strings.EqualFold(fr.local, "rss"):
@@ -138,19 +138,31 @@ func (p *xmlParser) root(fr *frame, t xml.StartElement, off int) error {
 	return nil
 }
 
-func (p *xmlParser) startItem(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) startItem(fr *frame, t *token, off int) error {
 	if len(p.feed.items) >= p.maxItems {
 		return errTooMany
 	}
 	fr.kind = kItem
-	p.item = &rawItem{start: off, base: fr.base}
+	p.item = p.newItem()
+	*p.item = rawItem{start: off, base: fr.base}
 	p.itemPrefix, p.itemLocal, p.itemDepth = fr.prefix, fr.local, len(p.stack)-1
-	for _, a := range t.Attr {
-		if a.Name.Local == "about" && p.lookup(a.Name.Space) == nsRDF {
-			p.item.id = strings.TrimSpace(a.Value) // RSS 1.0's item id
+	for _, a := range t.attrs {
+		if a.name.local == "about" && p.lookup(a.name.space) == nsRDF {
+			p.item.id = strings.TrimSpace(string(a.value)) // RSS 1.0's item id
 		}
 	}
 	return nil
+}
+
+// newItem allocates an item, a block of them at a time: one allocation
+// per item was a tenth of the parser's.
+func (p *xmlParser) newItem() *rawItem {
+	if len(p.itemBlock) == 0 {
+		p.itemBlock = make([]rawItem, min(64, max(8, len(p.feed.items))))
+	}
+	it := &p.itemBlock[0]
+	p.itemBlock = p.itemBlock[1:]
+	return it
 }
 
 // core reports whether a namespace is the document format's own.
@@ -167,7 +179,7 @@ func (p *xmlParser) core(id nsID) bool {
 func isAtom(id nsID) bool { return id == nsAtom || id == nsAtom03 }
 
 // feedElement handles a child of an RSS channel or an Atom feed.
-func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
+func (p *xmlParser) feedElement(fr *frame, t *token, off int) error {
 	f := p.feed
 	atom := f.format == "atom"
 	base := fr.base
@@ -183,9 +195,15 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 				return p.startItem(fr, t, off)
 			}
 		case "title":
-			return p.set(&f.title, capText)
+			if atom {
+				return p.atomContent(&f.title, t, base)
+			}
+			return p.set(&f.title.s, capText)
 		case "link":
-			if href, ok := attrOK(t, "href"); ok || atom {
+			if atom {
+				return p.atomLink(&f.links, t, base)
+			}
+			if href, ok := attrOK(t, "href"); ok {
 				f.links = append(f.links, linkOf(t, href, base))
 				return nil
 			}
@@ -195,7 +213,10 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 		case "description":
 			return p.set(&f.description, capText)
 		case "subtitle", "tagline":
-			return p.set(&f.subtitle, capText)
+			if atom {
+				return p.atomContent(&f.subtitle, t, base)
+			}
+			return p.set(&f.subtitle.s, capText)
 		case "language":
 			return p.set(&f.language, capText)
 		case "ttl":
@@ -236,12 +257,14 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 	case isAtom(fr.id):
 		switch fr.local {
 		case "link":
-			f.links = append(f.links, linkOf(t, attr(t, "href"), base))
+			return p.atomLink(&f.links, t, base)
 		case "author":
 			p.startPerson(fr)
 		}
 	case fr.id == nsDC:
 		switch fr.local {
+		case "title":
+			return p.set(&f.dcTitle, capText)
 		case "language":
 			if f.language == "" {
 				return p.set(&f.language, capText)
@@ -256,8 +279,8 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 				f.logo = rawLink{href: attr(t, "href"), base: base}
 			}
 		case "summary":
-			if f.subtitle == "" {
-				return p.set(&f.subtitle, capText)
+			if f.subtitle.s == "" {
+				return p.set(&f.subtitle.s, capText)
 			}
 		}
 	}
@@ -265,7 +288,7 @@ func (p *xmlParser) feedElement(fr *frame, t xml.StartElement, off int) error {
 }
 
 // itemElement handles a child of an item or entry.
-func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
+func (p *xmlParser) itemElement(fr *frame, t *token) error {
 	it := p.item
 	if it == nil {
 		return nil
@@ -281,7 +304,10 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 			}
 			return p.set(&it.title.s, capText)
 		case "link":
-			if href, ok := attrOK(t, "href"); ok || atom {
+			if atom {
+				return p.atomLink(&it.links, t, base)
+			}
+			if href, ok := attrOK(t, "href"); ok {
 				it.links = append(it.links, linkOf(t, href, base))
 				return nil
 			}
@@ -290,6 +316,18 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 			return err
 		case "description":
 			return p.setHTML(&it.description, fr.base)
+		case "body":
+			// RSS with the XHTML body of an item written without its
+			// namespace.
+			if !atom && it.content.s == "" {
+				s, err := p.capture(capXHTMLBody)
+				it.content = rawText{s: s}
+				return err
+			}
+		case "fullitem":
+			if !atom && it.content.s == "" {
+				return p.setHTML(&it.content, base)
+			}
 		case "guid":
 			it.guid = true
 			it.guidPermaLink = !strings.EqualFold(strings.TrimSpace(attr(t, "isPermaLink")), "false")
@@ -343,7 +381,7 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 		// Atom inside RSS (atom:, a10:).
 		switch fr.local {
 		case "link":
-			it.links = append(it.links, linkOf(t, attr(t, "href"), base))
+			return p.atomLink(&it.links, t, base)
 		case "author":
 			p.startPerson(fr)
 		case "published":
@@ -426,7 +464,7 @@ func (p *xmlParser) itemElement(fr *frame, t xml.StartElement) error {
 
 // mediaElement handles Media RSS inside an item: media:group and
 // media:content hold the others.
-func (p *xmlParser) mediaElement(fr *frame, t xml.StartElement) error {
+func (p *xmlParser) mediaElement(fr *frame, t *token) error {
 	it := p.item
 	switch fr.local {
 	case "group":
@@ -466,6 +504,11 @@ func (p *xmlParser) personElement(fr *frame) error {
 		return p.set(&p.person.email, capText)
 	case "uri", "url":
 		return p.set(&p.person.uri, capText)
+	case "homepage":
+		// Atom 0.3 as some wrote it.
+		if p.person.uri == "" {
+			return p.set(&p.person.uri, capText)
+		}
 	}
 	return nil
 }
@@ -514,6 +557,15 @@ func (p *xmlParser) set(dst *string, mode captureMode) error {
 
 func (p *xmlParser) date(dst *[]rawDate, field string) error {
 	s, err := p.capture(capText)
+	if *dst == nil && p.item != nil {
+		// The first date of each kind goes in the item's own room.
+		switch dst {
+		case &p.item.published:
+			*dst = p.item.dates[:0:1]
+		case &p.item.updated:
+			*dst = p.item.dates[1:1:2]
+		}
+	}
 	*dst = append(*dst, rawDate{value: s, field: field})
 	return err
 }
@@ -526,40 +578,111 @@ func (p *xmlParser) setHTML(dst *rawText, base *url.URL) error {
 	return err
 }
 
-// atomContent reads an Atom summary or content (or Atom 0.3 content)
-// into *dst, noting whether it is HTML.
-func (p *xmlParser) atomContent(dst *rawText, t xml.StartElement, base *url.URL) error {
-	typ := strings.ToLower(strings.TrimSpace(attr(t, "type")))
-	s, err := p.atomText(t)
+// atomContent reads an Atom text construct (title, summary, subtitle)
+// or content (RFC 4287 §3.1, §4.1.3; Atom 0.3's mode) into *dst: text
+// and html as the text, xhtml as the markup inside its div, other types
+// as RFC 4287 §4.1.3.3 says (see atomText).
+func (p *xmlParser) atomContent(dst *rawText, t *token, base *url.URL) error {
+	s, html, err := p.atomText(t)
 	// xhtml comes resolved from the capture; text is not HTML.
-	html := typ == "html" || typ == "text/html" || strings.HasSuffix(typ, "+html")
 	*dst = rawText{s: s, html: html, base: base}
 	return err
 }
 
-// atomText reads an Atom text construct (or Atom 0.3 content): type text
-// and html as the text, xhtml as the markup inside its div.
-func (p *xmlParser) atomText(t xml.StartElement) (string, error) {
+// atomText reads an Atom text construct or content, and whether it is
+// HTML. Content that is neither text, HTML nor XML (RFC 4287 §4.1.3.3:
+// another media type, whose content is base64), and Atom 0.3's
+// mode="base64", is decoded: text is kept, what is not text (an image)
+// is dropped with a warning.
+func (p *xmlParser) atomText(t *token) (string, bool, error) {
 	typ := strings.ToLower(strings.TrimSpace(attr(t, "type")))
-	mode := strings.ToLower(strings.TrimSpace(attr(t, "mode")))
-	var s string
-	var err error
+	mode, hasMode := attrOK(t, "mode")
+	mode = strings.ToLower(strings.TrimSpace(mode))
+	html := typ == "html" || typ == "text/html" || strings.HasSuffix(typ, "+html")
 	switch {
-	case typ == "xhtml" || typ == "application/xhtml+xml" || mode == "xml":
-		s, err = p.capture(capXHTML)
+	case typ == "xhtml" || typ == "application/xhtml+xml" || mode == "xml" && hasMode:
+		s, err := p.capture(capXHTML)
+		return s, false, err
 	case mode == "base64":
-		s, err = p.capture(capText)
-		if b, derr := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), "")); derr == nil && utf8.Valid(b) {
-			s = string(b)
-		}
-	default:
-		s, err = p.capture(capText)
+		s, err := p.capture(capText)
+		return p.base64Text(s, typ, "mode=\"base64\""), html, err
+	case hasMode || p.feed.version == "0.3" || !isBase64Type(typ):
+		s, err := p.capture(capText)
+		return s, html, err
 	}
-	return s, err
+	s, err := p.capture(capText)
+	return p.base64Text(s, typ, "type="+quote(typ)), false, err
+}
+
+// isBase64Type reports whether Atom content of a media type is base64
+// (RFC 4287 §4.1.3.3): one that is not text, HTML, XHTML nor XML.
+func isBase64Type(typ string) bool {
+	switch {
+	case typ == "" || typ == "text" || typ == "html" || typ == "xhtml" || strings.HasPrefix(typ, "text/"),
+		strings.HasSuffix(typ, "+xml") || strings.HasSuffix(typ, "/xml"):
+		return false
+	}
+	return strings.Contains(typ, "/")
+}
+
+// base64Text decodes base64 content of a media type. What is not base64
+// is kept as written; what decodes to something other than text (an
+// image, a PDF) is dropped; each with a warning naming why (what).
+func (p *xmlParser) base64Text(s, typ, what string) string {
+	compact := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	if compact == "" {
+		return ""
+	}
+	// Padded, as RFC 4287 asks: without padding, a few words that happen
+	// to be letters would pass for base64 once their spaces are gone.
+	b, err := base64.StdEncoding.DecodeString(compact)
+	if err != nil {
+		p.warn.add(warnOther, fmt.Sprintf("content with %s is not base64: kept as written", what))
+		return s
+	}
+	if !isText(b) || strings.HasPrefix(typ, "image/") || strings.HasPrefix(typ, "audio/") || strings.HasPrefix(typ, "video/") {
+		p.warn.add(warnOther, fmt.Sprintf("content with %s decodes to %d bytes that are not text: dropped", what, len(b)))
+		return ""
+	}
+	return string(b)
+}
+
+// isText reports whether b is UTF-8 text: no control characters but
+// white space.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7F {
+			return false
+		}
+	}
+	return true
+}
+
+// atomLink reads an Atom link into *links: its href, or else its text,
+// as some write it (<link>https://example.org/</link>).
+func (p *xmlParser) atomLink(links *[]rawLink, t *token, base *url.URL) error {
+	href, ok := attrOK(t, "href")
+	l := linkOf(t, href, base) // before the capture, which reads on
+	if !ok {
+		var err error
+		l.href, err = p.capture(capText)
+		*links = append(*links, l)
+		return err
+	}
+	*links = append(*links, l)
+	return nil
 }
 
 // linkOf is an Atom link.
-func linkOf(t xml.StartElement, href string, base *url.URL) rawLink {
+func linkOf(t *token, href string, base *url.URL) rawLink {
 	rel := strings.TrimSpace(attr(t, "rel"))
 	if rel == "" {
 		rel = "alternate"
@@ -568,33 +691,71 @@ func linkOf(t xml.StartElement, href string, base *url.URL) rawLink {
 }
 
 // attr is the value of an attribute without a prefix.
-func attr(t xml.StartElement, name string) string {
+func attr(t *token, name string) string {
 	v, _ := attrOK(t, name)
 	return v
 }
 
-func attrOK(t xml.StartElement, name string) (string, bool) {
-	for _, a := range t.Attr {
-		if a.Name.Local == name && a.Name.Space == "" {
-			return a.Value, true
+func attrOK(t *token, name string) (string, bool) {
+	for _, a := range t.attrs {
+		if a.name.local == name && a.name.space == "" {
+			return attrString(a.value), true
 		}
 	}
 	return "", false
 }
 
-func rdfResource(p *xmlParser, t xml.StartElement) string {
-	for _, a := range t.Attr {
-		if a.Name.Local == "resource" && p.lookup(a.Name.Space) == nsRDF {
-			return strings.TrimSpace(a.Value)
+// attrString is an attribute's value as a string, without a copy for
+// the values feeds repeat on every item.
+func attrString(v []byte) string {
+	switch string(v) {
+	case "alternate":
+		return "alternate"
+	case "self":
+		return "self"
+	case "enclosure":
+		return "enclosure"
+	case "text/html":
+		return "text/html"
+	case "html":
+		return "html"
+	case "text":
+		return "text"
+	case "xhtml":
+		return "xhtml"
+	case "false":
+		return "false"
+	case "true":
+		return "true"
+	case "image":
+		return "image"
+	case "application/atom+xml":
+		return "application/atom+xml"
+	case "application/rss+xml":
+		return "application/rss+xml"
+	case "audio/mpeg":
+		return "audio/mpeg"
+	case "image/jpeg":
+		return "image/jpeg"
+	case "2.0":
+		return "2.0"
+	}
+	return string(v)
+}
+
+func rdfResource(p *xmlParser, t *token) string {
+	for _, a := range t.attrs {
+		if a.name.local == "resource" && p.lookup(a.name.space) == nsRDF {
+			return strings.TrimSpace(string(a.value))
 		}
 	}
 	return ""
 }
 
-func xmlLang(t xml.StartElement) string {
-	for _, a := range t.Attr {
-		if a.Name.Space == "xml" && a.Name.Local == "lang" {
-			return a.Value
+func xmlLang(t *token) string {
+	for _, a := range t.attrs {
+		if a.name.space == "xml" && a.name.local == "lang" {
+			return string(a.value)
 		}
 	}
 	return ""

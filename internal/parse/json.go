@@ -161,7 +161,7 @@ func parseJSON(text []byte, base *url.URL, maxItems int) (*rawFeed, error) {
 	rf := &rawFeed{
 		format:      "json",
 		version:     jsonVersion(version),
-		title:       string(jf.Title),
+		title:       rawText{s: string(jf.Title)},
 		link:        rawLink{href: string(jf.HomePageURL), base: base},
 		self:        rawLink{href: string(jf.FeedURL), base: base},
 		description: string(jf.Description),

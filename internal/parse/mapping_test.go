@@ -77,6 +77,8 @@ func TestMapping(t *testing.T) {
 			map[string]string{"canonical_link": `"https://example.org/p?id=1"`}},
 		{"json url", jsonDoc(`{"id":"1","url":"/j/1?utm_campaign=x"}`), map[string]string{"canonical_link": `"https://example.org/j/1"`}},
 		{"json external_url when no url", jsonDoc(`{"id":"1","external_url":"https://elsewhere.example/x"}`), map[string]string{"canonical_link": `"https://elsewhere.example/x"`}},
+		{"atom link with the url as its text", atomFeed(`<entry><id>1</id><link> /t/1 </link></entry>`), map[string]string{"canonical_link": `"https://example.org/t/1"`}},
+		{"atom:link in rss with the url as its text", rss(`<item><atom:link rel="alternate">https://example.org/t/2</atom:link></item>`), map[string]string{"canonical_link": `"https://example.org/t/2"`}},
 
 		// Summary and content.
 		{"rss description and content:encoded", rss(`<item><description>&lt;b&gt;S&lt;/b&gt;</description><content:encoded><![CDATA[<p>C</p>]]></content:encoded></item>`),
@@ -100,6 +102,43 @@ func TestMapping(t *testing.T) {
 		{"json content_html over content_text", jsonDoc(`{"id":"1","content_html":"<p>h</p>","content_text":"t","summary":"s"}`),
 			map[string]string{"content": `"<p>h</p>"`, "summary": `"s"`}},
 		{"json content_text", jsonDoc(`{"id":"1","content_text":"t"}`), map[string]string{"content": `"t"`}},
+		{"rss body without namespace", rss(`<item><body><p>B <a href="b">b</a></p></body></item>`), map[string]string{"content": `"<p>B <a href=\"https://example.org/blog/b\">b</a></p>"`}},
+		{"rss fullitem", rss(`<item><fullitem>&lt;p&gt;F &lt;img src="f.png"&gt;&lt;/p&gt;</fullitem></item>`), map[string]string{"content": `"<p>F <img src=\"https://example.org/blog/f.png\"></p>"`}},
+		{"content:encoded over fullitem", rss(`<item><fullitem>F</fullitem><content:encoded>C</content:encoded></item>`), map[string]string{"content": `"C"`}},
+
+		// Atom content of other media types: base64 (RFC 4287 §4.1.3.3).
+		{"atom base64 content of a text-like type", atomFeed(`<entry><id>1</id><content type="application/json">eyJhIjogMX0=</content></entry>`), map[string]string{"content": `"{\"a\": 1}"`}},
+		{"atom base64 content across lines", atomFeed("<entry><id>1</id><content type=\"application/octet-stream\">\n  aGVsbG8g\n  d29ybGQ=\n</content></entry>"), map[string]string{"content": `"hello world"`}},
+		{"atom base64 content that is an image is dropped", atomFeed(`<entry><id>1</id><content type="image/png">iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==</content></entry>`), map[string]string{"content": `""`}},
+		{"atom content of another type that is not base64 is kept", atomFeed(`<entry><id>1</id><content type="application/x-note">not base64!</content></entry>`), map[string]string{"content": `"not base64!"`}},
+		{"atom text/plain content is text, not base64", atomFeed(`<entry><id>1</id><content type="text/plain">SGVsbG8=</content></entry>`), map[string]string{"content": `"SGVsbG8="`}},
+		{"atom xml content is not base64", atomFeed(`<entry><id>1</id><content type="image/svg+xml"><svg xmlns="http://www.w3.org/2000/svg"/></content></entry>`), map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"/>"`}},
+		{"atom 0.3 base64 title", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><title mode="base64">VGl0bGU=</title></entry></feed>`, map[string]string{"title": `"Title"`}},
+		{"atom 0.3 content of a media type is not base64", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><content type="application/x-note">x</content></entry></feed>`, map[string]string{"content": `"x"`}},
+
+		// Namespaced markup in xhtml: a browser must read it, an XML parser too.
+		{"svg with a prefix declared on the div", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml" xmlns:svg="http://www.w3.org/2000/svg"><p>a</p><svg:svg width="10"><svg:circle r="4"/></svg:svg></div></content></entry>`),
+			map[string]string{"content": `"<p>a</p><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\"><circle r=\"4\"/></svg>"`}},
+		{"mathml with a prefix declared on the feed", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://www.w3.org/1998/Math/MathML"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><m:math><m:mi>x</m:mi></m:math></div></content></entry></feed>`,
+			map[string]string{"content": `"<math xmlns=\"http://www.w3.org/1998/Math/MathML\"><mi>x</mi></math>"`}},
+		{"svg with xlink declared on the feed", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:xlink="http://www.w3.org/1999/xlink"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><svg xmlns="http://www.w3.org/2000/svg"><use xlink:href="#a"/></svg></div></content></entry></feed>`,
+			map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"><use xmlns:xlink=\"http://www.w3.org/1999/xlink\" xlink:href=\"#a\"/></svg>"`}},
+		{"xhtml inside svg gets its namespace back", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><svg xmlns="http://www.w3.org/2000/svg"><foreignObject><p xmlns="http://www.w3.org/1999/xhtml">t</p></foreignObject></svg></div></content></entry>`),
+			map[string]string{"content": `"<svg xmlns=\"http://www.w3.org/2000/svg\"><foreignObject><p xmlns=\"http://www.w3.org/1999/xhtml\">t</p></foreignObject></svg>"`}},
+		{"another namespace declared outside is declared again", `<feed xmlns="http://www.w3.org/2005/Atom" xmlns:ex="urn:ex"><entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><ex:note ex:n="1">n</ex:note></div></content></entry></feed>`,
+			map[string]string{"content": `"<ex:note xmlns:ex=\"urn:ex\" ex:n=\"1\">n</ex:note>"`}},
+		{"an undeclared prefix is dropped", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><foo:b foo:x="1" x="2">b</foo:b></div></content></entry>`),
+			map[string]string{"content": `"<b x=\"2\">b</b>"`}},
+
+		// Markup clean-up.
+		{"a bare <! is escaped", rss(`<item><description>&lt;p&gt;a &lt;!x&gt; &lt;!-- c --&gt; &lt;a href="/r"&gt;r&lt;/a&gt; &lt;!</description></item>`),
+			map[string]string{"summary": `"<p>a &lt;!x> <!-- c --> <a href=\"https://example.org/r\">r</a> &lt;!"`}},
+		{"a bare <! is escaped without relative urls too", rss(`<item><description>&lt;!ELEMENT x&gt; y</description></item>`), map[string]string{"summary": `"&lt;!ELEMENT x> y"`}},
+		{"urls with white space around them are trimmed", rss(`<item><description>&lt;a href=" /a "&gt;a&lt;/a&gt; &lt;img src="https://x.example/i.png  "&gt;</description></item>`),
+			map[string]string{"summary": `"<a href=\"https://example.org/a\">a</a> <img src=\"https://x.example/i.png\">"`}},
+		{"urls with white space in xhtml", atomFeed(`<entry><id>1</id><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><a href="  b/c ">c</a></div></content></entry>`),
+			map[string]string{"content": `"<a href=\"https://example.org/blog/b/c\">c</a>"`}},
+		{"upper-case X in a character reference", rss(`<item><title>&#X41;&#x42;&#67;</title></item>`), map[string]string{"title": `"ABC"`}},
 
 		// Relative URLs inside HTML content.
 		{"relative urls in a description", rss(`<item><description>&lt;a href="/a"&gt;a&lt;/a&gt; &lt;img src='i.png'&gt; &lt;a href="#n"&gt;n&lt;/a&gt; &lt;a href="https://x.example/"&gt;x&lt;/a&gt;</description></item>`),
@@ -134,6 +173,8 @@ func TestMapping(t *testing.T) {
 			map[string]string{"authors": `[{"name":"A","email":"a@example.org","uri":""},{"name":"B","email":"","uri":""}]`}},
 		{"itunes author when no other", rss(`<item><itunes:author>Pod Caster</itunes:author></item>`),
 			map[string]string{"authors": `[{"name":"Pod Caster","email":"","uri":""}]`}},
+		{"atom 0.3 author homepage", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><id>1</id><author><name>N</name><homepage>http://n.example/</homepage></author></entry></feed>`,
+			map[string]string{"authors": `[{"name":"N","email":"","uri":"http://n.example/"}]`}},
 		{"atom author with uri", atomFeed(`<entry><id>1</id><author><name>N</name><email>n@example.org</email><uri>/n</uri></author></entry>`),
 			map[string]string{"authors": `[{"name":"N","email":"n@example.org","uri":"https://example.org/n"}]`}},
 		{"atom entry inherits the feed author", `<feed xmlns="http://www.w3.org/2005/Atom"><author><name>F</name></author><entry><id>1</id></entry></feed>`,
@@ -258,6 +299,20 @@ func TestFeedLevel(t *testing.T) {
 				Image: "https://example.org/f.ico", Publisher: "J", Hubs: []string{"https://hub.example/"}}},
 		{"json feed 1.1", `{"version":"https://jsonfeed.org/version/1.1","language":"en-GB","icon":"https://example.org/i.png","items":[]}`,
 			ndjson.Parse{Format: "json", Version: "1.1", Charset: "utf-8", Language: "en-GB", Image: "https://example.org/i.png"}},
+		{"channel dc:title when no title", `<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><dc:title>DC</dc:title></channel></rss>`,
+			ndjson.Parse{Format: "rss", Version: "2.0", Charset: "utf-8", Title: "DC", Publisher: "DC"}},
+		{"channel title over dc:title", `<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><dc:title>DC</dc:title><title>T</title></channel></rss>`,
+			ndjson.Parse{Format: "rss", Version: "2.0", Charset: "utf-8", Title: "T", Publisher: "T"}},
+		{"atom html and xhtml texts with relative urls", `<feed xmlns="http://www.w3.org/2005/Atom" xml:base="/b/"><title type="html">&lt;a href=" x "&gt;T&lt;/a&gt;</title>` +
+			`<subtitle type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">S <img src="s.png"/></div></subtitle></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Title: `<a href="https://example.org/b/x">T</a>`, Description: `S <img src="https://example.org/b/s.png"/>`,
+				Publisher: `<a href="https://example.org/b/x">T</a>`}},
+		{"atom text title is not html", `<feed xmlns="http://www.w3.org/2005/Atom"><title>&lt;a href="x"&gt;</title></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Title: `<a href="x">`, Publisher: `<a href="x">`}},
+		{"atom 0.3 base64 title and tagline", `<feed version="0.3" xmlns="http://purl.org/atom/ns#"><title mode="base64">VA==</title><tagline mode="base64" type="text/html">PGI+VEw8L2I+</tagline></feed>`,
+			ndjson.Parse{Format: "atom", Version: "0.3", Charset: "utf-8", Title: "T", Description: "<b>TL</b>", Publisher: "T"}},
+		{"atom feed link with the url as its text", `<feed xmlns="http://www.w3.org/2005/Atom"><link>/home</link></feed>`,
+			ndjson.Parse{Format: "atom", Version: "1.0", Charset: "utf-8", Link: "https://example.org/home"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,23 +398,33 @@ func TestTrackingPolicy(t *testing.T) {
 
 func newTracking(params ...string) *urlnorm.Tracking { return urlnorm.NewTracking(params) }
 
+// resolveHTMLTests are HTML fragments and what resolveHTML makes of them
+// against https://example.org/dir/page; they also seed FuzzResolveHTML.
+var resolveHTMLTests = []struct{ in, want string }{
+	{``, ``},
+	{`plain text = not html`, `plain text = not html`},
+	{`<a href="https://a.example/">a</a>`, `<a href="https://a.example/">a</a>`},
+	{`<a href="x">x</a>`, `<a href="https://example.org/dir/x">x</a>`},
+	{`<A HREF=x>x</A>`, `<a href="https://example.org/dir/x">x</A>`},
+	{`<img alt="a=b" src = '../i.png' />`, `<img alt="a=b" src="https://example.org/i.png"/>`},
+	{`<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`, `<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`},
+	{`<video poster="p.jpg" src="//cdn.example/v.mp4"></video>`, `<video poster="https://example.org/dir/p.jpg" src="https://cdn.example/v.mp4"></video>`},
+	{`<blockquote cite="/q">q</blockquote> text href=x`, `<blockquote cite="https://example.org/q">q</blockquote> text href=x`},
+	{`<a href="a b&amp;c">`, `<a href="https://example.org/dir/a%20b&amp;c">`},
+	{`<p title="x" data-href="y">p</p>`, `<p title="x" data-href="y">p</p>`},
+	{`<a href="x">unclosed`, `<a href="https://example.org/dir/x">unclosed`},
+	{`<p class=x>a <IMG SRC="i.png" Alt='it&#39;s &amp; "q"'/> b</p>`, `<p class=x>a <img src="https://example.org/dir/i.png" alt="it&#39;s &amp; &#34;q&#34;"/> b</p>`},
+	{`<a href="x" title="&copy;">`, `<a href="https://example.org/dir/x" title="©">`},
+	{`<script>var a = '<a href="x">'</script><a href="y">`, `<script>var a = '<a href="x">'</script><a href="https://example.org/dir/y">`},
+	{"<a href=\"x\" data\nx=1>\r\n", "<a href=\"https://example.org/dir/x\" data=\"\" x=\"1\">\r\n"},
+	{`a < b <3 <a  href="x"  disabled>`, `a < b <3 <a href="https://example.org/dir/x" disabled="">`},
+	{`<a href="x"></a b><br/ ><!-- <a href="y"> -->`, `<a href="https://example.org/dir/x"></a b><br/ ><!-- <a href="y"> -->`},
+	{`<A HREF="x" href="/y" A a>`, `<a href="https://example.org/dir/x" a="">`}, // the first of the same name
+}
+
 func TestResolveHTML(t *testing.T) {
 	base, _ := url.Parse("https://example.org/dir/page")
-	tests := []struct{ in, want string }{
-		{``, ``},
-		{`plain text = not html`, `plain text = not html`},
-		{`<a href="https://a.example/">a</a>`, `<a href="https://a.example/">a</a>`},
-		{`<a href="x">x</a>`, `<a href="https://example.org/dir/x">x</a>`},
-		{`<A HREF=x>x</A>`, `<a href="https://example.org/dir/x">x</A>`},
-		{`<img alt="a=b" src = '../i.png' />`, `<img alt="a=b" src="https://example.org/i.png"/>`},
-		{`<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`, `<a href="mailto:a@example.org">m</a><a href="#top">t</a><a href="data:,x">d</a>`},
-		{`<video poster="p.jpg" src="//cdn.example/v.mp4"></video>`, `<video poster="https://example.org/dir/p.jpg" src="https://cdn.example/v.mp4"></video>`},
-		{`<blockquote cite="/q">q</blockquote> text href=x`, `<blockquote cite="https://example.org/q">q</blockquote> text href=x`},
-		{`<a href="a b&amp;c">`, `<a href="https://example.org/dir/a%20b&amp;c">`},
-		{`<p title="x" data-href="y">p</p>`, `<p title="x" data-href="y">p</p>`},
-		{`<a href="x">unclosed`, `<a href="https://example.org/dir/x">unclosed`},
-	}
-	for _, tt := range tests {
+	for _, tt := range resolveHTMLTests {
 		if got := resolveHTML(tt.in, base); got != tt.want {
 			t.Errorf("resolveHTML(%q) = %q, want %q", tt.in, got, tt.want)
 		}
@@ -367,4 +432,88 @@ func TestResolveHTML(t *testing.T) {
 	if got := resolveHTML(`<a href="x">`, nil); got != `<a href="x">` {
 		t.Errorf("without a base: %q", got)
 	}
+}
+
+// FuzzResolveHTML holds resolvePlainHTML, where it takes the HTML, to
+// the tokenizer's reading (resolveHTMLTokens).
+func FuzzResolveHTML(f *testing.F) {
+	for _, tt := range resolveHTMLTests {
+		f.Add(tt.in)
+	}
+	base, _ := url.Parse("https://example.org/dir/page")
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, ok := resolvePlainHTML(s, base)
+		if !ok {
+			return
+		}
+		if slow := resolveHTMLTokens(s, base); fast != slow {
+			t.Errorf("%q:\n plain:     %q\n tokenizer: %q", s, fast, slow)
+		}
+	})
+}
+
+// FuzzPlainURL holds plainURL to urlnorm: a URL it takes is normalized
+// as written, and its key is itself without the scheme.
+func FuzzPlainURL(f *testing.F) {
+	for _, s := range []string{"https://example.org/a/b?c=d&e", "http://x.example/", "https://Example.org/", "https://x.example", "https://x.example/?",
+		"https://x.example/a#f", "https://x.example:443/", "https://x.example./a", "https://x.example/a%20b", "https://x.example/a b", "https://a-b.c/~d/e;f=g@h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		// The adapter gives ids.EntryUID an id's key for the id, which
+		// it keys again.
+		if k := urlnorm.Key(s); urlnorm.Key(k) != k || (k == "") != (strings.TrimSpace(s) == "") {
+			t.Errorf("urlnorm.Key(%q) = %q, but its key is %q", s, k, urlnorm.Key(k))
+		}
+		// The adapter's shortcut: without a fragment, Key is the
+		// normalized URL without its scheme.
+		if isHTTP(s) && !strings.Contains(s, "#") {
+			if n, err := urlnorm.Normalize(s); err == nil && urlnorm.Key(s) != n[strings.IndexByte(n, ':')+1:] {
+				t.Errorf("urlnorm.Key(%q) = %q, but Normalize gives %q", s, urlnorm.Key(s), n)
+			}
+		}
+		if !plainURL(s) {
+			return
+		}
+		if n, err := urlnorm.Normalize(s); err != nil || n != s {
+			t.Errorf("plainURL(%q), but urlnorm.Normalize gives %q, %v", s, n, err)
+		}
+		if k := urlnorm.Key(s); k != s[strings.IndexByte(s, ':')+1:] {
+			t.Errorf("plainURL(%q), but urlnorm.Key gives %q", s, k)
+		}
+	})
+}
+
+func TestPlainURL(t *testing.T) {
+	for s, want := range map[string]bool{
+		"https://example.org/a/b?c=d&e": true, "http://x.example/": true, "https://a-b.c/~d/e;f=g@h": true,
+		"https://Example.org/": false, "https://x.example": false, "https://x.example/?": false, "https://x.example/a#f": false,
+		"https://x.example:443/": false, "https://x.example./a": false, "https://x.example/a%20b": false, "ftp://x.example/": false,
+	} {
+		if got := plainURL(s); got != want {
+			t.Errorf("plainURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// FuzzResolveRef holds resolveRef's shortcut for paths from the root to
+// net/url's resolution.
+func FuzzResolveRef(f *testing.F) {
+	for _, s := range []string{"/a/b.jpg", "/a/./b", "/a/../b", "/.", "/..", "/a/.b", "/a/b/", "//x/y", "/a//b", "/a?b", "/a#b", "/%41"} {
+		f.Add(s, "https://example.org/dir/page")
+	}
+	f.Add("/x", "http://a-b.example.com")
+	f.Fuzz(func(t *testing.T, ref, baseURL string) {
+		base, err := url.Parse(baseURL)
+		if err != nil || !plainAbsolutePath(ref) || !plainBase(base) {
+			return
+		}
+		r, err := url.Parse(ref)
+		if err != nil {
+			t.Fatalf("plainAbsolutePath(%q), which net/url cannot parse: %v", ref, err)
+		}
+		if got, want := resolveRef(base, ref), base.ResolveReference(r).String(); got != want {
+			t.Errorf("resolveRef(%q, %q) = %q, want %q", baseURL, ref, got, want)
+		}
+	})
 }

@@ -5,14 +5,11 @@ package parse
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
@@ -101,18 +98,9 @@ func Run(ctx context.Context, cfg Config) error {
 func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	entries := cfg.parseFetch(f)
 	j.failed = f.Parse.Error != ""
-	buf := j.buffer()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false) // as ndjson.Writer writes
-	for i := range entries {
-		if err := enc.Encode(&entries[i]); err != nil {
-			cfg.Log.Error("cannot encode an entry", "fetch_id", f.FetchID, "error", err)
-		}
-	}
-	if err := enc.Encode(f); err != nil {
-		cfg.Log.Error("cannot encode the fetch record", "fetch_id", f.FetchID, "error", err)
-	}
-	j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	j.encode(entries, f, func(what string, err error) {
+		cfg.Log.Error("cannot encode "+what, "fetch_id", f.FetchID, "error", err)
+	})
 }
 
 // parseable reports whether a fetch brought a feed body to parse
@@ -198,123 +186,4 @@ func limit(feed *Feed, itemLimit int) []ndjson.Entry {
 		}
 	}
 	return entries
-}
-
-// FileConfig is feed-parse run over payload files instead of fetch records.
-type FileConfig struct {
-	Out         *ndjson.Writer
-	Log         *slog.Logger
-	Store       *storage.Store // reads .zst payloads; may be nil for plain files
-	Parser      *Parser        // nil means DefaultParser
-	Workers     int            // files parsed at once; 0 means one per CPU
-	FeedID      string
-	BaseURL     string
-	ContentType string           // the Content-Type the files were served with, for its charset
-	Now         func() time.Time // the clock dates are checked against; nil for no check
-	Files       []string
-}
-
-// RunFiles parses each file (a raw payload, plain or .zst as the store
-// keeps it) and writes its entries, in the order of the files. A file that
-// cannot be read or parsed is reported and skipped; the others go on.
-func RunFiles(ctx context.Context, cfg FileConfig) error {
-	c := Config{Log: cfg.Log, Parser: cfg.Parser, Workers: cfg.Workers}
-	c.defaults()
-	failed := 0
-	o := startOrdered(c.Workers, func(j *job) error {
-		if j.failed {
-			failed++
-		}
-		if len(j.out) == 0 {
-			j.release()
-			return nil
-		}
-		err := cfg.Out.WriteRaw(j.out)
-		j.release()
-		return err
-	})
-	var now time.Time
-	if cfg.Now != nil {
-		now = cfg.Now()
-	}
-	var err error
-	for _, name := range cfg.Files {
-		if ctx.Err() != nil {
-			break
-		}
-		j := &job{}
-		j.run = func() {
-			feed, err := parseFile(cfg, c.Parser, name, now)
-			if err != nil {
-				j.failed = true
-				c.Log.Error("cannot parse file", "file", name, "error", err)
-				return
-			}
-			for _, w := range feed.Info.Warnings {
-				c.Log.Debug("recovered", "file", name, "warning", w)
-			}
-			buf := j.buffer()
-			enc := json.NewEncoder(buf)
-			enc.SetEscapeHTML(false)
-			for i := range feed.Entries {
-				if err := enc.Encode(&feed.Entries[i]); err != nil {
-					c.Log.Error("cannot encode an entry", "file", name, "error", err)
-				}
-			}
-			j.out = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		}
-		if err = o.submit(j); err != nil {
-			break
-		}
-	}
-	if werr := o.close(); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return err
-	}
-	if err := cfg.Out.Flush(); err != nil {
-		return fmt.Errorf("write stdout: %w", err)
-	}
-	return pipe.Failures{Records: failed}.Err("file", "files")
-}
-
-func parseFile(cfg FileConfig, p *Parser, name string, now time.Time) (*Feed, error) {
-	var body []byte
-	var err error
-	limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes)
-	if strings.HasSuffix(name, ".zst") && cfg.Store != nil {
-		body, err = cfg.Store.GetRawFile(name, limit)
-	} else {
-		body, err = readFileMax(name, limit)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return p.Parse(body, Source{FeedID: cfg.FeedID, BaseURL: cfg.BaseURL, ContentType: cfg.ContentType, Now: now})
-}
-
-// readFileMax reads a file of at most limit bytes.
-func readFileMax(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var size int64
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = fi.Size()
-	}
-	if size > limit {
-		return nil, fmt.Errorf("parse: %w: %s is over %d bytes", ErrTooLarge, name, limit)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, err
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("parse: %w: %s is over %d bytes", ErrTooLarge, name, limit)
-	}
-	return body, nil
 }

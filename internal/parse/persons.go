@@ -3,6 +3,8 @@ package parse
 import (
 	"strings"
 
+	"github.com/feedpipe/feedpipe/internal/ids"
+
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -10,9 +12,15 @@ import (
 // Doe)", "Jo Doe <jo@example.org>", an address alone, or one name or
 // several ("A, B and C").
 func persons(s string) []ndjson.Author {
-	s = strings.Join(strings.Fields(s), " ")
+	s = ids.CollapseSpace(s) // strings.Join(strings.Fields(s), " "), without a copy when it is so
 	if s == "" {
 		return nil
+	}
+	// The common case: a name of at most four words, with nothing that
+	// marks an address or a list. (Two names joined by a conjunction
+	// need two words each.)
+	if !strings.ContainsAny(s, "@(<,;") && strings.Count(s, " ") < 4 {
+		return []ndjson.Author{{Name: s}}
 	}
 	// email (Name)
 	if open := strings.IndexByte(s, '('); open > 0 && strings.HasSuffix(s, ")") {

@@ -8,11 +8,12 @@ import "net/url"
 // (adapt.go) turns it into a Feed.
 type rawFeed struct {
 	format, version string
-	title           string
+	title           rawText // HTML in Atom, when it says so
+	dcTitle         string  // dc:title, for a feed without a title
 	link            rawLink // the <link> text of RSS, or home_page_url
 	links           []rawLink
 	description     string
-	subtitle        string // Atom subtitle, itunes:summary: stand-ins for a description
+	subtitle        rawText // Atom subtitle, itunes:summary: stand-ins for a description
 	language        string
 	image           rawLink
 	logo            rawLink // Atom logo; icon is image
@@ -75,7 +76,8 @@ type rawItem struct {
 	categories []string
 	enclosures []rawEnclosure
 
-	published, updated []rawDate // candidates, best first
+	published, updated []rawDate  // candidates, best first
+	dates              [2]rawDate // room for the first date of each, spared an allocation
 	base               *url.URL
 }
 

@@ -27,6 +27,11 @@ func TestRecovery(t *testing.T) {
 			[]string{"abc"}, "3 control characters that XML forbids removed"},
 		{"character reference to a control character", []byte(rss("<item><title>a&#x1;b&#0;</title></item>")),
 			[]string{"ab"}, "2 character references to characters that XML forbids removed"},
+		{"upper-case X in a character reference", []byte(rss("<item><title>&#X41;&#X1;b</title></item>")), []string{"Ab"}, "1 character reference written &#X...; read as hexadecimal"},
+		{"base64 content that is not text", []byte(atomFeed(`<entry><id>1</id><title>t</title><content type="image/gif">R0lGODlhAQABAAAAACw=</content></entry>`)),
+			[]string{"t"}, `content with type="image/gif" decodes to 14 bytes that are not text: dropped`},
+		{"content of a base64 type that is not base64", []byte(atomFeed(`<entry><id>1</id><title>t</title><content type="application/x-note">a note</content></entry>`)),
+			[]string{"t"}, `content with type="application/x-note" is not base64: kept as written`},
 		{"U+FFFE", []byte(rss("<item><title>a\uFFFEb</title></item>")), []string{"a\uFFFDb"}, "U+FFFE or U+FFFF replaced"},
 		{"control characters in CDATA", []byte(rss("<item><title><![CDATA[a\x02b]]></title></item>")), []string{"ab"}, "1 control character"},
 		{"bare ampersand", []byte(rss("<item><title>Q & A &amp; more &</title></item>")), []string{"Q & A & more &"}, "2 bare & kept as text"},
@@ -292,4 +297,46 @@ func jsonText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// FuzzRepair holds countRefs, repair's scan for texts that need no
+// fixing, to repairText's reading byte by byte: the same warnings.
+func FuzzRepair(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{"a &amp; &nbsp; &bogus; & &#X41; &#1; <![CDATA[&x;]]> <!-- &y; --> <!x &z;", "\x01", "\uFFFE", "<!-- &a; ", "&#xFFFE;", strings.Repeat("a&b", 9)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		counts, ok := countRefs(text)
+		slow := &warnings{}
+		_, changed := repairText(text, slow)
+		if !ok {
+			return
+		}
+		if changed {
+			t.Errorf("countRefs took %q, which repairText changes", text)
+		}
+		fast := &warnings{}
+		counts.warn(fast)
+		if a, b := strings.Join(fast.strings(), "\n"), strings.Join(slow.strings(), "\n"); a != b {
+			t.Errorf("%q:\ncountRefs:  %s\nrepairText: %s", text, a, b)
+		}
+	})
+}
+
+// TestHasControlChar tries every byte at every place of a word and past
+// the last one.
+func TestHasControlChar(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 19; at++ {
+			b := []byte(strings.Repeat("a\t\n\r ", 4)[:19])
+			b[at] = byte(c)
+			want := c < 0x20 && c != '\t' && c != '\n' && c != '\r'
+			if got := hasControlChar(b); got != want {
+				t.Errorf("byte %#x at %d: %v, want %v", c, at, got, want)
+			}
+		}
+	}
 }

@@ -407,19 +407,20 @@ func TestRunFiles(t *testing.T) {
 		name    string
 		files   []string
 		entries int
+		records []string // the files that get a fetch record, in order
 		failed  bool
 	}{
-		{"plain file", []string{plain}, 20, false},
-		{"zst payload", []string{zst}, 20, false},
-		{"both", []string{plain, zst}, 40, false},
-		{"a bad file among good ones", []string{plain, filepath.Join(dir, "missing.xml"), notAFeed, zst}, 40, true},
+		{"plain file", []string{plain}, 20, []string{plain}, false},
+		{"zst payload", []string{zst}, 20, []string{zst}, false},
+		{"both", []string{plain, zst}, 40, []string{plain, zst}, false},
+		{"a bad file among good ones", []string{plain, filepath.Join(dir, "missing.xml"), notAFeed, zst}, 40, []string{plain, notAFeed, zst}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := RunFiles(context.Background(), FileConfig{
 				Out: ndjson.NewWriter(&stdout), Log: slog.New(slog.NewTextHandler(&stderr, nil)),
-				Store: st, FeedID: feedID, BaseURL: "https://example.org/feed", Files: tt.files,
+				Store: st, FeedID: feedID, BaseURL: "https://example.org/feed", ContentType: "text/xml", Files: tt.files,
 			})
 			if tt.failed != errors.Is(err, pipe.ErrFailed) || (!tt.failed && err != nil) {
 				t.Errorf("RunFiles error = %v, want failed=%v", err, tt.failed)
@@ -431,10 +432,33 @@ func TestRunFiles(t *testing.T) {
 				t.Errorf("the bad files were not reported:\n%s", stderr.String())
 			}
 			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-			if len(lines) != tt.entries {
-				t.Fatalf("%d lines, want %d entries", len(lines), tt.entries)
+			if len(lines) != tt.entries+len(tt.records) {
+				t.Fatalf("%d lines, want %d entries and %d fetch records", len(lines), tt.entries, len(tt.records))
 			}
+			var records []ndjson.Fetch
+			var fetchIDs []string // of the entries of the file whose record comes next
+			entries := 0
 			for _, line := range lines {
+				var h ndjson.Header
+				if err := json.Unmarshal([]byte(line), &h); err != nil {
+					t.Fatal(err)
+				}
+				if h.Type == ndjson.TypeFetch {
+					var f ndjson.Fetch
+					if err := json.Unmarshal([]byte(line), &f); err != nil {
+						t.Fatal(err)
+					}
+					if f.Parse == nil || f.Parse.Entries != entries {
+						t.Errorf("the record of %s follows %d entries, but its parse section is %+v", f.BodyRef.Key, entries, f.Parse)
+					}
+					for _, id := range fetchIDs {
+						if id != f.FetchID {
+							t.Errorf("an entry of %s has raw_ref.fetch_id %q, its record %q", f.BodyRef.Key, id, f.FetchID)
+						}
+					}
+					records, entries, fetchIDs = append(records, f), 0, nil
+					continue
+				}
 				var e ndjson.Entry
 				if err := json.Unmarshal([]byte(line), &e); err != nil {
 					t.Fatal(err)
@@ -442,22 +466,57 @@ func TestRunFiles(t *testing.T) {
 				if e.Type != ndjson.TypeEntry || e.FeedID != feedID || !hex16.MatchString(e.EntryUID) {
 					t.Errorf("bad entry: %s", line)
 				}
+				entries++
+				fetchIDs = append(fetchIDs, e.RawRef.FetchID)
+			}
+			if len(records) != len(tt.records) {
+				t.Fatalf("%d fetch records, want %d", len(records), len(tt.records))
+			}
+			for i, f := range records {
+				name := tt.records[i]
+				fi, err := os.Stat(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Check() != nil || f.BodyRef != nil || f.Due.Reason != "file" || f.ContentLength <= 0 || f.Due.FeedID != feedID || f.URL != "https://example.org/feed" ||
+					f.HTTPStatus != 200 || !f.FetchedAt.Equal(ndjson.At(fi.ModTime()).Time) || f.ContentType != "text/xml" || f.BodySHA256 != "" {
+					t.Errorf("record of %s: %s", name, marshalLine(t, &f))
+				}
+				switch {
+				case name == notAFeed:
+					if f.Error == nil || f.Error.Code != "not_a_feed" || f.Parse.Error == "" {
+						t.Errorf("record of %s: error %+v, parse %+v, want not_a_feed", name, f.Error, f.Parse)
+					}
+				case f.Error != nil || f.Parse.Format == "" || f.Parse.Title == "" || f.Parse.NewestPublished.IsZero():
+					t.Errorf("record of %s: error %+v, parse %+v", name, f.Error, f.Parse)
+				}
 			}
 		})
 	}
 
-	// The .zst payload gives exactly what ParseFeed gives on the body.
+	// The .zst payload gives exactly what ParseFeed gives on the body,
+	// and the record the same parse section as the pipeline writes.
 	var stdout bytes.Buffer
 	if err := RunFiles(context.Background(), FileConfig{Out: ndjson.NewWriter(&stdout), Store: st, FeedID: feedID, Files: []string{zst}}); err != nil {
 		t.Fatal(err)
 	}
-	direct := mustParse(t, techcrunch, Source{FeedID: feedID})
+	got := stdout.String()
+	last := strings.LastIndex(strings.TrimSuffix(got, "\n"), "\n") + 1
+	var rec ndjson.Fetch
+	if err := json.Unmarshal([]byte(got[last:]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	direct := mustParse(t, techcrunch, Source{FeedID: feedID, FetchID: rec.FetchID})
 	var want strings.Builder
 	for i := range direct.Entries {
 		want.WriteString(marshalLine(t, &direct.Entries[i]))
 	}
-	if stdout.String() != want.String() {
+	limit(direct, 0)
+	if got[:last] != want.String() {
 		t.Errorf("RunFiles over the .zst differs from ParseFeed over the body")
+	}
+	if g, w := marshalLine(t, rec.Parse), marshalLine(t, &direct.Info); g != w {
+		t.Errorf("the record's parse section:\n%s\nwant\n%s", g, w)
 	}
 }
 

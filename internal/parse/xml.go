@@ -10,13 +10,14 @@ import (
 	"strings"
 )
 
-// The XML formats are read from encoding/xml's raw tokens, which give
+// The XML formats are read from raw tokens (tokenizer.go, which reads as
+// encoding/xml's RawToken does in its non-strict mode), which give
 // feedpipe what gofeed cannot: the byte span of every item, recovery from
-// the errors real feeds make, and a third of the work. The decoder runs
-// in its non-strict mode (bare "&" and unknown entities stay text, as
-// written) with the HTML entities known; it never reads a DTD, so no
-// entity beyond the predefined five and the HTML ones is ever expanded,
-// and nothing outside the document is ever read.
+// the errors real feeds make, and a fraction of the work. Bare "&" and
+// unknown entities stay text, as written, and the HTML entities are
+// known; no DTD is ever read, so no entity beyond the predefined five and
+// the HTML ones is ever expanded, and nothing outside the document is
+// ever read.
 
 // nsID names the namespaces the parser knows.
 type nsID uint8
@@ -37,6 +38,15 @@ const (
 	nsFeedBurner
 	nsXHTML
 	nsXML
+	nsSVG
+	nsMathML
+)
+
+// The namespaces markup is written in, as the output names them.
+const (
+	xhtmlURI  = "http://www.w3.org/1999/xhtml"
+	svgURI    = "http://www.w3.org/2000/svg"
+	mathMLURI = "http://www.w3.org/1998/Math/MathML"
 )
 
 var nsByURI = map[string]nsID{
@@ -77,6 +87,8 @@ var nsByURI = map[string]nsID{
 	"http://rssnamespace.org/feedburner/ext/1.0/":  nsFeedBurner,
 	"http://purl.org/rss/1.0/modules/content":      nsContent,
 	"http://www.w3.org/1999/02/22-rdf-syntax-ns#/": nsRDF,
+	svgURI:    nsSVG,
+	mathMLURI: nsMathML,
 }
 
 // nsByPrefix guesses the namespace of a prefix the document uses without
@@ -108,6 +120,7 @@ const (
 type binding struct {
 	prefix string
 	id     nsID
+	uri    string // as declared, for markup that must declare it again
 }
 
 type frame struct {
@@ -116,6 +129,7 @@ type frame struct {
 	kind          kind
 	nsMark        int // len(p.ns) before this element's declarations
 	base          *url.URL
+	outNS         string // in captured markup: the default namespace in force inside it, as written
 }
 
 // Errors the parse stops at.
@@ -128,8 +142,8 @@ var (
 type xmlParser struct {
 	text     []byte // the whole text
 	origin   int    // where in text the current decoder began
-	dec      *xml.Decoder
-	held     xml.Token // a token read ahead and put back
+	z        tokenizer
+	held     *token // a token read ahead and put back
 	heldOff  int
 	err      error // the decoder's error, once it has one
 	stack    []frame
@@ -137,14 +151,15 @@ type xmlParser struct {
 	maxDepth int
 	maxItems int
 
-	feed    *rawFeed
-	item    *rawItem
-	person  *rawPerson
-	warn    *warnings
-	docBase *url.URL // the document's URL
-	scr     []byte   // scratch for text
-	rootAt  int      // where the root element begins; -1 before it
-	coreNS  nsID     // the namespace of the root, read as the format's
+	feed      *rawFeed
+	item      *rawItem
+	itemBlock []rawItem // items allocated and not yet used (newItem)
+	person    *rawPerson
+	warn      *warnings
+	docBase   *url.URL // the document's URL
+	scr       []byte   // scratch for text
+	rootAt    int      // where the root element begins; -1 before it
+	coreNS    nsID     // the namespace of the root, read as the format's
 
 	// The name and depth of the last item, to find the next after an
 	// error.
@@ -152,18 +167,16 @@ type xmlParser struct {
 	itemDepth             int
 }
 
-// newDecoder starts a decoder at text[at:].
+// newDecoder starts reading tokens at text[at:].
 func (p *xmlParser) newDecoder(at int) {
-	d := xml.NewDecoder(bytes.NewReader(p.text[at:]))
-	d.Strict = false
-	d.Entity = xml.HTMLEntity
-	// The text is UTF-8 already, whatever a declaration says.
-	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	p.dec, p.origin, p.held, p.err = d, at, nil, nil
+	p.z.reset(p.text, at)
+	p.z.validUTF8 = true // charsets.Body and repair see to it
+	p.origin, p.held, p.err = at, nil, nil
 }
 
 // next returns the next token and the offset in text where it begins.
-func (p *xmlParser) next() (xml.Token, int, error) {
+// The token is valid until the next call (see tokenizer).
+func (p *xmlParser) next() (*token, int, error) {
 	if p.held != nil {
 		t, off := p.held, p.heldOff
 		p.held = nil
@@ -172,8 +185,8 @@ func (p *xmlParser) next() (xml.Token, int, error) {
 	if p.err != nil {
 		return nil, 0, p.err
 	}
-	off := p.origin + int(p.dec.InputOffset())
-	t, err := p.dec.RawToken()
+	off := p.z.pos
+	t, err := p.z.next()
 	if err != nil {
 		p.err = err
 		return nil, off, err
@@ -181,28 +194,31 @@ func (p *xmlParser) next() (xml.Token, int, error) {
 	return t, off, nil
 }
 
-func (p *xmlParser) hold(t xml.Token, off int) { p.held, p.heldOff = t, off }
+// hold puts back the token just read, for the next call of next.
+func (p *xmlParser) hold(t *token, off int) { p.held, p.heldOff = t, off }
 
-// offset is where the decoder is now, in text.
-func (p *xmlParser) offset() int { return p.origin + int(p.dec.InputOffset()) }
+// offset is where the tokenizer is now, in text.
+func (p *xmlParser) offset() int { return p.z.pos }
 
 // push opens an element: its namespace declarations, xml:base and depth.
-func (p *xmlParser) push(t xml.StartElement) (*frame, error) {
+func (p *xmlParser) push(t *token) (*frame, error) {
 	if len(p.stack) >= p.maxDepth {
 		return nil, errTooDeep
 	}
-	fr := frame{prefix: t.Name.Space, local: t.Name.Local, nsMark: len(p.ns), base: p.docBase}
+	fr := frame{prefix: t.name.space, local: t.name.local, nsMark: len(p.ns), base: p.docBase}
 	if n := len(p.stack); n > 0 {
 		fr.base = p.stack[n-1].base
 	}
-	for _, a := range t.Attr {
+	for _, a := range t.attrs {
 		switch {
-		case a.Name.Space == "xmlns":
-			p.ns = append(p.ns, binding{a.Name.Local, nsOf(a.Value)})
-		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			p.ns = append(p.ns, binding{"", nsOf(a.Value)})
-		case a.Name.Space == "xml" && a.Name.Local == "base":
-			fr.base = resolveBase(fr.base, a.Value)
+		case a.name.space == "xmlns":
+			uri := string(a.value)
+			p.ns = append(p.ns, binding{a.name.local, nsOf(uri), uri})
+		case a.name.space == "" && a.name.local == "xmlns":
+			uri := string(a.value)
+			p.ns = append(p.ns, binding{"", nsOf(uri), uri})
+		case a.name.space == "xml" && a.name.local == "base":
+			fr.base = resolveBase(fr.base, string(a.value))
 		}
 	}
 	fr.id = p.lookup(fr.prefix)
@@ -227,6 +243,17 @@ func nsOf(uri string) nsID {
 		return id
 	}
 	return nsOther
+}
+
+// declared returns the index in p.ns of the declaration in force for a
+// prefix, or -1.
+func (p *xmlParser) declared(prefix string) int {
+	for i := len(p.ns) - 1; i >= 0; i-- {
+		if p.ns[i].prefix == prefix {
+			return i
+		}
+	}
+	return -1
 }
 
 // lookup resolves a prefix to a namespace.
@@ -259,9 +286,9 @@ func (p *xmlParser) pop(end int) {
 // match returns the index of the open element an end tag closes, or -1:
 // like encoding/xml's non-strict mode, an end tag closes the elements left
 // open inside its own, and one that closes nothing is ignored.
-func (p *xmlParser) match(t xml.EndElement, floor int) int {
+func (p *xmlParser) match(name qname, floor int) int {
 	for i := len(p.stack) - 1; i >= floor; i-- {
-		if p.stack[i].local == t.Name.Local && p.stack[i].prefix == t.Name.Space {
+		if p.stack[i].local == name.local && p.stack[i].prefix == name.space {
 			return i
 		}
 	}
@@ -290,13 +317,13 @@ func (p *xmlParser) parse(at int) error {
 			}
 			return p.stopAt(err)
 		}
-		switch t := t.(type) {
-		case xml.StartElement:
+		switch t.kind {
+		case tokStart:
 			if err := p.start(t, off); err != nil {
 				return err
 			}
-		case xml.EndElement:
-			if i := p.match(t, 0); i >= 0 {
+		case tokEnd:
+			if i := p.match(t.name, 0); i >= 0 {
 				end := p.offset()
 				for len(p.stack) > i+1 {
 					p.pop(off) // closed by an ancestor's end tag

@@ -92,6 +92,11 @@ func SplitUserinfo(raw string) (string, *url.Userinfo) {
 // some feeds tell items apart only by it ("page#item-2"). Strings that are
 // not http(s) URLs (tag: URIs, bare ids) are returned trimmed.
 func Key(raw string) string {
+	// What does not begin with http:// or https:// cannot parse as one:
+	// spare the parse and its error (ids that are tags, keys already).
+	if t := strings.TrimSpace(raw); len(t) < 7 || !strings.EqualFold(t[:7], "http://") && (len(t) < 8 || !strings.EqualFold(t[:8], "https://")) {
+		return t
+	}
 	u, err := parse(raw)
 	if err != nil {
 		return strings.TrimSpace(raw)

@@ -32,7 +32,8 @@
 //	feed-sub:   subscription (the store's subscriptions.ndjson, feed-sub ls --json)
 //	feed-due:   due
 //	feed-fetch: fetch (also appended to the store's fetches/YYYY-MM-DD.ndjson)
-//	feed-parse: entry, then the fetch record of the same feed with "parse"
+//	feed-parse: entry, then the fetch record of the same feed with "parse";
+//	            feed-parse FILE... writes one for each file (see fetch)
 //	feed-scrape: entry for the articles of a website, then its fetch
 //	            record with "scrape"; entries of full-text feeds completed
 //	feed-dedup: entry with "status", fetch with "dedup"
@@ -122,7 +123,8 @@
 //	reason        string  new (never fetched), scheduled (its time has
 //	                      come, also the probe of a feed disabled for
 //	                      errors), manual (feed-sub refetch) or forced
-//	                      (--all, --feed)
+//	                      (--all, --feed); file in the fetch record of
+//	                      a file feed-parse read (see fetch)
 //	validators    object  {etag, last_modified}: the cache validators of
 //	                      the last response that carried them, sent as
 //	                      If-None-Match and If-Modified-Since; "" if none
@@ -139,7 +141,16 @@
 //
 // # fetch (feed-fetch, completed by feed-parse and feed-dedup)
 //
-// The outcome of one fetch.
+// The outcome of one fetch. feed-parse FILE... writes one for each payload
+// file it reads, after the file's entries, as if the file had been
+// fetched (its origin is a file: due.reason "file"): fetched_at the
+// file's modification time, fetch_id a UUIDv7 of that time whose other
+// bits are a hash of the body (the same file, the same id), due {feed_id,
+// url, reason} and url, requested_url from --base-url and --feed-id,
+// http_status 200, content_type (--content-type), content_length and
+// parse; the other members are empty, body_ref null (the body is in no
+// store) and body_sha256 "" among them. feed-dedup and feed-store take it
+// as a fetch whose body was parsed; feed-parse passes it through.
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
@@ -165,7 +176,8 @@
 //	body_ref         object  {storage: "localfs", key:
 //	                         "raw/YYYY-MM-DD/<sha256>.zst"} where the body is
 //	                         stored; null when there was no body (304, no
-//	                         response)
+//	                         response) or it is in no store (a file
+//	                         feed-parse read)
 //	body_sha256      string  hex SHA-256 of the body as stored (decoded,
 //	                         exactly as the publisher meant it)
 //	content_type     string  the Content-Type header
