@@ -90,12 +90,18 @@ type listing struct {
 	LastError           *ndjson.Error `json:"last_error"`
 	LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
 	NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+	// What the feed is, as its last body read said (catalog.FeedState).
+	Format        string `json:"format"`
+	FormatVersion string `json:"format_version"`
+	ContentType   string `json:"content_type"`
+	Publisher     string `json:"publisher"`
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
 	status := stats.StatusOf(s, fs, now)
 	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
-		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
+		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt,
+		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {

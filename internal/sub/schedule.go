@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 func nudge(cfg Config, s ndjson.Subscription, fs *catalog.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
 	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
 	fs.SetSched(st, d)
-	sched.LogDecision(cfg.Log, s.FeedID, "", d)
+	sched.LogDecision(cfg.Log, slog.LevelInfo, s.FeedID, "", d)
 	return d
 }
 

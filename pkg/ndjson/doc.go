@@ -108,6 +108,13 @@
 //	                      when later); null when it is not fetched by
 //	                      itself: disabled by hand, or disabled for errors
 //	                      and not probed
+//	format        string  what its last body read was: rss, atom, json,
+//	                      or html (a website); "" before one was read
+//	format_version string the version the document states (as in the
+//	                      fetch's parse.version)
+//	content_type  string  the Content-Type that body was served with
+//	publisher     string  who publishes it, as parse.publisher says
+//	                      (seed 003 §2.3.1); "" when unknown
 //
 // # due (feed-due)
 //
@@ -369,10 +376,16 @@
 //
 // One event per entry version durably stored, new_entry the first time an
 // entry_uid is stored and updated_entry when its content changed. The
-// events are what the pipeline's stdout carries to its consumers.
+// events are what the pipeline's stdout carries to its consumers, with
+// what a consumer needs to file and show an entry without a lookup (seed
+// 004 §3.4: its category and abstract).
 //
-//	entry_uid, feed_id, title, canonical_link, published, content_hash
-//	                   as in the entry
+//	entry_uid, feed_id, title, summary, canonical_link, published,
+//	content_hash       as in the entry
+//	feed_name  string   the feed's name: the subscription's, else the
+//	                    feed's own title; "" when it has neither yet
+//	labels     [string] the subscription's labels; [] when it has none
+//	                    (or the subscription is gone)
 //	raw_refs   [object] the entry's raw_ref
 //	ingested_at time    when it was stored
 //	stored_in  string   the entries file holding the full entry, such as
