@@ -295,7 +295,7 @@ func TestListJSONCarriesState(t *testing.T) {
 		sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
 	fs := catalog.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
 		LastError: &ndjson.Error{Class: "transient", Code: "http_500"},
-		Format: "atom", FormatVersion: "1.0", ContentType: "application/atom+xml", Publisher: "Example Inc."}
+		Format:    "atom", FormatVersion: "1.0", ContentType: "application/atom+xml", Publisher: "Example Inc."}
 	fs.SetSched(st, d)
 	e.putStates(t, fs)
 	if err := SetDisabled(e.cfg, []string{byHand.FeedID}, true); err != nil {
