@@ -16,7 +16,7 @@ import (
 // maintenance are feed-store's subcommands: work on the store itself, run
 // by hand or from cron, not in the pipeline.
 func maintenance() []*cli.Command {
-	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand()}
+	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand(), heartbeatCommand()}
 }
 
 func pruneCommand() *cli.Command {
