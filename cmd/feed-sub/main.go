@@ -38,8 +38,9 @@ of it (as ls shows), or its URL.`,
 				Name:      "add",
 				Usage:     "subscribe to a feed or a website; prints its feed id",
 				ArgsUsage: "URL",
-				Description: `URL is a feed; with --discover, a page whose feed is found as feed-sub
-discover finds it; with --type website, a page to scrape (feed-scrape): in
+				Description: `URL is a feed; with --check, it is fetched first and subscribed to only
+if it is one (a web page's feeds are listed instead); with --discover, a
+page whose feed is found as feed-sub discover finds it; with --type website, a page to scrape (feed-scrape): in
 direct mode (the default) the page is the article, in list mode it links to
 the articles. The scraper configuration comes from --scrape-config FILE
 (JSON, see pkg/ndjson "scrape configuration" and README), the selector
@@ -48,6 +49,7 @@ flags, or both.`,
 					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
 					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
+					&cli.BoolFlag{Name: "check", Usage: "fetch URL first: subscribe only if it is a feed; for a web page, list the feeds it links to"},
 				), fetchFlags()[:2]...),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
@@ -58,7 +60,16 @@ flags, or both.`,
 						return err
 					}
 					url := c.Args().First()
-					if c.Bool("discover") {
+					switch {
+					case c.Bool("check") && c.Bool("discover"):
+						return cmdkit.Usagef("--check and --discover: choose one (--discover fetches the page anyway)")
+					case c.Bool("check") && strings.EqualFold(c.String("type"), "website"):
+						return cmdkit.Usagef("--check checks a feed: a website is a page, read as it is")
+					case c.Bool("check"):
+						if url, err = checked(c, url); err != nil {
+							return err
+						}
+					case c.Bool("discover"):
 						if url, err = discovered(c, url); err != nil {
 							return err
 						}

@@ -4,6 +4,7 @@ package parse
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +146,11 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 	fail := func(code string, err error) []ndjson.Entry {
 		f.Parse = &ndjson.Parse{SkipHours: []int{}, SkipDays: []string{}, Hubs: []string{}, Warnings: []string{}, Error: err.Error()}
 		if f.Error == nil {
-			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: err.Error()}
+			msg := err.Error()
+			if code == "not_a_feed" { // most often a web page, subscribed to by mistake
+				msg += "; if it is a web page, feed-sub discover " + cmp.Or(f.Due.URL, f.URL) + " lists the feeds it links to"
+			}
+			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: msg}
 		}
 		log.Warn("cannot parse payload", "url", f.URL, "error", err)
 		return nil

@@ -67,8 +67,17 @@ func List(cfg Config, o ListOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, s := range subs {
+		if e := states[s.FeedID].LastError; e != nil && e.Code == notAFeed {
+			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is not a feed (a web page?): feed-sub discover %s lists the feeds it links to\n", s.URL, s.URL)
+		}
+	}
 	return nil
 }
+
+// notAFeed is feed-parse's error code for a body that is not a feed.
+const notAFeed = "not_a_feed"
+
 
 // listing is a subscription as ls --json writes it: the record, and what
 // the table shows of the feed's state (STATUS, LAST FETCH, NEXT), so that
