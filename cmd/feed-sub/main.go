@@ -31,7 +31,10 @@ func main() {
 		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
 record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
 A subscription is named on the command line by its feed id, a unique prefix
-of it (as ls shows), or its URL.`,
+of it (as ls shows), or its URL. rm, enable, disable, refetch, set, pause and
+resume also pick feeds by --all, --label L (set: --with-label L) and --state
+S (enabled, failing, paused or disabled, as ls's STATUS begins), which
+narrow each other, and say how many feeds they changed.`,
 		Flags: cmdkit.CommonFlags(),
 		Commands: []*cli.Command{
 			{
@@ -87,9 +90,10 @@ flags, or both.`,
 			{
 				Name:      "rm",
 				Usage:     "remove subscriptions (their stored entries stay)",
-				ArgsUsage: "FEED...",
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				ArgsUsage: pickArgs,
+				Flags:     pickFlags("label"),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
+					return sub.Remove(cfg, refs)
 				}),
 			},
 			{
@@ -109,25 +113,26 @@ flags, or both.`,
 			{
 				Name:      "enable",
 				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now); one enabled and healthy is left as it is",
-				ArgsUsage: "FEED...",
-				UsageText: "feed-sub enable https://example.org/feed.xml",
+				ArgsUsage: pickArgs,
+				UsageText: "feed-sub enable https://example.org/feed.xml\n   feed-sub enable --state disabled",
 				Description: `It takes feed-store's scheduler flags too (see feed-store --help), so that
 its decision is made with the same parameters.`,
-				Flags: cmdkit.HiddenSchedFlags(),
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				Flags: append(pickFlags("label"), cmdkit.HiddenSchedFlags()...),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 					p, err := cmdkit.SchedParams(c)
 					if err != nil {
 						return err
 					}
-					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice(), p), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+					return sub.Enable(cfg, refs, p)
 				}),
 			},
 			{
 				Name:      "disable",
 				Usage:     "stop fetching these subscriptions",
-				ArgsUsage: "FEED...",
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				ArgsUsage: pickArgs,
+				Flags:     pickFlags("label"),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
+					return sub.SetDisabled(cfg, refs, true)
 				}),
 			},
 			sc[0], sc[1], sc[2], sc[3], // refetch, set, pause, resume
@@ -195,6 +200,33 @@ func settingFlags(set bool) []cli.Flag {
 		&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable; set replaces them all, "" for none)`},
 		&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
 	}, scrapeFlags()...)
+}
+
+// pickArgs is the arguments of the commands that work on feeds.
+const pickArgs = "FEED... | --all | --label L | --state S"
+
+// pickFlags pick feeds by label and state instead of naming them; label is
+// the label flag's name (set's --label is a setting: there it is
+// --with-label).
+func pickFlags(label string) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "all", Usage: "every subscription (--" + label + " and --state narrow it)"},
+		&cli.StringFlag{Name: label, Usage: "the subscriptions with this `LABEL`"},
+		&cli.StringFlag{Name: "state", Usage: "the subscriptions in this `STATE`, as ls's STATUS begins: enabled, failing, paused or disabled"},
+	}
+}
+
+// withPicked runs action, in a store opened to write, on the references
+// of the feeds the command names or picks (pickFlags, by the label flag
+// label); a reference or a pick that finds no feed is a usage error.
+func withPicked(label string, action func(c *cli.Context, cfg sub.Config, refs []string) error) cli.ActionFunc {
+	return withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+		refs, err := sub.Resolve(cfg, sub.Selection{Refs: c.Args().Slice(), All: c.Bool("all"), Label: c.String(label), State: c.String("state")})
+		if err == nil {
+			err = action(c, cfg, refs)
+		}
+		return cmdkit.UsageIf(err, catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+	})
 }
 
 // withConfig opens the store and builds the feed-sub Config for a command.
