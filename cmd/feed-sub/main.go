@@ -140,10 +140,14 @@ its decision is made with the same parameters.`,
 				Name:  "import",
 				Usage: "subscribe to every feed of an OPML file, a JSON feed list or a list of URLs",
 				Description: `Reads OPML 1.0-2.0 (nested folders and category attributes become labels;
-files that are not well-formed XML are read as far as possible), a JSON
-array such as [{"url": "...", "label": "...", "cron": "..."}], or one URL per
-line ('#' comments; words after a URL are labels). FILE - reads stdin.
-Feeds already subscribed, or repeated in the file, are skipped and counted.`,
+feedpipe's own attributes, which feed-sub export writes, give the source
+type, full text and scraper configuration; files that are not well-formed
+XML are read as far as possible), subscription records (feed-sub export
+--format ndjson, feed-sub ls --json, a store's subscriptions.ndjson: every
+setting is restored, but a secret a listing redacted), a JSON array such
+as [{"url": "...", "label": "...", "cron": "..."}], or one URL per line
+('#' comments; words after a URL are labels). FILE - reads stdin. Feeds
+already subscribed, or repeated in the file, are skipped and counted.`,
 				ArgsUsage: "FILE",
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "label", Usage: "add this label to every imported feed (repeatable)"},
@@ -171,12 +175,33 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 			},
 			{
 				Name:  "export",
-				Usage: "write all subscriptions as OPML 2.0",
+				Usage: "write all subscriptions as OPML 2.0, or with every setting as NDJSON (a backup)",
+				UsageText: `feed-sub export > subscriptions.opml
+   feed-sub export --format ndjson --with-secrets > backup.ndjson && feed-sub import backup.ndjson`,
+				Description: `OPML holds each feed's URL, name and labels (folders and categories), and,
+in attributes of feedpipe's namespace that other readers ignore, its source
+type, full text flag and scraper configuration. --format ndjson writes a
+subscription record per feed with every setting (schedule, pause, disabled,
+User-Agent, ...): feed-sub import restores it whole. Headers and basic auth
+go only with --with-secrets: the file then holds passwords.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "format", Usage: "opml, or ndjson: every setting", Value: "opml"},
+					&cli.BoolFlag{Name: "with-secrets", Usage: "ndjson: include each feed's extra headers and basic auth"},
+				},
 				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() > 0 {
-						return cmdkit.Usagef("export takes no arguments: it writes OPML to stdout")
+						return cmdkit.Usagef("export takes no arguments: it writes to stdout")
 					}
-					return sub.Export(cfg)
+					switch c.String("format") {
+					case "opml":
+						if c.Bool("with-secrets") {
+							return cmdkit.Usagef("--with-secrets goes with --format ndjson: OPML has no place for secrets")
+						}
+						return sub.Export(cfg)
+					case "ndjson":
+						return sub.ExportNDJSON(cfg, c.Bool("with-secrets"))
+					}
+					return cmdkit.Usagef("--format %q: want opml or ndjson", c.String("format"))
 				}),
 			},
 		},

@@ -143,9 +143,11 @@ func cell(s string, n int) string {
 }
 
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
-// the feeds' own titles), labels as folders and categories, so that Import
-// reads them back. Intervals, cron and disabled flags are not part of OPML;
-// subscriptions.ndjson keeps them.
+// the feeds' own titles), labels as folders and categories, and in
+// attributes of feedpipe's namespace, which other readers ignore, a source
+// type other than auto, full text and the scraper configuration; Import
+// reads them all back. Intervals, cron, pauses and the disabled flag are
+// not part of it: ExportNDJSON writes every setting.
 func Export(cfg Config) error {
 	cfg.defaults()
 	cat, done, err := cfg.catalog()
@@ -160,9 +162,48 @@ func Export(cfg Config) error {
 	outlines := make([]opml.Outline, 0, len(subs))
 	for _, s := range subs {
 		title := cmp.Or(s.Name, states[s.FeedID].Title)
-		outlines = append(outlines, opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss"})
+		o := opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss", Fulltext: s.Fulltext, Scrape: string(s.Scrape)}
+		if s.SourceType != ndjson.SourceAuto {
+			o.SourceType = s.SourceType
+		}
+		outlines = append(outlines, o)
 	}
 	return opml.Write(cfg.Out, "feedpipe subscriptions", outlines)
+}
+
+// ExportNDJSON writes every subscription as a subscription record, with
+// every setting, for a backup that Import restores whole. Extra headers and
+// basic auth only withSecrets: without, they are left out (and said to be),
+// so that the file can be passed around.
+func ExportNDJSON(cfg Config, withSecrets bool) error {
+	cfg.defaults()
+	cat, done, err := cfg.catalog()
+	if err != nil {
+		return err
+	}
+	defer done()
+	subs, _, err := feeds(cat, "")
+	if err != nil {
+		return err
+	}
+	out := ndjson.NewWriter(cfg.Out)
+	secrets := 0
+	for _, s := range subs {
+		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0) {
+			s.Auth, s.Headers = nil, nil
+			secrets++
+		}
+		if err := out.Write(&s); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if secrets > 0 {
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", count(secrets, "feed", "feeds"))
+	}
+	return nil
 }
 
 // feeds returns the subscriptions with label (all for ""), in the list's
