@@ -78,7 +78,6 @@ func List(cfg Config, o ListOptions) error {
 // notAFeed is feed-parse's error code for a body that is not a feed.
 const notAFeed = "not_a_feed"
 
-
 // listing is a subscription as ls --json writes it: the record, and what
 // the table shows of the feed's state (STATUS, LAST FETCH, NEXT), so that
 // a feed the scheduler disabled reads as disabled, and why, in both.
