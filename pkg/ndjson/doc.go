@@ -280,6 +280,12 @@
 //	                              neither the source nor the run; a
 //	                              full-text entry whose page is rejected
 //	                              goes on as its feed gave it
+//	    rejected_before   int     list mode: articles rejected by an
+//	                              earlier run for what the page held (or
+//	                              robots.txt), with the same scraper
+//	                              configuration, within 7 days: not
+//	                              fetched again, and they keep no
+//	                              pagination going
 //	    error             string  why the source could not be scraped at
 //	                              all (an invalid scrape configuration, an
 //	                              unreadable payload), also set as the

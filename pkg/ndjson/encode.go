@@ -298,6 +298,7 @@ func appendScrape(b []byte, x *Scrape) []byte {
 	b = appendInt(b, `,"new":`, x.New)
 	b = appendInt(b, `,"rejected":`, x.Rejected)
 	b = appendList(b, `,"rejections":`, x.Rejections, appendRejection)
+	b = appendInt(b, `,"rejected_before":`, x.RejectedBefore)
 	b = appendStr(b, `,"error":`, x.Error)
 	return append(b, '}')
 }

@@ -447,7 +447,10 @@ type Scrape struct {
 	New           int         `json:"new"`
 	Rejected      int         `json:"rejected"`
 	Rejections    []Rejection `json:"rejections"`
-	Error         string      `json:"error"`
+	// RejectedBefore counts the articles an earlier run rejected, not
+	// fetched again.
+	RejectedBefore int    `json:"rejected_before"`
+	Error          string `json:"error"`
 }
 
 // Scrape modes (Scrape.Mode): a website's discovery mode, or fulltext.
