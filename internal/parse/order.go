@@ -10,8 +10,9 @@ import (
 type job struct {
 	run    func()
 	out    []byte // the lines to write, without the last newline
-	failed bool
-	done   chan struct{}
+	failed  bool
+	entries int // entry records in out
+	done    chan struct{}
 	seq    int64 // its place in the order
 	held   int64 // bytes of out counted against the budget
 	buf    *bytes.Buffer

@@ -58,11 +58,12 @@ func (cfg *Config) defaults() {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	var fails pipe.Failures
-	failed := 0
+	failed, parsed, entries := 0, 0, 0
 	o := startOrdered(cfg.Workers, func(j *job) error {
 		if j.failed {
 			failed++
 		}
+		entries += j.entries
 		err := cfg.Out.WriteRaw(j.out)
 		j.release()
 		return err
@@ -82,6 +83,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return o.submit(j)
 		}
 		j.run = func() { cfg.parseJob(j, &f) }
+		parsed++
 		return o.submit(j)
 	})
 	if werr := o.close(); werr != nil && err == nil {
@@ -94,6 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write stdout: %w", err)
 	}
 	fails.Records += failed
+	cfg.Log.Info("parse done", "payloads", parsed, "failed", failed, "entries", entries)
 	return fails.Err("payload", "payloads")
 }
 
@@ -101,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 // record.
 func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	entries := cfg.parseFetch(f)
-	j.failed = f.Parse.Error != ""
+	j.failed, j.entries = f.Parse.Error != "", len(entries)
 	buf := j.buffer()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false) // as ndjson.Writer writes
@@ -152,7 +155,11 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 			}
 			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: msg}
 		}
-		log.Warn("cannot parse payload", "url", f.URL, "error", err)
+		level := slog.LevelWarn
+		if code == "not_a_feed" { // a permanent error: the feed is disabled for it
+			level = slog.LevelError
+		}
+		log.Log(context.Background(), level, "cannot parse payload", "url", f.URL, "code", code, "error", err)
 		return nil
 	}
 	start := time.Now()

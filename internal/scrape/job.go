@@ -157,7 +157,7 @@ func (s *stage) runJob(ctx context.Context, f *ndjson.Fetch, kind jobKind, group
 	s.stats.known.Add(int64(j.sc.Known))
 	s.stats.fresh.Add(int64(j.sc.New))
 	s.stats.rejected.Add(int64(j.sc.Rejected))
-	j.log.Info("scraped", "url", f.URL, "mode", j.sc.Mode, "pages_fetched", j.sc.PagesFetched, "articles_found", j.sc.ArticlesFound,
+	j.log.Debug("scraped", "url", f.URL, "mode", j.sc.Mode, "pages_fetched", j.sc.PagesFetched, "articles_found", j.sc.ArticlesFound,
 		"known", j.sc.Known, "new", j.sc.New, "rejected", j.sc.Rejected)
 	return append(out, output{rec: f}), nil
 }
@@ -178,7 +178,7 @@ func (j *job) reject(rawURL, reason, message string) {
 	if len(j.sc.Rejections) < MaxRejections {
 		j.sc.Rejections = append(j.sc.Rejections, ndjson.Rejection{URL: rawURL, Reason: reason, Message: message})
 	}
-	j.log.Info("article rejected", "url", rawURL, "reason", reason, "message", message)
+	j.log.Debug("article rejected", "url", rawURL, "reason", reason, "message", message)
 }
 
 // config returns the source's scrape configuration; nil if it has none.

@@ -4,6 +4,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -657,10 +658,14 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ catalog.FeedState, recs []any,
 	st.Counts.Add(f)
 	st.Counts.NewEntries += c.newByFeed[feedID]
 	st.Counts.Updated += c.updatedByFeed[feedID]
-	delete(c.updatedByFeed, feedID)
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
+	if n := c.newByFeed[feedID]; n > 0 { // seed 001 §10.1: a fetch with its count of new items
+		c.cfg.Log.Info(fmt.Sprintf("%d new %s", n, map[bool]string{true: "item", false: "items"}[n == 1]),
+			"feed_id", feedID, "fetch_id", f.FetchID, "feed", cmp.Or(f.Due.Name, st.Title, f.Due.URL), "updated", c.updatedByFeed[feedID])
+	}
+	delete(c.updatedByFeed, feedID)
 	describe(&st, f)
 	st.NewEntriesLastFetch = c.newByFeed[feedID]
 	delete(c.newByFeed, feedID)
