@@ -38,7 +38,10 @@
 //	feed-dedup: entry with "status", fetch with "dedup"
 //	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
 //	            the stored entry goes to entries/YYYY-MM-DD.ndjson;
-//	            decision for each fetch; feed_disabled, feed_reenabled
+//	            feed_disabled, feed_reenabled; these events are all its
+//	            stdout carries. A decision for each fetch goes to
+//	            decisions/YYYY-MM-DD.ndjson (stdout too with --decisions),
+//	            an alias to aliases/YYYY-MM-DD.ndjson
 //
 // Within one feed the entry records come before the fetch record that
 // closes the group.
@@ -401,8 +404,8 @@
 //
 // An entry not stored because its canonical link had been stored first
 // from another feed (feed-dedup --cross-feed; seed 001 §6): the duplicate
-// is recorded, never dropped silently. feed-store writes it to stdout and
-// to the store's aliases/YYYY-MM-DD.ndjson, once per feed_id and
+// is recorded, never dropped silently. feed-store writes it to the store's
+// aliases/YYYY-MM-DD.ndjson (not to stdout), once per feed_id and
 // entry_uid; later versions of the entry are not recorded again.
 //
 //	feed_id, entry_uid, canonical_link, title, published, content_hash,
@@ -416,8 +419,9 @@
 // # decision (feed-store)
 //
 // The scheduler's decision for one feed, written after each fetch record
-// feed-store stores (docs/scheduler.md §7), and logged with the same
-// fields. It is data for people and tools (feed-due --explain prints the
+// feed-store stores (docs/scheduler.md §7) to the store's
+// decisions/YYYY-MM-DD.ndjson, and to stdout with feed-store --decisions;
+// logged with the same fields, at debug. It is data for people and tools (feed-due --explain prints the
 // stored one in words); nothing in the pipeline reads it.
 //
 //	feed_id          string  the feed
