@@ -8,14 +8,13 @@ import (
 // job is one unit of ordered work: run on a worker (if run is set), then
 // its output written in the order jobs were submitted.
 type job struct {
-	run     func()
-	out     []byte // the lines to write, without the last newline
-	failed  bool
-	entries int // entry records in out
-	done    chan struct{}
-	seq     int64 // its place in the order
-	held    int64 // bytes of out counted against the budget
-	buf     *bytes.Buffer
+	run    func()
+	out    []byte // the lines to write, without the last newline
+	failed bool
+	done   chan struct{}
+	seq    int64 // its place in the order
+	held   int64 // bytes of out counted against the budget
+	buf    *bytes.Buffer
 }
 
 // outBufs are the buffers workers encode their output into, used again

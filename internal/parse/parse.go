@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if j.failed {
 			failed++
 		}
-		entries += j.entries
+		entries += bytes.Count(j.out, []byte("\n")) // a feed's entries, before its fetch record
 		err := cfg.Out.WriteRaw(j.out)
 		j.release()
 		return err
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 // record.
 func (cfg *Config) parseJob(j *job, f *ndjson.Fetch) {
 	entries := cfg.parseFetch(f)
-	j.failed, j.entries = f.Parse.Error != "", len(entries)
+	j.failed = f.Parse.Error != ""
 	buf := j.buffer()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false) // as ndjson.Writer writes
