@@ -455,8 +455,9 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		aliasesEnd = catalog.Checkpoint{File: key, Offset: off + int64(len(lines))}
 	}
 	if len(w.decisions) > 0 {
-		// A tap for people and tools; nothing is rebuilt from it, so
-		// it needs no checkpoint.
+		// A tap for people and tools; nothing is rebuilt from it, so it
+		// needs no checkpoint, nor a sync of its own (the state keeps
+		// each feed's last decision): a crash may cost its last lines.
 		lines, err := encodeAll(w.decisions)
 		if err != nil {
 			return err
@@ -465,7 +466,7 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 			return err
 		}
 	}
-	if eventsEnd.File != "" || aliasesEnd.File != "" || len(w.decisions) > 0 {
+	if eventsEnd.File != "" || aliasesEnd.File != "" {
 		if err := st.Sync(); err != nil {
 			return err
 		}
