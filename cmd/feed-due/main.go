@@ -54,6 +54,9 @@ docs/scheduler.md §5.`,
 				Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
 				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"), Sched: p,
 			}
+			if cmdkit.IsTerminal(c.App.ErrWriter) {
+				cfg.Msg = c.App.ErrWriter // a person is watching: say when the next feed is due
+			}
 			if ref := c.String("explain"); ref != "" {
 				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), catalog.ErrNoSuchSubscription)
 			}

@@ -23,11 +23,14 @@ func main() {
 		Description: `Reads "entry" and "fetch" records. Each entry not already stored as it is
 goes to entries/YYYY-MM-DD.ndjson (synced), then into the index, and a
 "new_entry" or "updated_entry" event goes to events/YYYY-MM-DD.ndjson and to
-stdout. Each fetch record updates its feed's state: cache validators, last
-fetch and success, consecutive failures, and the scheduler's state and
-decision (docs/scheduler.md): a "decision" record follows on stdout, and a
-"feed_disabled" or "feed_reenabled" event when a feed leaves or re-enters
-service.
+stdout, with the feed's name and labels. Each fetch record updates its
+feed's state: cache validators, last fetch and success, consecutive
+failures, its format and publisher, and the scheduler's state and decision
+(docs/scheduler.md): a "feed_disabled" or "feed_reenabled" event follows
+when a feed leaves or re-enters service, and a "decision" record goes to
+decisions/YYYY-MM-DD.ndjson (and to stdout with --decisions). An alias
+record (feed-dedup --cross-feed) goes to aliases/YYYY-MM-DD.ndjson. So
+stdout carries events only.
 Records of other types pass through. One feed-store writes to a store at a
 time: a second one waits for the first (or, with --no-wait, exits).
 The scheduler's flags (below, each with its variables) are those of
@@ -36,6 +39,7 @@ docs/scheduler.md §5.`,
 			// Not EnvVars: urfave/cli would read the variables as Go
 			// durations, and the environment speaks whole seconds.
 			&cli.DurationFlag{Name: "interval", Usage: "poll every feed without an interval of its own at this fixed interval, such as 1h (the policy fixed:1h); default: the scheduler's policy (env FEEDPIPE_INTERVAL or NEWSFED_POLL_INTERVAL, seconds)"},
+			&cli.BoolFlag{Name: "decisions", Usage: `also write the scheduler's "decision" records to stdout (they always go to decisions/ in the store)`},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when another feed-store holds the store's lock"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the run's counts here as one key=value line (for scripts/feed-loop)"},
 			&cli.StringFlag{Name: "notify-file", Usage: "also append the run's feed_disabled and feed_reenabled events to this file (for feed-loop --on-event)"},
@@ -68,6 +72,7 @@ docs/scheduler.md §5.`,
 			err = store.Run(c.Context, store.Config{
 				In: c.App.Reader, Out: cmdkit.Output(out), Log: log, Store: st,
 				Sched: p, Interval: interval, NoWait: c.Bool("no-wait"), Summary: &sum, MetricsFile: c.String("metrics-file"),
+				Decisions: c.Bool("decisions"),
 			})
 			if path := c.String("summary-file"); path != "" {
 				line := fmt.Sprintf("feeds=%d not_modified=%d same_body=%d errors=%d new=%d updated=%d bytes_saved=%d\n",

@@ -16,7 +16,7 @@ import (
 // maintenance are feed-store's subcommands: work on the store itself, run
 // by hand or from cron, not in the pipeline.
 func maintenance() []*cli.Command {
-	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand(), checkCommand()}
+	return []*cli.Command{pruneCommand(), reparseCommand(), reindexCommand(), checkCommand(), heartbeatCommand()}
 }
 
 func pruneCommand() *cli.Command {
@@ -37,7 +37,7 @@ it, and no stored entry comes from it (its raw_ref), unless
 --even-referenced. --articles-keep deletes the day files of entries/
 (and with them their versions; a link of the URL index whose entry is
 gone is dropped, so the next entry with it is stored, not made an alias
-of nothing), --metadata-keep those of events/ and aliases/, the fetch
+of nothing), --metadata-keep those of events/, aliases/ and decisions/, the fetch
 records of fetches/ no stored entry points at, and the run ledger lines
 of the fetch records it deleted: the TTLs of seed 004. --seen-keep is its
 seen-ids TTL: an entry whose latest version was last seen longer ago
@@ -52,7 +52,7 @@ does.`,
 			&cli.IntFlag{Name: "raw-keep-per-feed", Usage: "keep the newest N raw payloads of each feed, whatever their age", EnvVars: []string{"FEEDPIPE_PRUNE_RAW_KEEP_PER_FEED"}},
 			&cli.BoolFlag{Name: "even-referenced", Usage: "delete raw payloads that stored entries come from too", EnvVars: []string{"FEEDPIPE_PRUNE_EVEN_REFERENCED"}},
 			&cli.StringFlag{Name: "articles-keep", Usage: "keep entries/ day files within this age (default: forever)", EnvVars: []string{"FEEDPIPE_PRUNE_ARTICLES_KEEP"}},
-			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/, aliases/ and fetches/ day files within this age (default: forever)", EnvVars: []string{"FEEDPIPE_PRUNE_METADATA_KEEP"}},
+			&cli.StringFlag{Name: "metadata-keep", Usage: "keep events/, aliases/, decisions/ and fetches/ day files within this age (default: forever)", EnvVars: []string{"FEEDPIPE_PRUNE_METADATA_KEEP"}},
 			&cli.StringFlag{Name: "seen-keep", Usage: "forget, in the entry index, entries not seen within this age and no longer served (default: never)", EnvVars: []string{"FEEDPIPE_PRUNE_SEEN_KEEP"}},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would go, delete nothing"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "exit at once, instead of waiting, when a feed-store holds the store's lock"},

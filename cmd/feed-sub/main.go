@@ -31,15 +31,19 @@ func main() {
 		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
 record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
 A subscription is named on the command line by its feed id, a unique prefix
-of it (as ls shows), or its URL.`,
+of it (as ls shows), or its URL. rm, enable, disable, refetch, set, pause and
+resume also pick feeds by --all, --label L (set: --with-label L) and --state
+S (enabled, failing, paused or disabled, as ls's STATUS begins), which
+narrow each other, and say how many feeds they changed.`,
 		Flags: cmdkit.CommonFlags(),
 		Commands: []*cli.Command{
 			{
 				Name:      "add",
 				Usage:     "subscribe to a feed or a website; prints its feed id",
 				ArgsUsage: "URL",
-				Description: `URL is a feed; with --discover, a page whose feed is found as feed-sub
-discover finds it; with --type website, a page to scrape (feed-scrape): in
+				Description: `URL is a feed; with --check, it is fetched first and subscribed to only
+if it is one (a web page's feeds are listed instead); with --discover, a
+page whose feed is found as feed-sub discover finds it; with --type website, a page to scrape (feed-scrape): in
 direct mode (the default) the page is the article, in list mode it links to
 the articles. The scraper configuration comes from --scrape-config FILE
 (JSON, see pkg/ndjson "scrape configuration" and README), the selector
@@ -48,6 +52,7 @@ flags, or both.`,
 					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
 					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
+					&cli.BoolFlag{Name: "check", Usage: "fetch URL first: subscribe only if it is a feed; for a web page, list the feeds it links to"},
 				), fetchFlags()[:2]...),
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
@@ -58,7 +63,16 @@ flags, or both.`,
 						return err
 					}
 					url := c.Args().First()
-					if c.Bool("discover") {
+					switch {
+					case c.Bool("check") && c.Bool("discover"):
+						return cmdkit.Usagef("--check and --discover: choose one (--discover fetches the page anyway)")
+					case c.Bool("check") && strings.EqualFold(c.String("type"), "website"):
+						return cmdkit.Usagef("--check checks a feed: a website is a page, read as it is")
+					case c.Bool("check"):
+						if url, err = checked(c, url); err != nil {
+							return err
+						}
+					case c.Bool("discover"):
 						if url, err = discovered(c, url); err != nil {
 							return err
 						}
@@ -76,9 +90,10 @@ flags, or both.`,
 			{
 				Name:      "rm",
 				Usage:     "remove subscriptions (their stored entries stay)",
-				ArgsUsage: "FEED...",
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.Remove(cfg, c.Args().Slice()), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				ArgsUsage: pickArgs,
+				Flags:     pickFlags("label"),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
+					return sub.Remove(cfg, refs)
 				}),
 			},
 			{
@@ -98,25 +113,26 @@ flags, or both.`,
 			{
 				Name:      "enable",
 				Usage:     "fetch these subscriptions again (also a feed the scheduler disabled for errors: due now); one enabled and healthy is left as it is",
-				ArgsUsage: "FEED...",
-				UsageText: "feed-sub enable https://example.org/feed.xml",
+				ArgsUsage: pickArgs,
+				UsageText: "feed-sub enable https://example.org/feed.xml\n   feed-sub enable --state disabled",
 				Description: `It takes feed-store's scheduler flags too (see feed-store --help), so that
 its decision is made with the same parameters.`,
-				Flags: cmdkit.HiddenSchedFlags(),
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				Flags: append(pickFlags("label"), cmdkit.HiddenSchedFlags()...),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 					p, err := cmdkit.SchedParams(c)
 					if err != nil {
 						return err
 					}
-					return cmdkit.UsageIf(sub.Enable(cfg, c.Args().Slice(), p), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+					return sub.Enable(cfg, refs, p)
 				}),
 			},
 			{
 				Name:      "disable",
 				Usage:     "stop fetching these subscriptions",
-				ArgsUsage: "FEED...",
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-					return cmdkit.UsageIf(sub.SetDisabled(cfg, c.Args().Slice(), true), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				ArgsUsage: pickArgs,
+				Flags:     pickFlags("label"),
+				Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
+					return sub.SetDisabled(cfg, refs, true)
 				}),
 			},
 			sc[0], sc[1], sc[2], sc[3], // refetch, set, pause, resume
@@ -124,10 +140,14 @@ its decision is made with the same parameters.`,
 				Name:  "import",
 				Usage: "subscribe to every feed of an OPML file, a JSON feed list or a list of URLs",
 				Description: `Reads OPML 1.0-2.0 (nested folders and category attributes become labels;
-files that are not well-formed XML are read as far as possible), a JSON
-array such as [{"url": "...", "label": "...", "cron": "..."}], or one URL per
-line ('#' comments; words after a URL are labels). FILE - reads stdin.
-Feeds already subscribed, or repeated in the file, are skipped and counted.`,
+feedpipe's own attributes, which feed-sub export writes, give the source
+type, full text and scraper configuration; files that are not well-formed
+XML are read as far as possible), subscription records (feed-sub export
+--format ndjson, feed-sub ls --json, a store's subscriptions.ndjson: every
+setting is restored, but a secret a listing redacted), a JSON array such
+as [{"url": "...", "label": "...", "cron": "..."}], or one URL per line
+('#' comments; words after a URL are labels). FILE - reads stdin. Feeds
+already subscribed, or repeated in the file, are skipped and counted.`,
 				ArgsUsage: "FILE",
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "label", Usage: "add this label to every imported feed (repeatable)"},
@@ -155,12 +175,33 @@ Feeds already subscribed, or repeated in the file, are skipped and counted.`,
 			},
 			{
 				Name:  "export",
-				Usage: "write all subscriptions as OPML 2.0",
+				Usage: "write all subscriptions as OPML 2.0, or with every setting as NDJSON (a backup)",
+				UsageText: `feed-sub export > subscriptions.opml
+   feed-sub export --format ndjson --with-secrets > backup.ndjson && feed-sub import backup.ndjson`,
+				Description: `OPML holds each feed's URL, name and labels (folders and categories), and,
+in attributes of feedpipe's namespace that other readers ignore, its source
+type, full text flag and scraper configuration. --format ndjson writes a
+subscription record per feed with every setting (schedule, pause, disabled,
+User-Agent, ...): feed-sub import restores it whole. Headers and basic auth
+go only with --with-secrets: the file then holds passwords.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "format", Usage: "opml, or ndjson: every setting", Value: "opml"},
+					&cli.BoolFlag{Name: "with-secrets", Usage: "ndjson: include each feed's extra headers and basic auth"},
+				},
 				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() > 0 {
-						return cmdkit.Usagef("export takes no arguments: it writes OPML to stdout")
+						return cmdkit.Usagef("export takes no arguments: it writes to stdout")
 					}
-					return sub.Export(cfg)
+					switch c.String("format") {
+					case "opml":
+						if c.Bool("with-secrets") {
+							return cmdkit.Usagef("--with-secrets goes with --format ndjson: OPML has no place for secrets")
+						}
+						return sub.Export(cfg)
+					case "ndjson":
+						return sub.ExportNDJSON(cfg, c.Bool("with-secrets"))
+					}
+					return cmdkit.Usagef("--format %q: want opml or ndjson", c.String("format"))
 				}),
 			},
 		},
@@ -184,6 +225,33 @@ func settingFlags(set bool) []cli.Flag {
 		&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable; set replaces them all, "" for none)`},
 		&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
 	}, scrapeFlags()...)
+}
+
+// pickArgs is the arguments of the commands that work on feeds.
+const pickArgs = "FEED... | --all | --label L | --state S"
+
+// pickFlags pick feeds by label and state instead of naming them; label is
+// the label flag's name (set's --label is a setting: there it is
+// --with-label).
+func pickFlags(label string) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "all", Usage: "every subscription (--" + label + " and --state narrow it)"},
+		&cli.StringFlag{Name: label, Usage: "the subscriptions with this `LABEL`"},
+		&cli.StringFlag{Name: "state", Usage: "the subscriptions in this `STATE`, as ls's STATUS begins: enabled, failing, paused or disabled"},
+	}
+}
+
+// withPicked runs action, in a store opened to write, on the references
+// of the feeds the command names or picks (pickFlags, by the label flag
+// label); a reference or a pick that finds no feed is a usage error.
+func withPicked(label string, action func(c *cli.Context, cfg sub.Config, refs []string) error) cli.ActionFunc {
+	return withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+		refs, err := sub.Resolve(cfg, sub.Selection{Refs: c.Args().Slice(), All: c.Bool("all"), Label: c.String(label), State: c.String("state")})
+		if err == nil {
+			err = action(c, cfg, refs)
+		}
+		return cmdkit.UsageIf(err, catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+	})
 }
 
 // withConfig opens the store and builds the feed-sub Config for a command.

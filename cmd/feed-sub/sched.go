@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
@@ -17,28 +16,29 @@ func schedCommands() []*cli.Command {
 		{
 			Name:      "refetch",
 			Usage:     "make feeds due now (a manual nudge; a running Retry-After still holds)",
-			ArgsUsage: "FEED...",
+			ArgsUsage: pickArgs,
 			UsageText: `feed-sub refetch https://example.org/feed.xml
-   feed-sub refetch 1b4e28ba 9f0c && feed-loop --once`,
+   feed-sub refetch 1b4e28ba 9f0c && feed-loop --once
+   feed-sub refetch --label news --state failing`,
 			Description: `Asks the scheduler for a fetch now (reason manual): the next feed-due lists
 the feed, also one the scheduler disabled for errors. Only a Retry-After
 the server sent holds it back. Waits while feed-store holds the store lock,
 and says "due now" once the change is saved. It takes feed-store's
 scheduler flags too (see feed-store --help), so that its decision is
 made with the same parameters.`,
-			Flags: cmdkit.HiddenSchedFlags(),
-			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+			Flags: append(pickFlags("label"), cmdkit.HiddenSchedFlags()...),
+			Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 				p, err := cmdkit.SchedParams(c)
 				if err != nil {
 					return err
 				}
-				return cmdkit.UsageIf(sub.Refetch(cfg, c.Args().Slice(), p), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				return sub.Refetch(cfg, refs, p)
 			}),
 		},
 		{
 			Name:      "set",
 			Usage:     "change feeds' settings: those add takes, and the schedule's clamps",
-			ArgsUsage: "FEED...",
+			ArgsUsage: "FEED... | --all | --with-label L | --state S",
 			Description: `Changes only the settings given, checked as add checks them, and prints
 what changed, one line per feed (credentials redacted). "" clears a
 setting (--name "", --basic-auth "", --header "", --scrape-config ""), 0 an
@@ -50,7 +50,7 @@ The schedule overrides the scheduler's policy from the feed's next decision
 (feed-sub refetch applies it at once). A cron expression wins over an
 interval; a pause (feed-sub pause) wins over both. Publisher hints (ttl,
 max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
-			Flags: append(settingFlags(true),
+			Flags: append(append(settingFlags(true), pickFlags("with-label")...),
 				&cli.StringSliceFlag{Name: "add-label", Usage: "add a label (repeatable)"},
 				&cli.StringSliceFlag{Name: "rm-label", Usage: "remove a label (repeatable)"},
 				&cli.DurationFlag{Name: "interval", Usage: "poll at this fixed interval, 5m to 24h (0: the policy's)"},
@@ -58,23 +58,23 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 				&cli.DurationFlag{Name: "max-interval", Usage: "never poll less often than this (0: the global max)"},
 				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h; firing at most every 5m ("" clears)`},
 			),
-			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+			Action: withPicked("with-label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 				ch, err := changes(c)
 				if err != nil {
 					return err
 				}
-				return cmdkit.UsageIf(sub.Set(cfg, c.Args().Slice(), ch), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				return sub.Set(cfg, refs, ch)
 			}),
 		},
 		{
 			Name:      "pause",
 			Usage:     "pause feeds until a time (--until 2026-12-01T00:00:00Z, or --for 72h)",
-			ArgsUsage: "FEED...",
-			Flags: []cli.Flag{
+			ArgsUsage: pickArgs,
+			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "until", Usage: "an RFC 3339 time"},
 				&cli.DurationFlag{Name: "for", Usage: "a duration from now"},
-			},
-			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+			}, pickFlags("label")...),
+			Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 				var until time.Time
 				switch {
 				case c.IsSet("until") == c.IsSet("for"):
@@ -88,15 +88,16 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 					}
 					until = t
 				}
-				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), until), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+				return sub.Pause(cfg, refs, until)
 			}),
 		},
 		{
 			Name:      "resume",
 			Usage:     "lift a pause",
-			ArgsUsage: "FEED...",
-			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-				return cmdkit.UsageIf(sub.Pause(cfg, c.Args().Slice(), time.Time{}), catalog.ErrNoSuchSubscription, sub.ErrInvalid)
+			ArgsUsage: pickArgs,
+			Flags:     pickFlags("label"),
+			Action: withPicked("label", func(c *cli.Context, cfg sub.Config, refs []string) error {
+				return sub.Pause(cfg, refs, time.Time{})
 			}),
 		},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -202,4 +203,33 @@ func discovered(c *cli.Context, pageURL string) (string, error) {
 	}
 	fmt.Fprintln(c.App.ErrWriter)
 	return f.URL, nil
+}
+
+// checked fetches pageURL once for `add --check` and returns the feed to
+// subscribe to: pageURL itself (after permanent redirects) when it is a
+// feed. A web page is not subscribed to: the feeds it links to are listed
+// instead, and the error says so.
+func checked(c *cli.Context, pageURL string) (string, error) {
+	cfg, err := discoverConfig(c)
+	if err != nil {
+		return "", err
+	}
+	feeds, err := discover.Discover(c.Context, cfg, pageURL)
+	if errors.Is(err, discover.ErrNone) {
+		return "", fmt.Errorf("not subscribed: %s is not a feed, and links to none", pageURL)
+	}
+	if err != nil {
+		return "", fmt.Errorf("not subscribed: %w", err)
+	}
+	if f := feeds[0]; f.Found == discover.FoundURL {
+		fmt.Fprintf(c.App.ErrWriter, "feed-sub: checked: %s is a feed (%s %s, %d items, %q)\n", pageURL, f.Format, f.Version, f.Items, f.Title)
+		return f.URL, nil
+	}
+	w := c.App.ErrWriter
+	fmt.Fprintf(w, "feed-sub: %s is a web page, not a feed; it offers these feeds:\n", pageURL)
+	if err := discover.Print(w, feeds); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(w, "feed-sub: feed-sub add FEED subscribes to one of them (feed-sub add --discover %s to the first)\n", pageURL)
+	return "", fmt.Errorf("not subscribed: %s is a web page, not a feed", pageURL)
 }

@@ -111,6 +111,11 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 			continue
 		}
 		ev := ndjson.EventFor(&r.entry, ndjson.At(now), r.file)
+		ef, err := c.EventFeed(ctx, r.entry.FeedID)
+		if err != nil {
+			return nil, err
+		}
+		ef.Fill(&ev)
 		line, err := ndjson.Marshal(ev)
 		if err != nil {
 			return nil, err

@@ -35,7 +35,8 @@ const nullStateColumns = `coalesce(st.title, ''), coalesce(st.etag, ''), coalesc
 	st.last_success_at, st.last_run_at, coalesce(st.last_status, 0), st.last_error, coalesce(st.consecutive_failures, 0),
 	coalesce(st.interval_sec, 0), st.next_fetch_at, coalesce(st.last_body_sha256, ''), coalesce(st.last_content_length, 0),
 	coalesce(st.new_entries_last_fetch, 0), coalesce(st.moved_to, ''), coalesce(st.moved_count, 0), coalesce(st.counts, '{}'),
-	st.sched, st.decision`
+	st.sched, st.decision, coalesce(st.format, ''), coalesce(st.format_version, ''), coalesce(st.content_type, ''),
+	coalesce(st.publisher, '')`
 
 // Feeds calls fn for each subscription that f keeps, with its feed's
 // state, in the list's order. It streams: 100,000 feeds are never all in

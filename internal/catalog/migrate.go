@@ -28,6 +28,7 @@ var oldDirs = []string{"index", "urls", "ledger"}
 const (
 	MetaBudget    = "budget"    // the scheduler's budget loop (feed-store)
 	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
+	MetaHeartbeat = "heartbeat" // feed-loop's last cycle (feed-store heartbeat; feed-stats, metrics)
 )
 
 // buildFromFiles fills a new catalog from the store's files, when the

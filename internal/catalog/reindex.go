@@ -153,6 +153,9 @@ func (c *Catalog) rebuildStates(ctx context.Context) (int, error) {
 			if f.BodySHA256 != "" {
 				fs.LastBodySHA256, fs.LastContentLength = f.BodySHA256, f.ContentLength
 			}
+			if f.HasBody() && f.ContentType != "" {
+				fs.ContentType = f.ContentType
+			}
 		} else {
 			fs.ConsecutiveFailures++
 			fs.LastError = f.Error

@@ -48,6 +48,13 @@ type FeedState struct {
 	Sched *sched.State `json:"sched,omitempty"`
 	// Decision is the scheduler's last decision, for feed-due --explain.
 	Decision *sched.Decision `json:"decision,omitempty"`
+	// What the feed is, as its last body read says (seed 003 §2.3.1):
+	// rss, atom, json (with the version the document states) or html (a
+	// website); the Content-Type it was served with; its publisher.
+	Format        string `json:"format,omitempty"`
+	FormatVersion string `json:"format_version,omitempty"`
+	ContentType   string `json:"content_type,omitempty"`
+	Publisher     string `json:"publisher,omitempty"`
 }
 
 // TypeFeedState is the record type of the state log of stores written
@@ -108,7 +115,8 @@ func (fs *FeedState) SetSched(st sched.State, d sched.Decision) {
 // them.
 const stateColumns = `st.title, st.etag, st.last_modified, st.last_fetch_at, st.last_success_at, st.last_run_at, st.last_status,
 	st.last_error, st.consecutive_failures, st.interval_sec, st.next_fetch_at, st.last_body_sha256, st.last_content_length,
-	st.new_entries_last_fetch, st.moved_to, st.moved_count, st.counts, st.sched, st.decision`
+	st.new_entries_last_fetch, st.moved_to, st.moved_count, st.counts, st.sched, st.decision, st.format, st.format_version,
+	st.content_type, st.publisher`
 
 // stateRow receives a row of f.feed_id and stateColumns (targets), then
 // decodes it.
@@ -123,7 +131,8 @@ func (r *stateRow) targets() []any {
 	fs := &r.fs
 	return []any{&fs.FeedID, &fs.Title, &fs.Validators.ETag, &fs.Validators.LastModified, &r.fetched, &r.success, &r.run, &fs.LastStatus,
 		&r.lastErr, &fs.ConsecutiveFailures, &fs.IntervalSec, &r.next, &fs.LastBodySHA256, &fs.LastContentLength,
-		&fs.NewEntriesLastFetch, &fs.MovedTo, &fs.MovedCount, &r.counts, &r.schedJSON, &r.decJSON}
+		&fs.NewEntriesLastFetch, &fs.MovedTo, &fs.MovedCount, &r.counts, &r.schedJSON, &r.decJSON, &fs.Format, &fs.FormatVersion,
+		&fs.ContentType, &fs.Publisher}
 }
 
 func (r *stateRow) decode(dst *FeedState) error {
@@ -229,12 +238,13 @@ func (t *Tx) putState(fs *FeedState) error {
 	st := fs.SchedState()
 	_, err = t.exec(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
-		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
+		format, format_version, content_type, publisher)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
 		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, string(counts), schedJSON, decJSON,
-		appendDemand(nil, st.DemandInputs()))
+		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher)
 	return err
 }
 

@@ -82,6 +82,7 @@ func Run(ctx context.Context, cfg Config) error {
 				c = &ndjson.Dedup{UnchangedUIDs: []string{}}
 			}
 			delete(d.counts, f.Due.FeedID)
+			d.total(c)
 			f.Dedup = c
 			return cfg.Out.Write(&f)
 		default:
@@ -94,7 +95,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
+	for _, c := range d.counts { // entries no fetch record followed
+		d.total(c)
+	}
+	t := d.totals
+	cfg.Log.Info("dedup done", "new", t.New, "updated", t.Updated, "unchanged", t.Unchanged, "aliases", t.Aliases)
 	return fails.Err("entry", "entries")
+}
+
+// total adds a fetch's counts to the run's.
+func (d *deduper) total(c *ndjson.Dedup) {
+	d.totals.New += c.New
+	d.totals.Updated += c.Updated
+	d.totals.Unchanged += c.Unchanged
+	d.totals.Aliases += c.Aliases
 }
 
 type deduper struct {
@@ -104,6 +118,7 @@ type deduper struct {
 	// yields each version once.
 	index     *catalog.Index
 	counts    map[string]*ndjson.Dedup // by feed id, until the feed's fetch record
+	totals    ndjson.Dedup             // the run's, for its summary line
 	crossFeed bool                     // --cross-feed
 }
 

@@ -6,12 +6,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -36,6 +38,9 @@ type Config struct {
 	// Sched are the scheduler's parameters, for the decision on a feed
 	// never fetched (and for Explain).
 	Sched sched.Params
+	// Msg, when set, is told, when nothing is due, which feed is due next
+	// and when: feed-due sets it to stderr on a terminal.
+	Msg io.Writer
 }
 
 // Run writes a due record for every enabled subscription whose
@@ -102,8 +107,46 @@ func Run(cfg Config) error {
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	cfg.Log.Debug("due", "feeds", len(due), "looked_at", n)
+	cfg.Log.Info("due", "feeds", len(due), "looked_at", n)
+	if len(due) == 0 && cfg.Msg != nil && len(cfg.Feeds) == 0 {
+		return cfg.sayNext(ctx, cat)
+	}
 	return nil
+}
+
+// sayNext tells cfg.Msg that nothing is due, and which feed is due next
+// and when, as feed-sub ls's NEXT says it (stats.StatusOf).
+func (cfg *Config) sayNext(ctx context.Context, cat *catalog.Catalog) error {
+	var (
+		next     time.Time
+		nextSub  ndjson.Subscription
+		nextName string
+		subs     int
+	)
+	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+		subs++
+		st := stats.StatusOf(f.Sub, f.State, cfg.Now)
+		if st.Listed && (next.IsZero() || st.Next.Before(next)) {
+			next, nextSub, nextName = st.Next, f.Sub, cmp.Or(f.Sub.Name, f.State.Title)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case subs == 0:
+		_, err = fmt.Fprintln(cfg.Msg, "feed-due: nothing is due: there are no subscriptions (feed-sub add URL subscribes to a feed)")
+	case next.IsZero():
+		_, err = fmt.Fprintf(cfg.Msg, "feed-due: nothing is due, and nothing will be: every subscription is disabled (feed-sub ls says why; feed-sub enable puts one back)\n")
+	default:
+		what := nextSub.URL
+		if nextName != "" {
+			what = fmt.Sprintf("%s (%s)", nextName, nextSub.URL)
+		}
+		_, err = fmt.Fprintf(cfg.Msg, "feed-due: nothing is due now; next: %s, %s, at %s\n", what, stats.Until(cfg.Now, next), next.UTC().Format(time.RFC3339))
+	}
+	return err
 }
 
 // due decides whether the feed f is due, forced when named by --feed, and

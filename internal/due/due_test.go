@@ -190,3 +190,36 @@ func TestNoValidatorsAfterAParseFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingDueSaysNext: with nothing due, a person at a terminal (Msg) is
+// told which feed is due next and when, or why none will be.
+func TestNothingDueSaysNext(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store *storage.Store
+		want  string
+	}{
+		{"the next", fill(t, []ndjson.Subscription{sub("later", false), sub("off", true), sub("soon", false)},
+			state("later", -10*time.Minute, -10*time.Minute, 50*time.Minute), state("soon", -10*time.Minute, -10*time.Minute, 12*time.Minute)),
+			"feed-due: nothing is due now; next: soon (https://example.org/soon), in 12m, at 2026-11-21T12:12:00Z\n"},
+		{"all disabled", fill(t, []ndjson.Subscription{sub("off", true)}),
+			"feed-due: nothing is due, and nothing will be: every subscription is disabled (feed-sub ls says why; feed-sub enable puts one back)\n"},
+		{"none", fill(t, nil), "feed-due: nothing is due: there are no subscriptions (feed-sub add URL subscribes to a feed)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var msg bytes.Buffer
+			dues, err := run(t, Config{Store: tc.store, Msg: &msg})
+			if err != nil || len(dues) != 0 {
+				t.Fatal(dues, err)
+			}
+			if msg.String() != tc.want {
+				t.Errorf("said %q\nwant %q", msg.String(), tc.want)
+			}
+		})
+	}
+	// Something due: nothing said.
+	var msg bytes.Buffer
+	if dues, err := run(t, Config{Store: fixture(t), Msg: &msg}); err != nil || len(dues) == 0 || msg.Len() > 0 {
+		t.Errorf("%d due, %v; said %q", len(dues), err, msg.String())
+	}
+}

@@ -70,7 +70,8 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 		_, d = sched.Next(st, sched.Outcome{Kind: sched.NeverFetched}, cfg.Sched, sched.OverridesOf(sub), cfg.Now, nil)
 	}
 	b.WriteString("\nDecision:\n")
-	for _, line := range strings.Split(d.Explain(), "\n") {
+	// Counted from now, as the state's next fetch below: one countdown.
+	for _, line := range strings.Split(d.ExplainAt(cfg.Now), "\n") {
 		b.WriteString("  " + line + "\n")
 	}
 	now := cfg.Now
@@ -90,13 +91,13 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 		fmt.Fprintf(&b, "  state           %s (reason %s)\n", st.Lifecycle, st.Reason)
 		switch {
 		case paused:
-			fmt.Fprintf(&b, "  next fetch      %s (in %s), when the pause ends\n", sub.PausedUntil, sub.PausedUntil.Sub(now).Round(time.Second))
+			fmt.Fprintf(&b, "  next fetch      %s (in %s), when the pause ends\n", sub.PausedUntil, sched.DurationText(sub.PausedUntil.Sub(now)))
 		case st.NextAt.IsZero():
 			b.WriteString("  next fetch      never (disabled, not probed)\n")
 		case st.Due(now):
-			fmt.Fprintf(&b, "  next fetch      %s: due now, %s overdue\n", st.NextAt, st.Overdue(now).Round(time.Second))
+			fmt.Fprintf(&b, "  next fetch      %s: due now, %s overdue\n", st.NextAt, sched.DurationText(st.Overdue(now)))
 		default:
-			fmt.Fprintf(&b, "  next fetch      %s (in %s)\n", st.NextAt, st.NextAt.Sub(now).Round(time.Second))
+			fmt.Fprintf(&b, "  next fetch      %s (in %s)\n", st.NextAt, sched.DurationText(st.NextAt.Sub(now)))
 		}
 		fmt.Fprintf(&b, "  interval        %s\n", st.Interval())
 		fmt.Fprintf(&b, "  failures        %d in a row, backoff step %d, error budget used %.2g\n", st.Failures, st.Step, st.ErrorsSpent)

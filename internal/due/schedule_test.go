@@ -2,6 +2,7 @@ package due
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,8 @@ func TestExplain(t *testing.T) {
 		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
 		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
-		{"waiting", []string{"Next fetch 2026-11-21T12:10Z", "in 10m0s", "fixed:1h"}},
-		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h0m0s), when the pause ends"}},
+		{"waiting", []string{"Next fetch 2026-11-21T12:10Z (in 10m)", "next fetch      2026-11-21T12:10:00Z (in 10m)", "fixed:1h"}},
+		{"paused", []string{"Overrides: paused until 2026-11-22T12:00:00Z", "Paused by hand until 2026-11-22T12:00:00Z", "next fetch      2026-11-22T12:00:00Z (in 24h), when the pause ends"}},
 		{"nudged", []string{"Fetch now: asked for by hand", "due now"}},
 		{"limited", []string{"Status: paused for a Retry-After until 2026-11-21 13:59Z."}},
 		{"late", []string{"Status: enabled."}},
@@ -114,6 +115,28 @@ func TestExplain(t *testing.T) {
 	}
 	if err := Explain(Config{Store: st2, Now: now}, "nope", &b); err == nil {
 		t.Fatal("unknown feed explained")
+	}
+}
+
+// TestExplainOneCountdown: --explain counts down to the next fetch from
+// now, in the decision and the state alike; the decision counted from when
+// it was made, minutes before ("in 51m52s" beside "in 48m51s").
+func TestExplainOneCountdown(t *testing.T) {
+	st := fill(t, []ndjson.Subscription{sub("a", false)})
+	at := now.Add(-3 * time.Minute)
+	p := sched.Params{Policy: sched.Policy{Kind: sched.PolicyFixed, Every: 51*time.Minute + 52*time.Second}}
+	s, d := sched.Next(sched.State{}, sched.Outcome{At: at, Status: 200, Parsed: true}, p, sched.Overrides{}, at, nil)
+	fs := catalog.FeedState{FeedID: testids.Feed("a"), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+	fs.SetSched(s, d)
+	putStates(t, st, fs)
+	var b bytes.Buffer
+	if err := Explain(Config{Store: st, Now: now, Sched: p}, testids.Feed("a"), &b); err != nil {
+		t.Fatal(err)
+	}
+	in := regexp.MustCompile(`\(in [^)]*\)`).FindAllString(b.String(), -1)
+	want := "(in " + sched.DurationText(s.NextAt.Sub(now)) + ")"
+	if len(in) != 2 || in[0] != want || in[1] != want {
+		t.Errorf("countdowns %q, want %s twice:\n%s", in, want, b.String())
 	}
 }
 

@@ -28,6 +28,9 @@ import (
 const (
 	DefaultConcurrency       = 5
 	DefaultRedirectThreshold = 3
+	// SlowFetch is how long a fetch may take before it is logged as slow
+	// (seed 001 §10.1).
+	SlowFetch = 30 * time.Second
 )
 
 // Config is everything feed-fetch touches. Nil fields take the documented
@@ -47,6 +50,9 @@ type Config struct {
 	Clock             clock.Clock    // default the wall clock
 	Rand              io.Reader      // random bits of fetch ids; default crypto/rand
 	Progress          *progress.Line // nil: no progress line
+	// SlowAfter is how long a fetch may take before it is logged as slow;
+	// 0 means SlowFetch.
+	SlowAfter time.Duration
 }
 
 // result is one line of output: a fetch record, or a record passed through
@@ -206,6 +212,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.RedirectThreshold <= 0 {
 		cfg.RedirectThreshold = DefaultRedirectThreshold
+	}
+	if cfg.SlowAfter <= 0 {
+		cfg.SlowAfter = SlowFetch
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader

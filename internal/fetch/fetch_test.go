@@ -179,7 +179,10 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 	if !passed {
 		t.Error("unknown record not passed through unchanged")
 	}
-	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record: field url is empty\"") || !strings.Contains(r.logs, "feed_id="+testids.Feed("err500")) {
+	// A permanent error is logged at ERROR, a transient one at WARN.
+	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record: field url is empty\"") ||
+		!strings.Contains(r.logs, `level=ERROR msg="fetch failed" feed_id=`+testids.Feed("gone")) ||
+		!strings.Contains(r.logs, `level=WARN msg="fetch failed" feed_id=`+testids.Feed("err500")) {
 		t.Errorf("logs lack the bad line or the failed feed:\n%s", r.logs)
 	}
 }
@@ -313,5 +316,22 @@ func TestSignalLeavesTheRestToTheNextRun(t *testing.T) {
 		if n, ok := gets.Load(p); !ok || n.(*atomic.Int32).Load() != 1 {
 			t.Errorf("%s requested %v times, want once", p, n)
 		}
+	}
+}
+
+// A fetch slower than SlowAfter (30 s by default, seed 001 §10.1) is
+// logged at WARN.
+func TestSlowFetchWarns(t *testing.T) {
+	srv := server(t)
+	st, _ := storage.Open(t.TempDir())
+	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	in := dueLine(t, "slow", srv.URL+"/feed.xml?delay=300ms", ndjson.Validators{}) + "\n" + dueLine(t, "quick", srv.URL+"/feed.xml", ndjson.Validators{}) + "\n"
+	r := runConfig(t, Config{In: strings.NewReader(in), Store: st, Client: httpx.New(httpx.Options{AllowPrivate: true}), Clock: fake,
+		Limiter: httpx.NewLimiter(100, 0, fake), SlowAfter: 200 * time.Millisecond})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !strings.Contains(r.logs, `level=WARN msg="slow fetch" feed_id=`+testids.Feed("slow")) || strings.Contains(r.logs, testids.Feed("quick")) {
+		t.Errorf("logs:\n%s", r.logs)
 	}
 }

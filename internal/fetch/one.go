@@ -86,8 +86,17 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 		// validators, or has none.
 		f.Unchanged = f.Error == nil && sum == due.Last.BodySHA256
 	}
+	if r.Duration > cfg.SlowAfter {
+		log().Warn("slow fetch", "url", due.URL, "status", r.Status, "elapsed_ms", f.DurationMS)
+	}
 	if f.Error != nil {
-		log().Warn("fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "error", f.Error.Message, "elapsed_ms", f.DurationMS)
+		// Each failure is reported; a permanent one, which disables the
+		// feed, as an error.
+		level := slog.LevelWarn
+		if f.Error.Class == ndjson.ClassPermanent {
+			level = slog.LevelError
+		}
+		log().Log(ctx, level, "fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "code", f.Error.Code, "error", f.Error.Message, "elapsed_ms", f.DurationMS)
 	} else if cfg.Log.Enabled(ctx, slog.LevelDebug) {
 		log().Debug("fetched", "url", due.URL, "status", r.Status, "bytes", f.ContentLength, "unchanged", f.Unchanged, "elapsed_ms", f.DurationMS)
 	}

@@ -83,7 +83,13 @@ func decode(data []byte, strict, transcoded bool) *pass {
 				p.sawOutline = true
 				var a feedAttrs
 				for _, at := range t.Attr {
-					a.set(at.Name.Local, at.Value)
+					name := at.Name.Local
+					if at.Name.Space == Namespace || at.Name.Space == "feedpipe" { // declared, or not
+						name = prefix + name
+					} else if at.Name.Space != "" {
+						continue // another namespace's
+					}
+					a.set(name, at.Value)
 				}
 				if a.url != "" {
 					p.outlines = append(p.outlines, a.outline(p.nest.folders, line))

@@ -11,12 +11,20 @@ import (
 
 // Outline is one feed found in an OPML document.
 type Outline struct {
-	URL     string   // the xmlUrl attribute, trimmed, otherwise as written (not normalized, not validated)
-	Title   string   // the title attribute, else the text attribute, trimmed
-	HTMLURL string   // htmlUrl attribute
-	Type    string   // type attribute as written ("rss", "atom", ...)
-	Labels  []string // names of the enclosing folder outlines, each whole (never split at ',' or '/'), outermost first, then the entries of the OPML 2 `category` attribute (comma-separated; each entry may be a slash path like "/Tech/Go", which gives "Tech" and "Go"); trimmed, empty ones dropped, duplicates dropped, order kept. Never nil (empty slice).
-	Line    int      // 1-based line where the outline element starts, 0 if unknown
+	URL     string // the xmlUrl attribute, trimmed, otherwise as written (not normalized, not validated)
+	Title   string // the title attribute, else the text attribute, trimmed
+	HTMLURL string // htmlUrl attribute
+	Type    string // type attribute as written ("rss", "atom", ...)
+	// What feedpipe writes in attributes of its own namespace (Namespace)
+	// and reads back; other readers ignore them. SourceType is
+	// feedpipe:sourceType (website, rss, ...; "" for auto), Fulltext
+	// feedpipe:fulltext="true", Scrape feedpipe:scrape, the scraper
+	// configuration as JSON.
+	SourceType string
+	Fulltext   bool
+	Scrape     string
+	Labels     []string // names of the enclosing folder outlines, each whole (never split at ',' or '/'), outermost first, then the entries of the OPML 2 `category` attribute (comma-separated; each entry may be a slash path like "/Tech/Go", which gives "Tech" and "Go"); trimmed, empty ones dropped, duplicates dropped, order kept. Never nil (empty slice).
+	Line       int      // 1-based line where the outline element starts, 0 if unknown
 }
 
 // Result is what Parse found.
@@ -106,7 +114,16 @@ func (p *pass) result(notes []note) Result {
 // feedAttrs are the outline attributes Parse uses, from either reader.
 type feedAttrs struct {
 	url, title, text, htmlURL, typ, category string
+	sourceType, fulltext, scrape             string // feedpipe's own
 }
+
+// Namespace is the XML namespace of feedpipe's own outline attributes,
+// written with the prefix "feedpipe".
+const Namespace = "https://github.com/feedpipe/feedpipe/opml"
+
+// prefix is how feedpipe's attributes are named in a document read as
+// text (a damaged one the scanner reads): by their usual prefix.
+const prefix = "feedpipe:"
 
 // field is where the attribute of that case-insensitive name goes, or nil
 // if Parse does not use it.
@@ -124,6 +141,12 @@ func (a *feedAttrs) field(name string) *string {
 		return &a.typ
 	case "category":
 		return &a.category
+	case prefix + "sourcetype":
+		return &a.sourceType
+	case prefix + "fulltext":
+		return &a.fulltext
+	case prefix + "scrape":
+		return &a.scrape
 	}
 	return nil
 }
@@ -151,7 +174,11 @@ func (a *feedAttrs) outline(folders []string, line int) Outline {
 		HTMLURL: a.htmlURL,
 		Type:    a.typ,
 		Labels:  labels(folders, a.category),
-		Line:    line,
+		// A scraper configuration is kept as written; the importer checks it.
+		SourceType: strings.ToLower(a.sourceType),
+		Fulltext:   strings.EqualFold(a.fulltext, "true") || a.fulltext == "1",
+		Scrape:     a.scrape,
+		Line:       line,
 	}
 }
 

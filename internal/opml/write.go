@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +17,11 @@ import (
 // is deterministic (folders in order of first appearance, feeds in input
 // order), indented, properly escaped, and Parse(Write(x)) gives back the
 // same URLs, titles and label sets.
+//
+// An outline's SourceType, Fulltext and Scrape are written in attributes
+// of feedpipe's namespace (feedpipe:sourceType, feedpipe:fulltext,
+// feedpipe:scrape), declared on <opml> when any feed has one: Parse reads
+// them back, other readers ignore them.
 //
 // A label holding ',' or '/' cannot be written in category, whose syntax
 // uses both; it is left out there, so such a label survives the round trip
@@ -51,7 +57,11 @@ func Write(w io.Writer, title string, feeds []Outline) error {
 	}
 
 	var b bytes.Buffer
-	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<opml version=\"2.0\">\n  <head>\n    <title>")
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<opml version=\"2.0\"")
+	if slices.ContainsFunc(feeds, Outline.own) {
+		attr(&b, "xmlns:feedpipe", Namespace)
+	}
+	b.WriteString(">\n  <head>\n    <title>")
 	escape(&b, strings.TrimSpace(title))
 	b.WriteString("</title>\n  </head>\n  <body>\n")
 	for _, it := range items {
@@ -99,8 +109,20 @@ func writeFeed(b *bytes.Buffer, indent string, f Outline, labels []string) {
 	if len(cats) > 0 {
 		attr(b, "category", strings.Join(cats, ","))
 	}
+	if f.SourceType != "" {
+		attr(b, prefix+"sourceType", f.SourceType)
+	}
+	if f.Fulltext {
+		attr(b, prefix+"fulltext", "true")
+	}
+	if f.Scrape != "" {
+		attr(b, prefix+"scrape", f.Scrape)
+	}
 	b.WriteString("/>\n")
 }
+
+// own reports whether the outline has settings of feedpipe's own to write.
+func (f Outline) own() bool { return f.SourceType != "" || f.Fulltext || f.Scrape != "" }
 
 func attr(b *bytes.Buffer, name, value string) {
 	b.WriteByte(' ')

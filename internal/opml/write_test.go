@@ -118,3 +118,49 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// feedpipe's own settings travel in attributes of its namespace: Parse
+// reads them back, from a well-formed document and a damaged one alike;
+// another namespace's attributes of the same names are not taken for them.
+func TestFeedpipeAttributes(t *testing.T) {
+	feeds := []Outline{
+		{URL: "https://blog.example/", Title: "Blog", SourceType: "website", Scrape: `{"discovery_mode":"list","list_config":{"article_selector":"ul.posts a"}}`},
+		{URL: "https://a.example/feed", Title: "A", Fulltext: true, Labels: []string{"x"}},
+		{URL: "https://b.example/feed", Title: "B"},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, "t", feeds); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<opml version="2.0" xmlns:feedpipe="`+Namespace+`">`) {
+		t.Fatalf("no namespace declared:\n%s", b.String())
+	}
+	damaged := strings.Replace(b.String(), "<body>", "<body><outline text=\"broken\" & >", 1)
+	for name, doc := range map[string]string{"well-formed": b.String(), "damaged": damaged} {
+		res, err := Parse(strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byURL := map[string]Outline{}
+		for _, o := range res.Outlines {
+			byURL[o.URL] = o
+		}
+		for _, f := range feeds {
+			o := byURL[f.URL]
+			if o.SourceType != f.SourceType || o.Fulltext != f.Fulltext || o.Scrape != f.Scrape {
+				t.Errorf("%s: %s came back as %+v", name, f.URL, o)
+			}
+		}
+	}
+	// Without feedpipe's settings, the document is plain OPML.
+	b.Reset()
+	Write(&b, "t", feeds[2:])
+	if strings.Contains(b.String(), "feedpipe") {
+		t.Errorf("plain feeds written with the namespace:\n%s", b.String())
+	}
+	other := `<opml version="2.0" xmlns:x="urn:other"><body><outline xmlUrl="https://c.example/" x:fulltext="true" x:sourceType="website"/></body></opml>`
+	res, err := Parse(strings.NewReader(other))
+	if err != nil || len(res.Outlines) != 1 || res.Outlines[0].Fulltext || res.Outlines[0].SourceType != "" {
+		t.Errorf("another namespace's attributes read as feedpipe's: %+v, %v", res.Outlines, err)
+	}
+}

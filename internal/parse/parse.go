@@ -4,6 +4,7 @@ package parse
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,11 +55,12 @@ func (cfg *Config) defaults() {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	var fails pipe.Failures
-	failed := 0
+	failed, parsed, entries := 0, 0, 0
 	o := startOrdered(cfg.Workers, func(j *job) error {
 		if j.failed {
 			failed++
 		}
+		entries += bytes.Count(j.out, []byte("\n")) // a feed's entries, before its fetch record
 		err := cfg.Out.WriteRaw(j.out)
 		j.release()
 		return err
@@ -78,6 +80,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return o.submit(j)
 		}
 		j.run = func() { cfg.parseJob(j, &f) }
+		parsed++
 		return o.submit(j)
 	})
 	if werr := o.close(); werr != nil && err == nil {
@@ -90,6 +93,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write stdout: %w", err)
 	}
 	fails.Records += failed
+	cfg.Log.Info("parse done", "payloads", parsed, "failed", failed, "entries", entries)
 	return fails.Err("payload", "payloads")
 }
 
@@ -133,9 +137,17 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 	fail := func(code string, err error) []ndjson.Entry {
 		f.Parse = &ndjson.Parse{SkipHours: []int{}, SkipDays: []string{}, Hubs: []string{}, Warnings: []string{}, Error: err.Error()}
 		if f.Error == nil {
-			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: err.Error()}
+			msg := err.Error()
+			if code == "not_a_feed" { // most often a web page, subscribed to by mistake
+				msg += "; if it is a web page, feed-sub discover " + cmp.Or(f.Due.URL, f.URL) + " lists the feeds it links to"
+			}
+			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: msg}
 		}
-		log.Warn("cannot parse payload", "url", f.URL, "error", err)
+		level := slog.LevelWarn
+		if code == "not_a_feed" { // a permanent error: the feed is disabled for it
+			level = slog.LevelError
+		}
+		log.Log(context.Background(), level, "cannot parse payload", "url", f.URL, "code", code, "error", err)
 		return nil
 	}
 	start := time.Now()

@@ -251,8 +251,10 @@ func TestRunStream(t *testing.T) {
 		if f.Parse == nil || f.Parse.Error == "" {
 			t.Fatalf("parse = %+v, want an error", f.Parse)
 		}
-		if f.Error == nil || f.Error.Class != ndjson.ClassParse || f.Error.Code != "not_a_feed" || f.Error.Message != f.Parse.Error {
-			t.Errorf("error = %+v, want class parse, code not_a_feed, the parse error as message", f.Error)
+		// The message adds what to do about a web page subscribed to.
+		if f.Error == nil || f.Error.Class != ndjson.ClassParse || f.Error.Code != "not_a_feed" ||
+			f.Error.Message != f.Parse.Error+"; if it is a web page, feed-sub discover "+f.Due.URL+" lists the feeds it links to" {
+			t.Errorf("error = %+v, want class parse, code not_a_feed, the parse error and feed-sub discover as message", f.Error)
 		}
 		if f.Parse.SkipHours == nil || f.Parse.SkipDays == nil || f.Parse.Warnings == nil {
 			t.Errorf("a failed parse section has null lists: %+v", f.Parse)

@@ -142,13 +142,21 @@ type Inputs struct {
 }
 
 // Explain says in a few lines of words what the decision is and why, for
-// feed-due --explain and logs.
-func (d Decision) Explain() string {
+// logs: its times counted from when it was made.
+func (d Decision) Explain() string { return d.ExplainAt(d.At.Time) }
+
+// ExplainAt is Explain with its times counted from now, as feed-due
+// --explain, which also says the next fetch from now, prints it: one time,
+// one countdown.
+func (d Decision) ExplainAt(now time.Time) string {
 	in := d.Inputs
 	var b strings.Builder
 	at, next := d.At.Time, d.NextAt.Time
 	when := func(t time.Time) string {
-		return fmt.Sprintf("%s (in %s)", fmtTime(t), fmtDur(t.Sub(at)))
+		if t.Before(now) {
+			return fmt.Sprintf("%s (%s ago)", fmtTime(t), fmtDur(now.Sub(t)))
+		}
+		return fmt.Sprintf("%s (in %s)", fmtTime(t), fmtDur(t.Sub(now)))
 	}
 	switch d.Kind {
 	case FetchNow:
@@ -366,6 +374,10 @@ func fmtClock(t, ref time.Time) string {
 }
 
 // fmtDur writes a duration the way people say it: 45s, 42m, 1h10m, 2d3h.
+// DurationText says a duration as Explain says it: 45s, 48m52s, 3h20m,
+// 5d, to the second.
+func DurationText(d time.Duration) string { return fmtDur(d) }
+
 func fmtDur(d time.Duration) string {
 	neg := d < 0
 	if neg {

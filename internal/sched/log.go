@@ -8,11 +8,12 @@ import (
 // LogDecision logs d as every program that decides writes it: message
 // "scheduled" with seed 002 §7's keys feed_id, state, decision, next_at,
 // reason, ewma_secs, error_budget and retry_after_secs, and fetch_id after
-// feed_id when the decision answers a fetch ("" for a nudge). Next itself
-// never logs; feed-store and feed-sub call this with their logger.
-func LogDecision(log *slog.Logger, feedID, fetchID string, d Decision) {
+// feed_id when the decision answers a fetch ("" for a nudge), at level:
+// feed-store logs one per feed and run, at debug; feed-sub the one a
+// person asked for, at info. Next itself never logs.
+func LogDecision(log *slog.Logger, level slog.Level, feedID, fetchID string, d Decision) {
 	ctx := context.Background()
-	if !log.Enabled(ctx, slog.LevelInfo) {
+	if !log.Enabled(ctx, level) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 9)
@@ -28,5 +29,5 @@ func LogDecision(log *slog.Logger, feedID, fetchID string, d Decision) {
 		slog.Float64("ewma_secs", d.Inputs.EWMASecs),
 		slog.Float64("error_budget", d.Inputs.ErrorBudget),
 		slog.Int("retry_after_secs", d.Inputs.RetryAfterSecs))
-	log.LogAttrs(ctx, slog.LevelInfo, "scheduled", attrs...)
+	log.LogAttrs(ctx, level, "scheduled", attrs...)
 }

@@ -9,12 +9,15 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
@@ -35,7 +38,17 @@ const (
 	MaxRejections = 50
 	// MaxPayloadBytes caps the payloads feed-scrape loads from the store.
 	MaxPayloadBytes = 64 << 20
+	// RejectedFor is how long a list's article rejected for what its
+	// page held is not fetched again (with the same scraper
+	// configuration): the site may mend it.
+	RejectedFor = 7 * 24 * time.Hour
 )
+
+// remembered are the reasons an article is remembered as rejected for:
+// what its page held, and robots.txt, which change seldom. An article that
+// could not be fetched is tried again at the next run.
+var remembered = map[string]bool{ReasonRobots: true, ReasonNotHTML: true, ReasonMissingTitle: true, ReasonLongTitle: true,
+	ReasonFutureDate: true, ReasonTooOld: true, ReasonNoContent: true}
 
 // MinPublished is the earliest publication date an article may have.
 var MinPublished = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -92,6 +105,10 @@ type job struct {
 	pages []*ndjson.Fetch // fetch records of the pages fetched, to store
 	ctx   context.Context // canceled by a signal: no new fetches
 	fatal error           // the store cannot be written
+	// lastReason is the reason of the last rejection; rejected, the
+	// list's articles rejected by this run to remember (by entry uid).
+	lastReason string
+	rejected   map[string]catalog.Rejection
 }
 
 // runJob scrapes one source and returns its output: the held records (the
@@ -140,7 +157,7 @@ func (s *stage) runJob(ctx context.Context, f *ndjson.Fetch, kind jobKind, group
 	s.stats.known.Add(int64(j.sc.Known))
 	s.stats.fresh.Add(int64(j.sc.New))
 	s.stats.rejected.Add(int64(j.sc.Rejected))
-	j.log.Info("scraped", "url", f.URL, "mode", j.sc.Mode, "pages_fetched", j.sc.PagesFetched, "articles_found", j.sc.ArticlesFound,
+	j.log.Debug("scraped", "url", f.URL, "mode", j.sc.Mode, "pages_fetched", j.sc.PagesFetched, "articles_found", j.sc.ArticlesFound,
 		"known", j.sc.Known, "new", j.sc.New, "rejected", j.sc.Rejected)
 	return append(out, output{rec: f}), nil
 }
@@ -156,11 +173,12 @@ func (j *job) fail(code string, err error) {
 
 // reject records an article left out, and why.
 func (j *job) reject(rawURL, reason, message string) {
+	j.lastReason = reason
 	j.sc.Rejected++
 	if len(j.sc.Rejections) < MaxRejections {
 		j.sc.Rejections = append(j.sc.Rejections, ndjson.Rejection{URL: rawURL, Reason: reason, Message: message})
 	}
-	j.log.Info("article rejected", "url", rawURL, "reason", reason, "message", message)
+	j.log.Debug("article rejected", "url", rawURL, "reason", reason, "message", message)
 }
 
 // config returns the source's scrape configuration; nil if it has none.
@@ -236,6 +254,14 @@ func (j *job) list(page *extract.Page, conf *ndjson.ScrapeConfig, rules *extract
 	next, _ := extract.CompileSelector(conf.ListConfig.PaginationSelector)
 	limit, maxPages := j.f.Due.ItemLimit, extract.MaxPages(conf)
 	source, _ := normalize(j.f.URL)
+	// Articles an earlier run rejected, read with this configuration.
+	config := strconv.FormatUint(xxhash.Sum64(j.f.Due.Scrape), 16)
+	before, err := j.s.cfg.Catalog.Rejections(j.s.catCtx, j.f.Due.FeedID)
+	if err != nil {
+		j.fatal = err
+		return nil
+	}
+	now := j.s.cfg.Clock.Now()
 	visited := map[string]bool{source: true}
 	seen := map[string]bool{}
 	var entries []*ndjson.Entry
@@ -251,8 +277,9 @@ func (j *job) list(page *extract.Page, conf *ndjson.ScrapeConfig, rules *extract
 			}
 			u, err := normalize(link)
 			if err != nil {
+				// Rejected without a fetch, as at every run: nothing to
+				// follow pagination for.
 				j.sc.ArticlesFound++
-				allKnown = false
 				j.reject(link, ReasonInvalidURL, strings.TrimPrefix(err.Error(), "urlnorm: "))
 				continue
 			}
@@ -270,17 +297,27 @@ func (j *job) list(page *extract.Page, conf *ndjson.ScrapeConfig, rules *extract
 				j.sc.Known++
 				continue
 			}
-			allKnown = false
 			if !sameSite(u, source) {
 				j.reject(u, ReasonOtherSite, "the article is on another site than the list")
 				continue
 			}
+			if r, ok := before[uid]; ok && r.ConfigHash == config && now.Sub(r.At) < RejectedFor {
+				j.sc.RejectedBefore++
+				continue
+			}
+			allKnown = false
 			if j.ctx.Err() != nil {
 				return entries // a signal: the rest waits for the next run
 			}
+			rejected := j.sc.Rejected
 			if e := j.article(u, uid, rules); e != nil {
 				entries = append(entries, e)
 				j.sc.New++
+			} else if j.sc.Rejected > rejected && remembered[j.lastReason] {
+				if j.rejected == nil {
+					j.rejected = map[string]catalog.Rejection{}
+				}
+				j.rejected[uid] = catalog.Rejection{Reason: j.lastReason, ConfigHash: config, At: now}
 			}
 			if j.fatal != nil {
 				return entries
@@ -568,7 +605,10 @@ func (j *job) request(rawURL string) httpx.Request {
 // persist appends the fetch records of the pages to their day files,
 // synced, before the entries that point at them go on.
 func (j *job) persist() error {
-	return j.s.cfg.Store.AppendFetches(j.pages, j.s.cfg.Catalog.FetchIndexer(context.Background()))
+	if err := j.s.cfg.Store.AppendFetches(j.pages, j.s.cfg.Catalog.FetchIndexer(context.Background())); err != nil {
+		return err
+	}
+	return j.s.cfg.Catalog.PutRejections(j.s.catCtx, j.f.Due.FeedID, j.rejected)
 }
 
 // pageDue is the due record a page's fetch record answers: the source's,

@@ -473,3 +473,66 @@ func TestNormalize(t *testing.T) {
 		t.Error("javascript: URL accepted")
 	}
 }
+
+// TestListRemembersRejections: an article rejected for what its page held
+// is not fetched again at the next runs (until the configuration changes,
+// or RejectedFor passes), and neither it nor a link to another site keeps
+// pagination going.
+func TestListRemembersRejections(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"/p/1":   article("", "no title"),
+		"/p/9":   article("Nine", "ninth"),
+		"/list2": `<ul class="l"><li><a href="/p/9">9</a></li></ul>`,
+	})
+	st := openStore(t)
+	list := `<ul class="l"><li><a href="/p/1">1</a><li><a href="https://elsewhere.example/x">x</a></ul><a class="next" href="/list2">next</a>`
+	conf := json.RawMessage(`{"discovery_mode":"list","list_config":{"article_selector":"ul.l a","pagination_selector":"a.next","max_pages":3},` + articleRules + `}`)
+	run := func(n int, at time.Time, conf json.RawMessage) *ndjson.Scrape {
+		t.Helper()
+		f := fetchRec(t, st, 1, s.url("/list"), list, ndjson.Due{SourceType: ndjson.SourceWebsite, Scrape: conf})
+		f.FetchID = fmt.Sprintf("00000000-0000-7000-8000-%012d", n)
+		var stdout, stderr bytes.Buffer
+		err := Run(context.Background(), Config{In: strings.NewReader(line(t, &f)), Out: ndjson.NewWriter(&stdout),
+			Log: slog.New(slog.NewTextHandler(&stderr, nil)), Store: st, Client: httpx.New(httpx.Options{AllowPrivate: true, Timeout: 5 * time.Second}),
+			Limiter: httpx.NewLimiter(1, 0, nil), Clock: clock.NewFake(at)})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		return decode(t, lines[len(lines)-1]).Scrape
+	}
+	hits := func(path string) int {
+		n := 0
+		for _, p := range s.requests() {
+			if p == path {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The first run fetches /p/1 (no title: rejected) and follows the
+	// pagination to /p/9, which feed-store then stores.
+	sc := run(1, now, conf)
+	if sc.Rejected != 2 || sc.New != 1 || sc.RejectedBefore != 0 || hits("/p/1") != 1 || hits("/list2") != 1 {
+		t.Fatalf("first run: %+v, requests %v", sc, s.requests())
+	}
+	feed := fmt.Sprintf("00000000-0000-5000-8000-%012d", 1) // fetchRec's
+	storeSeen(t, st, feed, ids.EntryUID(ids.EntryKey{FeedID: feed, NativeID: s.url("/p/9")}), "h")
+
+	// The next: /p/1 is not fetched again, and the page holds nothing new
+	// to fetch: no pagination.
+	sc = run(2, now.Add(time.Hour), conf)
+	if sc.RejectedBefore != 1 || sc.PagesFetched != 0 || hits("/p/1") != 1 || hits("/list2") != 1 {
+		t.Errorf("second run: %+v, requests %v", sc, s.requests())
+	}
+	// Another configuration may read it: fetched again.
+	other := json.RawMessage(strings.Replace(string(conf), `"h1.t"`, `"h1"`, 1))
+	if sc = run(3, now.Add(2*time.Hour), other); sc.RejectedBefore != 0 || hits("/p/1") != 2 {
+		t.Errorf("another configuration: %+v, requests %v", sc, s.requests())
+	}
+	// So, after RejectedFor, may the site's mended page.
+	if sc = run(4, now.Add(RejectedFor+time.Hour), conf); sc.RejectedBefore != 0 || hits("/p/1") != 3 {
+		t.Errorf("after %s: %+v, requests %v", RejectedFor, sc, s.requests())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 )
@@ -93,6 +94,25 @@ func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
 		p("fetch_duration_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(bound, 'f', -1, 64), cum)
 	}
 	p("fetch_duration_seconds_bucket{le=\"+Inf\"} %d\nfetch_duration_seconds_sum %g\nfetch_duration_seconds_count %d\n", h.Count, h.Sum, h.Count)
+	if hb := t.Heartbeat; hb != nil {
+		c := hb.Last
+		metric("feedpipe_cycles_total", "counter", "Cycles feed-loop ran (the heartbeat, seed 004 §7).")
+		p("feedpipe_cycles_total %d\n", hb.Cycles)
+		metric("feedpipe_last_cycle_start_timestamp_seconds", "gauge", "When the last cycle started.")
+		p("feedpipe_last_cycle_start_timestamp_seconds %s\n", unixSeconds(c.Start.Time))
+		metric("feedpipe_last_cycle_end_timestamp_seconds", "gauge", "When the last cycle ended.")
+		p("feedpipe_last_cycle_end_timestamp_seconds %s\n", unixSeconds(c.End.Time))
+		metric("feedpipe_last_cycle_status", "gauge", "The last cycle's exit status: 0 all good, 1 some feeds failed, 2 a setup error, 130 or 143 stopped by a signal.")
+		p("feedpipe_last_cycle_status %d\n", c.Status)
+		metric("feedpipe_last_completed_cycle_end_timestamp_seconds", "gauge", "When the last cycle that ran to its end (status 0 or 1) ended: alert when it is old.")
+		if !hb.Completed.IsZero() {
+			p("feedpipe_last_completed_cycle_end_timestamp_seconds %s\n", unixSeconds(hb.Completed.Time))
+		}
+		metric("feedpipe_last_cycle_count", "gauge", "feed-store's counts of the last cycle, by name (feeds, not_modified, same_body, errors, new, updated, bytes_saved).")
+		for _, name := range countNames(c.Counts) {
+			p("feedpipe_last_cycle_count{name=%q} %d\n", name, c.Counts[name])
+		}
+	}
 	return err
 }
 
@@ -119,6 +139,12 @@ func WriteMetricsFile(path string, t Totals, h *Histogram) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil
+}
+
+// unixSeconds is t as Prometheus writes times: Unix seconds, with the
+// fraction.
+func unixSeconds(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', -1, 64)
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -11,8 +11,10 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -34,11 +36,14 @@ type Row struct {
 	BytesIn         int64       `json:"bytes_in"`
 	BytesSaved      int64       `json:"bytes_saved"`
 	NewEntries      int         `json:"new_entries"`
-	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days
+	NewPerDay       float64     `json:"new_per_day"`          // over the last Days days, or the days since it was added if fewer (at least one)
 	MedianArticle   int         `json:"median_article_bytes"` // content (else summary) of entries stored in the last Days days
 	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
 	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
+	// LastCycle is feed-loop's last cycle (the heartbeat), on the total
+	// row; null on a feed's, and when feed-loop never ran one.
+	LastCycle *Heartbeat `json:"last_cycle"`
 }
 
 // TypeStats is the record type of feed-stats --json rows.
@@ -51,11 +56,13 @@ type Totals struct {
 	// among them.
 	Enabled, Failing, Paused, Disabled int
 	Counts                             catalog.FeedCounts
+	// Heartbeat is feed-loop's last cycle; nil when it never ran one.
+	Heartbeat *Heartbeat
 }
 
 // Compute adds up the feed states of a store at now, a feed at a time.
 func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
-	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
 	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
 		t.add(f, StatusOf(f.Sub, f.State, now))
 		return nil
@@ -133,7 +140,7 @@ func Run(cfg Config) error {
 		s, st := f.Sub, f.State
 		status := StatusOf(s, st, cfg.Now)
 		t.add(f, status)
-		r := row(st.Counts, cfg.Days, recent[s.FeedID])
+		r := row(st.Counts, heldDays(s, cfg.Now, cfg.Days), recent[s.FeedID])
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
 		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
 		if status.Listed {
@@ -154,19 +161,38 @@ func Run(cfg Config) error {
 		all.newEntries += fr.newEntries
 	}
 	all.sizes = allSizes
-	total := row(t.Counts, cfg.Days, all)
+	total := row(t.Counts, float64(cfg.Days), all)
 	total.FeedID = "total"
+	// The store's rate is its feeds' together, each over its own days.
+	total.NewPerDay = 0
+	for _, r := range rows {
+		total.NewPerDay += r.NewPerDay
+	}
+	total.LastCycle = LoadHeartbeat(ctx, cat)
 	rows = append(rows, total)
 	return write(cfg, rows)
 }
 
-func row(c catalog.FeedCounts, days int, fr feedRecent) Row {
+// heldDays is the window a feed's new entries per day are counted over:
+// the last days days, or the days since it was added when it is younger
+// (at least one: a feed added an hour ago is not said to post 24 times
+// what it brought).
+func heldDays(s ndjson.Subscription, now time.Time, days int) float64 {
+	window := float64(days)
+	if s.CreatedAt.IsZero() {
+		return window
+	}
+	held := now.Sub(s.CreatedAt.Time).Hours() / 24
+	return min(window, max(1, held))
+}
+
+func row(c catalog.FeedCounts, days float64, fr feedRecent) Row {
 	r := Row{Header: ndjson.Head(TypeStats), Fetches: c.Fetches, BytesIn: c.BytesIn, BytesSaved: c.BytesSaved, NewEntries: c.NewEntries}
 	if c.Fetches > 0 {
 		n := float64(c.Fetches)
 		r.OKRate, r.NotModifiedRate, r.ErrorRate = float64(c.OK)/n, float64(c.NotModified)/n, float64(c.Errors)/n
 	}
-	r.NewPerDay = float64(fr.newEntries) / float64(days)
+	r.NewPerDay = float64(fr.newEntries) / days
 	r.MedianArticle = median(fr.sizes)
 	return r
 }
@@ -234,9 +260,18 @@ func write(cfg Config, rows []Row) error {
 		w.Flush()
 		return w.Error()
 	}
-	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "FEED ID\tFETCHES\tOK\t304\tERR\tIN\tSAVED\tNEW\tNEW/DAY\tMEDIAN\tINTERVAL\tSTATE\t\n")
-	for _, r := range rows {
+	// Numbers right-aligned, words left: the word columns are padded to
+	// one width, which right-aligns as left.
+	names, states, errs := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		code, _, _ := strings.Cut(r.LastError, ":")
+		names[i], states[i], errs[i] = cell(r.Name, 30), cell(r.Status, 60), cell(code, 24)
+	}
+	names, states, errs = padded("NAME", names), padded("STATE", states), padded("LAST ERROR", errs)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-8s\t%s\tFETCHES\tOK\t304\tERR\tIN\tSAVED\tNEW\tNEW/DAY\tMEDIAN\tINTERVAL\t%s\t%s\t\n", "FEED ID", names[0], states[0], errs[0])
+	for i, r := range rows {
 		id := r.FeedID
 		if len(id) > 8 {
 			id = id[:8]
@@ -245,10 +280,51 @@ func write(cfg Config, rows []Row) error {
 		if r.IntervalSec > 0 {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", id, r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, cmp.Or(r.Status, "-"))
+		fmt.Fprintf(tw, "%-8s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", id, names[i+1], r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
+			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, states[i+1], errs[i+1])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Right alignment pads every cell on its left, the first column's
+	// too, and the padded word columns on their right.
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(table.String(), "\n"), "\n") {
+		line = strings.TrimRight(strings.TrimPrefix(line, "  "), " \n") + "\n"
+		if _, err := io.WriteString(cfg.Out, line); err != nil {
+			return err
+		}
+	}
+	if hb := rows[len(rows)-1].LastCycle; hb != nil {
+		_, err := fmt.Fprintln(cfg.Out, hb.Text(cfg.Now))
+		return err
+	}
+	return nil
+}
+
+// cell is s for a table cell: on one line, cut to n runes, "-" when empty.
+func cell(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "-"
+	}
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// padded is the column's heading then its cells, each padded with spaces
+// to the widest.
+func padded(heading string, cells []string) []string {
+	all := append([]string{heading}, cells...)
+	width := 0
+	for _, c := range all {
+		width = max(width, utf8.RuneCountInString(c))
+	}
+	for i, c := range all {
+		all[i] = c + strings.Repeat(" ", width-utf8.RuneCountInString(c))
+	}
+	return all
 }
 
 func ratio(f float64) string { return strconv.FormatFloat(f, 'f', 4, 64) }

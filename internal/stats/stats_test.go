@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,127 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(string(text), want+"\n") {
 			t.Errorf("metrics lack %q:\n%s", want, text)
 		}
+	}
+}
+
+// The table names each feed and shows its last error; new entries per day
+// are counted over the days the store has held a younger feed (at least
+// one), not the whole window.
+func TestTableNamesAndRates(t *testing.T) {
+	st, cat := fixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		created time.Time
+		want    float64
+	}{
+		{"older than the window", now.Add(-30 * 24 * time.Hour), 1},
+		{"added 2 days ago", now.Add(-48 * time.Hour), 1.5},
+		{"added an hour ago: one day", now.Add(-time.Hour), 3},
+		{"no creation time: the window", time.Time{}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := cat.EditSubscriptions(ctx, func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+				subs[0].CreatedAt = ndjson.At(tc.created)
+				return subs, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := Run(Config{Out: &out, Store: st, Now: now, Days: 3, Format: NDJSON}); err != nil {
+				t.Fatal(err)
+			}
+			var a, total Row
+			rd := ndjson.NewReader(&out)
+			for i := 0; ; i++ {
+				l, err := rd.Next()
+				if err != nil {
+					break
+				}
+				switch i {
+				case 0:
+					l.Decode(&a)
+				case 2:
+					l.Decode(&total)
+				}
+			}
+			if a.NewPerDay != tc.want || total.NewPerDay != tc.want {
+				t.Errorf("new per day %g, total %g; want %g", a.NewPerDay, total.NewPerDay, tc.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	if err := Run(Config{Out: &out, Store: st, Now: now, Format: Table}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !regexp.MustCompile(`^FEED ID +NAME +FETCHES .* STATE +LAST ERROR *$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^aaaaaaaa +A +10 .* enabled +- *$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^bbbbbbbb +B's title +2 .* disabled by hand +http_404 *$`).MatchString(lines[2]) {
+		t.Errorf("table:\n%q", lines)
+	}
+}
+
+// feed-loop's heartbeat: each cycle recorded, shown by feed-stats (the
+// table's last line, the total row) and in the metrics.
+func TestHeartbeat(t *testing.T) {
+	st, cat := fixture(t)
+	ctx := context.Background()
+	if h := LoadHeartbeat(ctx, cat); h != nil {
+		t.Fatalf("a heartbeat before any cycle: %+v", h)
+	}
+	counts, err := ParseCounts("feeds=40 not_modified=31 same_body=2 errors=1 new=17 updated=2 bytes_saved=1843221\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := now.Add(-2 * time.Minute)
+	ok := Cycle{Start: ndjson.At(start), End: ndjson.At(start.Add(3200 * time.Millisecond)), Status: 1, Counts: counts}
+	if _, err := RecordCycle(ctx, cat, ok); err != nil {
+		t.Fatal(err)
+	}
+	stopped := Cycle{Start: ndjson.At(now.Add(-time.Minute)), End: ndjson.At(now.Add(-50 * time.Second)), Status: 143, Stopped: true}
+	h, err := RecordCycle(ctx, cat, stopped)
+	if err != nil || h.Cycles != 2 || !h.Completed.Equal(ok.End.Time) || h.Last.Status != 143 {
+		t.Fatalf("heartbeat %+v, %v", h, err)
+	}
+
+	var out bytes.Buffer
+	if err := Run(Config{Out: &out, Store: st, Now: now, Format: Table}); err != nil {
+		t.Fatal(err)
+	}
+	want := "last cycle: ended 50s ago (2026-11-21T11:59:10Z), took 10s, status 143 (stopped); the last that ran to its end ended 1m ago\n"
+	if !strings.HasSuffix(out.String(), want) {
+		t.Errorf("table ends:\n%s\nwant %s", out.String(), want)
+	}
+	out.Reset()
+	if err := Run(Config{Out: &out, Store: st, Now: now, Format: NDJSON}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"feed_id":"total",`) || !strings.Contains(out.String(), `"last_cycle":{"last":{"start":"2026-11-21T11:59:00Z","end":"2026-11-21T11:59:10Z","status":143,"stopped":true,"counts":{}},"completed":"2026-11-21T11:58:03.2Z","cycles":2}}`) {
+		t.Errorf("json:\n%s", out.String())
+	}
+
+	if _, err := RecordCycle(ctx, cat, ok); err != nil {
+		t.Fatal(err)
+	}
+	totals, err := Compute(ctx, cat, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := WriteMetrics(&out, totals, LoadHistogram(ctx, cat)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"feedpipe_cycles_total 3", "feedpipe_last_cycle_start_timestamp_seconds 1795262280",
+		"feedpipe_last_cycle_end_timestamp_seconds 1795262283.2", "feedpipe_last_cycle_status 1",
+		"feedpipe_last_completed_cycle_end_timestamp_seconds 1795262283.2", `feedpipe_last_cycle_count{name="feeds"} 40`,
+		`feedpipe_last_cycle_count{name="bytes_saved"} 1843221`} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := ParseCounts("feeds=x"); err == nil {
+		t.Error("feeds=x read as a count")
 	}
 }

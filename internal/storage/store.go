@@ -29,6 +29,9 @@ const (
 	DirEntries = "entries"
 	DirEvents  = "events"
 	DirAliases = "aliases"
+	// DirDecisions holds the scheduler's decisions, a tap for people and
+	// tools: nothing is rebuilt from it.
+	DirDecisions = "decisions"
 )
 
 // DayLayout names the date partitions: the UTC day of the event.

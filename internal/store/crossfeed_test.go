@@ -29,8 +29,9 @@ func ref(feed, uid string) *ndjson.EntryRef {
 	return &ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
 }
 
-// storeRun runs feed-store and renders its output compactly: uid:new for
-// a new_entry, uid>feed/uid for an alias.
+// storeRun runs feed-store and renders what it stored compactly: uid:new
+// for a new_entry on stdout, then uid>feed/uid for each alias it recorded
+// in aliases/ (never on stdout, which carries events only).
 func storeRun(t *testing.T, st *storage.Store, input string) (string, Summary) {
 	t.Helper()
 	return storeAt(t, st, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), input)
@@ -41,6 +42,8 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 	t.Helper()
 	var out bytes.Buffer
 	var sum Summary
+	aliasFile := storage.DayFile(storage.DirAliases, at)
+	aliasesBefore := st.Size(aliasFile)
 	if err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
 		Now: func() time.Time { return at }, Summary: &sum}); err != nil {
 		t.Fatal(err)
@@ -58,10 +61,18 @@ func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (strin
 			l.Decode(&ev)
 			got = append(got, testids.Name(ev.EntryUID)+":new")
 		case ndjson.TypeAlias:
-			var a ndjson.Alias
-			l.Decode(&a)
-			got = append(got, testids.Name(a.EntryUID)+">"+testids.Name(a.AliasOf.FeedID)+"/"+testids.Name(a.AliasOf.EntryUID))
+			t.Errorf("an alias record on stdout: %s", l.Raw)
 		}
+	}
+	if _, _, err := st.ReadLog(aliasFile, aliasesBefore, func(l ndjson.Line) error {
+		var a ndjson.Alias
+		if err := l.Decode(&a); err != nil {
+			return err
+		}
+		got = append(got, testids.Name(a.EntryUID)+">"+testids.Name(a.AliasOf.FeedID)+"/"+testids.Name(a.AliasOf.EntryUID))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return strings.Join(got, " "), sum
 }

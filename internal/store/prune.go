@@ -43,8 +43,8 @@ type PruneConfig struct {
 	EvenReferenced bool
 
 	// TTLs of seed 004 §4, by whole days of the day files. Metadata is
-	// fetches/ (less the records stored entries point at) and events/;
-	// articles are entries/.
+	// fetches/ (less the records stored entries point at), events/,
+	// aliases/ and decisions/; articles are entries/.
 	MetadataKeep time.Duration
 	ArticlesKeep time.Duration
 	// SeenKeep is the seen-ids TTL: an entry last seen longer ago leaves
@@ -68,6 +68,7 @@ type PruneSummary struct {
 	FetchesTrimmed int   // fetches/ day files rewritten with the records entries need
 	FetchRecords   int   // fetch records deleted
 	AliasFiles     int   // aliases/ day files
+	DecisionFiles  int   // decisions/ day files
 	Entries        int   // entries that left the index, every version of them deleted
 	URLs           int   // links dropped from the index, their first entry gone
 	SeenForgotten  int   // entries forgotten by the seen-ids TTL
@@ -81,8 +82,8 @@ func (s PruneSummary) String() string {
 	if s.DryRun {
 		verb = "would delete"
 	}
-	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
-		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.Entries, s.URLs, s.EventFiles, s.AliasFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
+	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d decisions files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
+		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.Entries, s.URLs, s.EventFiles, s.AliasFiles, s.DecisionFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
 		s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
 }
 
@@ -247,6 +248,10 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 			aliasesFrom += "\x00" // wholly indexed: it may go, the files after it not
 		}
 		if sum.AliasFiles, err = pruneDays(st, storage.DirAliases, cutoff, today, aliasesFrom, del); err != nil {
+			return sum, err
+		}
+		// Nothing is rebuilt from the decisions: no file recovery reads.
+		if sum.DecisionFiles, err = pruneDays(st, storage.DirDecisions, cutoff, today, "", del); err != nil {
 			return sum, err
 		}
 		if err := pruneFetches(ctx, cfg, &sum, referenced, cutoff, today, del); err != nil {

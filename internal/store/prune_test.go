@@ -109,7 +109,7 @@ func TestPrune(t *testing.T) {
 			want: PruneSummary{EntryFiles: 4, Raw: 15, RawReferenced: 6, Entries: 28, URLs: 28}},
 		{name: "metadata older than 3 days, less what entries point at",
 			cfg:  PruneConfig{MetadataKeep: 72 * time.Hour},
-			want: PruneSummary{EventFiles: 6, FetchesTrimmed: 5, FetchRecords: 5}},
+			want: PruneSummary{EventFiles: 6, DecisionFiles: 6, FetchesTrimmed: 5, FetchRecords: 5}},
 		// The generated feeds serve their newest 10 items, one new a
 		// day: each fetch counts a sighting of every item it shows, so the
 		// items last seen before the cutoff (day 6) are the 7 of each
@@ -167,7 +167,7 @@ func TestPrune(t *testing.T) {
 				t.Errorf("summary\n got %+v\nwant %+v", sum, tc.want)
 			}
 			listed := strings.Fields(out.String())
-			if got := len(listed); got != tc.want.Raw+tc.want.EntryFiles+tc.want.EventFiles+tc.want.FetchFiles+tc.want.AliasFiles {
+			if got := len(listed); got != tc.want.Raw+tc.want.EntryFiles+tc.want.EventFiles+tc.want.FetchFiles+tc.want.AliasFiles+tc.want.DecisionFiles {
 				t.Errorf("%d files listed:\n%s", got, out.String())
 			}
 			for _, key := range listed {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -241,7 +242,7 @@ func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any
 	fs.SetSched(st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
-	sched.LogDecision(c.cfg.Log, feedID, f.FetchID, d)
+	sched.LogDecision(c.cfg.Log, slog.LevelDebug, feedID, f.FetchID, d)
 
 	switch d.Event {
 	case sched.EventDisabled, sched.EventReenabled:

@@ -25,7 +25,8 @@ import (
 func runSched(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
 	t.Helper()
 	p.Jitter = -1
-	return runWith(t, st, at, p, input)
+	// The decisions on stdout too, to be checked.
+	return runConfig(t, Config{In: strings.NewReader(input), Store: st, Now: func() time.Time { return at }, Sched: p, Decisions: true})
 }
 
 func (r runOut) decision(t *testing.T) ndjson.Decision {

@@ -4,6 +4,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -52,6 +53,9 @@ type Config struct {
 	MetricsFile string
 	// Summary, when set, receives the run's counts.
 	Summary *Summary
+	// Decisions writes the scheduler's decision records to Out too,
+	// beside the events; they always go to the decisions/ tap.
+	Decisions bool
 }
 
 // Summary counts what one run stored.
@@ -226,11 +230,15 @@ type committer struct {
 	// grown anew for every batch they were most of feed-store's
 	// allocations.
 	entryBuf, eventBuf []byte
+	// feeds is what the events say of each feed (name, labels), looked
+	// up once a run.
+	feeds map[string]catalog.EventFeed
 }
 
 func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
 	c := &committer{ctx: ctx, cfg: cfg, cat: cfg.Catalog, durations: stats.LoadHistogram(ctx, cfg.Catalog), index: cfg.Catalog.Index(),
-		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{}}
+		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{},
+		feeds: map[string]catalog.EventFeed{}}
 	if err := c.startScheduling(); err != nil {
 		return nil, err
 	}
@@ -248,12 +256,13 @@ func (c *committer) state(feedID string) (catalog.FeedState, bool, error) {
 // batchWrites are what a batch writes to the catalog, in one transaction,
 // once its lines are durable.
 type batchWrites struct {
-	versions []staged       // entry versions, at their lines in entries/
-	links    []linkRef      // links first stored
-	aliases  []ndjson.Alias // aliases recorded
-	states   []catalog.FeedState
-	sighted  []sighting
-	released []catalog.Run // runs whose fetch is committed
+	versions  []staged       // entry versions, at their lines in entries/
+	links     []linkRef      // links first stored
+	aliases   []ndjson.Alias // aliases recorded
+	decisions []*ndjson.Decision
+	states    []catalog.FeedState
+	sighted   []sighting
+	released  []catalog.Run // runs whose fetch is committed
 }
 
 type staged struct {
@@ -285,14 +294,14 @@ func (c *committer) commit(batch []item) error {
 		moves []*ndjson.Fetch // proposing a feed's new URL
 		out   []any           // records, or lines without their newline, in input order
 	)
+	titles := feedTitles(batch)
 	for _, it := range batch {
 		switch {
 		case it.entry != nil:
 			if a, skip, err := c.crossFeed(it.entry, now); err != nil {
 				return err
 			} else if a != nil || skip {
-				if a != nil {
-					out = append(out, a)
+				if a != nil { // to aliases/: stdout carries events only
 					w.aliases = append(w.aliases, *a)
 				}
 				continue
@@ -303,6 +312,9 @@ func (c *committer) commit(batch []item) error {
 			}
 			if ev == nil {
 				continue
+			}
+			if err := c.fillFeed(ev, titles); err != nil {
+				return err
 			}
 			if l, ok, err := c.newLink(it.entry); err != nil {
 				return err
@@ -352,7 +364,15 @@ func (c *committer) commit(batch []item) error {
 				if f.NewURL != "" {
 					moves = append(moves, f)
 				}
-				out = append(out, recs...)
+				for _, r := range recs {
+					if d, ok := r.(*ndjson.Decision); ok {
+						w.decisions = append(w.decisions, d)
+						if !c.cfg.Decisions {
+							continue
+						}
+					}
+					out = append(out, r)
+				}
 			}
 			w.sighted = append(w.sighted, c.sightings(f)...)
 		default:
@@ -434,6 +454,18 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 		aliasesEnd = catalog.Checkpoint{File: key, Offset: off + int64(len(lines))}
 	}
+	if len(w.decisions) > 0 {
+		// A tap for people and tools; nothing is rebuilt from it, so it
+		// needs no checkpoint, nor a sync of its own (the state keeps
+		// each feed's last decision): a crash may cost its last lines.
+		lines, err := encodeAll(w.decisions)
+		if err != nil {
+			return err
+		}
+		if _, err := st.AppendLines(storage.DayFile(storage.DirDecisions, now), lines, storage.Lazy); err != nil {
+			return err
+		}
+	}
 	if eventsEnd.File != "" || aliasesEnd.File != "" {
 		if err := st.Sync(); err != nil {
 			return err
@@ -486,6 +518,39 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 		return nil
 	})
+}
+
+// feedTitles are the titles the fetch records of a batch found for their
+// feeds, for the events of a feed whose first fetch this is.
+func feedTitles(batch []item) map[string]string {
+	titles := map[string]string{}
+	for _, it := range batch {
+		if f := it.fetch; f != nil && f.Parse != nil && f.Parse.Title != "" {
+			titles[f.Due.FeedID] = f.Parse.Title
+		}
+	}
+	return titles
+}
+
+// fillFeed sets the feed's name and labels in the event ev: the
+// subscription's name, else the feed's title as stored or as its fetch in
+// this batch found it.
+func (c *committer) fillFeed(ev *ndjson.Event, titles map[string]string) error {
+	ef, ok := c.feeds[ev.FeedID]
+	if !ok {
+		var err error
+		if ef, err = c.cat.EventFeed(c.ctx, ev.FeedID); err != nil {
+			return err
+		}
+		if ef.Name != "" { // a title found later is not looked up again
+			c.feeds[ev.FeedID] = ef
+		}
+	}
+	if ef.Name == "" {
+		ef.Name = titles[ev.FeedID]
+	}
+	ef.Fill(ev)
+	return nil
 }
 
 // keepBuf returns b emptied for reuse, or nil when it is too large to
@@ -594,10 +659,15 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ catalog.FeedState, recs []any,
 	st.Counts.Add(f)
 	st.Counts.NewEntries += c.newByFeed[feedID]
 	st.Counts.Updated += c.updatedByFeed[feedID]
-	delete(c.updatedByFeed, feedID)
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
+	if n := c.newByFeed[feedID]; n > 0 { // seed 001 §10.1: a fetch with its count of new items
+		c.cfg.Log.Info(fmt.Sprintf("%d new %s", n, map[bool]string{true: "item", false: "items"}[n == 1]),
+			"feed_id", feedID, "fetch_id", f.FetchID, "feed", cmp.Or(f.Due.Name, st.Title, f.Due.URL), "updated", c.updatedByFeed[feedID])
+	}
+	delete(c.updatedByFeed, feedID)
+	describe(&st, f)
 	st.NewEntriesLastFetch = c.newByFeed[feedID]
 	delete(c.newByFeed, feedID)
 	if recs, err = c.schedule(&st, f); err != nil {
@@ -605,6 +675,23 @@ func (c *committer) nextState(f *ndjson.Fetch) (_ catalog.FeedState, recs []any,
 	}
 	c.states[feedID] = st // later fetches in this batch build on it
 	return st, recs, true, nil
+}
+
+// describe keeps what the fetch f says the feed is (seed 003 §2.3.1): the
+// format and publisher its body was read as, and the Content-Type it came
+// with. A fetch that brought no body read (a 304, an error, the same body)
+// leaves them as they were.
+func describe(st *catalog.FeedState, f *ndjson.Fetch) {
+	if !bodyRead(f) || f.Unchanged {
+		return
+	}
+	st.ContentType = f.ContentType
+	switch {
+	case f.Parse != nil:
+		st.Format, st.FormatVersion, st.Publisher = f.Parse.Format, f.Parse.Version, f.Parse.Publisher
+	case f.Scrape != nil:
+		st.Format, st.FormatVersion, st.Publisher = "html", "", ""
+	}
 }
 
 // finish keeps the run's figures: the duration histogram, and the metrics

@@ -59,10 +59,17 @@ func run(t *testing.T, st *storage.Store, at time.Time, input string) runOut {
 // p over input, and collects what it wrote.
 func runWith(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
 	t.Helper()
+	return runConfig(t, Config{In: strings.NewReader(input), Store: st, Now: func() time.Time { return at }, Sched: p})
+}
+
+// runConfig runs feed-store with cfg, its Out and Summary its own, and
+// collects what it wrote.
+func runConfig(t *testing.T, cfg Config) runOut {
+	t.Helper()
 	var out bytes.Buffer
 	var sum Summary
-	err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
-		Now: func() time.Time { return at }, Summary: &sum, Sched: p})
+	cfg.Out, cfg.Summary = ndjson.NewWriter(&out), &sum
+	err := Run(context.Background(), cfg)
 	r := runOut{sum: sum, err: err}
 	rd := ndjson.NewReader(&out)
 	for {
@@ -93,6 +100,82 @@ func storedEntries(t *testing.T, st *storage.Store) []ndjson.Entry {
 	return all
 }
 
+// TestStdoutCarriesEvents: stdout carries the events, each with its feed's
+// name and labels and the entry's summary; the decisions go to the
+// decisions/ tap, and to stdout only when asked for.
+func TestStdoutCarriesEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sub       ndjson.Subscription
+		decisions bool
+		wantTypes string
+		wantName  string
+		labels    string
+	}{
+		{name: "named, labelled", sub: ndjson.Subscription{Name: "My feed", Labels: []string{"news", "tech"}},
+			wantTypes: "new_entry,feed_disabled", wantName: "My feed", labels: "news,tech"},
+		{name: "no name: the feed's title, found by its first fetch", wantTypes: "new_entry,feed_disabled", wantName: "The A feed"},
+		{name: "--decisions", decisions: true, wantTypes: "new_entry,decision,feed_disabled", wantName: "The A feed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := storage.Open(t.TempDir())
+			sub := tc.sub
+			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
+			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
+			e := entry("A", "u1", "h1", "One")
+			e = strings.Replace(e, `"summary":""`, `"summary":"The gist"`, 1)
+			// A 410 with an entry (a replay): an event, a decision and a
+			// feed_disabled event.
+			in := e + fetchRec("A", func(f *ndjson.Fetch) {
+				f.Parse.Title = "The A feed"
+				f.HTTPStatus, f.Error = 410, &ndjson.Error{Class: ndjson.ClassPermanent, Code: "http_410", Message: "gone"}
+			})
+			r := runConfig(t, Config{In: strings.NewReader(in), Store: st, Now: func() time.Time { return t0 }, Sched: hourly, Decisions: tc.decisions})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if got := r.types(); got != tc.wantTypes {
+				t.Errorf("stdout: %s, want %s", got, tc.wantTypes)
+			}
+			var ev ndjson.Event
+			if err := r.lines[0].Decode(&ev); err != nil {
+				t.Fatalf("%v: %s", err, r.lines[0].Raw)
+			}
+			if ev.FeedName != tc.wantName || strings.Join(ev.Labels, ",") != tc.labels || ev.Labels == nil || ev.Summary != "The gist" {
+				t.Errorf("event: feed_name %q, labels %q, summary %q", ev.FeedName, ev.Labels, ev.Summary)
+			}
+			decisions, _ := os.ReadFile(st.Path("decisions/2026-11-21.ndjson"))
+			if strings.Count(string(decisions), "\n") != 1 || !strings.HasPrefix(string(decisions), `{"type":"decision","v":1,"feed_id":"`+testids.Feed("A")) {
+				t.Errorf("decisions/:\n%s", decisions)
+			}
+		})
+	}
+}
+
+// TestFeedDescribed: a feed's state keeps what its last body read says it
+// is (format, version, content type, publisher); a 304 keeps them.
+func TestFeedDescribed(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	in := fetchRec("A", func(f *ndjson.Fetch) {
+		f.ContentType, f.BodySHA256 = "application/rss+xml; charset=utf-8", "ab"
+		f.Parse = &ndjson.Parse{Format: "rss", Version: "2.0", Publisher: "Example Inc."}
+	})
+	if r := run(t, st, t0, in); r.err != nil {
+		t.Fatal(r.err)
+	}
+	in = fetchRec("A", func(f *ndjson.Fetch) {
+		f.FetchedAt, f.HTTPStatus, f.NotModified, f.Parse = ndjson.At(t0.Add(time.Hour)), 304, true, nil
+	})
+	if r := run(t, st, t0.Add(time.Hour), in); r.err != nil {
+		t.Fatal(r.err)
+	}
+	states, _ := statesOf(t, st)
+	fs := states.ByFeed[testids.Feed("A")]
+	if fs.Format != "rss" || fs.FormatVersion != "2.0" || fs.ContentType != "application/rss+xml; charset=utf-8" || fs.Publisher != "Example Inc." {
+		t.Errorf("state: format %q %q, content type %q, publisher %q", fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher)
+	}
+}
+
 func TestStoreNewUnchangedUpdated(t *testing.T) {
 	st, _ := storage.Open(t.TempDir())
 	first := run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+`{"type":"note","v":1}`+"\n"+fetchRec("A", nil))
@@ -103,7 +186,7 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 	for _, l := range first.lines {
 		types = append(types, l.Type)
 	}
-	if strings.Join(types, ",") != "new_entry,new_entry,note,decision" {
+	if strings.Join(types, ",") != "new_entry,new_entry,note" {
 		t.Fatalf("output %v", types)
 	}
 	var ev ndjson.Event

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -35,6 +36,9 @@ type candidate struct {
 	spec  Spec
 	where string // "line 12", "$[3]": for messages
 	err   error  // why it cannot be used, found while reading the file
+	// restore sets what a subscription record gives beyond Spec (its
+	// clamps, pause, disabled flag, creation time); nil for other formats.
+	restore func(*ndjson.Subscription)
 }
 
 // Import subscribes to every feed in r: an OPML document (1.0 to 2.0,
@@ -77,6 +81,9 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 		if err == nil {
 			s, err = newSubscription(c.spec, now, func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) })
 		}
+		if err == nil && c.restore != nil {
+			c.restore(&s)
+		}
 		if err != nil {
 			res.Invalid++
 			fmt.Fprintf(cfg.Msg, "feed-sub: skipped %s: %s: %v\n", source, c.where, err)
@@ -116,6 +123,9 @@ func candidates(data []byte) (format string, cands []candidate, warnings []strin
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	lower := bytes.ToLower(trimmed[:min(len(trimmed), 4096)])
 	switch {
+	case isSubscriptionRecords(trimmed):
+		cands, warnings = recordCandidates(trimmed)
+		return "ndjson", cands, warnings, nil
 	case len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{'):
 		cands, err = jsonCandidates(trimmed)
 		return "json", cands, nil, err
@@ -129,11 +139,121 @@ func candidates(data []byte) (format string, cands []candidate, warnings []strin
 			if o.Line > 0 {
 				where = "line " + strconv.Itoa(o.Line)
 			}
-			cands = append(cands, candidate{spec: Spec{URL: o.URL, Name: o.Title, Labels: o.Labels}, where: where})
+			c := candidate{spec: Spec{URL: o.URL, Name: o.Title, Labels: o.Labels, Type: o.SourceType, Fulltext: o.Fulltext}, where: where}
+			// feedpipe's own attributes (opml.Namespace): its export's.
+			if o.Scrape != "" {
+				if c.spec.Scrape, c.err = extract.ParseConfig([]byte(o.Scrape), false); c.err != nil {
+					c.err = fmt.Errorf("%w: its feedpipe:scrape: %v", ErrInvalid, c.err)
+				}
+			}
+			cands = append(cands, c)
 		}
 		return "opml", cands, res.Warnings, nil
 	}
 	return "list", listCandidates(data), nil, nil
+}
+
+// isSubscriptionRecords reports whether data is NDJSON of subscription
+// records: feed-sub export --format ndjson, feed-sub ls --json, or a
+// store's subscriptions.ndjson.
+func isSubscriptionRecords(data []byte) bool {
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	var h ndjson.Header
+	return len(first) > 0 && first[0] == '{' && json.Unmarshal(first, &h) == nil &&
+		(h.Type == ndjson.TypeSubscription || h.Type == ndjson.TypeSubscriptionRemoved)
+}
+
+// recordCandidates reads subscription records, one per line, with every
+// setting. A secret that a listing redacted is not imported, and said not
+// to be. A subscription_removed record (in a store's subscription log)
+// drops the feed's earlier one: the last line of a feed wins.
+func recordCandidates(data []byte) ([]candidate, []string) {
+	var (
+		cands    []candidate
+		warnings []string
+		at       = map[string]int{} // feed id -> its candidate
+		gone     = map[int]bool{}
+	)
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		where := "line " + strconv.Itoa(n+1)
+		var h ndjson.Header
+		if err := json.Unmarshal(line, &h); err != nil {
+			cands = append(cands, candidate{where: where, err: fmt.Errorf("not a JSON object: %w", err)})
+			continue
+		}
+		switch h.Type {
+		case ndjson.TypeSubscriptionRemoved:
+			var r ndjson.SubscriptionRemoved
+			if json.Unmarshal(line, &r) == nil {
+				if i, ok := at[r.FeedID]; ok {
+					gone[i] = true
+					delete(at, r.FeedID)
+				}
+			}
+			continue
+		case ndjson.TypeSubscription:
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: a %q record, not a subscription: skipped", where, h.Type))
+			continue
+		}
+		var s ndjson.Subscription
+		if err := json.Unmarshal(line, &s); err != nil {
+			cands = append(cands, candidate{where: where, err: fmt.Errorf("not a subscription record: %w", err)})
+			continue
+		}
+		if redacted(&s) {
+			warnings = append(warnings, fmt.Sprintf("%s: %s: its secrets are redacted in the file and not imported (feed-sub export --format ndjson --with-secrets keeps them)", where, s.URL))
+		}
+		spec, err := specOf(s)
+		rec := s
+		c := candidate{spec: spec, where: where, err: err, restore: func(n *ndjson.Subscription) {
+			n.Disabled, n.MinIntervalSec, n.MaxIntervalSec, n.PausedUntil = rec.Disabled, rec.MinIntervalSec, rec.MaxIntervalSec, rec.PausedUntil
+			if !rec.CreatedAt.IsZero() {
+				n.CreatedAt = rec.CreatedAt
+			}
+			// A feed moved permanently keeps its id, which its URL no
+			// longer gives: the stored entries stay its own.
+			if rec.Check() == nil {
+				n.FeedID = rec.FeedID
+			}
+		}}
+		if i, ok := at[s.FeedID]; ok && s.FeedID != "" {
+			cands[i] = c // a later line of the feed wins, in its place
+			continue
+		}
+		at[s.FeedID] = len(cands)
+		cands = append(cands, c)
+	}
+	kept := cands[:0]
+	for i, c := range cands {
+		if !gone[i] {
+			kept = append(kept, c)
+		}
+	}
+	return kept, warnings
+}
+
+// redactedValue is what listings write in place of a secret.
+const redactedValue = "(redacted)"
+
+// redacted drops the secrets of s that a listing redacted, and reports
+// whether there were any.
+func redacted(s *ndjson.Subscription) bool {
+	found := false
+	if s.Auth != nil && s.Auth.Password == redactedValue {
+		s.Auth, found = nil, true
+	}
+	for k, v := range s.Headers {
+		if v == redactedValue {
+			delete(s.Headers, k)
+			found = true
+		}
+	}
+	return found
 }
 
 // listCandidates reads one URL per line; '#' starts a comment, and words

@@ -67,8 +67,16 @@ func List(cfg Config, o ListOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, s := range subs {
+		if e := states[s.FeedID].LastError; e != nil && e.Code == notAFeed {
+			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is not a feed (a web page?): feed-sub discover %s lists the feeds it links to\n", s.URL, s.URL)
+		}
+	}
 	return nil
 }
+
+// notAFeed is feed-parse's error code for a body that is not a feed.
+const notAFeed = "not_a_feed"
 
 // listing is a subscription as ls --json writes it: the record, and what
 // the table shows of the feed's state (STATUS, LAST FETCH, NEXT), so that
@@ -90,12 +98,18 @@ type listing struct {
 	LastError           *ndjson.Error `json:"last_error"`
 	LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
 	NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+	// What the feed is, as its last body read said (catalog.FeedState).
+	Format        string `json:"format"`
+	FormatVersion string `json:"format_version"`
+	ContentType   string `json:"content_type"`
+	Publisher     string `json:"publisher"`
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
 	status := stats.StatusOf(s, fs, now)
 	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
-		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt}
+		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt,
+		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {
@@ -128,9 +142,11 @@ func cell(s string, n int) string {
 }
 
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
-// the feeds' own titles), labels as folders and categories, so that Import
-// reads them back. Intervals, cron and disabled flags are not part of OPML;
-// subscriptions.ndjson keeps them.
+// the feeds' own titles), labels as folders and categories, and in
+// attributes of feedpipe's namespace, which other readers ignore, a source
+// type other than auto, full text and the scraper configuration; Import
+// reads them all back. Intervals, cron, pauses and the disabled flag are
+// not part of it: ExportNDJSON writes every setting.
 func Export(cfg Config) error {
 	cfg.defaults()
 	cat, done, err := cfg.catalog()
@@ -145,9 +161,48 @@ func Export(cfg Config) error {
 	outlines := make([]opml.Outline, 0, len(subs))
 	for _, s := range subs {
 		title := cmp.Or(s.Name, states[s.FeedID].Title)
-		outlines = append(outlines, opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss"})
+		o := opml.Outline{URL: s.URL, Title: title, Labels: s.Labels, Type: "rss", Fulltext: s.Fulltext, Scrape: string(s.Scrape)}
+		if s.SourceType != ndjson.SourceAuto {
+			o.SourceType = s.SourceType
+		}
+		outlines = append(outlines, o)
 	}
 	return opml.Write(cfg.Out, "feedpipe subscriptions", outlines)
+}
+
+// ExportNDJSON writes every subscription as a subscription record, with
+// every setting, for a backup that Import restores whole. Extra headers and
+// basic auth only withSecrets: without, they are left out (and said to be),
+// so that the file can be passed around.
+func ExportNDJSON(cfg Config, withSecrets bool) error {
+	cfg.defaults()
+	cat, done, err := cfg.catalog()
+	if err != nil {
+		return err
+	}
+	defer done()
+	subs, _, err := feeds(cat, "")
+	if err != nil {
+		return err
+	}
+	out := ndjson.NewWriter(cfg.Out)
+	secrets := 0
+	for _, s := range subs {
+		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0) {
+			s.Auth, s.Headers = nil, nil
+			secrets++
+		}
+		if err := out.Write(&s); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if secrets > 0 {
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", count(secrets, "feed", "feeds"))
+	}
+	return nil
 }
 
 // feeds returns the subscriptions with label (all for ""), in the list's

@@ -1,9 +1,9 @@
 package sub
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -50,15 +50,20 @@ func clampInterval(iv time.Duration, note func(string)) (time.Duration, error) {
 // decisions at or after the end of the pause.
 func Pause(cfg Config, refs []string, until time.Time) error {
 	cfg.defaults()
-	verb := "paused until " + ndjson.At(until).String() + ":"
+	v := verbs{done: "paused until " + ndjson.At(until).String() + ":", same: "%s is paused until then already"}
 	if until.IsZero() {
-		verb = "resumed"
+		v = verbs{done: "resumed", same: "%s is not paused"}
 	} else if !until.After(cfg.Now()) {
 		return fmt.Errorf("%w: pause until %s: that is not in the future", ErrInvalid, ndjson.At(until))
 	}
-	return edit(cfg, refs, verb, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		subs[i].PausedUntil = ndjson.At(until)
-		return subs
+	now := cfg.Now()
+	return edit(cfg, refs, v, func(s *ndjson.Subscription) editResult {
+		// A pause whose time has passed is none: resumed already.
+		if s.PausedUntil.Equal(until) || until.IsZero() && !s.PausedUntil.After(now) {
+			return unchanged
+		}
+		s.PausedUntil = ndjson.At(until)
+		return changed
 	})
 }
 
@@ -72,21 +77,27 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
 	// What it says waits until the change is saved: "due now" is not
 	// said of a change a failure lost.
-	var notes bytes.Buffer
+	var r report
 	err := changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
 		d := nudge(cfg, s, fs, fs.SchedState(), p, now, rnd)
 		if d.Kind == sched.FetchNow {
-			fmt.Fprintf(&notes, "feed-sub: due now: %s\n", s.URL)
+			r.feed(true, "due now: %s", s.URL)
 		} else {
-			fmt.Fprintf(&notes, "feed-sub: %s: %s\n", s.URL, strings.SplitN(d.Explain(), "\n", 2)[0])
+			r.feed(false, "%s: %s", s.URL, strings.SplitN(d.Explain(), "\n", 2)[0])
 		}
 		if !s.PausedUntil.IsZero() && now.Before(s.PausedUntil.Time) {
-			fmt.Fprintf(&notes, "feed-sub: note: %s is paused until %s; feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
+			r.note("note: %s is paused until %s; feed-sub resume lifts the pause", s.URL, s.PausedUntil)
 		}
 		return true
 	})
 	if err == nil {
-		cfg.Msg.Write(notes.Bytes())
+		r.write(cfg.Msg, func(due, held int) string {
+			s := "made " + count(due, "feed", "feeds") + " due now"
+			if held > 0 {
+				s += fmt.Sprintf("; %d held back by a Retry-After from their server", held)
+			}
+			return s
+		})
 	}
 	return err
 }
@@ -96,7 +107,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 func nudge(cfg Config, s ndjson.Subscription, fs *catalog.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
 	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
 	fs.SetSched(st, d)
-	sched.LogDecision(cfg.Log, s.FeedID, "", d)
+	sched.LogDecision(cfg.Log, slog.LevelInfo, s.FeedID, "", d)
 	return d
 }
 
@@ -118,21 +129,21 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 1))
 	// What it says waits until the change is saved: "due now" is not
 	// said of a change a failure lost.
-	var notes bytes.Buffer
+	var r report
 	err = changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
 		byHand := wasDisabled[s.FeedID]
 		decided := fs.Sched != nil && !fs.LastFetchAt.IsZero()
 		if !decided || !needsEnable(*fs.Sched) {
 			switch {
 			case byHand && !decided:
-				fmt.Fprintf(&notes, "feed-sub: enabled %s\n", s.URL) // never fetched: due at once
+				r.feed(true, "enabled %s", s.URL) // never fetched: due at once
 				return false
 			case byHand: // nudged below: back in service, it is fetched now
 			case now.Before(s.PausedUntil.Time):
-				fmt.Fprintf(&notes, "feed-sub: %s is enabled already; it is paused until %s: feed-sub resume lifts the pause\n", s.URL, s.PausedUntil)
+				r.feed(false, "%s is enabled already; it is paused until %s: feed-sub resume lifts the pause", s.URL, s.PausedUntil)
 				return false
 			default:
-				fmt.Fprintf(&notes, "feed-sub: %s is enabled already; nothing changed (feed-sub refetch makes it due now)\n", s.URL)
+				r.feed(false, "%s is enabled already; nothing changed (feed-sub refetch makes it due now)", s.URL)
 				return false
 			}
 		}
@@ -145,18 +156,18 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		}
 		switch {
 		case was.Lifecycle == sched.StateDisabled:
-			fmt.Fprintf(&notes, "feed-sub: re-enabled %s (it was disabled: %s); %s\n", s.URL, was.DisabledReason, when)
+			r.feed(true, "re-enabled %s (it was disabled: %s); %s", s.URL, was.DisabledReason, when)
 		case was.Lifecycle == sched.StateBackoff:
-			fmt.Fprintf(&notes, "feed-sub: enabled %s again (it was failing: %d in a row, the last %s); %s\n", s.URL, was.Failures, errorCode(lastError), when)
+			r.feed(true, "enabled %s again (it was failing: %d in a row, the last %s); %s", s.URL, was.Failures, errorCode(lastError), when)
 		case was.Lifecycle == sched.StatePaused:
-			fmt.Fprintf(&notes, "feed-sub: enabled %s again (the scheduler had paused it: %s); %s\n", s.URL, was.Reason, when)
+			r.feed(true, "enabled %s again (the scheduler had paused it: %s); %s", s.URL, was.Reason, when)
 		default:
-			fmt.Fprintf(&notes, "feed-sub: enabled %s; %s\n", s.URL, when)
+			r.feed(true, "enabled %s; %s", s.URL, when)
 		}
 		return true
 	})
 	if err == nil {
-		cfg.Msg.Write(notes.Bytes())
+		r.write(cfg.Msg, counted("enabled", "enabled already"))
 	}
 	return err
 }
@@ -179,12 +190,13 @@ func needsEnable(st sched.State) bool {
 // name, in one atomic rewrite, and says which feeds had it.
 func enableSubscriptions(cfg Config, refs []string) (wasDisabled map[string]bool, err error) {
 	wasDisabled = map[string]bool{}
-	err = edit(cfg, refs, "", func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		if subs[i].Disabled {
-			wasDisabled[subs[i].FeedID] = true
-			subs[i].Disabled = false
+	err = edit(cfg, refs, verbs{}, func(s *ndjson.Subscription) editResult {
+		if !s.Disabled {
+			return unchanged
 		}
-		return subs
+		wasDisabled[s.FeedID] = true
+		s.Disabled = false
+		return changed
 	})
 	return wasDisabled, err
 }
@@ -205,16 +217,13 @@ func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *c
 	if err != nil {
 		return err
 	}
-	var picked []ndjson.Subscription
-	for _, ref := range refs {
-		i, err := catalog.FindSubscription(subs, ref)
-		if err != nil {
-			return err
-		}
-		picked = append(picked, subs[i])
+	indexes, err := pick(subs, refs)
+	if err != nil {
+		return err
 	}
-	if len(picked) == 0 {
-		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
+	picked := make([]ndjson.Subscription, len(indexes))
+	for k, i := range indexes {
+		picked[k] = subs[i]
 	}
 	unlock, err := cfg.Store.Lock(storage.StoreLock, true, func() {
 		fmt.Fprintf(cfg.Msg, "feed-sub: waiting for the store lock: feed-store is writing\n")

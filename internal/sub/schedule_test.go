@@ -294,7 +294,8 @@ func TestListJSONCarriesState(t *testing.T) {
 	st, d := sched.Next(sched.State{}, sched.Outcome{At: now.Add(-time.Minute), Status: 500, ErrorClass: "transient", ErrorCode: "http_500"},
 		sched.Params{}, sched.Overrides{}, now.Add(-time.Minute), nil)
 	fs := catalog.FeedState{FeedID: failing.FeedID, LastFetchAt: ndjson.At(now.Add(-time.Minute)), ConsecutiveFailures: 1,
-		LastError: &ndjson.Error{Class: "transient", Code: "http_500"}}
+		LastError: &ndjson.Error{Class: "transient", Code: "http_500"},
+		Format:    "atom", FormatVersion: "1.0", ContentType: "application/atom+xml", Publisher: "Example Inc."}
 	fs.SetSched(st, d)
 	e.putStates(t, fs)
 	if err := SetDisabled(e.cfg, []string{byHand.FeedID}, true); err != nil {
@@ -314,6 +315,10 @@ func TestListJSONCarriesState(t *testing.T) {
 		LastError           *ndjson.Error `json:"last_error"`
 		LastFetchAt         ndjson.Time   `json:"last_fetch_at"`
 		NextFetchAt         ndjson.Time   `json:"next_fetch_at"`
+		Format              string        `json:"format"`
+		FormatVersion       string        `json:"format_version"`
+		ContentType         string        `json:"content_type"`
+		Publisher           string        `json:"publisher"`
 	}
 	got := map[string]listed{}
 	for _, line := range strings.Split(strings.TrimSpace(e.out.String()), "\n") {
@@ -335,7 +340,8 @@ func TestListJSONCarriesState(t *testing.T) {
 			ConsecutiveFailures: 1, LastError: &ndjson.Error{Class: "permanent", Code: "http_404"},
 			LastFetchAt: ndjson.At(now.Add(-time.Hour)), NextFetchAt: ndjson.At(now.Add(23 * time.Hour))}},
 		{"failing", failing.FeedID, listed{State: "backoff", StateReason: string(d.Reason), ConsecutiveFailures: 1,
-			LastError: &ndjson.Error{Class: "transient", Code: "http_500"}, LastFetchAt: ndjson.At(now.Add(-time.Minute)), NextFetchAt: st.NextAt}},
+			LastError: &ndjson.Error{Class: "transient", Code: "http_500"}, LastFetchAt: ndjson.At(now.Add(-time.Minute)), NextFetchAt: st.NextAt,
+			Format: "atom", FormatVersion: "1.0", ContentType: "application/atom+xml", Publisher: "Example Inc."}},
 		{"disabled by hand", byHand.FeedID, listed{Disabled: true}},
 		{"never fetched: due now", fresh.FeedID, listed{NextFetchAt: ndjson.At(now)}},
 	} {

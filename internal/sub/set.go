@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -67,19 +66,18 @@ func Set(cfg Config, refs []string, c Changes) error {
 		}
 	}
 	noteGlobalClamps(o, note)
-	err := editEach(cfg, refs, func(subs []ndjson.Subscription, i int) ([]ndjson.Subscription, string, error) {
-		old := subs[i]
+	err := editEach(cfg, refs, func(s *ndjson.Subscription) (string, error) {
+		old := *s
 		spec, err := specOf(old)
 		if err != nil {
-			return nil, "", err
+			return "", err
 		}
 		c.apply(&spec)
 		// The settings add takes go through add's checks and cleaning.
 		n, err := newSubscription(spec, old.CreatedAt.Time, note)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", old.URL, err)
+			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
-		s := &subs[i]
 		s.Name, s.Labels, s.SourceType, s.Fulltext, s.Scrape, s.Access = n.Name, n.Labels, n.SourceType, n.Fulltext, n.Scrape, n.Access
 		s.IntervalSec, s.Cron = n.IntervalSec, n.Cron
 		if o.Min != nil {
@@ -89,9 +87,9 @@ func Set(cfg Config, refs []string, c Changes) error {
 			s.MaxIntervalSec = int(*o.Max / time.Second)
 		}
 		if err := checkClamps(*s, o); err != nil {
-			return nil, "", fmt.Errorf("%s: %w", old.URL, err)
+			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
-		return subs, describeChanges(old, *s), nil
+		return describeChanges(old, *s), nil
 	})
 	if err == nil {
 		for _, n := range notes {
@@ -292,29 +290,27 @@ func scrapeMembers(raw json.RawMessage) map[string]string {
 // editEach applies change to each subscription that refs name, in one
 // atomic rewrite: if any ref matches nothing or any change fails, nothing
 // changes. Each change says what it did ("" for nothing), reported per
-// feed as "feed-sub: changed <url>: <what>".
-func editEach(cfg Config, refs []string, change func([]ndjson.Subscription, int) ([]ndjson.Subscription, string, error)) error {
+// feed as "feed-sub: changed <url>: <what>", and for more than one feed,
+// how many changed.
+func editEach(cfg Config, refs []string, change func(*ndjson.Subscription) (string, error)) error {
 	cfg.defaults()
-	if len(refs) == 0 {
-		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
-	}
-	var lines []string
+	var r report
 	err := cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
-		lines = lines[:0]
-		for _, ref := range refs {
-			i, err := catalog.FindSubscription(subs, ref)
+		r = report{}
+		picked, err := pick(subs, refs)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range picked {
+			url := subs[i].URL
+			what, err := change(&subs[i])
 			if err != nil {
 				return nil, err
 			}
-			url := subs[i].URL
-			var what string
-			if subs, what, err = change(subs, i); err != nil {
-				return nil, err
-			}
 			if what == "" {
-				lines = append(lines, "unchanged "+url+": it has these settings already")
+				r.feed(false, "unchanged %s: it has these settings already", url)
 			} else {
-				lines = append(lines, "changed "+url+": "+what)
+				r.feed(true, "changed %s: %s", url, what)
 			}
 		}
 		return subs, nil
@@ -322,8 +318,6 @@ func editEach(cfg Config, refs []string, change func([]ndjson.Subscription, int)
 	if err != nil {
 		return err
 	}
-	for _, l := range lines {
-		fmt.Fprintf(cfg.Msg, "feed-sub: %s\n", l)
-	}
+	r.write(cfg.Msg, counted("changed", "they have these settings already"))
 	return nil
 }

@@ -244,49 +244,82 @@ var errUnchanged = errors.New("unchanged")
 // Remove deletes the subscriptions refs name (ids, id prefixes or URLs).
 // Their stored entries stay.
 func Remove(cfg Config, refs []string) error {
-	return edit(cfg, refs, "removed", func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		return slices.Delete(subs, i, i+1)
-	})
+	return edit(cfg, refs, verbs{done: "removed"}, func(*ndjson.Subscription) editResult { return removed })
 }
 
 // SetDisabled disables or enables the subscriptions refs name.
 func SetDisabled(cfg Config, refs []string, disabled bool) error {
-	verb := map[bool]string{true: "disabled", false: "enabled"}[disabled]
-	return edit(cfg, refs, verb, func(subs []ndjson.Subscription, i int) []ndjson.Subscription {
-		subs[i].Disabled = disabled
-		return subs
+	v := verbs{done: "disabled", same: "%s is disabled already"}
+	if !disabled {
+		v = verbs{done: "enabled", same: "%s is enabled already"}
+	}
+	return edit(cfg, refs, v, func(s *ndjson.Subscription) editResult {
+		if s.Disabled == disabled {
+			return unchanged
+		}
+		s.Disabled = disabled
+		return changed
 	})
 }
 
+// editResult is what an edit did to one subscription.
+type editResult int
+
+const (
+	unchanged editResult = iota
+	changed
+	removed // it leaves the list
+)
+
+// verbs say what edit did: done, of each feed changed ("disabled": said
+// "feed-sub: disabled URL") and of how many; same, a format of the URL,
+// of each feed left as it was. Nothing is said with done "": the caller
+// says it.
+type verbs struct{ done, same string }
+
 // edit applies change to each subscription that refs name, in one atomic
-// rewrite: if any ref matches nothing, nothing changes, and only a change
-// made is reported, as "feed-sub: <verb> <url>" (nothing with verb "": the
-// caller says it).
-func edit(cfg Config, refs []string, verb string, change func([]ndjson.Subscription, int) []ndjson.Subscription) error {
+// rewrite: if any ref matches nothing, nothing changes. Once saved, it
+// says what it did to each feed and, for more than one, to how many.
+func edit(cfg Config, refs []string, v verbs, change func(*ndjson.Subscription) editResult) error {
 	cfg.defaults()
-	if len(refs) == 0 {
-		return fmt.Errorf("%w: name at least one subscription (feed id, id prefix or URL)", ErrInvalid)
-	}
-	var done []string
+	var r report
 	err := cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
-		for _, ref := range refs {
-			i, err := catalog.FindSubscription(subs, ref)
-			if err != nil {
-				return nil, err
+		r = report{}
+		picked, err := pick(subs, refs)
+		if err != nil {
+			return nil, err
+		}
+		gone := map[int]bool{}
+		for _, i := range picked {
+			switch change(&subs[i]) {
+			case removed:
+				gone[i] = true
+				r.feed(true, "%s %s", v.done, subs[i].URL)
+			case changed:
+				r.feed(true, "%s %s", v.done, subs[i].URL)
+			default:
+				r.feed(false, v.same, subs[i].URL)
 			}
-			done = append(done, subs[i].URL)
-			subs = change(subs, i)
+		}
+		if r.changed == 0 {
+			return nil, errUnchanged
+		}
+		if len(gone) > 0 {
+			kept := subs[:0]
+			for i, s := range subs {
+				if !gone[i] {
+					kept = append(kept, s)
+				}
+			}
+			subs = kept
 		}
 		return subs, nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errUnchanged) {
 		return err
 	}
-	if verb == "" {
-		return nil
-	}
-	for _, u := range done {
-		fmt.Fprintf(cfg.Msg, "feed-sub: %s %s\n", verb, u)
+	if v.done != "" {
+		r.write(cfg.Msg, counted(v.done, "as they were already"))
 	}
 	return nil
 }

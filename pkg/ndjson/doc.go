@@ -39,7 +39,10 @@
 //	feed-dedup: entry with "status", fetch with "dedup"
 //	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
 //	            the stored entry goes to entries/YYYY-MM-DD.ndjson;
-//	            decision for each fetch; feed_disabled, feed_reenabled
+//	            feed_disabled, feed_reenabled; these events are all its
+//	            stdout carries. A decision for each fetch goes to
+//	            decisions/YYYY-MM-DD.ndjson (stdout too with --decisions),
+//	            an alias to aliases/YYYY-MM-DD.ndjson
 //
 // Within one feed the entry records come before the fetch record that
 // closes the group.
@@ -109,6 +112,13 @@
 //	                      when later); null when it is not fetched by
 //	                      itself: disabled by hand, or disabled for errors
 //	                      and not probed
+//	format        string  what its last body read was: rss, atom, json,
+//	                      or html (a website); "" before one was read
+//	format_version string the version the document states (as in the
+//	                      fetch's parse.version)
+//	content_type  string  the Content-Type that body was served with
+//	publisher     string  who publishes it, as parse.publisher says
+//	                      (seed 003 §2.3.1); "" when unknown
 //
 // # due (feed-due)
 //
@@ -285,6 +295,12 @@
 //	                              neither the source nor the run; a
 //	                              full-text entry whose page is rejected
 //	                              goes on as its feed gave it
+//	    rejected_before   int     list mode: articles rejected by an
+//	                              earlier run for what the page held (or
+//	                              robots.txt), with the same scraper
+//	                              configuration, within 7 days: not
+//	                              fetched again, and they keep no
+//	                              pagination going
 //	    error             string  why the source could not be scraped at
 //	                              all (an invalid scrape configuration, an
 //	                              unreadable payload), also set as the
@@ -381,10 +397,16 @@
 //
 // One event per entry version durably stored, new_entry the first time an
 // entry_uid is stored and updated_entry when its content changed. The
-// events are what the pipeline's stdout carries to its consumers.
+// events are what the pipeline's stdout carries to its consumers, with
+// what a consumer needs to file and show an entry without a lookup (seed
+// 004 §3.4: its category and abstract).
 //
-//	entry_uid, feed_id, title, canonical_link, published, content_hash
-//	                   as in the entry
+//	entry_uid, feed_id, title, summary, canonical_link, published,
+//	content_hash       as in the entry
+//	feed_name  string   the feed's name: the subscription's, else the
+//	                    feed's own title; "" when it has neither yet
+//	labels     [string] the subscription's labels; [] when it has none
+//	                    (or the subscription is gone)
 //	raw_refs   [object] the entry's raw_ref
 //	ingested_at time    when it was stored
 //	stored_in  string   the entries file holding the full entry, such as
@@ -394,8 +416,8 @@
 //
 // An entry not stored because its canonical link had been stored first
 // from another feed (feed-dedup --cross-feed; seed 001 §6): the duplicate
-// is recorded, never dropped silently. feed-store writes it to stdout and
-// to the store's aliases/YYYY-MM-DD.ndjson, once per feed_id and
+// is recorded, never dropped silently. feed-store writes it to the store's
+// aliases/YYYY-MM-DD.ndjson (not to stdout), once per feed_id and
 // entry_uid; later versions of the entry are not recorded again.
 //
 //	feed_id, entry_uid, canonical_link, title, published, content_hash,
@@ -409,8 +431,9 @@
 // # decision (feed-store)
 //
 // The scheduler's decision for one feed, written after each fetch record
-// feed-store stores (docs/scheduler.md §7), and logged with the same
-// fields. It is data for people and tools (feed-due --explain prints the
+// feed-store stores (docs/scheduler.md §7) to the store's
+// decisions/YYYY-MM-DD.ndjson, and to stdout with feed-store --decisions;
+// logged with the same fields, at debug. It is data for people and tools (feed-due --explain prints the
 // stored one in words); nothing in the pipeline reads it.
 //
 //	feed_id          string  the feed

@@ -298,6 +298,7 @@ func appendScrape(b []byte, x *Scrape) []byte {
 	b = appendInt(b, `,"new":`, x.New)
 	b = appendInt(b, `,"rejected":`, x.Rejected)
 	b = appendList(b, `,"rejections":`, x.Rejections, appendRejection)
+	b = appendInt(b, `,"rejected_before":`, x.RejectedBefore)
 	b = appendStr(b, `,"error":`, x.Error)
 	return append(b, '}')
 }
@@ -320,7 +321,10 @@ func appendEvent(b []byte, x *Event) []byte {
 	b = appendHeader(append(b, '{'), x.Header)
 	b = appendStr(b, `,"entry_uid":`, x.EntryUID)
 	b = appendStr(b, `,"feed_id":`, x.FeedID)
+	b = appendStr(b, `,"feed_name":`, x.FeedName)
+	b = appendStrs(b, `,"labels":`, x.Labels)
 	b = appendStr(b, `,"title":`, x.Title)
+	b = appendStr(b, `,"summary":`, x.Summary)
 	b = appendStr(b, `,"canonical_link":`, x.CanonicalLink)
 	b = appendTime(b, `,"published":`, x.Published)
 	b = appendStr(b, `,"content_hash":`, x.ContentHash)

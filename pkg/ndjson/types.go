@@ -313,9 +313,14 @@ type Entry struct {
 // first time its entry_uid is stored, updated_entry when its content changed.
 type Event struct {
 	Header
-	EntryUID      string   `json:"entry_uid"`
-	FeedID        string   `json:"feed_id"`
+	EntryUID string `json:"entry_uid"`
+	FeedID   string `json:"feed_id"`
+	// FeedName and Labels are the feed's, as feed-sub ls shows them, so
+	// that a consumer needs no lookup (seed 004 §3.4: category).
+	FeedName      string   `json:"feed_name"`
+	Labels        []string `json:"labels"`
 	Title         string   `json:"title"`
+	Summary       string   `json:"summary"`
 	CanonicalLink string   `json:"canonical_link"`
 	Published     Time     `json:"published"`
 	ContentHash   string   `json:"content_hash"`
@@ -442,7 +447,10 @@ type Scrape struct {
 	New           int         `json:"new"`
 	Rejected      int         `json:"rejected"`
 	Rejections    []Rejection `json:"rejections"`
-	Error         string      `json:"error"`
+	// RejectedBefore counts the articles an earlier run rejected, not
+	// fetched again.
+	RejectedBefore int    `json:"rejected_before"`
+	Error          string `json:"error"`
 }
 
 // Scrape modes (Scrape.Mode): a website's discovery mode, or fulltext.
