@@ -111,7 +111,7 @@ func (t *Tx) AddLink(hash string, ref ndjson.EntryRef) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
+	_, err = t.run(`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
 	return err
 }
 
@@ -130,7 +130,7 @@ func (t *Tx) AddAlias(a *ndjson.Alias, day string) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
+	_, err = t.run(`INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, key, a.EntryUID, hash, of, a.AliasOf.EntryUID, unixMS(a.RecordedAt.Time), day)
 	return err
 }

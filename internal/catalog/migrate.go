@@ -28,6 +28,7 @@ var oldDirs = []string{"index", "urls", "ledger"}
 const (
 	MetaBudget    = "budget"    // the scheduler's budget loop (feed-store)
 	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
+	MetaScale     = "scale"     // the adaptive scale, as last computed (feed-store)
 )
 
 // buildFromFiles fills a new catalog from the store's files, when the
@@ -137,7 +138,7 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
 		return err
 	}
-	idx := c.Index()
+	idx := c.logIndex()
 	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err

@@ -227,7 +227,7 @@ func (t *Tx) putState(fs *FeedState) error {
 		*v.dst = string(b)
 	}
 	st := fs.SchedState()
-	_, err = t.exec(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
+	_, err = t.run(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -240,7 +240,7 @@ func (t *Tx) putState(fs *FeedState) error {
 
 // State is Catalog.State inside the transaction.
 func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
-	row := t.tx.QueryRowContext(t.ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
+	row := t.queryRow(`SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
 	switch err := scanState(row.Scan, &fs); {
 	case errors.Is(err, sql.ErrNoRows):
 		return FeedState{FeedID: feedID}, false, nil

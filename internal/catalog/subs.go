@@ -302,7 +302,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		return err
 	}
 	if position < 0 {
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
+		if err := t.queryRow(`SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
 			(SELECT coalesce(max(position), -1) + 1 FROM subscriptions))`, key).Scan(&position); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
@@ -329,7 +329,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		}
 		auth = string(b)
 	}
-	_, err = t.exec(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
+	_, err = t.run(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
 		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, position, s.URL, s.Name, string(labels), cmpOr(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
@@ -338,7 +338,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 }
 
 func (t *Tx) removeSubscription(feedID string) error {
-	_, err := t.exec(`DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
+	_, err := t.run(`DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
 	return err
 }
 
