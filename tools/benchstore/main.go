@@ -283,7 +283,7 @@ func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 				NewEntries: g.entriesOf(f)},
 		}
 		if fetches > 100 {
-			fs.Sched = schedState(f, at)
+			fs.Sched, fs.Decision = schedState(f, at)
 			fs.Sched.NextAt = fs.NextFetchAt
 		}
 		if f%20 == 0 { // one feed in twenty is failing
@@ -427,21 +427,21 @@ func (g *gen) makeDay(feedIDs []string, r dayRange) *day {
 }
 
 // schedState is the scheduler's state of feed f after half a day of hourly
-// fetches up to last, a new entry every third: what feed-store keeps in
-// every state line.
-func schedState(f int, last time.Time) *sched.State {
+// fetches up to last, a new entry every third, and its last decision:
+// what feed-store keeps in every feed's row.
+func schedState(f int, last time.Time) (*sched.State, *sched.Decision) {
 	p := sched.Defaults()
 	t := last.Add(-12 * time.Hour)
-	st, _ := sched.Next(sched.State{}, sched.Outcome{Kind: sched.NeverFetched}, p, sched.Overrides{}, t, nil)
+	st, d := sched.Next(sched.State{}, sched.Outcome{Kind: sched.NeverFetched}, p, sched.Overrides{}, t, nil)
 	for i := range 12 {
 		t = t.Add(time.Hour)
 		o := sched.Outcome{At: t, Status: 200, Items: 20, Parsed: true}
 		if (i+f)%3 == 0 {
 			o.NewEntries, o.Published = 1, []time.Time{t.Add(-10 * time.Minute)}
 		}
-		st, _ = sched.Next(st, o, p, sched.Overrides{}, t, nil)
+		st, d = sched.Next(st, o, p, sched.Overrides{}, t, nil)
 	}
-	return &st
+	return &st, &d
 }
 
 func fakeFetchID(f, k int) string {
