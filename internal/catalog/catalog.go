@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -44,6 +45,9 @@ type Catalog struct {
 	st    *storage.Store
 	log   *slog.Logger
 	stmts stmtCache
+	// byFeed caches numberedByFeed.
+	byFeedOnce sync.Mutex
+	byFeed     *bool
 }
 
 // ErrDamaged marks a catalog SQLite cannot read.

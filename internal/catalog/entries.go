@@ -42,6 +42,7 @@ type Index struct {
 	preload bool
 	preFeed string
 	pre     map[string]Seen
+	preAll  bool // pre holds every entry of preFeed
 }
 
 // preloadLimit is how many of a feed's latest entries a lookup reads at
@@ -160,8 +161,8 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 		}
 		return k, nil
 	}
-	s, ok, err := x.preloaded(ctx, feedID, uid)
-	if err == nil && !ok {
+	s, ok, sure, err := x.preloaded(ctx, feedID, uid)
+	if err == nil && !ok && !sure {
 		s, ok, err = x.c.seen(ctx, feedID, uid)
 	}
 	if err != nil {
@@ -187,28 +188,54 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 }
 
 // preloaded looks the entry up among its feed's latest entries, read
-// when the feed is looked up first; ok is false when they do not hold
-// it (an entry older than those, or one never stored).
-func (x *Index) preloaded(ctx context.Context, feedID, uid string) (s Seen, ok bool, err error) {
+// when the feed is looked up first; ok is false when they do not hold it.
+// sure is set when they are all the feed's entries, so that one they do
+// not hold was never stored; else it may be older than those (or numbered
+// before entries were numbered by feed), and only the catalog can tell.
+func (x *Index) preloaded(ctx context.Context, feedID, uid string) (s Seen, ok, sure bool, err error) {
 	if !x.preload {
-		return s, false, nil
+		return s, false, false, nil
 	}
 	x.mu.Lock()
 	if x.preFeed == feedID {
 		s, ok = x.pre[uid]
+		sure = x.preAll
 		x.mu.Unlock()
-		return s, ok, nil
+		return s, ok, sure, nil
 	}
 	x.mu.Unlock()
 	pre, err := x.c.latestOf(ctx, feedID)
 	if err != nil {
-		return s, false, err
+		return s, false, false, err
+	}
+	byFeed, err := x.c.numberedByFeed(ctx)
+	if err != nil {
+		return s, false, false, err
 	}
 	x.mu.Lock()
-	x.preFeed, x.pre = feedID, pre
+	x.preFeed, x.pre, x.preAll = feedID, pre, byFeed && len(pre) < preloadLimit
 	s, ok = pre[uid]
+	sure = x.preAll
 	x.mu.Unlock()
-	return s, ok, nil
+	return s, ok, sure, nil
+}
+
+// numberedByFeed reports whether every entry's id is numbered by its feed
+// (entriesPerFeed): true for a catalog made since, or reindexed. It is
+// asked once; an entry numbered otherwise is never made again.
+func (c *Catalog) numberedByFeed(ctx context.Context) (bool, error) {
+	c.byFeedOnce.Lock()
+	defer c.byFeedOnce.Unlock()
+	if c.byFeed != nil {
+		return *c.byFeed, nil
+	}
+	var least sql.NullInt64
+	if err := c.db.QueryRowContext(ctx, `SELECT min(id) FROM entries`).Scan(&least); err != nil {
+		return false, c.damaged(fmt.Errorf("catalog: %w", err))
+	}
+	byFeed := !least.Valid || least.Int64 >= entriesPerFeed
+	c.byFeed = &byFeed
+	return byFeed, nil
 }
 
 // latestOf reads the rows of a feed's latest entries (preloadLimit), by
@@ -260,9 +287,13 @@ func (c *Catalog) seen(ctx context.Context, feedID, uid string) (s Seen, ok bool
 // versionHashes are the content hashes of every stored version of an
 // entry, oldest first.
 func (c *Catalog) versionHashes(ctx context.Context, feedID, uid string) ([]string, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT v.content_hash FROM entry_versions v
+	st, err := c.stmts.get(ctx, c.db, `SELECT v.content_hash FROM entry_versions v
 		WHERE v.entry_id = (SELECT e.id FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?)
-		ORDER BY v.version`, feedID, uid)
+		ORDER BY v.version`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, feedID, uid)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: versions of %s: %w", uid, err))
 	}
