@@ -188,3 +188,34 @@ func TestIndexForgets(t *testing.T) {
 		t.Errorf("latest after Forget: %+v", s)
 	}
 }
+
+// TestStoreVersionStatus: a version is stored as the catalog has its
+// entry, whatever status the record says (a replay, a catch-up).
+func TestStoreVersionStatus(t *testing.T) {
+	c := openTemp(t)
+	loc := Location{Day: "2026-11-21", Length: 10}
+	a := testids.Feed("A")
+	for i, tc := range []struct {
+		status, hash string
+		versions     int
+	}{
+		{ndjson.StatusUpdated, "h1", 1}, // said updated, never stored: made
+		{ndjson.StatusNew, "h2", 2},     // said new, stored: a version
+		{ndjson.StatusUpdated, "h3", 3},
+	} {
+		e := entry("A", "a1", tc.hash, t0.Add(time.Duration(i)*time.Hour))
+		e.Status = tc.status
+		if err := c.Update(ctx, func(t *Tx) error { return t.StoreVersion(e, loc) }); err != nil {
+			t.Fatal(err)
+		}
+		s, ok, err := c.Index().Latest(ctx, a, testids.UID("a1"))
+		if err != nil || !ok || s.Versions != tc.versions || s.Hash != tc.hash {
+			t.Fatalf("after %s %s: %+v %v %v", tc.status, tc.hash, s, ok, err)
+		}
+	}
+	var n int
+	c.db.QueryRow(`SELECT count(*) FROM entry_versions`).Scan(&n)
+	if n != 3 {
+		t.Fatalf("%d versions", n)
+	}
+}

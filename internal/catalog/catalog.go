@@ -199,7 +199,11 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return c.damaged(fmt.Errorf("catalog: begin: %w", err))
 	}
-	t := &Tx{tx: tx, ctx: ctx, c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{}}
+	// The transaction ends if ctx does (database/sql rolls it back); its
+	// statements, each short, are not watched one by one: the driver
+	// starts a goroutine for every statement run with a context that can
+	// end (a few per cent of feed-store's time storing new entries).
+	t := &Tx{tx: tx, ctx: context.WithoutCancel(ctx), c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{}}
 	if err := fn(t); err != nil {
 		tx.Rollback()
 		return c.damaged(err)

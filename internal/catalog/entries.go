@@ -363,28 +363,76 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if err != nil {
 		return err
 	}
+	// A new entry (most versions stored are) is inserted first, a new
+	// version of a stored one updated first; each falls back on the other
+	// when the catalog says otherwise (a replay, a catch-up).
 	var id, version int64
+	inserted, updated := false, false
+	if e.Status != ndjson.StatusUpdated {
+		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+			return err
+		}
+	}
+	if !inserted {
+		if id, version, updated, err = t.updateEntry(key, e, loc); err != nil {
+			return err
+		}
+	}
+	if !inserted && !updated {
+		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+			return err
+		}
+		if !inserted {
+			return fmt.Errorf("catalog: store entry %s: neither stored nor new", e.EntryUID)
+		}
+	}
+	if inserted {
+		version = 1
+	}
+	_, err = t.run(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
+	return err
+}
+
+// insertEntry makes the row of a new entry; inserted is false when the
+// catalog holds the entry already.
+func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id int64, inserted bool, err error) {
+	if id, err = t.nextEntryID(key); err != nil {
+		return 0, false, err
+	}
+	r, err := t.run(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
+		published, day, offset, length) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
+		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)),
+		loc.Day, loc.Offset, loc.Length)
+	if err != nil {
+		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	}
+	if n == 0 {
+		t.ids[key] = id - 1 // not used
+		return 0, false, nil
+	}
+	return id, true, nil
+}
+
+// updateEntry makes e the latest version of a stored entry; updated is
+// false when the catalog does not hold it.
+func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version int64, updated bool, err error) {
 	err = t.queryRow(`UPDATE entries SET content_hash = ?, versions = versions + 1,
 			last_seen = max(last_seen, ?), seen_count = max(seen_count, ?), published = ?, day = ?, offset = ?, length = ?
 		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions`,
 		e.ContentHash, unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
 		key, e.EntryUID).Scan(&id, &version)
-	if errors.Is(err, sql.ErrNoRows) {
-		if id, err = t.nextEntryID(key); err != nil {
-			return err
-		}
-		version = 1
-		_, err = t.run(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
-			published, day, offset, length) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)`,
-			id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)),
-			loc.Day, loc.Offset, loc.Length)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
 	}
-	if err != nil {
-		return fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
-	}
-	_, err = t.run(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
-	return err
+	return id, version, true, nil
 }
 
 // Sighted records that the entries uids of a feed, unchanged, were seen
