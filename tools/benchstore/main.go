@@ -13,6 +13,7 @@
 //	benchstore -store DIR -not-modified N [-skip S] > fetches.ndjson
 //	benchstore -store DIR -query N     # times N catalog.FeedEntries calls
 //	benchstore -store DIR -check       # times PRAGMA quick_check
+//	benchstore -store DIR -stale-scale # the next feed-store computes the adaptive scale
 //
 // Everything is a pure function of the flags (and -seed): feed f's k-th
 // entry has the same uid, content hash and first_seen in the store as in
@@ -81,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	notModified := fs.Int("not-modified", 0, "write this many 304 fetch records (no entries) of distinct feeds to stdout instead")
 	queries := fs.Int("query", 0, "time this many queries of a random feed's newest entries (100, since -days before -now) on the store instead")
 	check := fs.Bool("check", false, "time the catalog's quick_check on the store instead")
+	staleScale := fs.Bool("stale-scale", false, "make the adaptive scale feed-store keeps stale instead, so that its next run computes it from every feed")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the build to `file`")
 	skip := fs.Int("skip", 0, "with -fetches or -not-modified: start at the feed this many places into the shuffled order (disjoint sets for repeated runs)")
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		err = g.query(*root, *queries, out)
 	case *check:
 		err = checkCatalog(*root, out)
+	case *staleScale:
+		err = forgetScale(*root)
 	default:
 		if *cpuProfile != "" {
 			f, err := os.Create(*cpuProfile)
@@ -570,4 +574,15 @@ func checkCatalog(root string, w io.Writer) error {
 	}
 	_, err = fmt.Fprintf(w, "quick_check\t%.2f\t%s\n", time.Since(t).Seconds(), verdict)
 	return err
+}
+
+// forgetScale replaces the scale feed-store keeps (catalog.MetaScale) by
+// one that serves no run.
+func forgetScale(root string) error {
+	cat, err := openCatalog(root)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	return cat.SetMeta(context.Background(), catalog.MetaScale, struct{}{})
 }
