@@ -74,7 +74,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 		file  string
 	}
 	var recovered []stored
-	idx := c.Index()
+	idx := c.logIndex()
 	err = c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, key string, loc Location, l ndjson.Line) error {
 		e, ok, err := t.indexEntry(ctx, idx, loc, l)
 		if ok {

@@ -3,10 +3,10 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +37,18 @@ type Index struct {
 	mu    sync.Mutex
 	added map[entryKey]*known
 	links map[string]*LinkOwners // by link hash: what this run added
+	// The latest entries of the feed looked up last, read in one query
+	// (preload): a fetch's entries come together, and most are stored.
+	preload bool
+	preFeed string
+	pre     map[string]Seen
+	preAll  bool // pre holds every entry of preFeed
 }
+
+// preloadLimit is how many of a feed's latest entries a lookup reads at
+// once: more than a feed document holds, and few enough for a feed with
+// years of entries.
+const preloadLimit = 512
 
 type entryKey struct{ feed, uid string }
 
@@ -54,7 +65,16 @@ type known struct {
 
 // Index returns an empty index over the catalog.
 func (c *Catalog) Index() *Index {
-	return &Index{c: c, added: map[entryKey]*known{}, links: map[string]*LinkOwners{}}
+	return &Index{c: c, added: map[entryKey]*known{}, links: map[string]*LinkOwners{}, preload: true}
+}
+
+// logIndex is an index for indexing the store's logs, whose entries come
+// in the order they were stored, their feeds interleaved: each is looked
+// up alone, as reading its feed's latest would read them for every one.
+func (c *Catalog) logIndex() *Index {
+	x := c.Index()
+	x.preload = false
+	return x
 }
 
 // Entry statuses Judge returns, besides "" (a version stored already).
@@ -126,6 +146,9 @@ func (x *Index) Forget(feedID string) {
 			delete(x.added, k)
 		}
 	}
+	if x.preFeed == feedID {
+		x.preFeed, x.pre = "", nil
+	}
 }
 
 func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) {
@@ -138,7 +161,10 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 		}
 		return k, nil
 	}
-	s, ok, err := x.c.seen(ctx, feedID, uid)
+	s, ok, sure, err := x.preloaded(ctx, feedID, uid)
+	if err == nil && !ok && !sure {
+		s, ok, err = x.c.seen(ctx, feedID, uid)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +185,85 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 	}
 	x.mu.Unlock()
 	return k, nil
+}
+
+// preloaded looks the entry up among its feed's latest entries, read
+// when the feed is looked up first; ok is false when they do not hold it.
+// sure is set when they are all the feed's entries, so that one they do
+// not hold was never stored; else it may be older than those (or numbered
+// before entries were numbered by feed), and only the catalog can tell.
+func (x *Index) preloaded(ctx context.Context, feedID, uid string) (s Seen, ok, sure bool, err error) {
+	if !x.preload {
+		return s, false, false, nil
+	}
+	x.mu.Lock()
+	if x.preFeed == feedID {
+		s, ok = x.pre[uid]
+		sure = x.preAll
+		x.mu.Unlock()
+		return s, ok, sure, nil
+	}
+	x.mu.Unlock()
+	pre, err := x.c.latestOf(ctx, feedID)
+	if err != nil {
+		return s, false, false, err
+	}
+	byFeed, err := x.c.numberedByFeed(ctx)
+	if err != nil {
+		return s, false, false, err
+	}
+	x.mu.Lock()
+	x.preFeed, x.pre, x.preAll = feedID, pre, byFeed && len(pre) < preloadLimit
+	s, ok = pre[uid]
+	sure = x.preAll
+	x.mu.Unlock()
+	return s, ok, sure, nil
+}
+
+// numberedByFeed reports whether every entry's id is numbered by its feed
+// (entriesPerFeed): true for a catalog made since, or reindexed. It is
+// asked once; an entry numbered otherwise is never made again.
+func (c *Catalog) numberedByFeed(ctx context.Context) (bool, error) {
+	c.byFeedOnce.Lock()
+	defer c.byFeedOnce.Unlock()
+	if c.byFeed != nil {
+		return *c.byFeed, nil
+	}
+	var least sql.NullInt64
+	if err := c.db.QueryRowContext(ctx, `SELECT min(id) FROM entries`).Scan(&least); err != nil {
+		return false, c.damaged(fmt.Errorf("catalog: %w", err))
+	}
+	byFeed := !least.Valid || least.Int64 >= entriesPerFeed
+	c.byFeed = &byFeed
+	return byFeed, nil
+}
+
+// latestOf reads the rows of a feed's latest entries (preloadLimit), by
+// uid: a range of ids (entriesPerFeed), a page or two.
+func (c *Catalog) latestOf(ctx context.Context, feedID string) (map[string]Seen, error) {
+	st, err := c.stmts.get(ctx, c.db, `SELECT e.entry_uid, e.content_hash, e.first_seen, e.last_seen, e.seen_count, e.versions
+		FROM feeds f, entries e WHERE f.feed_id = ? AND e.id > f.key * `+fmt.Sprint(int64(entriesPerFeed))+`
+			AND e.id < (f.key + 1) * `+fmt.Sprint(int64(entriesPerFeed))+`
+		ORDER BY e.id DESC LIMIT `+fmt.Sprint(preloadLimit))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, feedID)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: entries of %s: %w", feedID, err))
+	}
+	defer rows.Close()
+	seen := map[string]Seen{}
+	for rows.Next() {
+		var s Seen
+		var first, last int64
+		if err := rows.Scan(&s.UID, &s.Hash, &first, &last, &s.SeenCount, &s.Versions); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: entries of %s: %w", feedID, err))
+		}
+		s.FirstSeen, s.LastSeen = ndjson.At(time.UnixMilli(first).UTC()), ndjson.At(time.UnixMilli(last).UTC())
+		seen[s.UID] = s
+	}
+	return seen, c.damaged(rows.Err())
 }
 
 // seen reads an entry's row.
@@ -182,9 +287,13 @@ func (c *Catalog) seen(ctx context.Context, feedID, uid string) (s Seen, ok bool
 // versionHashes are the content hashes of every stored version of an
 // entry, oldest first.
 func (c *Catalog) versionHashes(ctx context.Context, feedID, uid string) ([]string, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT v.content_hash FROM entry_versions v
+	st, err := c.stmts.get(ctx, c.db, `SELECT v.content_hash FROM entry_versions v
 		WHERE v.entry_id = (SELECT e.id FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?)
-		ORDER BY v.version`, feedID, uid)
+		ORDER BY v.version`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, feedID, uid)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: versions of %s: %w", uid, err))
 	}
@@ -208,6 +317,43 @@ type Location struct {
 	Length int64
 }
 
+// An entry's id (entries.id) is its feed's key in the high 32 bits and
+// the number of the feed's entries stored before it in the low ones:
+// the table, ordered by id, keeps each feed's entries together, in the
+// order they were stored. The entries one fetch shows, looks up and
+// sights are a feed's latest, so they sit on one or two pages instead of
+// one page each across the whole table: feed-dedup reads a feed's in one
+// range (Index.lookup), and feed-store's sightings write a page or two
+// per fetch, not a hundred. (A catalog made before this numbering keeps
+// its entries' ids, all below 1<<32; those it stores from then on are
+// numbered so, and feed-store reindex numbers all of them.)
+const entriesPerFeed = 1 << 32
+
+// feedIDs is the range of the entry ids of the feed key: (lo, hi).
+func feedIDs(key int64) (lo, hi int64) { return key * entriesPerFeed, (key + 1) * entriesPerFeed }
+
+// nextEntryID is the id of the next entry of the feed key.
+func (t *Tx) nextEntryID(key int64) (int64, error) {
+	if id, ok := t.ids[key]; ok {
+		t.ids[key] = id + 1
+		return id + 1, nil
+	}
+	lo, hi := feedIDs(key)
+	var last int64
+	err := t.queryRow(`SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		last = lo
+	case err != nil:
+		return 0, fmt.Errorf("catalog: entry id: %w", err)
+	}
+	if last+1 >= hi {
+		return 0, fmt.Errorf("catalog: feed %d has %d entries: no id left", key, entriesPerFeed-1)
+	}
+	t.ids[key] = last + 1
+	return last + 1, nil
+}
+
 // StoreVersion records a version of an entry, e with its lineage fields
 // set (first_seen, last_seen, seen_count), whose line is at loc in
 // entries/: the entry's row, made with its first version, and the
@@ -217,21 +363,76 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if err != nil {
 		return err
 	}
+	// A new entry (most versions stored are) is inserted first, a new
+	// version of a stored one updated first; each falls back on the other
+	// when the catalog says otherwise (a replay, a catch-up).
 	var id, version int64
-	err = t.tx.QueryRowContext(t.ctx, `INSERT INTO entries (feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
-		published, day, offset, length) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (feed_key, entry_uid) DO UPDATE SET content_hash = excluded.content_hash, versions = versions + 1,
-			last_seen = max(last_seen, excluded.last_seen), seen_count = max(seen_count, excluded.seen_count),
-			published = excluded.published, day = excluded.day, offset = excluded.offset, length = excluded.length
-		RETURNING id, versions`,
-		key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)),
-		loc.Day, loc.Offset, loc.Length).Scan(&id, &version)
-	if err != nil {
-		return fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	inserted, updated := false, false
+	if e.Status != ndjson.StatusUpdated {
+		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+			return err
+		}
 	}
-	_, err = t.exec(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if !inserted {
+		if id, version, updated, err = t.updateEntry(key, e, loc); err != nil {
+			return err
+		}
+	}
+	if !inserted && !updated {
+		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+			return err
+		}
+		if !inserted {
+			return fmt.Errorf("catalog: store entry %s: neither stored nor new", e.EntryUID)
+		}
+	}
+	if inserted {
+		version = 1
+	}
+	_, err = t.run(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
 	return err
+}
+
+// insertEntry makes the row of a new entry; inserted is false when the
+// catalog holds the entry already.
+func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id int64, inserted bool, err error) {
+	if id, err = t.nextEntryID(key); err != nil {
+		return 0, false, err
+	}
+	r, err := t.run(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
+		published, day, offset, length) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
+		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)),
+		loc.Day, loc.Offset, loc.Length)
+	if err != nil {
+		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	}
+	if n == 0 {
+		t.ids[key] = id - 1 // not used
+		return 0, false, nil
+	}
+	return id, true, nil
+}
+
+// updateEntry makes e the latest version of a stored entry; updated is
+// false when the catalog does not hold it.
+func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version int64, updated bool, err error) {
+	err = t.queryRow(`UPDATE entries SET content_hash = ?, versions = versions + 1,
+			last_seen = max(last_seen, ?), seen_count = max(seen_count, ?), published = ?, day = ?, offset = ?, length = ?
+		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions`,
+		e.ContentHash, unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
+		key, e.EntryUID).Scan(&id, &version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+	}
+	return id, version, true, nil
 }
 
 // Sighted records that the entries uids of a feed, unchanged, were seen
@@ -246,24 +447,15 @@ func (t *Tx) Sighted(feedID string, uids []string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	for chunk := range slices.Chunk(uids, 500) {
-		args := make([]any, 0, len(chunk)+3)
-		args = append(args, unixMS(at), key, unixMS(at))
-		for _, u := range chunk {
-			args = append(args, u)
-		}
-		_, err := t.exec(`UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
-			WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (`+placeholders(len(chunk))+`)`, args...)
-		if err != nil {
-			return err
-		}
+	// The uids as one JSON array: one statement, prepared once, for any
+	// number of them.
+	list, err := json.Marshal(uids)
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-// placeholders is "?, ?, ..." for n values.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+	_, err = t.run(`UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
+		WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (SELECT value FROM json_each(?))`, unixMS(at), key, unixMS(at), string(list))
+	return err
 }
 
 // publishedOr is when the entry was published, or first seen when its

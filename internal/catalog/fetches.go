@@ -37,14 +37,14 @@ func (t *Tx) IndexFetch(f *ndjson.Fetch, loc Location) error {
 	if f.BodyRef != nil {
 		body = f.BodyRef.Key
 	}
-	if _, err := t.exec(`INSERT OR IGNORE INTO fetches (fetch_id, feed_key, fetched_at, http_status, body_key, day, offset, length)
+	if _, err := t.run(`INSERT OR IGNORE INTO fetches (fetch_id, feed_key, fetched_at, http_status, body_key, day, offset, length)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.FetchID, key, unixMS(f.FetchedAt.Time), f.HTTPStatus, body, loc.Day, loc.Offset, loc.Length); err != nil {
 		return err
 	}
 	if f.Page != nil || f.Due.ScheduledAt.IsZero() {
 		return nil
 	}
-	_, err = t.exec(`UPDATE runs SET fetch_id = ? WHERE feed_key = ? AND scheduled_at = ?`, f.FetchID, key, unixMS(f.Due.ScheduledAt.Time))
+	_, err = t.run(`UPDATE runs SET fetch_id = ? WHERE feed_key = ? AND scheduled_at = ?`, f.FetchID, key, unixMS(f.Due.ScheduledAt.Time))
 	return err
 }
 
@@ -165,7 +165,7 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 	}
 	at := unixMS(r.ScheduledAt)
 	var lastRun sql.NullInt64
-	err = t.tx.QueryRowContext(t.ctx, `SELECT last_run_at FROM feed_state WHERE feed_key = ?`, key).Scan(&lastRun)
+	err = t.queryRow(`SELECT last_run_at FROM feed_state WHERE feed_key = ?`, key).Scan(&lastRun)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return ClaimResult{}, fmt.Errorf("catalog: claim: %w", err)
 	}
@@ -177,18 +177,18 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 		runAt, claimedAt int64
 		fetchID          sql.NullString
 	)
-	err = t.tx.QueryRowContext(t.ctx, `SELECT scheduled_at, claimed_at, fetch_id FROM runs WHERE feed_key = ? AND scheduled_at >= ?
+	err = t.queryRow(`SELECT scheduled_at, claimed_at, fetch_id FROM runs WHERE feed_key = ? AND scheduled_at >= ?
 		ORDER BY scheduled_at DESC LIMIT 1`, key, at).Scan(&runAt, &claimedAt, &fetchID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err := t.exec(`INSERT INTO runs (feed_key, scheduled_at, claimed_at) VALUES (?, ?, ?)`, key, at, unixMS(now))
+		_, err := t.run(`INSERT INTO runs (feed_key, scheduled_at, claimed_at) VALUES (?, ?, ?)`, key, at, unixMS(now))
 		return ClaimResult{Claim: ClaimFetch}, err
 	case err != nil:
 		return ClaimResult{}, fmt.Errorf("catalog: claim: %w", err)
 	}
 	if fetchID.Valid {
 		var ref FetchRef
-		err := scanFetch(t.tx.QueryRowContext(t.ctx, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`,
+		err := scanFetch(t.queryRow(`SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`,
 			fetchID.String).Scan, &ref)
 		if err == nil {
 			return ClaimResult{Claim: ClaimFetched, Fetch: ref}, nil
@@ -200,7 +200,7 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 	} else if now.Sub(time.UnixMilli(claimedAt)) < ClaimStale {
 		return ClaimResult{Claim: ClaimBusy}, nil
 	}
-	_, err = t.exec(`UPDATE runs SET claimed_at = ?, fetch_id = NULL WHERE feed_key = ? AND scheduled_at = ?`, unixMS(now), key, runAt)
+	_, err = t.run(`UPDATE runs SET claimed_at = ?, fetch_id = NULL WHERE feed_key = ? AND scheduled_at = ?`, unixMS(now), key, runAt)
 	return ClaimResult{Claim: ClaimFetch}, err
 }
 
@@ -236,7 +236,7 @@ func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at <= ?`, key, unixMS(at))
+	_, err = t.run(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at <= ?`, key, unixMS(at))
 	return err
 }
 

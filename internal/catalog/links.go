@@ -3,9 +3,7 @@ package catalog
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,29 +75,32 @@ func (x *Index) AddLink(hash string, o LinkOwners, ref ndjson.EntryRef, alias bo
 	x.links[hash] = &o
 }
 
-// LinkOwners returns what the catalog holds of a link.
+// LinkOwners returns what the catalog holds of a link: its first entry
+// and its aliases, in one query (feed-dedup asks for every new entry's
+// link).
 func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, error) {
 	var o LinkOwners
-	row, err := c.queryRow(ctx, `SELECT f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = ?`, hash)
+	st, err := c.stmts.get(ctx, c.db, `SELECT 0, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = ?1
+		UNION ALL SELECT 1, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = ?1`)
 	if err != nil {
 		return o, err
 	}
-	switch err := row.Scan(&o.First.FeedID, &o.First.EntryUID); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
-	}
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = ?`, hash)
+	rows, err := st.QueryContext(ctx, hash)
 	if err != nil {
-		return o, c.damaged(fmt.Errorf("catalog: aliases of %s: %w", hash, err))
+		return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var alias bool
 		var r ndjson.EntryRef
-		if err := rows.Scan(&r.FeedID, &r.EntryUID); err != nil {
-			return o, c.damaged(fmt.Errorf("catalog: aliases of %s: %w", hash, err))
+		if err := rows.Scan(&alias, &r.FeedID, &r.EntryUID); err != nil {
+			return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
 		}
-		o.Aliases = append(o.Aliases, r)
+		if alias {
+			o.Aliases = append(o.Aliases, r)
+		} else {
+			o.First = r
+		}
 	}
 	return o, c.damaged(rows.Err())
 }
@@ -111,7 +112,7 @@ func (t *Tx) AddLink(hash string, ref ndjson.EntryRef) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
+	_, err = t.run(`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
 	return err
 }
 
@@ -130,7 +131,7 @@ func (t *Tx) AddAlias(a *ndjson.Alias, day string) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
+	_, err = t.run(`INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, key, a.EntryUID, hash, of, a.AliasOf.EntryUID, unixMS(a.RecordedAt.Time), day)
 	return err
 }

@@ -47,7 +47,7 @@ func (c *Catalog) Meta(ctx context.Context, key string, v any) (ok bool, err err
 
 // Meta is Catalog.Meta inside the transaction.
 func (t *Tx) Meta(key string, v any) (ok bool, err error) {
-	return scanMeta(t.tx.QueryRowContext(t.ctx, `SELECT value FROM meta WHERE key = ?`, key), key, v)
+	return scanMeta(t.queryRow(`SELECT value FROM meta WHERE key = ?`, key), key, v)
 }
 
 func scanMeta(row *sql.Row, key string, v any) (bool, error) {
@@ -70,7 +70,7 @@ func (t *Tx) SetMeta(key string, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, key, string(b))
+	_, err = t.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, key, string(b))
 	return err
 }
 

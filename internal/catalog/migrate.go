@@ -29,6 +29,7 @@ const (
 	MetaBudget    = "budget"    // the scheduler's budget loop (feed-store)
 	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
 	MetaHeartbeat = "heartbeat" // feed-loop's last cycle (feed-store heartbeat; feed-stats, metrics)
+	MetaScale     = "scale"     // the adaptive scale, as last computed (feed-store)
 )
 
 // buildFromFiles fills a new catalog from the store's files, when the
@@ -138,7 +139,7 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
 		return err
 	}
-	idx := c.Index()
+	idx := c.logIndex()
 	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err

@@ -20,7 +20,7 @@ import (
 // EntryRow is what the catalog holds of a stored entry; its latest
 // version's line is at Location in entries/.
 type EntryRow struct {
-	ID        int64 // the entry's number in the catalog, in the order entries were first stored
+	ID        int64 // the entry's number in the catalog: its feed's key in the high 32 bits, its number in the feed in the low ones (entriesPerFeed)
 	FeedID    string
 	UID       string
 	Hash      string

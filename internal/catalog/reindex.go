@@ -85,7 +85,7 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	if err := c.catchUpSubscriptionsLocked(ctx); err != nil {
 		return sum, err
 	}
-	idx := c.Index()
+	idx := c.logIndex()
 	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err

@@ -142,7 +142,8 @@ func (r *stateRow) decode(dst *FeedState) error {
 	fs.LastRunAt, fs.NextFetchAt = ndjson.At(fromMS(r.run)), ndjson.At(fromMS(r.next))
 	fs.LastError, fs.Sched, fs.Decision = nil, nil, nil
 	fs.Counts = FeedCounts{}
-	if err := json.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
+	// ndjson's decoder: encoding/json's rules, in a third of its time.
+	if err := ndjson.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
 		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
 	}
 	for _, v := range []struct {
@@ -150,7 +151,7 @@ func (r *stateRow) decode(dst *FeedState) error {
 		dst any
 	}{{r.lastErr, &fs.LastError}, {r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
 		if v.col.Valid {
-			if err := json.Unmarshal([]byte(v.col.String), v.dst); err != nil {
+			if err := ndjson.Unmarshal([]byte(v.col.String), v.dst); err != nil {
 				return fmt.Errorf("state of %s: %w", fs.FeedID, err)
 			}
 		}
@@ -236,7 +237,7 @@ func (t *Tx) putState(fs *FeedState) error {
 		*v.dst = string(b)
 	}
 	st := fs.SchedState()
-	_, err = t.exec(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
+	_, err = t.run(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
 		format, format_version, content_type, publisher)
@@ -250,7 +251,7 @@ func (t *Tx) putState(fs *FeedState) error {
 
 // State is Catalog.State inside the transaction.
 func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
-	row := t.tx.QueryRowContext(t.ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
+	row := t.queryRow(`SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
 	switch err := scanState(row.Scan, &fs); {
 	case errors.Is(err, sql.ErrNoRows):
 		return FeedState{FeedID: feedID}, false, nil

@@ -48,7 +48,7 @@ func (r *subRow) decode(dst *ndjson.Subscription) error {
 	s.Header = ndjson.Head(ndjson.TypeSubscription)
 	s.CreatedAt, s.PausedUntil = ndjson.At(fromMS(r.created)), ndjson.At(fromMS(r.paused))
 	s.Labels, s.Scrape, s.Headers, s.Auth = nil, nil, nil, nil
-	if err := json.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
+	if err := ndjson.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
 		return fmt.Errorf("labels of %s: %w", s.FeedID, err)
 	}
 	if r.scrape.Valid {
@@ -341,7 +341,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		return err
 	}
 	if position < 0 {
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
+		if err := t.queryRow(`SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
 			(SELECT coalesce(max(position), -1) + 1 FROM subscriptions))`, key).Scan(&position); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
@@ -368,7 +368,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		}
 		auth = string(b)
 	}
-	_, err = t.exec(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
+	_, err = t.run(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
 		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, position, s.URL, s.Name, string(labels), cmpOr(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
@@ -377,7 +377,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 }
 
 func (t *Tx) removeSubscription(feedID string) error {
-	_, err := t.exec(`DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
+	_, err := t.run(`DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
 	return err
 }
 

@@ -1,18 +1,26 @@
 // Command benchstore builds a synthetic feedpipe store for scripts/bench-store:
-// N entries across F feeds, written in the store's own formats through
-// internal/storage and internal/catalog (subscriptions, feed states,
-// entries/ day files and the catalog's index of them), in minutes rather
-// than the hours a pipeline would take. It can also write parse output (entry records
-// followed by their fetch record, as feed-parse writes them) for feeds of
-// that store, for feed-dedup and feed-store to be timed on.
+// N entries across F feeds in the store's own formats, written through
+// internal/storage and internal/catalog: the subscription log and the
+// catalog's subscriptions, every feed's state, the entries/ day files and
+// the catalog's index of them (entries, versions, links), in minutes
+// rather than the days a pipeline would take. It can also write parse
+// output (entry records followed by their fetch record, as feed-parse
+// writes them) for feeds of that store, for feed-dedup and feed-store to
+// be timed on.
 //
 //	benchstore -store DIR [-feeds 100000] [-entries 10000000]
-//	benchstore -store DIR -fetches N [-per-fetch 100] [-new 3] [-updated 1] > fetches.ndjson
-//	benchstore -store DIR -not-modified N > fetches.ndjson
+//	benchstore -store DIR -fetches N [-per-fetch 100] [-new 3] [-updated 1] [-skip S] > fetches.ndjson
+//	benchstore -store DIR -not-modified N [-skip S] > fetches.ndjson
+//	benchstore -store DIR -query N     # times N catalog.FeedEntries calls
+//	benchstore -store DIR -check       # times PRAGMA quick_check
+//	benchstore -store DIR -stale-scale # the next feed-store computes the adaptive scale
 //
 // Everything is a pure function of the flags (and -seed): feed f's k-th
 // entry has the same uid, content hash and first_seen in the store as in
-// the generated fetches, so these dedup to "unchanged".
+// the generated fetches, so these dedup to "unchanged". The entries and
+// the fetches are those the benchstore of the stores before the catalog
+// (commit a1e617d) made with the same flags, so that the two can be
+// measured side by side.
 package main
 
 import (
@@ -25,9 +33,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -49,7 +57,6 @@ type gen struct {
 	days           int
 	now            time.Time
 	dueFraction    float64
-	stateHistory   float64
 	summaryBytes   int
 	seed           uint64
 	workers        int
@@ -65,41 +72,32 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.days, "days", 365, "days of entries/ files the entries are spread over, ending the day before -now")
 	nowFlag := fs.String("now", "2026-11-21T12:00:00Z", "the store's present, RFC 3339 (give feed-due the same --now)")
 	fs.Float64Var(&g.dueFraction, "due", 1.0/60, "fraction of feeds due at -now (hourly feeds polled every minute: 1/60)")
-	fs.Float64Var(&g.stateHistory, "state-history", 0.5, "older state lines per feed in the state log, before the current one (the log is compacted at 1)")
 	fs.IntVar(&g.summaryBytes, "summary-bytes", 120, "bytes of summary text per entry")
 	fs.Uint64Var(&g.seed, "seed", 1, "seed of the random choices")
-	fs.IntVar(&g.workers, "workers", 2, "goroutines writing")
+	fs.IntVar(&g.workers, "workers", 2, "goroutines making entry lines while the catalog indexes them")
 	fetches := fs.Int("fetches", 0, "write this many parse outputs of distinct feeds to stdout instead of building a store")
 	perFetch := fs.Int("per-fetch", 100, "entries per generated fetch")
 	newPer := fs.Int("new", 3, "of them, entries never stored")
 	updPer := fs.Int("updated", 1, "of them, stored entries whose content changed")
 	notModified := fs.Int("not-modified", 0, "write this many 304 fetch records (no entries) of distinct feeds to stdout instead")
-	statesOnly := fs.Bool("states-only", false, "rewrite only the state log of an existing store (and drop its snapshot)")
+	queries := fs.Int("query", 0, "time this many queries of a random feed's newest entries (100, since -days before -now) on the store instead")
+	check := fs.Bool("check", false, "time the catalog's quick_check on the store instead")
+	staleScale := fs.Bool("stale-scale", false, "make the adaptive scale feed-store keeps stale instead, so that its next run computes it from every feed")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the build to `file`")
 	skip := fs.Int("skip", 0, "with -fetches or -not-modified: start at the feed this many places into the shuffled order (disjoint sets for repeated runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *root == "" || g.feeds <= 0 || g.entries < 0 || g.days <= 0 {
+	if *root == "" || g.feeds <= 0 || g.entries < 0 || g.days <= 0 || g.summaryBytes < 0 || g.summaryBytes > len(lorem)-64 {
 		fs.Usage()
-		return errors.New("-store is required, -feeds and -days must be positive")
+		return errors.New("-store is required, -feeds and -days must be positive, -summary-bytes at most 4,000")
 	}
 	var err error
 	if g.now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
 		return fmt.Errorf("-now: %w", err)
 	}
 	g.now = g.now.UTC()
-	if g.workers < 1 {
-		g.workers = 1
-	}
-	st, err := storage.Open(*root)
-	if err != nil {
-		return err
-	}
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		return err
-	}
-	defer cat.Close()
+	g.workers = max(g.workers, 1)
 	out := bufio.NewWriterSize(stdout, 1<<20)
 	switch {
 	case *fetches > 0:
@@ -109,13 +107,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		err = g.writeFetches(out, *fetches, *skip, *perFetch, *newPer, *updPer, false)
 	case *notModified > 0:
 		err = g.writeFetches(out, *notModified, *skip, 0, 0, 0, true)
-	case *statesOnly:
-		err = g.rewriteStates(cat)
+	case *queries > 0:
+		err = g.query(*root, *queries, out)
+	case *check:
+		err = checkCatalog(*root, out)
+	case *staleScale:
+		err = forgetScale(*root)
 	default:
-		if !st.Created {
-			return fmt.Errorf("%s exists: benchstore builds a new store", *root)
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
-		err = g.build(st, cat, stderr)
+		err = g.build(*root, stderr)
 	}
 	if err != nil {
 		return err
@@ -187,7 +197,20 @@ func (g *gen) entry(feedID string, f, k, v int) ndjson.Entry {
 }
 
 // build writes the whole store.
-func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) error {
+func (g *gen) build(root string, log io.Writer) error {
+	st, err := storage.Open(root)
+	if err != nil {
+		return err
+	}
+	if !st.Created {
+		return fmt.Errorf("%s exists: benchstore builds a new store", root)
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
 	t0 := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(log, "benchstore: %6.1fs  %s\n", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))
@@ -197,7 +220,8 @@ func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) erro
 		feedIDs[f] = g.feedID(f)
 	}
 
-	// Subscriptions, created before the first entry.
+	// Subscriptions, created before the first entry, as feed-sub makes
+	// them: the subscription log, then the catalog's rows.
 	subs := make([]ndjson.Subscription, g.feeds)
 	for f := range subs {
 		subs[f] = ndjson.Subscription{
@@ -210,7 +234,6 @@ func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) erro
 			CreatedAt:  ndjson.At(g.start().Add(-24 * time.Hour)),
 		}
 	}
-	ctx := context.Background()
 	if err := cat.EditSubscriptions(ctx, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil }); err != nil {
 		return err
 	}
@@ -221,19 +244,16 @@ func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) erro
 	}
 	say("feed states")
 
-	// entries/: day j*days/entries, in order; the days go to the workers
-	// in turn, and each indexes its day in the catalog.
-	lastKey, lastEnd, err := g.writeEntries(st, cat, feedIDs, say)
-	if err != nil {
+	var last catalog.Checkpoint
+	if err := cat.LoadEntries(ctx, g.entryDays(st, feedIDs, &last, say)); err != nil {
 		return err
 	}
 	if err := st.Sync(); err != nil {
 		return err
 	}
-	if lastKey != "" {
-		err := cat.Update(ctx, func(tx *catalog.Tx) error {
-			return tx.SetEntriesCheckpoint(catalog.Checkpoint{File: lastKey, Offset: lastEnd}, catalog.Checkpoint{})
-		})
+	if last.File != "" {
+		// The catalog indexes entries/ to its end; events/ is empty.
+		err := cat.Update(ctx, func(tx *catalog.Tx) error { return tx.SetEntriesCheckpoint(last, catalog.Checkpoint{}) })
 		if err != nil {
 			return err
 		}
@@ -242,33 +262,8 @@ func (g *gen) build(st *storage.Store, cat *catalog.Catalog, log io.Writer) erro
 	return nil
 }
 
-// rewriteStates replaces the feed states of an existing store.
-func (g *gen) rewriteStates(cat *catalog.Catalog) error {
-	feedIDs := make([]string, g.feeds)
-	for f := range feedIDs {
-		feedIDs[f] = g.feedID(f)
-	}
-	return g.writeStates(cat, feedIDs)
-}
-
-// schedState is the scheduler's state of feed f after half a day of hourly
-// fetches up to last, a new entry every third: what feed-store keeps in
-// every state line.
-func schedState(f int, last time.Time) *sched.State {
-	p := sched.Defaults()
-	t := last.Add(-12 * time.Hour)
-	st, _ := sched.Next(sched.State{}, sched.Outcome{Kind: sched.NeverFetched}, p, sched.Overrides{}, t, nil)
-	for i := range 12 {
-		t = t.Add(time.Hour)
-		o := sched.Outcome{At: t, Status: 200, Items: 20, Parsed: true}
-		if (i+f)%3 == 0 {
-			o.NewEntries, o.Published = 1, []time.Time{t.Add(-10 * time.Minute)}
-		}
-		st, _ = sched.Next(st, o, p, sched.Overrides{}, t, nil)
-	}
-	return &st
-}
-
+// writeStates gives every feed the state feed-store would have left after
+// a hundred fetches, the last an hour ago or less (a due fraction longer).
 func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 	r := rand.New(rand.NewPCG(g.seed, 1))
 	states := make([]catalog.FeedState, 0, len(feedIDs))
@@ -292,7 +287,7 @@ func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 				NewEntries: g.entriesOf(f)},
 		}
 		if fetches > 100 {
-			fs.Sched = schedState(f, at)
+			fs.Sched, fs.Decision = schedState(f, at)
 			fs.Sched.NextAt = fs.NextFetchAt
 		}
 		if f%20 == 0 { // one feed in twenty is failing
@@ -304,7 +299,9 @@ func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 		return fs
 	}
 	for f := range feedIDs {
-		// A due feed's last fetch was more than an hour ago.
+		// A due feed's last fetch was more than an hour ago. (The draws
+		// are those of the state log the stores before the catalog had,
+		// without its older lines.)
 		ago := time.Duration(r.Float64() * float64(time.Hour))
 		if r.Float64() < g.dueFraction {
 			ago += time.Hour
@@ -320,15 +317,25 @@ func (g *gen) writeStates(cat *catalog.Catalog, feedIDs []string) error {
 	return nil
 }
 
-func (g *gen) writeEntries(st *storage.Store, cat *catalog.Catalog, feedIDs []string, say func(string, ...any)) (lastKey string, lastEnd int64, err error) {
-	type day struct {
-		key        string
-		from, upto int // entries j in [from, upto)
-	}
-	var days []day
+// A day of entries/: the store's entries j in [from, upto).
+type dayRange struct {
+	key        string
+	from, upto int
+}
+
+// A day made: its file's lines and each entry's place in them.
+type day struct {
+	dayRange
+	lines   []byte
+	entries []catalog.Located // Loc.Offset in lines, until written
+	err     error
+}
+
+// dayFiles splits the store's entries into the days of their first_seen.
+func (g *gen) dayFiles() []dayRange {
+	var days []dayRange
 	for j := 0; j < g.entries; {
 		key := storage.DayFile(storage.DirEntries, g.firstSeen(j))
-		upto := j
 		// The day's entries: first_seen before the next midnight.
 		lo, hi := j, g.entries
 		for lo < hi {
@@ -339,106 +346,106 @@ func (g *gen) writeEntries(st *storage.Store, cat *catalog.Catalog, feedIDs []st
 				hi = m
 			}
 		}
-		upto = lo
-		days = append(days, day{key, j, upto})
-		j = upto
+		days = append(days, dayRange{key, j, lo})
+		j = lo
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		ends = make([]int64, len(days))
-	)
-	next := make(chan int)
+	return days
+}
+
+// entryDays returns the catalog.LoadEntries source of the store's entries:
+// day by day, in order, each day's lines made by the workers meanwhile,
+// appended to its file, then handed to the catalog. last is set to the
+// end of the last file written.
+func (g *gen) entryDays(st *storage.Store, feedIDs []string, last *catalog.Checkpoint, say func(string, ...any)) func() ([]catalog.Located, error) {
+	days := g.dayFiles()
+	type job struct {
+		d    dayRange
+		done chan *day
+	}
+	jobs := make(chan job)
 	for range g.workers {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for d := range next {
-				end, err := g.writeDay(st, cat, feedIDs, days[d].key, days[d].from, days[d].upto)
-				mu.Lock()
-				ends[d] = end
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
+			for j := range jobs {
+				j.done <- g.makeDay(feedIDs, j.d)
 			}
 		}()
 	}
-	for d := range days {
-		next <- d
-		if d%30 == 29 {
-			say("entries/: %d of %d days", d+1, len(days))
+	// ready has the days in order, each given when made; its size bounds
+	// the days held in memory.
+	ready := make(chan chan *day, 2*g.workers)
+	go func() {
+		defer close(jobs)
+		defer close(ready)
+		for _, d := range days {
+			done := make(chan *day, 1)
+			ready <- done
+			jobs <- job{d, done}
 		}
+	}()
+	written := 0
+	return func() ([]catalog.Located, error) {
+		done, ok := <-ready
+		if !ok {
+			return nil, nil
+		}
+		d := <-done
+		if d.err != nil {
+			return nil, d.err
+		}
+		off, err := st.AppendLines(d.key, d.lines, storage.Lazy)
+		if err != nil {
+			return nil, err
+		}
+		for i := range d.entries {
+			d.entries[i].Loc.Offset += off
+		}
+		*last = catalog.Checkpoint{File: d.key, Offset: off + int64(len(d.lines))}
+		if written++; written%30 == 0 {
+			say("entries/ and the catalog: %d of %d days", written, len(days))
+		}
+		return d.entries, nil
 	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		return "", 0, errs[0]
-	}
-	if len(days) == 0 {
-		return "", 0, nil
-	}
-	return days[len(days)-1].key, ends[len(days)-1], nil
 }
 
-func (g *gen) writeDay(st *storage.Store, cat *catalog.Catalog, feedIDs []string, key string, from, upto int) (int64, error) {
-	var (
-		buf     []byte
-		end     int64
-		pending []ndjson.Entry
-		starts  []int64 // offset of each pending entry's line in buf
-	)
-	day := strings.TrimSuffix(strings.TrimPrefix(key, storage.DirEntries+"/"), ".ndjson")
-	flush := func() error {
-		off, err := st.AppendLines(key, buf, storage.Lazy)
-		if err != nil {
-			return err
-		}
-		end = off + int64(len(buf))
-		err = cat.Update(context.Background(), func(tx *catalog.Tx) error {
-			for i := range pending {
-				e := &pending[i]
-				n := int64(len(buf)) - starts[i]
-				if i+1 < len(starts) {
-					n = starts[i+1] - starts[i]
-				}
-				if err := tx.StoreVersion(e, catalog.Location{Day: day, Offset: off + starts[i], Length: n}); err != nil {
-					return err
-				}
-				if h, ok := catalog.LinkHash(e.CanonicalLink); ok {
-					if err := tx.AddLink(h, ndjson.EntryRef{FeedID: e.FeedID, EntryUID: e.EntryUID}); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-		buf, pending, starts = buf[:0], pending[:0], starts[:0]
-		return err
-	}
-	for j := from; j < upto; j++ {
+// makeDay makes the lines of the day d's entries, as feed-store stored
+// them.
+func (g *gen) makeDay(feedIDs []string, r dayRange) *day {
+	d := &day{dayRange: r}
+	name := strings.TrimSuffix(strings.TrimPrefix(d.key, storage.DirEntries+"/"), ".ndjson")
+	entries := make([]ndjson.Entry, d.upto-d.from)
+	d.entries = make([]catalog.Located, 0, len(entries))
+	for j := d.from; j < d.upto; j++ {
 		f, k := j%g.feeds, j/g.feeds
-		e := g.entry(feedIDs[f], f, k, 0)
+		e := &entries[j-d.from]
+		*e = g.entry(feedIDs[f], f, k, 0)
 		at := ndjson.At(g.firstSeen(j))
 		e.Status, e.FirstSeen, e.LastSeen, e.SeenCount = ndjson.StatusNew, at, at, 1
 		e.RawRef = ndjson.RawRef{FetchID: fakeFetchID(f, k), Offset: int64(k % 50 * 900), Length: 900}
-		line, err := ndjson.Marshal(&e)
-		if err != nil {
-			return 0, err
+		start := len(d.lines)
+		if d.lines, d.err = ndjson.Append(d.lines, e); d.err != nil {
+			return d
 		}
-		pending, starts = append(pending, e), append(starts, int64(len(buf)))
-		buf = append(buf, line...)
-		if len(buf) > 4<<20 {
-			if err := flush(); err != nil {
-				return 0, err
-			}
+		d.entries = append(d.entries, catalog.Located{Entry: e, Loc: catalog.Location{Day: name, Offset: int64(start), Length: int64(len(d.lines) - start)}})
+	}
+	return d
+}
+
+// schedState is the scheduler's state of feed f after half a day of hourly
+// fetches up to last, a new entry every third, and its last decision:
+// what feed-store keeps in every feed's row.
+func schedState(f int, last time.Time) (*sched.State, *sched.Decision) {
+	p := sched.Defaults()
+	t := last.Add(-12 * time.Hour)
+	st, d := sched.Next(sched.State{}, sched.Outcome{Kind: sched.NeverFetched}, p, sched.Overrides{}, t, nil)
+	for i := range 12 {
+		t = t.Add(time.Hour)
+		o := sched.Outcome{At: t, Status: 200, Items: 20, Parsed: true}
+		if (i+f)%3 == 0 {
+			o.NewEntries, o.Published = 1, []time.Time{t.Add(-10 * time.Minute)}
 		}
+		st, d = sched.Next(st, o, p, sched.Overrides{}, t, nil)
 	}
-	if err := flush(); err != nil {
-		return 0, err
-	}
-	return end, nil
+	return &st, &d
 }
 
 func fakeFetchID(f, k int) string {
@@ -504,4 +511,78 @@ func writeLine(w io.Writer, v any) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// openCatalog opens the catalog of the store at root, which must exist.
+func openCatalog(root string) (*catalog.Catalog, error) {
+	st, err := storage.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	if st.Created {
+		os.Remove(root)
+		return nil, fmt.Errorf("no store at %s", root)
+	}
+	return catalog.Open(context.Background(), st, nil)
+}
+
+// query times n calls of catalog.FeedEntries, each for a random feed: its
+// newest 100 entries published since the store's first day, newest first,
+// as the REST API will ask. It writes one line: the calls, the median,
+// 90th percentile and slowest call in milliseconds, and the median rows.
+func (g *gen) query(root string, n int, w io.Writer) error {
+	cat, err := openCatalog(root)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(g.seed, 3))
+	since := g.start()
+	took := make([]time.Duration, n)
+	rows := make([]int, n)
+	for i := range n {
+		feedID := g.feedID(r.IntN(g.feeds))
+		t := time.Now()
+		page, err := cat.FeedEntries(ctx, feedID, catalog.EntryQuery{Since: since, Limit: 100})
+		took[i] = time.Since(t)
+		if err != nil {
+			return err
+		}
+		rows[i] = len(page.Entries)
+	}
+	slices.Sort(took)
+	slices.Sort(rows)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	_, err = fmt.Fprintf(w, "feed_entries\t%d\t%.3f\t%.3f\t%.3f\t%d\n", n, ms(took[n/2]), ms(took[n*9/10]), ms(took[n-1]), rows[n/2])
+	return err
+}
+
+// checkCatalog times the catalog's quick_check and writes its seconds and
+// its verdict.
+func checkCatalog(root string, w io.Writer) error {
+	cat, err := openCatalog(root)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	t := time.Now()
+	err = cat.Check(context.Background())
+	verdict := "ok"
+	if err != nil {
+		verdict = err.Error()
+	}
+	_, err = fmt.Fprintf(w, "quick_check\t%.2f\t%s\n", time.Since(t).Seconds(), verdict)
+	return err
+}
+
+// forgetScale replaces the scale feed-store keeps (catalog.MetaScale) by
+// one that serves no run.
+func forgetScale(root string) error {
+	cat, err := openCatalog(root)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	return cat.SetMeta(context.Background(), catalog.MetaScale, struct{}{})
 }
