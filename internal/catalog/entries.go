@@ -231,7 +231,10 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	}
 	_, err = t.exec(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
-	return err
+	if err != nil {
+		return err
+	}
+	return t.indexText(id, e)
 }
 
 // Sighted records that the entries uids of a feed, unchanged, were seen

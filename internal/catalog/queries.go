@@ -56,6 +56,10 @@ type EntryQuery struct {
 	Until  time.Time // before; zero: no bound
 	Limit  int       // at most this many (0: DefaultLimit; at most MaxLimit)
 	Cursor string    // EntryPage.Next of the page before
+	// Text keeps the entries whose latest version has every word of it in
+	// its title, summary or content (fts.go: "quoted words" a phrase, a
+	// word* a prefix); "" keeps all.
+	Text string
 }
 
 // The limits of an EntryQuery.
@@ -125,6 +129,13 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 	}
 	if !q.Until.IsZero() {
 		conds, args = append(conds, col+" < ?"), append(args, unixMS(q.Until))
+	}
+	if q.Text != "" {
+		m := ftsMatch(q.Text)
+		if m == "" {
+			return EntryPage{}, fmt.Errorf("catalog: %w: search %q has no word to look for (letters or digits)", ErrBadQuery, q.Text)
+		}
+		conds, args = append(conds, "e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"), append(args, m)
 	}
 	if q.Cursor != "" {
 		at, id, err := parseCursor(q.Cursor)

@@ -144,6 +144,8 @@ CREATE TABLE meta (
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 2: full-text search over the entries' latest versions (fts.go).
+	ftsSchema,
 }
 
 // migrate brings the schema up to the newest version.
@@ -176,7 +178,8 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			return fmt.Errorf("catalog: migrate %s to schema version %d: %w", c.path, v+1, err)
 		}
 	}
-	return nil
+	// Entries indexed before the search index existed (migration 2).
+	return c.backfillFTS(ctx)
 }
 
 // stmtCache keeps the prepared statements of the queries run most often.
