@@ -86,8 +86,8 @@ func entryTime(e *ndjson.Entry) time.Time {
 	return time.Unix(0, 0).UTC()
 }
 
-// updated is the time of the feed: Updated, else its newest entry's.
-func (f *Feed) updated() time.Time {
+// UpdatedAt is the time of the feed: Updated, else its newest entry's.
+func (f *Feed) UpdatedAt() time.Time {
 	if !f.Updated.IsZero() {
 		return f.Updated.UTC()
 	}
@@ -157,7 +157,7 @@ func writeAtom(w io.Writer, f *Feed) error {
 	out := atomFeed{
 		ID:        cmp.Or(f.ID, f.Self),
 		Title:     atomText{Type: "text", Text: f.Title},
-		Updated:   rfc3339(f.updated()),
+		Updated:   rfc3339(f.UpdatedAt()),
 		Author:    atomPerson{Name: cmp.Or(f.Title, Generator)}, // every entry has an author, its own or the feed's
 		Generator: Generator,
 	}
@@ -274,7 +274,7 @@ func writeRSS(w io.Writer, f *Feed) error {
 		Title:         f.Title,
 		Link:          cmp.Or(f.Home, f.Self),
 		Description:   cmp.Or(f.Description, f.Title),
-		LastBuildDate: f.updated().Format(time.RFC1123Z),
+		LastBuildDate: f.UpdatedAt().Format(time.RFC1123Z),
 		Generator:     Generator,
 	}
 	for _, l := range []rssLink{{"self", "application/rss+xml", f.Self}, {"next", "application/rss+xml", f.Next}, {"hub", "", f.Hub}} {
