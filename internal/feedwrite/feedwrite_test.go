@@ -311,8 +311,8 @@ print(json.dumps({"bozo": bool(d.bozo), "exc": str(d.get("bozo_exception", "")),
 				Title   string
 				Entries []struct {
 					ID, Title, Link, Content string
-					Published             []int
-					Tags                  []string
+					Published                []int
+					Tags                     []string
 				}
 			}
 			if err := json.Unmarshal(out, &got); err != nil {

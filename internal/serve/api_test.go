@@ -47,7 +47,7 @@ func TestFeeds(t *testing.T) {
 		{"?label=news", "2"}, {"?label=video", "1"}, {"?label=nothing", "0"}, {"?state=enabled", "3"}, {"?state=disabled", "0"},
 	} {
 		var p feedsPage
-		w.get("/feeds" + tc.query).json(t, &p)
+		w.get("/feeds"+tc.query).json(t, &p)
 		if fmt.Sprint(len(p.Feeds)) != tc.want {
 			t.Errorf("%s: %d feeds, want %s", tc.query, len(p.Feeds), tc.want)
 		}
@@ -144,7 +144,7 @@ func TestEntries(t *testing.T) {
 		}
 	}
 	word := longestWord(target.Title)
-	w.get("/entries?q=" + url.QueryEscape(word)).json(t, &p)
+	w.get("/entries?q="+url.QueryEscape(word)).json(t, &p)
 	if !slices.ContainsFunc(p.Entries, func(e EntryOut) bool { return e.EntryUID == target.EntryUID }) {
 		t.Errorf("q=%s does not find %q", word, target.Title)
 	}
@@ -154,7 +154,7 @@ func TestEntries(t *testing.T) {
 	}
 	// By time.
 	since := last.Time.Format("2006-01-02T15:04:05Z")
-	w.get("/feeds/" + id + "/entries?since=" + since + "&order=published").json(t, &p)
+	w.get("/feeds/"+id+"/entries?since="+since+"&order=published").json(t, &p)
 	if len(p.Entries) == 0 {
 		t.Errorf("since the oldest: nothing")
 	}
@@ -171,7 +171,7 @@ func TestEntries(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	w.get("/entries/0000000000000000").problem(t, 404)
-	w.get("/entries/" + target.EntryUID + "?feed_id=" + id).problem(t, 404)
+	w.get("/entries/"+target.EntryUID+"?feed_id="+id).problem(t, 404)
 }
 
 func longestWord(s string) string {
@@ -320,7 +320,7 @@ func TestWrites(t *testing.T) {
 	if r.status != 204 {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
-	w.get("/feeds/" + tc).problem(t, 404)
+	w.get("/feeds/"+tc).problem(t, 404)
 	w.write("DELETE", "/feeds/"+tc, "").problem(t, 404)
 	var p entriesPage
 	if r := w.get("/feeds/" + tc + "/entries"); r.status != 200 {

@@ -28,7 +28,7 @@ func EventID(key string, end int64) string {
 // offset past its line; ok is false for anything not of that exact shape.
 func ParseEventID(id string) (key string, offset int64, ok bool) {
 	day, off, found := strings.Cut(id, ":")
-	if !found || !ndjson.IsDay(day) || !isNumber(off, false) {
+	if !found || !ndjson.IsDay(day) || !isNumber(off, false) || len(off) > 1 && off[0] == '0' {
 		return "", 0, false
 	}
 	n, err := strconv.ParseInt(off, 10, 64)
