@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -40,6 +41,7 @@ file --token-file names: made in the store with mode 0600 on first start
 and printed then, once. --auth reads makes reads need it too.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, host:port", Value: serve.DefaultListen, EnvVars: []string{"FEEDPIPE_SERVE_LISTEN"}},
+			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (host:port) to this `FILE`: with --listen 127.0.0.1:0 the system picks the port"},
 			&cli.StringFlag{Name: "token-file", Usage: "the file of the API token (made, mode 0600, if missing)", DefaultText: "STORE/" + serve.TokenFile, EnvVars: []string{"FEEDPIPE_SERVE_TOKEN_FILE"}},
 			&cli.StringFlag{Name: "auth", Usage: "what needs the token: writes, or reads (everything but /healthz)", Value: "writes", EnvVars: []string{"FEEDPIPE_SERVE_AUTH"}},
 			&cli.StringFlag{Name: "cors", Usage: "the one `ORIGIN` (https://app.example) allowed to call the API from a browser", DefaultText: "none", EnvVars: []string{"FEEDPIPE_SERVE_CORS"}},
@@ -97,6 +99,18 @@ and printed then, once. --auth reads makes reads need it too.`,
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private"),
 					Timeout: c.Duration("timeout")}), Log: log},
 				Log: log, Msg: c.App.ErrWriter,
+				Ready: func(addr string) {
+					if f := c.String("addr-file"); f != "" {
+						// Whole or not at all: a script waits for it.
+						err := os.WriteFile(f+".tmp", []byte(addr+"\n"), 0o644)
+						if err == nil {
+							err = os.Rename(f+".tmp", f)
+						}
+						if err != nil {
+							log.Error("cannot write --addr-file", "err", err)
+						}
+					}
+				},
 			})
 		},
 	})
@@ -141,7 +155,7 @@ be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
 			if err != nil {
 				return err
 			}
-			log.Info("published", "component", "feed-serve", "dir", c.Args().First(), "written", sum.Written, "unchanged", sum.Unchanged,
+			log.Info("published", "dir", c.Args().First(), "written", sum.Written, "unchanged", sum.Unchanged,
 				"empty_labels", sum.Empty, "skipped_labels", len(sum.Skipped))
 			return nil
 		},

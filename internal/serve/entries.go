@@ -174,7 +174,7 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	for _, row := range page.Entries {
 		e, err := s.cat.Entry(row)
 		if err != nil {
-			s.cfg.Log.Warn("an indexed entry cannot be read", "component", "feed-serve", "feed_id", row.FeedID, "entry_uid", row.UID, "err", err)
+			s.cfg.Log.Warn("an indexed entry cannot be read", "feed_id", row.FeedID, "entry_uid", row.UID, "err", err)
 			continue
 		}
 		out.Entries = append(out.Entries, EntryOut{Entry: e, Versions: row.Versions})

@@ -25,7 +25,7 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if _, err := s.cat.Checkpoint(r.Context(), catalog.TapEvents); err != nil {
-		s.cfg.Log.Error("health: the catalog does not answer", "component", "feed-serve", "err", err)
+		s.cfg.Log.Error("health: the catalog does not answer", "err", err)
 		problem(w, r, http.StatusServiceUnavailable, "unhealthy", "the store's catalog does not answer: the server's log says why")
 		return
 	}

@@ -115,7 +115,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 type promLog struct{ s *Server }
 
 func (l promLog) Println(v ...any) {
-	l.s.cfg.Log.Warn("metrics", "component", "feed-serve", "err", v)
+	l.s.cfg.Log.Warn("metrics", "err", v)
 }
 
 var (
@@ -157,7 +157,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	failed := 0.0
 	if now := m.s.cfg.Now(); m.at.IsZero() || now.Sub(m.at) >= m.s.cfg.MetricsEvery {
 		if err := m.refresh(now); err != nil {
-			m.s.cfg.Log.Warn("metrics: cannot compute the figures", "component", "feed-serve", "err", err)
+			m.s.cfg.Log.Warn("metrics: cannot compute the figures", "err", err)
 			failed = 1
 		} else {
 			m.at = now

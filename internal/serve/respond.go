@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -57,19 +58,21 @@ func badParam(w http.ResponseWriter, r *http.Request, field, detail string) {
 // serverError answers a request the server failed, logging why; the
 // client learns only that it failed.
 func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
-	s.cfg.Log.Error("request failed", "component", "feed-serve", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.cfg.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	problem(w, r, http.StatusInternalServerError, "internal error", "the server failed to answer: its log says why ("+
 		strings.SplitN(err.Error(), ":", 2)[0]+")")
 }
 
 // sendJSON answers with v as JSON.
 func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, status int, v any, modified time.Time) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // data, not a page: "&" stays "&"
+	if err := enc.Encode(v); err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	send(w, r, status, "application/json", append(b, '\n'), modified)
+	send(w, r, status, "application/json", b.Bytes(), modified)
 }
 
 // send answers a GET with body, an ETag (a hash of it) and, when modified

@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg Config) error {
 	srv := s.HTTPServer()
 	addr := ln.Addr().String()
 	fmt.Fprintf(cfg.Msg, "feed-serve: listening on http://%s\n", addr)
-	cfg.Log.Info("listening", "component", "feed-serve", "addr", addr)
+	cfg.Log.Info("listening", "addr", addr)
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
 	}

@@ -110,7 +110,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handler.ServeHTTP(rec, r)
 	s.metrics.request(r, rec.status, time.Since(start))
-	s.cfg.Log.Debug("request", "component", "feed-serve", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+	s.cfg.Log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 		"elapsed_ms", time.Since(start).Milliseconds())
 }
 
