@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"cmp"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,7 +66,7 @@ type feedFigures struct {
 	budgetOpen    int
 	onTime, late  int // freshness: polled within twice their interval, or not
 	perFeedIntv   map[string][2]float64
-	perFeedLabels map[string]string
+	perFeedLabels map[string][2]string // name, host
 }
 
 // tapCounts are the fetch records of fetches/ counted since the server
@@ -138,12 +140,16 @@ var (
 	descBudget      = prometheus.NewDesc("feedpipe_feeds_budget_open", "Feeds whose error budget is spent: their circuit is open.", nil, nil)
 	descFresh       = prometheus.NewDesc("feedpipe_freshness_feeds", "Feeds polled on an interval, by whether their last fetch is within twice their interval (on_time) or not (late).", []string{"polled"}, nil)
 	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (seed 000 §10: 95% or more).", nil, nil)
-	descFeedIntv    = prometheus.NewDesc("feedpipe_feed_interval_seconds", "The interval the scheduler chose, per feed (--per-feed-metrics).", []string{"feed_id", "name"}, nil)
-	descFeedEWMA    = prometheus.NewDesc("feedpipe_feed_ewma_seconds", "The EWMA of the feed's posting interval, per feed (--per-feed-metrics).", []string{"feed_id", "name"}, nil)
-	descFeedNew     = prometheus.NewDesc("feedpipe_feed_new_entries_total", "Entries stored for the first time, per feed (--per-feed-metrics).", []string{"feed_id", "name"}, nil)
-	descFeedErrors  = prometheus.NewDesc("feedpipe_feed_fetch_errors_total", "Failed fetches, per feed and error code (--per-feed-metrics).", []string{"feed_id", "name", "code"}, nil)
+	descFeedIntv    = prometheus.NewDesc("feedpipe_feed_interval_seconds", "The interval the scheduler chose, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedEWMA    = prometheus.NewDesc("feedpipe_feed_ewma_seconds", "The EWMA of the feed's posting interval, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedNew     = prometheus.NewDesc("feedpipe_feed_new_entries_total", "Entries stored for the first time, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedErrors  = prometheus.NewDesc("feedpipe_feed_fetch_errors_total", "Failed fetches, per feed and error code (--per-feed-metrics).", append(perFeed, "code"), nil)
 	descScrapeError = prometheus.NewDesc("feedpipe_metrics_error", "1 when the figures could not be computed from the store (the log says why).", nil, nil)
 )
+
+// perFeed are the labels of the series per feed: its id, name (or title)
+// and host.
+var perFeed = []string{"feed_id", "name", "host"}
 
 // Describe sends nothing: the collector's series depend on the store
 // (an unchecked collector).
@@ -212,15 +218,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descFreshRatio, ratio)
 	for _, id := range sortedKeys(f.perFeedIntv) {
-		v, name := f.perFeedIntv[id], f.perFeedLabels[id]
-		gauge(descFeedIntv, v[0], id, name)
-		gauge(descFeedEWMA, v[1], id, name)
+		v, l := f.perFeedIntv[id], f.perFeedLabels[id]
+		gauge(descFeedIntv, v[0], id, l[0], l[1])
+		gauge(descFeedEWMA, v[1], id, l[0], l[1])
 	}
 	for _, id := range sortedKeys(m.perFeedCounts) {
-		c, name := m.perFeedCounts[id], f.perFeedLabels[id]
-		counter(descFeedNew, float64(c.NewEntries), id, name)
+		c, l := m.perFeedCounts[id], f.perFeedLabels[id]
+		counter(descFeedNew, float64(c.NewEntries), id, l[0], l[1])
 		for _, code := range sortedKeys(c.ErrorCodes) {
-			counter(descFeedErrors, float64(c.ErrorCodes[code]), id, name, code)
+			counter(descFeedErrors, float64(c.ErrorCodes[code]), id, l[0], l[1], code)
 		}
 	}
 }
@@ -257,7 +263,7 @@ func (m *metrics) refresh(now time.Time) error {
 	perFeed := m.s.cfg.PerFeedMetrics
 	f := feedFigures{bySched: map[string]int{}, byLastReason: map[string]int{}}
 	if perFeed {
-		f.perFeedIntv, f.perFeedLabels, m.perFeedCounts = map[string][2]float64{}, map[string]string{}, map[string]catalog.FeedCounts{}
+		f.perFeedIntv, f.perFeedLabels, m.perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
 	}
 	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
 		fs := &feed.State
@@ -287,11 +293,11 @@ func (m *metrics) refresh(now time.Time) error {
 			}
 		}
 		if perFeed {
-			id := feed.Sub.FeedID
-			f.perFeedLabels[id] = feed.Sub.Name
-			if f.perFeedLabels[id] == "" {
-				f.perFeedLabels[id] = fs.Title
+			id, host := feed.Sub.FeedID, ""
+			if u, err := url.Parse(feed.Sub.URL); err == nil {
+				host = u.Hostname()
 			}
+			f.perFeedLabels[id] = [2]string{cmp.Or(feed.Sub.Name, fs.Title), host}
 			f.perFeedIntv[id] = [2]float64{float64(fs.SchedState().IntervalSec), fs.SchedState().EWMASec}
 			m.perFeedCounts[id] = fs.Counts
 		}
