@@ -237,3 +237,60 @@ func openTempF(f *testing.F) *Catalog {
 	f.Cleanup(func() { c.Close() })
 	return c
 }
+
+// TestLabelEntriesManyFeeds: a label of many feeds reads the index by
+// time (labelFeedsByIndex), and pages through the same entries as a label
+// of few.
+func TestLabelEntriesManyFeeds(t *testing.T) {
+	c := openTemp(t)
+	var subs []ndjson.Subscription
+	for i := range labelFeedsByIndex + 10 {
+		labels := []string{"many"}
+		if i%20 == 0 {
+			labels = append(labels, "few", `a "quoted" <label>`)
+		}
+		subs = append(subs, sub(fmt.Sprint("F", i), labels...))
+	}
+	subs = append(subs, sub("other", "manyx", "xmany"))
+	add(t, c, subs...)
+	err := c.Update(ctx, func(tx *Tx) error {
+		for i := range labelFeedsByIndex + 11 {
+			name := fmt.Sprint("F", i)
+			if i == labelFeedsByIndex+10 {
+				name = "other"
+			}
+			for j := range 3 {
+				if err := tx.StoreVersion(entry(name, fmt.Sprint(name, "e", j), "h", t0.Add(time.Duration(i*3+j)*time.Minute)), Location{Day: "2026-11-21", Length: 1}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for label, want := range map[string]int{"many": 3 * (labelFeedsByIndex + 10), "few": 9, `a "quoted" <label>`: 9, "nothing": 0, "man": 0} {
+		var got []string
+		q := EntryQuery{Limit: 7}
+		for {
+			p, err := c.LabelEntries(ctx, label, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range p.Entries {
+				if e.FeedID == testids.Feed("other") {
+					t.Fatalf("label %q: an entry of a feed without it", label)
+				}
+				got = append(got, e.UID)
+			}
+			if p.Next == "" {
+				break
+			}
+			q.Cursor = p.Next
+		}
+		if len(got) != want {
+			t.Errorf("label %q: %d entries, want %d", label, len(got), want)
+		}
+	}
+}

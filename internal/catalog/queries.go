@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,7 +100,68 @@ func (c *Catalog) FeedEntries(ctx context.Context, feedID string, q EntryQuery) 
 // LabelEntries returns a page of the entries of the feeds subscribed
 // with a label.
 func (c *Catalog) LabelEntries(ctx context.Context, label string, q EntryQuery) (EntryPage, error) {
-	return c.entries(ctx, `e.feed_key IN (SELECT s.feed_key FROM subscriptions s, json_each(s.labels) l WHERE l.value = ?)`, []any{label}, q)
+	keys, err := c.labelFeeds(ctx, label)
+	if err != nil {
+		return EntryPage{}, err
+	}
+	if len(keys) == 0 {
+		return EntryPage{}, nil
+	}
+	// A few feeds: their entries through the index by feed, sorted. Many:
+	// the index by time, newest first, keeping those of the label's feeds
+	// (the unary + keeps SQLite off the index by feed), which finds a
+	// page after about limit × feeds / label's feeds rows.
+	if len(keys) <= labelFeedsByIndex {
+		return c.entries(ctx, `e.feed_key IN (`+placeholders(len(keys))+`)`, keys, q)
+	}
+	return c.entries(ctx, `+e.feed_key IN (SELECT value FROM json_each(?))`, []any{jsonInts(keys)}, q)
+}
+
+// HasLabel reports whether a subscription has the label.
+func (c *Catalog) HasLabel(ctx context.Context, label string) (bool, error) {
+	keys, err := c.labelFeeds(ctx, label)
+	return len(keys) > 0, err
+}
+
+// labelFeedsByIndex is the most feeds of a label whose entries
+// LabelEntries reads through the index by feed.
+const labelFeedsByIndex = 50
+
+// labelFeeds returns the keys of the feeds subscribed with label. instr
+// finds the label's JSON text in the labels column (written by
+// json.Marshal, as the label is here) before json_each looks closer.
+func (c *Catalog) labelFeeds(ctx context.Context, label string) ([]any, error) {
+	probe, err := json.Marshal(label)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
+		AND EXISTS (SELECT 1 FROM json_each(s.labels) l WHERE l.value = ?) ORDER BY s.feed_key`, string(probe), label)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		var k int64
+		if err := rows.Scan(&k); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+		}
+		keys = append(keys, k)
+	}
+	return keys, c.damaged(rows.Err())
+}
+
+// jsonInts is a JSON array of integer keys.
+func jsonInts(keys []any) string {
+	b := []byte{'['}
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, k.(int64), 10)
+	}
+	return string(append(b, ']'))
 }
 
 // AllEntries returns a page of every stored entry.

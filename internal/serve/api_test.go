@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -474,4 +475,28 @@ func TestHealthz(t *testing.T) {
 	}
 	w.cat.Close()
 	w.get("/healthz").problem(t, 503)
+}
+
+// TestCacheFollowsTheCatalog: an answer kept while the catalog is
+// unchanged is made anew as soon as another process commits to it.
+func TestCacheFollowsTheCatalog(t *testing.T) {
+	w := newWorld(t)
+	id := w.ids["TechCrunch.xml"]
+	var before, again, after entriesPage
+	r1 := w.get("/feeds/" + id + "/entries?limit=1000")
+	r1.json(t, &before)
+	r2 := w.get("/feeds/"+id+"/entries?limit=1000", "If-None-Match", r1.header.Get("ETag"))
+	if r2.status != 304 {
+		t.Fatalf("a kept answer with its ETag: %d", r2.status)
+	}
+	w.get("/feeds/"+id+"/entries?limit=1000").json(t, &again)
+	if len(again.Entries) != len(before.Entries) {
+		t.Fatalf("the kept answer differs")
+	}
+	w.newEntries(2, "cached")
+	w.cycle(t0.Add(time.Hour))
+	w.get("/feeds/"+id+"/entries?limit=1000").json(t, &after)
+	if len(after.Entries) != len(before.Entries)+2 {
+		t.Fatalf("after a commit: %d entries, want %d", len(after.Entries), len(before.Entries)+2)
+	}
 }

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -166,28 +169,56 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 		s.serverError(w, r, err)
 		return
 	}
-	out := struct {
-		Entries []EntryOut `json:"entries"`
-		Next    string     `json:"next,omitempty"`
-	}{Entries: make([]EntryOut, 0, len(page.Entries))}
+	// Each entry is its line of entries/ as it is, with its count of
+	// versions added: no decoding, no encoding.
+	var b bytes.Buffer
+	b.WriteString(`{"entries":[`)
 	var modified time.Time
+	n := 0
 	for _, row := range page.Entries {
-		e, err := s.cat.Entry(row)
+		line, err := s.entryLine(row)
 		if err != nil {
 			s.cfg.Log.Warn("an indexed entry cannot be read", "feed_id", row.FeedID, "entry_uid", row.UID, "err", err)
 			continue
 		}
-		out.Entries = append(out.Entries, EntryOut{Entry: e, Versions: row.Versions})
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		b.Write(line[:len(line)-1])
+		b.WriteString(`,"versions":`)
+		b.WriteString(strconv.Itoa(row.Versions))
+		b.WriteByte('}')
 		if row.LastSeen.After(modified) {
 			modified = row.LastSeen
 		}
 	}
+	b.WriteByte(']')
 	if page.Next != "" {
-		out.Next = nextURL(r, "cursor", page.Next)
-		w.Header().Set("Link", "<"+s.absolute(r, out.Next)+`>; rel="next"`)
+		next := nextURL(r, "cursor", page.Next)
+		b.WriteString(`,"next":`)
+		q, _ := json.Marshal(next)
+		b.Write(q)
+		w.Header().Set("Link", "<"+s.absolute(r, next)+`>; rel="next"`)
 	}
-	s.sendJSON(w, r, http.StatusOK, out, modified)
+	b.WriteString("}\n")
+	send(w, r, http.StatusOK, "application/json", b.Bytes(), modified)
 }
+
+// entryLine reads the line of an entry's latest version: a JSON object
+// that is its record (the uid is checked), without its newline.
+func (s *Server) entryLine(row catalog.EntryRow) ([]byte, error) {
+	line, err := s.cat.Line(storage.DirEntries, row.Location)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) {
+		return nil, errNotItsLine
+	}
+	return line, nil
+}
+
+var errNotItsLine = keyError("serve: the line an entry's index points at is not its record: rebuild the catalog with feed-store reindex")
 
 // getEntry is GET /entries/{uid}?feed_id=: the entry's latest version and
 // every version stored. Two feeds' entries may share a uid: feed_id picks

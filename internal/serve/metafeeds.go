@@ -70,7 +70,7 @@ func (s *Server) labelFeed(w http.ResponseWriter, r *http.Request) {
 	if !validLabel(w, r, "label", label) {
 		return
 	}
-	if ok, err := s.hasLabel(r.Context(), label); err != nil {
+	if ok, err := s.cat.HasLabel(r.Context(), label); err != nil {
 		s.serverError(w, r, err)
 		return
 	} else if !ok {
@@ -92,19 +92,6 @@ func allCollection(cat *catalog.Catalog) collection {
 		entries: func(ctx context.Context, q catalog.EntryQuery) (catalog.EntryPage, error) {
 			return cat.AllEntries(ctx, q)
 		}}
-}
-
-// hasLabel reports whether a subscription has the label.
-func (s *Server) hasLabel(ctx context.Context, label string) (bool, error) {
-	found := false
-	err := s.cat.Feeds(ctx, catalog.FeedFilter{Label: label}, func(*catalog.Feed) error {
-		found = true
-		return errPageFull
-	})
-	if err == errPageFull {
-		err = nil
-	}
-	return found, err
 }
 
 // allFeed is GET /all.{atom,rss,json}.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"cmp"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -41,16 +42,22 @@ const DecisionsDir = "decisions"
 
 type metrics struct {
 	s *Server
+	// sync makes the figures before each scrape that finds them stale
+	// (tests).
+	sync bool
 
-	mu      sync.Mutex
-	at      time.Time // when the figures were computed
-	totals  stats.Totals
-	hist    stats.Histogram
-	feeds   feedFigures
-	fetches tapCounts
-	decided map[string]float64 // decisions/ by reason
-	decFile string
-	decOff  int64
+	// refreshing is held while the figures are made; mu guards them.
+	refreshing sync.Mutex
+	failed     bool
+	mu         sync.Mutex
+	at         time.Time // when the figures were computed
+	totals     stats.Totals
+	hist       stats.Histogram
+	feeds      feedFigures
+	fetches    tapCounts
+	decided    map[string]float64 // decisions/ by reason
+	decFile    string
+	decOff     int64
 	// perFeedCounts are each feed's counts (--per-feed-metrics).
 	perFeedCounts map[string]catalog.FeedCounts
 
@@ -155,19 +162,58 @@ var perFeed = []string{"feed_id", "name", "host"}
 // (an unchecked collector).
 func (m *metrics) Describe(chan<- *prometheus.Desc) {}
 
-// Collect sends the figures, computed again when they are older than
-// MetricsEvery.
+// fresh makes the figures again when they are older than MetricsEvery:
+// the first time before the scrape answers, later in the background while
+// scrapes get the figures there are (a store of 100,000 feeds takes a
+// while, and no scrape should wait for it).
+func (m *metrics) fresh() {
+	now := m.s.cfg.Now()
+	m.mu.Lock()
+	stale, first := now.Sub(m.at) >= m.s.cfg.MetricsEvery, m.at.IsZero()
+	m.mu.Unlock()
+	switch {
+	case !stale:
+	case first || m.sync:
+		m.refreshing.Lock()
+		m.update(now)
+		m.refreshing.Unlock()
+	case m.refreshing.TryLock():
+		m.s.wg.Add(1)
+		go func() {
+			defer m.s.wg.Done()
+			defer m.refreshing.Unlock()
+			m.update(now)
+		}()
+	}
+}
+
+// update computes the figures, holding refreshing.
+func (m *metrics) update(now time.Time) {
+	m.mu.Lock()
+	done := !m.at.IsZero() && now.Sub(m.at) < m.s.cfg.MetricsEvery // made meanwhile
+	m.mu.Unlock()
+	if done {
+		return
+	}
+	err := m.refresh(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failed = err != nil
+	if err != nil {
+		m.s.cfg.Log.Warn("metrics: cannot compute the figures", "err", err)
+		return
+	}
+	m.at = now
+}
+
+// Collect sends the figures.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.fresh()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	failed := 0.0
-	if now := m.s.cfg.Now(); m.at.IsZero() || now.Sub(m.at) >= m.s.cfg.MetricsEvery {
-		if err := m.refresh(now); err != nil {
-			m.s.cfg.Log.Warn("metrics: cannot compute the figures", "err", err)
-			failed = 1
-		} else {
-			m.at = now
-		}
+	if m.failed {
+		failed = 1
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -247,7 +293,8 @@ func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
 
 // refresh computes the figures again: the totals as the stages compute
 // them, one pass over the feeds, and the taps past where the last
-// refresh stopped.
+// refresh stopped. It holds refreshing; it takes mu only to swap the new
+// figures in.
 func (m *metrics) refresh(now time.Time) error {
 	ctx := m.s.ctx
 	cat := m.s.cat
@@ -255,15 +302,15 @@ func (m *metrics) refresh(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	m.totals = t
-	m.hist = *stats.LoadHistogram(ctx, cat)
-	if len(m.hist.Counts) != len(durationBuckets)+1 {
-		m.hist.Counts = make([]uint64, len(durationBuckets)+1)
+	hist := *stats.LoadHistogram(ctx, cat)
+	if len(hist.Counts) != len(durationBuckets)+1 {
+		hist.Counts = make([]uint64, len(durationBuckets)+1)
 	}
 	perFeed := m.s.cfg.PerFeedMetrics
 	f := feedFigures{bySched: map[string]int{}, byLastReason: map[string]int{}}
+	var perFeedCounts map[string]catalog.FeedCounts
 	if perFeed {
-		f.perFeedIntv, f.perFeedLabels, m.perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
+		f.perFeedIntv, f.perFeedLabels, perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
 	}
 	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
 		fs := &feed.State
@@ -299,22 +346,37 @@ func (m *metrics) refresh(now time.Time) error {
 			}
 			f.perFeedLabels[id] = [2]string{cmp.Or(feed.Sub.Name, fs.Title), host}
 			f.perFeedIntv[id] = [2]float64{float64(fs.SchedState().IntervalSec), fs.SchedState().EWMASec}
-			m.perFeedCounts[id] = fs.Counts
+			perFeedCounts[id] = fs.Counts
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	m.feeds = f
-	return m.followTaps()
+	m.mu.Lock()
+	taps := m.fetches.clone()
+	decided, decFile, decOff := maps.Clone(m.decided), m.decFile, m.decOff
+	m.mu.Unlock()
+	if err := m.followTaps(&taps, decided, &decFile, &decOff); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.totals, m.hist, m.feeds, m.perFeedCounts = t, hist, f, perFeedCounts
+	m.fetches, m.decided, m.decFile, m.decOff = taps, decided, decFile, decOff
+	return nil
 }
 
-// followTaps counts the fetch records and decisions written since the
-// last call.
-func (m *metrics) followTaps() error {
+func (c tapCounts) clone() tapCounts {
+	c.outcomes = maps.Clone(c.outcomes)
+	c.sizes = slices.Clone(c.sizes)
+	return c
+}
+
+// followTaps counts the fetch records and decisions written past the
+// positions it is given, and moves them on.
+func (m *metrics) followTaps(c *tapCounts, decided map[string]float64, decFile *string, decOff *int64) error {
 	st := m.s.cfg.Store
-	c := &m.fetches
 	var err error
 	c.file, c.off, err = st.FollowLogs(storage.DirFetches, c.file, c.off, func(_ string, _, _ int64, l ndjson.Line) error {
 		var f ndjson.Fetch
@@ -344,10 +406,10 @@ func (m *metrics) followTaps() error {
 	if err != nil {
 		return err
 	}
-	m.decFile, m.decOff, err = st.FollowLogs(DecisionsDir, m.decFile, m.decOff, func(_ string, _, _ int64, l ndjson.Line) error {
+	*decFile, *decOff, err = st.FollowLogs(DecisionsDir, *decFile, *decOff, func(_ string, _, _ int64, l ndjson.Line) error {
 		var d ndjson.Decision
 		if l.Type == ndjson.TypeDecision && l.Decode(&d) == nil && d.Reason != "" {
-			m.decided[d.Reason]++
+			decided[d.Reason]++
 		}
 		return nil
 	})

@@ -120,3 +120,33 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("later: overdue %v, freshness %v", value("feedpipe_feeds_overdue"), value("feedpipe_freshness_ratio"))
 	}
 }
+
+// TestMetricsInTheBackground: a scrape of stale figures gets them at once
+// and has them made again in the background, for the next.
+func TestMetricsInTheBackground(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.MetricsEvery = time.Hour })
+	w.s.metrics.sync = false
+	now := t0.Add(time.Minute)
+	w.s.cfg.Now = func() time.Time { return now }
+	if !strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 0") {
+		t.Fatal("the first scrape")
+	}
+	now = t0.Add(48 * time.Hour)
+	// Stale, while new figures are being made (as a long refresh would
+	// hold it): the scrape does not wait, it has the old figures.
+	w.s.metrics.refreshing.Lock()
+	if !strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 0") {
+		t.Fatal("a stale scrape has new figures")
+	}
+	w.s.metrics.refreshing.Unlock()
+	// The next starts them in the background.
+	for i := 0; ; i++ {
+		if strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 3") {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the new figures never came")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -70,6 +70,9 @@ type Config struct {
 	// entries, errors by code): the dashboard's per-feed panels. A series
 	// each, so for up to some thousands of feeds.
 	PerFeedMetrics bool
+	// NoCache makes every answer anew (cache.go keeps those of the
+	// catalog's routes while it is unchanged).
+	NoCache bool
 	// Ready is called with the address once the server listens.
 	Ready func(addr string)
 }

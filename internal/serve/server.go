@@ -23,6 +23,7 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	reg     *prometheus.Registry
+	cache   answerCache
 
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
@@ -122,6 +123,10 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if rt.write {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		}
+		if cachedRoutes[rt.pattern] && r.Method == http.MethodGet && !s.cfg.NoCache {
+			s.serveCached(w, r, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+			return
 		}
 		rt.handle(s, w, r)
 	})

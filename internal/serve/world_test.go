@@ -90,6 +90,7 @@ func newWorld(t *testing.T, cfgs ...func(*Config)) *world {
 	if w.s, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
+	w.s.metrics.sync = true // each scrape sees the store as it is
 	w.api = httptest.NewServer(w.s)
 	t.Cleanup(func() { w.api.Close(); w.s.Close() })
 	return w
