@@ -2,11 +2,15 @@ package serve
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 )
@@ -33,6 +37,42 @@ type cached struct {
 	header   http.Header // Content-Type, Last-Modified, Link, Cache-Control
 	body     []byte
 	modified time.Time
+
+	gzOnce sync.Once
+	gz     []byte // body compressed, made the first time a client asks for it
+	etag   string
+}
+
+// gzipped is the body compressed with gzip, made once.
+func (e *cached) gzipped() []byte {
+	e.gzOnce.Do(func() {
+		var b bytes.Buffer
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(&b)
+		zw.Write(e.body)
+		zw.Close()
+		gzipWriters.Put(zw)
+		e.gz = b.Bytes()
+	})
+	return e.gz
+}
+
+// gzipWriters are kept for reuse: a writer's buffers are large.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(coding) == "gzip" {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
 }
 
 type answerCache struct {
@@ -73,6 +113,7 @@ func (c *answerCache) put(key string, e *cached) {
 	if len(e.body) > cacheMaxBody {
 		return
 	}
+	e.etag = etagOf(e.body)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -132,6 +173,9 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 	s.replay(w, r, e)
 }
 
+// replay answers with a kept answer: compressed once for every client
+// that asks for gzip (gzhttp passes an answer with a Content-Encoding on
+// as it is).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
 	h := w.Header()
 	for k, v := range e.header {
@@ -139,8 +183,20 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
 			h[k] = v
 		}
 	}
-	send(w, r, http.StatusOK, e.header.Get("Content-Type"), e.body, e.modified)
+	payload := e.body
+	if len(e.body) >= gzipMinSize && acceptsGzip(r) {
+		payload = e.gzipped()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+	}
+	if e.etag == "" {
+		e.etag = etagOf(e.body) // before the answer is shared: put sets it
+	}
+	sendTagged(w, r, http.StatusOK, e.header.Get("Content-Type"), e.etag, payload, e.modified)
 }
+
+// gzipMinSize is the smallest answer worth compressing.
+const gzipMinSize = 512
 
 // bufferedWriter keeps an answer whole.
 type bufferedWriter struct {

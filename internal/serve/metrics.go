@@ -116,9 +116,31 @@ func (m *metrics) request(r *http.Request, code int, took time.Duration) {
 	m.latency.WithLabelValues(route).Observe(took.Seconds())
 }
 
-// serveMetrics is GET /metrics, in the Prometheus text format.
+// serveMetrics is GET /metrics, in the Prometheus text format (or the
+// format the scraper's Accept asks for). An answer is kept a second: any
+// number of scrapers cost one gathering a second.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: promLog{s}, ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
+	key := "/metrics\x00" + r.Header.Get("Accept")
+	now := time.Now()
+	version := strconv.FormatInt(now.Unix(), 10)
+	keep := !s.cfg.NoCache && !s.metrics.sync
+	if e := s.cache.get(key, version, now); e != nil && keep {
+		s.replay(w, r, e)
+		return
+	}
+	plain := r.Clone(r.Context())
+	plain.Header.Del("Accept-Encoding")
+	rec := &bufferedWriter{header: http.Header{}}
+	promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: promLog{s}, ErrorHandling: promhttp.ContinueOnError, DisableCompression: true}).ServeHTTP(rec, plain)
+	if rec.status != http.StatusOK {
+		rec.flushTo(w)
+		return
+	}
+	e := &cached{version: version, at: now, header: http.Header{"Content-Type": {rec.header.Get("Content-Type")}, "Cache-Control": {"no-store"}}, body: rec.body.Bytes()}
+	if keep {
+		s.cache.put(key, e)
+	}
+	s.replay(w, r, e)
 }
 
 type promLog struct{ s *Server }

@@ -79,11 +79,24 @@ func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, status int, v 
 // is set, Last-Modified; a GET whose If-None-Match or If-Modified-Since
 // says it has this body already gets 304 Not Modified.
 func send(w http.ResponseWriter, r *http.Request, status int, contentType string, body []byte, modified time.Time) {
+	sendEncoded(w, r, status, contentType, body, body, modified)
+}
+
+// sendEncoded is send for a body sent encoded as payload (gzip, with its
+// Content-Encoding set): the ETag is the body's.
+func sendEncoded(w http.ResponseWriter, r *http.Request, status int, contentType string, body, payload []byte, modified time.Time) {
+	sendTagged(w, r, status, contentType, etagOf(body), payload, modified)
+}
+
+// etagOf is the weak ETag of a body: a hash of it.
+func etagOf(body []byte) string { return `W/"` + strconv.FormatUint(xxhash.Sum64(body), 16) + `"` }
+
+// sendTagged is sendEncoded with the body's ETag known.
+func sendTagged(w http.ResponseWriter, r *http.Request, status int, contentType, etag string, payload []byte, modified time.Time) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	if status == http.StatusOK && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		etag := `W/"` + strconv.FormatUint(xxhash.Sum64(body), 16) + `"`
 		h.Set("ETag", etag)
 		if h.Get("Cache-Control") == "" {
 			h.Set("Cache-Control", "no-cache") // kept, asked about again each time
@@ -93,14 +106,15 @@ func send(w http.ResponseWriter, r *http.Request, status int, contentType string
 		}
 		if notModified(r, etag, modified) {
 			h.Del("Content-Type")
+			h.Del("Content-Encoding")
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Length", strconv.Itoa(len(payload)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		w.Write(body)
+		w.Write(payload)
 	}
 }
 
