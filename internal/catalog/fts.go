@@ -18,7 +18,10 @@ import (
 // latest version, as text (HTML tags dropped), its rowid the entry's id.
 // It is contentless (content=''): it keeps only the index, never the text,
 // which is in entries/ already; contentless_delete lets a new version
-// replace the old one's words and prune drop an entry's. StoreVersion
+// replace the old one's words and prune drop an entry's. detail=none keeps
+// which entries have a word, not where: phrase queries go (a phrase is
+// its words, each required), and the index costs about a quarter of what
+// it would with positions (docs/serve.md has the figures). StoreVersion
 // keeps it, and so do prune (ForgetEntryDays, ForgetEntries) and reindex.
 
 // ftsSchema is migration 2. A catalog that had entries before it gets
@@ -26,7 +29,7 @@ import (
 // migration marks where that starts.
 const ftsSchema = `
 CREATE VIRTUAL TABLE entries_fts USING fts5(title, summary, content,
-	content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+	content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2');
 INSERT INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
 `
 
@@ -110,20 +113,15 @@ func words(s string) string {
 }
 
 // ftsMatch turns a search as a person types it into an FTS5 query that
-// cannot be malformed: each word must be in the entry (in any field), a
-// word ending in * is a prefix, and "quoted words" are a phrase. FTS5's
-// own operators are words like any other. It returns "" for a search
-// without words.
+// cannot be malformed: each word must be in the entry (in any field), and
+// a word ending in * is a prefix. Quotes are ignored: the index keeps no
+// positions, so "quoted words" are the words, each required. FTS5's own
+// operators are words like any other. It returns "" for a search without
+// words.
 func ftsMatch(q string) string {
 	var terms []string
 	quote := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-	for i, part := range strings.Split(q, `"`) {
-		if i%2 == 1 { // inside quotes: a phrase
-			if words := strings.FieldsFunc(part, separates); len(words) > 0 {
-				terms = append(terms, quote(strings.Join(words, " ")))
-			}
-			continue
-		}
+	for _, part := range strings.Split(q, `"`) {
 		for _, w := range strings.FieldsFunc(part, separates) {
 			prefix := strings.HasSuffix(w, "*")
 			w = strings.TrimRight(w, "*")

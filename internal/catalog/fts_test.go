@@ -35,11 +35,11 @@ func TestTextOf(t *testing.T) {
 func TestFTSMatch(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"golang sqlite", `"golang" "sqlite"`},
-		{`"exact phrase" word*`, `"exact phrase" "word"*`},
+		{`"exact phrase" word*`, `"exact" "phrase" "word"*`},
 		{`NEAR( OR AND NOT ^ - : col:x`, `"NEAR(" "OR" "AND" "NOT" "col:x"`},
 		{`a"b`, `"a" "b"`},
 		{`***  ---`, ``},
-		{`"unclosed phrase`, `"unclosed phrase"`},
+		{`"unclosed phrase`, `"unclosed" "phrase"`},
 	} {
 		if got := ftsMatch(tc.in); got != tc.want {
 			t.Errorf("ftsMatch(%q) = %s, want %s", tc.in, got, tc.want)
@@ -119,7 +119,8 @@ func TestFullTextSearch(t *testing.T) {
 		{"cafe", "a2"}, // diacritics removed
 		{"roc*", "a3,a1"},
 		{`"gophers in space"`, "a1"},
-		{`"space gophers"`, ""},
+		{`"space gophers"`, "a1"}, // no positions: the words, each required
+		{`gophers science`, "a3"},
 		{"rocketjs", ""}, // script is no text
 		{"b", ""},        // tag names are not words
 	} {
