@@ -120,16 +120,15 @@ func words(s string) string {
 // words.
 func ftsMatch(q string) string {
 	var terms []string
-	quote := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-	for _, part := range strings.Split(q, `"`) {
-		for _, w := range strings.FieldsFunc(part, separates) {
-			prefix := strings.HasSuffix(w, "*")
-			w = strings.TrimRight(w, "*")
-			if !hasWordChar(w) {
-				continue
-			}
-			t := quote(w)
-			if prefix {
+	for _, w := range strings.FieldsFunc(q, separates) {
+		prefix := strings.HasSuffix(w, "*")
+		// The tokens the tokenizer would make of it: each a term of its
+		// own (two in one string would be a phrase, which the index
+		// cannot answer).
+		tokens := strings.FieldsFunc(w, func(r rune) bool { return !isTokenChar(r) })
+		for i, t := range tokens {
+			t = `"` + t + `"` // a token has no quote in it
+			if prefix && i == len(tokens)-1 {
 				t += "*"
 			}
 			terms = append(terms, t)
@@ -143,10 +142,11 @@ func ftsMatch(q string) string {
 // not UTF-8.
 func separates(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError }
 
-// hasWordChar reports whether s has a letter or a digit: the tokenizer
-// drops the rest, and a term of nothing matches nothing.
-func hasWordChar(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) >= 0
+// isTokenChar reports whether the unicode61 tokenizer keeps r in a token:
+// its default categories, letters, numbers and private-use characters
+// (L* N* Co); the rest, combining marks too, separates tokens.
+func isTokenChar(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
 
 // backfillChunk is how many entries backfillFTS indexes per transaction.

@@ -36,8 +36,9 @@ func TestFTSMatch(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"golang sqlite", `"golang" "sqlite"`},
 		{`"exact phrase" word*`, `"exact" "phrase" "word"*`},
-		{`NEAR( OR AND NOT ^ - : col:x`, `"NEAR(" "OR" "AND" "NOT" "col:x"`},
+		{`NEAR( OR AND NOT ^ - : col:x`, `"NEAR" "OR" "AND" "NOT" "col" "x"`},
 		{`a"b`, `"a" "b"`},
+		{`don't x:y*`, `"don" "t" "x" "y"*`},
 		{`***  ---`, ``},
 		{`"unclosed phrase`, `"unclosed" "phrase"`},
 	} {

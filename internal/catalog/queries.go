@@ -208,6 +208,10 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 	}
 	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
 		WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+col+` DESC, e.id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil && q.Text != "" && strings.Contains(err.Error(), "fts5:") {
+		// A character SQLite's tokenizer splits where ftsMatch did not.
+		return EntryPage{}, fmt.Errorf("catalog: %w: search %q: write it with plain words (letters and digits)", ErrBadQuery, q.Text)
+	}
 	if err != nil {
 		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
 	}
