@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,8 +207,15 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 		}
 		conds, args = append(conds, "("+col+" < ? OR ("+col+" = ? AND e.id < ?))"), append(args, at, at, id)
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+col+` DESC, e.id DESC LIMIT ?`, append(args, limit+1)...)
+	// Prepared once per shape of query (the conditions given; a label of
+	// many feeds is one shape), not parsed at each page.
+	query := `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key
+		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY ` + col + ` DESC, e.id DESC LIMIT ?`
+	var rows *sql.Rows
+	st, err := c.stmts.get(ctx, c.db, query)
+	if err == nil {
+		rows, err = st.QueryContext(ctx, append(args, limit+1)...)
+	}
 	if err != nil && q.Text != "" && strings.Contains(err.Error(), "fts5:") {
 		// A character SQLite's tokenizer splits where ftsMatch did not.
 		return EntryPage{}, fmt.Errorf("catalog: %w: search %q: write it with plain words (letters and digits)", ErrBadQuery, q.Text)

@@ -79,6 +79,40 @@ type answerCache struct {
 	mu    sync.Mutex
 	m     map[string]*cached
 	bytes int
+	// making are the answers being made: a request for one waits for it
+	// rather than make it again (200 clients asking for one label's feed
+	// the moment the catalog changed make it once).
+	making map[string]*making
+}
+
+type making struct {
+	done chan struct{}
+	e    *cached // nil when the answer was not one to keep
+}
+
+// join returns the answer being made for key and false, or registers the
+// caller as its maker and returns true (then it must call made).
+func (c *answerCache) join(key string) (*making, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.making[key]; m != nil {
+		return m, false
+	}
+	if c.making == nil {
+		c.making = map[string]*making{}
+	}
+	m := &making{done: make(chan struct{})}
+	c.making[key] = m
+	return m, true
+}
+
+// made ends the making of key, with e (nil: not kept).
+func (c *answerCache) made(key string, m *making, e *cached) {
+	c.mu.Lock()
+	delete(c.making, key)
+	c.mu.Unlock()
+	m.e = e
+	close(m.done)
 }
 
 // version is the catalog's state as its files show it: their sizes and
@@ -113,7 +147,6 @@ func (c *answerCache) put(key string, e *cached) {
 	if len(e.body) > cacheMaxBody {
 		return
 	}
-	e.etag = etagOf(e.body)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -149,6 +182,22 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		s.replay(w, r, e)
 		return
 	}
+	m, maker := s.cache.join(key)
+	if !maker {
+		select {
+		case <-m.done:
+			if m.e != nil && m.e.version == version {
+				s.replay(w, r, m.e)
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+		handle(w, r) // not an answer to keep, or of another catalog: its own
+		return
+	}
+	var e *cached
+	defer func() { s.cache.made(key, m, e) }()
 	// Made without the request's validators, so that the whole answer is
 	// kept; the validators are checked against it below.
 	fresh := r.Clone(r.Context())
@@ -160,7 +209,8 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		rec.flushTo(w)
 		return
 	}
-	e := &cached{version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
+	e = &cached{version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
+	e.etag = etagOf(e.body) // set before others share it
 	for _, h := range []string{"Content-Type", "Last-Modified", "Link", "Cache-Control", "Content-Security-Policy", "X-Fetch-Url"} {
 		if v := rec.header.Get(h); v != "" {
 			e.header.Set(h, v)
@@ -188,9 +238,6 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
 		payload = e.gzipped()
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-	}
-	if e.etag == "" {
-		e.etag = etagOf(e.body) // before the answer is shared: put sets it
 	}
 	sendTagged(w, r, http.StatusOK, e.header.Get("Content-Type"), e.etag, payload, e.modified)
 }

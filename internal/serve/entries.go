@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -205,21 +204,6 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	send(w, r, http.StatusOK, "application/json", b.Bytes(), modified)
 }
 
-// entryLine reads the line of an entry's latest version: a JSON object
-// that is its record (the uid is checked), without its newline.
-func (s *Server) entryLine(row catalog.EntryRow) ([]byte, error) {
-	line, err := s.cat.Line(storage.DirEntries, row.Location)
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) {
-		return nil, errNotItsLine
-	}
-	return line, nil
-}
-
-var errNotItsLine = keyError("serve: the line an entry's index points at is not its record: rebuild the catalog with feed-store reindex")
-
 // getEntry is GET /entries/{uid}?feed_id=: the entry's latest version and
 // every version stored. Two feeds' entries may share a uid: feed_id picks
 // one; without it, the first stored is shown and also_in names the others.
@@ -254,7 +238,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	row := rows[pick]
-	latest, err := s.cat.Entry(row)
+	latest, err := s.entry(row)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -267,7 +251,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	}{Entry: EntryOut{Entry: latest, Versions: row.Versions}, AlsoIn: others, FeedLink: "/feeds/" + row.FeedID}
 	for _, v := range versions[pick] {
 		vo := VersionOut{Version: v.Version, ContentHash: v.Hash, StoredAt: ndjson.At(v.StoredAt)}
-		if b, err := s.cat.Line("entries", v.Location); err == nil {
+		if b, err := s.line(v.Location); err == nil {
 			var e ndjson.Entry
 			if ndjson.Unmarshal(b, &e) == nil && e.EntryUID == uid {
 				vo.Entry = &e

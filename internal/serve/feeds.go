@@ -457,7 +457,13 @@ func (s *Server) absolute(r *http.Request, path string) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + path
+	host := r.Host
+	if host == "" || strings.IndexFunc(host, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c))
+	}) >= 0 {
+		host = "localhost" // a Host header that is no host name goes into no link
+	}
+	return scheme + "://" + host + path
 }
 
 func contains(list []string, s string) bool {

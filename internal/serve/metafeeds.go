@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"path"
 	"strconv"
@@ -70,14 +72,22 @@ func (s *Server) labelFeed(w http.ResponseWriter, r *http.Request) {
 	if !validLabel(w, r, "label", label) {
 		return
 	}
-	if ok, err := s.cat.HasLabel(r.Context(), label); err != nil {
-		s.serverError(w, r, err)
-		return
-	} else if !ok {
-		problem(w, r, http.StatusNotFound, "no such label", "no subscription has the label "+strconv.Quote(label)+": GET /feeds lists the labels")
-		return
+	c := labelCollection(s.cat, label)
+	// A label no subscription has is a 404; one whose feeds have no
+	// entries yet is an empty feed. Asked only of an empty page.
+	entries := c.entries
+	c.entries = func(ctx context.Context, q catalog.EntryQuery) (catalog.EntryPage, error) {
+		p, err := entries(ctx, q)
+		if err == nil && len(p.Entries) == 0 {
+			if ok, err := s.cat.HasLabel(ctx, label); err != nil {
+				return p, err
+			} else if !ok {
+				return p, fmt.Errorf("%w: no subscription has the label %q: GET /feeds lists the labels", errNoLabel, label)
+			}
+		}
+		return p, err
 	}
-	s.serveFeed(w, r, format, labelCollection(s.cat, label))
+	s.serveFeed(w, r, format, c)
 }
 
 func labelCollection(cat *catalog.Catalog, label string) collection {
@@ -93,6 +103,8 @@ func allCollection(cat *catalog.Catalog) collection {
 			return cat.AllEntries(ctx, q)
 		}}
 }
+
+var errNoLabel = errors.New("no such label")
 
 // allFeed is GET /all.{atom,rss,json}.
 func (s *Server) allFeed(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +124,11 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		return
 	}
 	self := s.absolute(r, r.URL.RequestURI())
-	f, next, err := buildFeed(r.Context(), s.cat, c, catalog.EntryQuery{Limit: limit, Cursor: cursor}, self)
+	f, next, err := buildFeed(r.Context(), s.entry, c, catalog.EntryQuery{Limit: limit, Cursor: cursor}, self)
+	if errors.Is(err, errNoLabel) {
+		problem(w, r, http.StatusNotFound, "no such label", strings.TrimPrefix(err.Error(), errNoLabel.Error()+": "))
+		return
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -139,14 +155,14 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 
 // buildFeed reads a page of a collection's entries into a feed; next is
 // the cursor of the page after ("" for the last).
-func buildFeed(ctx context.Context, cat *catalog.Catalog, c collection, q catalog.EntryQuery, self string) (*feedwrite.Feed, string, error) {
+func buildFeed(ctx context.Context, entryOf func(catalog.EntryRow) (ndjson.Entry, error), c collection, q catalog.EntryQuery, self string) (*feedwrite.Feed, string, error) {
 	page, err := c.entries(ctx, q)
 	if err != nil {
 		return nil, "", err
 	}
 	f := &feedwrite.Feed{ID: c.id, Title: c.title, Description: c.description, Self: self, Entries: make([]ndjson.Entry, 0, len(page.Entries))}
 	for _, row := range page.Entries {
-		e, err := cat.Entry(row)
+		e, err := entryOf(row)
 		if err != nil {
 			continue // pruned meanwhile
 		}

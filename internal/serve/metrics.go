@@ -137,6 +137,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := &cached{version: version, at: now, header: http.Header{"Content-Type": {rec.header.Get("Content-Type")}, "Cache-Control": {"no-store"}}, body: rec.body.Bytes()}
+	e.etag = etagOf(e.body)
 	if keep {
 		s.cache.put(key, e)
 	}
@@ -320,10 +321,7 @@ func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
 func (m *metrics) refresh(now time.Time) error {
 	ctx := m.s.ctx
 	cat := m.s.cat
-	t, err := stats.Compute(ctx, cat, now)
-	if err != nil {
-		return err
-	}
+	t := stats.Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
 	hist := *stats.LoadHistogram(ctx, cat)
 	if len(hist.Counts) != len(durationBuckets)+1 {
 		hist.Counts = make([]uint64, len(durationBuckets)+1)
@@ -334,9 +332,10 @@ func (m *metrics) refresh(now time.Time) error {
 	if perFeed {
 		f.perFeedIntv, f.perFeedLabels, perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
 	}
-	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
+	// One pass: the totals as stats.Compute makes them, and the rest.
+	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
 		fs := &feed.State
-		st := stats.StatusOf(feed.Sub, *fs, now)
+		st := t.Add(feed, now)
 		lifecycle := "none"
 		if sc := fs.Sched; sc != nil && sc.Lifecycle != "" {
 			lifecycle = string(sc.Lifecycle)

@@ -87,7 +87,7 @@ func Publish(ctx context.Context, cfg PublishConfig) (PublishSummary, error) {
 		if cfg.BaseURL != "" {
 			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + name
 		}
-		f, _, err := buildFeed(ctx, cfg.Catalog, colls[name], catalog.EntryQuery{Limit: cfg.Limit}, "")
+		f, _, err := buildFeed(ctx, cfg.Catalog.Entry, colls[name], catalog.EntryQuery{Limit: cfg.Limit}, "")
 		if err != nil {
 			return sum, err
 		}

@@ -64,7 +64,8 @@ type Config struct {
 	// Heartbeat how often it sends a comment to keep the connection (15s).
 	Poll, Heartbeat time.Duration
 	// MetricsEvery is how often the metrics' figures are computed again
-	// at most (5s): a scrape between reuses them.
+	// at most (15s, Prometheus's usual scrape interval): a scrape between
+	// reuses them.
 	MetricsEvery time.Duration
 	// PerFeedMetrics adds series per feed to /metrics (interval, EWMA, new
 	// entries, errors by code): the dashboard's per-feed panels. A series
@@ -97,7 +98,7 @@ func (cfg *Config) defaults() {
 		cfg.Heartbeat = 15 * time.Second
 	}
 	if cfg.MetricsEvery <= 0 {
-		cfg.MetricsEvery = 5 * time.Second
+		cfg.MetricsEvery = 15 * time.Second
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 }

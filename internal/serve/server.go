@@ -24,6 +24,7 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	cache   answerCache
+	files   dayFiles
 
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
@@ -100,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Close() {
 	s.cancel()
 	s.wg.Wait()
+	s.files.close()
 }
 
 // ServeHTTP serves the API.
