@@ -106,10 +106,11 @@ func (s *Server) feedEntries(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.known(w, r, id) {
+	page, err := s.cat.FeedEntries(r.Context(), id, eq)
+	// An empty page of a feed the store knows nothing of is a 404.
+	if err == nil && len(page.Entries) == 0 && eq.Cursor == "" && !s.known(w, r, id) {
 		return
 	}
-	page, err := s.cat.FeedEntries(r.Context(), id, eq)
 	s.sendEntries(w, r, page, err)
 }
 
