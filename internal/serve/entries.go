@@ -197,8 +197,10 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	if page.Next != "" {
 		next := nextURL(r, "cursor", page.Next)
 		b.WriteString(`,"next":`)
-		q, _ := json.Marshal(next)
-		b.Write(q)
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // "&" stays "&", as in every answer
+		enc.Encode(next)
+		b.Truncate(b.Len() - 1) // Encode's newline
 		w.Header().Set("Link", "<"+s.absolute(r, next)+`>; rel="next"`)
 	}
 	b.WriteString("}\n")

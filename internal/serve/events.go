@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"bytes"
 	"errors"
 	"fmt"
@@ -120,7 +121,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		// Where to go on from: a full page has more now; a short one
 		// may have more later.
 		next := nextURL(r, "cursor", last)
-		fmt.Fprintf(&buf, `,"last_id":%q,"next":%q`, last, next)
+		buf.WriteString(`,"last_id":"` + last + `","next":`) // an event id is digits, dashes and a colon
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(next)
+		buf.Truncate(buf.Len() - 1)
 		if errors.Is(err, errEnough) {
 			w.Header().Set("Link", "<"+s.absolute(r, next)+`>; rel="next"`)
 		}
