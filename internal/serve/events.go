@@ -1,8 +1,8 @@
 package serve
 
 import (
-	"encoding/json"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
