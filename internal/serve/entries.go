@@ -207,6 +207,15 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	send(w, r, http.StatusOK, "application/json", b.Bytes(), modified)
 }
 
+// withVersions is an entry's line with its count of versions added.
+func withVersions(line []byte, versions int) json.RawMessage {
+	out := make([]byte, 0, len(line)+20)
+	out = append(out, line[:len(line)-1]...)
+	out = append(out, `,"versions":`...)
+	out = strconv.AppendInt(out, int64(versions), 10)
+	return append(out, '}')
+}
+
 // getEntry is GET /entries/{uid}?feed_id=: the entry's latest version and
 // every version stored. Two feeds' entries may share a uid: feed_id picks
 // one; without it, the first stored is shown and also_in names the others.
@@ -241,24 +250,30 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	row := rows[pick]
-	latest, err := s.entry(row)
+	// The records are the lines of entries/ as they are (EntryOut and
+	// VersionOut read them): nothing is decoded.
+	latest, err := s.entryLine(row)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
+	type version struct {
+		Version     int             `json:"version"`
+		ContentHash string          `json:"content_hash"`
+		StoredAt    ndjson.Time     `json:"stored_at"`
+		Entry       json.RawMessage `json:"entry"` // null when its line is gone (pruned)
+	}
 	out := struct {
-		Entry    EntryOut     `json:"entry"`
-		History  []VersionOut `json:"history"`
-		AlsoIn   []string     `json:"also_in,omitempty"` // feeds with an entry of the same uid
-		FeedLink string       `json:"feed"`
-	}{Entry: EntryOut{Entry: latest, Versions: row.Versions}, AlsoIn: others, FeedLink: "/feeds/" + row.FeedID}
+		Entry    json.RawMessage `json:"entry"`
+		History  []version       `json:"history"`
+		AlsoIn   []string        `json:"also_in,omitempty"` // feeds with an entry of the same uid
+		FeedLink string          `json:"feed"`
+	}{Entry: withVersions(latest, row.Versions), AlsoIn: others, FeedLink: "/feeds/" + row.FeedID}
 	for _, v := range versions[pick] {
-		vo := VersionOut{Version: v.Version, ContentHash: v.Hash, StoredAt: ndjson.At(v.StoredAt)}
-		if b, err := s.line(v.Location); err == nil {
-			var e ndjson.Entry
-			if ndjson.Unmarshal(b, &e) == nil && e.EntryUID == uid {
-				vo.Entry = &e
-			}
+		vo := version{Version: v.Version, ContentHash: v.Hash, StoredAt: ndjson.At(v.StoredAt), Entry: json.RawMessage("null")}
+		if b, err := s.line(v.Location); err == nil && len(b) > 1 && b[0] == '{' && b[len(b)-1] == '}' &&
+			bytes.Contains(b, []byte(`"entry_uid":"`+uid+`"`)) && json.Valid(b) {
+			vo.Entry = b
 		}
 		out.History = append(out.History, vo)
 	}

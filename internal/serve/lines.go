@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -87,7 +88,7 @@ func (s *Server) entryLine(row catalog.EntryRow) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) {
+	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) || !json.Valid(line) {
 		return nil, errNotItsLine
 	}
 	return line, nil
