@@ -25,7 +25,7 @@ import (
 
 // Cache limits.
 const (
-	cacheMaxAge     = 2 * time.Second
+	cacheMaxAge     = 10 * time.Second
 	cacheMaxEntries = 4096
 	cacheMaxBody    = 1 << 20  // larger answers are not kept
 	cacheMaxBytes   = 64 << 20 // all kept answers

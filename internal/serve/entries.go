@@ -251,7 +251,8 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	row := rows[pick]
 	// The records are the lines of entries/ as they are (EntryOut and
-	// VersionOut read them): nothing is decoded.
+	// VersionOut read them): nothing is decoded (the encoder checks each
+	// is JSON).
 	latest, err := s.entryLine(row)
 	if err != nil {
 		s.serverError(w, r, err)
@@ -272,7 +273,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	for _, v := range versions[pick] {
 		vo := version{Version: v.Version, ContentHash: v.Hash, StoredAt: ndjson.At(v.StoredAt), Entry: json.RawMessage("null")}
 		if b, err := s.line(v.Location); err == nil && len(b) > 1 && b[0] == '{' && b[len(b)-1] == '}' &&
-			bytes.Contains(b, []byte(`"entry_uid":"`+uid+`"`)) && json.Valid(b) {
+			bytes.Contains(b, []byte(`"entry_uid":"`+uid+`"`)) {
 			vo.Entry = b
 		}
 		out.History = append(out.History, vo)

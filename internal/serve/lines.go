@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -88,7 +87,7 @@ func (s *Server) entryLine(row catalog.EntryRow) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) || !json.Valid(line) {
+	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' || !bytes.Contains(line, []byte(`"entry_uid":"`+row.UID+`"`)) {
 		return nil, errNotItsLine
 	}
 	return line, nil
