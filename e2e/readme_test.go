@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -137,13 +138,23 @@ func TestREADMEExamples(t *testing.T) {
 <outline text="Blog" type="rss" xmlUrl="`+srv.URL+`/blog.json"/>
 </outline></body></opml>`), 0o644)
 
-	script := []string{"set -euo pipefail"}
+	// feed-serve's examples listen on 127.0.0.1:8080: here, on a port
+	// free now.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	// A server started in the background does not outlive a failed
+	// example.
+	script := []string{"set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"}
 	for _, block := range codeBlocks(t, "sh")[1:] {
 		for _, c := range commands(block) {
 			if strings.HasPrefix(c, "go install") || strings.HasPrefix(c, "scripts/install") || strings.HasPrefix(c, "./scripts/install") {
 				continue // the binaries under test are on PATH; TestInstall installs
 			}
-			script = append(script, "echo '$ "+strings.ReplaceAll(c, "'", "")+"' >&2", strings.ReplaceAll(c, "https://example.org", srv.URL))
+			script = append(script, "echo '$ "+strings.ReplaceAll(c, "'", "")+"' >&2", strings.NewReplacer("https://example.org", srv.URL, "127.0.0.1:8080", listen).Replace(c))
 		}
 	}
 	cmd := exec.Command("bash", "-c", strings.Join(script, "\n"))
@@ -157,7 +168,7 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatalf("a README command failed: %v\n%s", err, out)
 	}
 	// What the examples should have left behind.
-	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "subscriptions.opml", "saved-entries.ndjson", "one-off.ndjson"} {
+	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "subscriptions.opml", "saved-entries.ndjson", "one-off.ndjson", "news.atom"} {
 		if st, err := os.Stat(filepath.Join(work, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		} else if f == "new-entries.ndjson" && st.Size() == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/discover"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -192,14 +193,13 @@ func discovered(c *cli.Context, pageURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	feeds, err := discover.Discover(c.Context, cfg, pageURL)
+	f, more, err := sub.Discovered(c.Context, cfg, pageURL)
 	if err != nil {
 		return "", err
 	}
-	f := feeds[0]
 	fmt.Fprintf(c.App.ErrWriter, "feed-sub: found %s (%s, %q)", f.URL, f.Format, f.Title)
-	if len(feeds) > 1 {
-		fmt.Fprintf(c.App.ErrWriter, "; %d more: feed-sub discover %s", len(feeds)-1, pageURL)
+	if more > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "; %d more: feed-sub discover %s", more, pageURL)
 	}
 	fmt.Fprintln(c.App.ErrWriter)
 	return f.URL, nil

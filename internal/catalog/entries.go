@@ -391,7 +391,10 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	}
 	_, err = t.run(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
-	return err
+	if err != nil {
+		return err
+	}
+	return t.indexText(id, e)
 }
 
 // insertEntry makes the row of a new entry; inserted is false when the

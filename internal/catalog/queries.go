@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,6 +58,10 @@ type EntryQuery struct {
 	Until  time.Time // before; zero: no bound
 	Limit  int       // at most this many (0: DefaultLimit; at most MaxLimit)
 	Cursor string    // EntryPage.Next of the page before
+	// Text keeps the entries whose latest version has every word of it in
+	// its title, summary or content (fts.go: "quoted words" a phrase, a
+	// word* a prefix); "" keeps all.
+	Text string
 }
 
 // The limits of an EntryQuery.
@@ -95,7 +101,73 @@ func (c *Catalog) FeedEntries(ctx context.Context, feedID string, q EntryQuery) 
 // LabelEntries returns a page of the entries of the feeds subscribed
 // with a label.
 func (c *Catalog) LabelEntries(ctx context.Context, label string, q EntryQuery) (EntryPage, error) {
-	return c.entries(ctx, `e.feed_key IN (SELECT s.feed_key FROM subscriptions s, json_each(s.labels) l WHERE l.value = ?)`, []any{label}, q)
+	keys, err := c.labelFeeds(ctx, label)
+	if err != nil {
+		return EntryPage{}, err
+	}
+	if len(keys) == 0 {
+		return EntryPage{}, nil
+	}
+	// A few feeds: their entries through the index by feed, sorted. Many:
+	// the index by time, newest first, keeping those of the label's feeds
+	// (the unary + keeps SQLite off the index by feed), which finds a
+	// page after about limit × feeds / label's feeds rows.
+	if len(keys) <= labelFeedsByIndex {
+		return c.entries(ctx, `e.feed_key IN (`+placeholders(len(keys))+`)`, keys, q)
+	}
+	return c.entries(ctx, `+e.feed_key IN (SELECT value FROM json_each(?))`, []any{jsonInts(keys)}, q)
+}
+
+// HasLabel reports whether a subscription has the label.
+func (c *Catalog) HasLabel(ctx context.Context, label string) (bool, error) {
+	keys, err := c.labelFeeds(ctx, label)
+	return len(keys) > 0, err
+}
+
+// placeholders is n question marks for an IN list.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// labelFeedsByIndex is the most feeds of a label whose entries
+// LabelEntries reads through the index by feed.
+const labelFeedsByIndex = 50
+
+// labelFeeds returns the keys of the feeds subscribed with label. instr
+// finds the label's JSON text in the labels column (written by
+// json.Marshal, as the label is here) before json_each looks closer.
+func (c *Catalog) labelFeeds(ctx context.Context, label string) ([]any, error) {
+	probe, err := json.Marshal(label)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
+		AND EXISTS (SELECT 1 FROM json_each(s.labels) l WHERE l.value = ?) ORDER BY s.feed_key`, string(probe), label)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		var k int64
+		if err := rows.Scan(&k); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+		}
+		keys = append(keys, k)
+	}
+	return keys, c.damaged(rows.Err())
+}
+
+// jsonInts is a JSON array of integer keys.
+func jsonInts(keys []any) string {
+	b := []byte{'['}
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, k.(int64), 10)
+	}
+	return string(append(b, ']'))
 }
 
 // AllEntries returns a page of every stored entry.
@@ -126,6 +198,13 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 	if !q.Until.IsZero() {
 		conds, args = append(conds, col+" < ?"), append(args, unixMS(q.Until))
 	}
+	if q.Text != "" {
+		m := ftsMatch(q.Text)
+		if m == "" {
+			return EntryPage{}, fmt.Errorf("catalog: %w: search %q has no word to look for (letters or digits)", ErrBadQuery, q.Text)
+		}
+		conds, args = append(conds, "e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"), append(args, m)
+	}
 	if q.Cursor != "" {
 		at, id, err := parseCursor(q.Cursor)
 		if err != nil {
@@ -133,8 +212,19 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 		}
 		conds, args = append(conds, "("+col+" < ? OR ("+col+" = ? AND e.id < ?))"), append(args, at, at, id)
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+col+` DESC, e.id DESC LIMIT ?`, append(args, limit+1)...)
+	// Prepared once per shape of query (the conditions given; a label of
+	// many feeds is one shape), not parsed at each page.
+	query := `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key
+		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY ` + col + ` DESC, e.id DESC LIMIT ?`
+	var rows *sql.Rows
+	st, err := c.stmts.get(ctx, c.db, query)
+	if err == nil {
+		rows, err = st.QueryContext(ctx, append(args, limit+1)...)
+	}
+	if err != nil && q.Text != "" && strings.Contains(err.Error(), "fts5:") {
+		// A character SQLite's tokenizer splits where ftsMatch did not.
+		return EntryPage{}, fmt.Errorf("catalog: %w: search %q: write it with plain words (letters and digits)", ErrBadQuery, q.Text)
+	}
 	if err != nil {
 		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
 	}

@@ -77,7 +77,7 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 				return err
 			}
 		}
-		return nil
+		return t.clearFTS()
 	})
 	if err != nil {
 		return sum, err

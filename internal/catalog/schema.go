@@ -169,6 +169,8 @@ CREATE TABLE rejections (
 	// per feed and run, as many as the state's row).
 	`DROP INDEX feed_state_next;
 CREATE INDEX feed_state_due ON feed_state(feed_key, next_fetch_at, last_fetch_at);`,
+	// 4: full-text search over the entries' latest versions (fts.go).
+	ftsSchema,
 }
 
 // migrate brings the schema up to the newest version.
@@ -201,7 +203,8 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			return fmt.Errorf("catalog: migrate %s to schema version %d: %w", c.path, v+1, err)
 		}
 	}
-	return nil
+	// Entries indexed before the search index existed (migration 4).
+	return c.backfillFTS(ctx)
 }
 
 // stmtCache keeps the prepared statements of the queries run most often.

@@ -175,6 +175,16 @@ func (s *Store) open(key string) (*os.File, error) {
 	return s.root.Open(key)
 }
 
+// Open opens the file at key for reading, below the store's root: for a
+// reader that reads many lines of one file (ReadAt on it, concurrently).
+func (s *Store) Open(key string) (*os.File, error) {
+	f, err := s.open(key)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	return f, nil
+}
+
 // Stat describes the file at key.
 func (s *Store) Stat(key string) (fs.FileInfo, error) {
 	if err := checkKey(key); err != nil {

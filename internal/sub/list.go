@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
@@ -39,11 +38,7 @@ func List(cfg Config, o ListOptions) error {
 		out := ndjson.NewWriter(cfg.Out)
 		for _, s := range subs {
 			// A listing is for reading and passing around: no secrets.
-			if s.Auth != nil {
-				s.Auth = &ndjson.Auth{Username: s.Auth.Username, Password: "(redacted)"}
-			}
-			s.Headers = httpx.RedactHeaderMap(s.Headers)
-			if err := out.Write(listingOf(s, states[s.FeedID], now)); err != nil {
+			if err := out.Write(ListingOf(s, states[s.FeedID], now)); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,163 @@
+// Command feed-serve serves the store over HTTP: the REST API, meta-feeds
+// and metrics; feed-serve publish writes the meta-feeds to files.
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/discover"
+	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/serve"
+)
+
+func main() {
+	cmdkit.Main(&cli.App{
+		Name:  "feed-serve",
+		Usage: "serve the store over HTTP: the REST API, meta-feeds of any feed or label, metrics",
+		UsageText: `feed-serve [--listen 127.0.0.1:8080] [--auth reads] [--cors ORIGIN]
+   curl -s http://127.0.0.1:8080/feeds
+   feed-serve publish /var/www/feeds --base-url https://example.org/feeds`,
+		Description: `A JSON API of the store (docs/serve.md; GET /openapi.json describes every
+route): the subscriptions and their state (GET, POST, PATCH, DELETE /feeds,
+POST /feeds/ID/refetch: what feed-sub does, through the same functions),
+entries by feed, label, time or full-text search (/entries?q=), an entry's
+versions, fetch records and payloads as served (/fetches/ID, /raw/ID),
+events (/events, and /events/stream as Server-Sent Events), /healthz,
+/metrics (Prometheus) and meta-feeds: /feeds/ID/feed.atom, /labels/LABEL.rss,
+/all.json... in Atom, RSS and JSON Feed, paged (RFC 5005). Errors are RFC
+9457 problem details; every GET has an ETag and answers 304 when it can.
+
+It listens on loopback unless --listen says otherwise. Reads are open;
+writes need the bearer token (Authorization: Bearer TOKEN), which is in the
+file --token-file names: made in the store with mode 0600 on first start
+and printed then, once. --auth reads makes reads need it too.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on, host:port", Value: serve.DefaultListen, EnvVars: []string{"FEEDPIPE_SERVE_LISTEN"}},
+			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (host:port) to this `FILE`: with --listen 127.0.0.1:0 the system picks the port"},
+			&cli.StringFlag{Name: "token-file", Usage: "the file of the API token (made, mode 0600, if missing)", DefaultText: "STORE/" + serve.TokenFile, EnvVars: []string{"FEEDPIPE_SERVE_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "auth", Usage: "what needs the token: writes, or reads (everything but /healthz)", Value: "writes", EnvVars: []string{"FEEDPIPE_SERVE_AUTH"}},
+			&cli.StringFlag{Name: "cors", Usage: "the one `ORIGIN` (https://app.example) allowed to call the API from a browser", DefaultText: "none", EnvVars: []string{"FEEDPIPE_SERVE_CORS"}},
+			&cli.StringFlag{Name: "base-url", Usage: "the URL the server is reached at, for links in feeds and headers", DefaultText: "http://HOST of each request", EnvVars: []string{"FEEDPIPE_SERVE_BASE_URL"}},
+			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
+			&cli.BoolFlag{Name: "per-feed-metrics", Usage: "add series per feed to /metrics (interval, EWMA, new entries, errors): for up to some thousands of feeds", EnvVars: []string{"FEEDPIPE_SERVE_PER_FEED_METRICS"}},
+			&cli.BoolFlag{Name: "allow-private", Usage: "discovery (POST /feeds with discover) may fetch loopback, private and link-local addresses", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+			&cli.DurationFlag{Name: "timeout", Usage: "per discovery request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
+			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent of discovery requests", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
+		}, append(cmdkit.CommonFlags(), cmdkit.HiddenSchedFlags()...)...),
+		Commands: []*cli.Command{publishCommand()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return cmdkit.Usagef("feed-serve takes no arguments (did you mean feed-serve publish %s?)", c.Args().First())
+			}
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+			if err != nil {
+				return err
+			}
+			auth := c.String("auth")
+			if auth != "writes" && auth != "reads" {
+				return cmdkit.Usagef("--auth %q: it is writes or reads", auth)
+			}
+			if c.Duration("timeout") <= 0 {
+				return cmdkit.Usagef("--timeout %s: it must be more than 0", c.Duration("timeout"))
+			}
+			host, _, err := net.SplitHostPort(c.String("listen"))
+			if err != nil {
+				return cmdkit.Usagef("--listen %q: %v (host:port, such as 127.0.0.1:8080)", c.String("listen"), err)
+			}
+			p, err := cmdkit.SchedParams(c)
+			if err != nil {
+				return err
+			}
+			tokenFile := c.String("token-file")
+			if tokenFile == "" {
+				tokenFile = filepath.Join(st.Root, serve.TokenFile)
+			}
+			token, created, err := serve.LoadToken(tokenFile)
+			if err != nil {
+				return cmdkit.Usage(err)
+			}
+			if created {
+				fmt.Fprintf(c.App.ErrWriter, "feed-serve: made the API token, in %s (mode 0600); it is shown this once:\n%s\n", tokenFile, token)
+			}
+			if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && auth != "reads" {
+				fmt.Fprintf(c.App.ErrWriter, "feed-serve: note: listening on %s, beyond loopback: anyone who reaches it can read the store (--auth reads requires the token for reads too)\n", c.String("listen"))
+			}
+			if o := c.String("cors"); o != "" && (strings.HasSuffix(o, "/") || !strings.Contains(o, "://")) {
+				return cmdkit.Usagef("--cors %q: an origin is scheme://host[:port], without a path", o)
+			}
+			return serve.Run(c.Context, serve.Config{
+				Store: st, Listen: c.String("listen"), Token: token, AuthReads: auth == "reads", CORS: c.String("cors"),
+				BaseURL: c.String("base-url"), Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"),
+				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private"),
+					Timeout: c.Duration("timeout")}), Log: log},
+				Log: log, Msg: c.App.ErrWriter,
+				Ready: func(addr string) {
+					if f := c.String("addr-file"); f != "" {
+						// Whole or not at all: a script waits for it.
+						err := os.WriteFile(f+".tmp", []byte(addr+"\n"), 0o644)
+						if err == nil {
+							err = os.Rename(f+".tmp", f)
+						}
+						if err != nil {
+							log.Error("cannot write --addr-file", "err", err)
+						}
+					}
+				},
+			})
+		},
+	})
+}
+
+func publishCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "publish",
+		Usage:     "write the meta-feeds of every label, and of all entries, to files in DIR",
+		ArgsUsage: "DIR",
+		UsageText: "feed-serve publish /var/www/feeds --base-url https://example.org/feeds",
+		Description: `For each label of the subscriptions, DIR/LABEL.xml (RSS 2.0), DIR/LABEL.atom
+and DIR/LABEL.json with its newest entries, and all.xml, all.atom and
+all.json with every feed's: ready for a web server to serve. Each file is
+written atomically (a temporary file, synced, renamed), and only when its
+content changed; a label without entries gets no file; a label that cannot
+be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
+--publish DIR runs it after each cycle.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "base-url", Usage: "the URL DIR is served at, for each feed's self link", EnvVars: []string{"FEEDPIPE_PUBLISH_BASE_URL"}},
+			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
+			&cli.IntFlag{Name: "limit", Usage: "entries per feed", Value: serve.FeedLimit},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cmdkit.Usagef("publish takes one DIR, got %d arguments", c.NArg())
+			}
+			if c.Int("limit") < 1 || c.Int("limit") > serve.MaxFeedLimit {
+				return cmdkit.Usagef("--limit %d: it is 1 to %d", c.Int("limit"), serve.MaxFeedLimit)
+			}
+			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+			if err != nil {
+				return err
+			}
+			cat, err := catalog.Open(c.Context, st, log)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			sum, err := serve.Publish(c.Context, serve.PublishConfig{Catalog: cat, Dir: c.Args().First(), BaseURL: c.String("base-url"),
+				Hub: c.String("websub-hub"), Limit: c.Int("limit"), Msg: c.App.ErrWriter})
+			if err != nil {
+				return err
+			}
+			log.Info("published", "dir", c.Args().First(), "written", sum.Written, "unchanged", sum.Unchanged,
+				"empty_labels", sum.Empty, "skipped_labels", len(sum.Skipped))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,302 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+func TestTextOf(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain  words\n here", "plain words here"},
+		{"<p>Hello <b>wor</b>ld &amp; more</p>", "Hello world & more"},
+		{"<p>one</p><p>two</p>", "one two"},
+		{`<script>var secret = 1</script><style>p{}</style>kept`, "kept"},
+		{`<a href="https://x.example/path">link text</a>`, "link text"},
+		{"", ""},
+	} {
+		if got := TextOf(tc.in); got != tc.want {
+			t.Errorf("TextOf(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := strings.Repeat("word ", MaxIndexedText)
+	if got := TextOf(long); len(got) > MaxIndexedText || len(got) < MaxIndexedText-10 {
+		t.Errorf("long text kept %d bytes", len(got))
+	}
+}
+
+func TestFTSMatch(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"golang sqlite", `"golang" "sqlite"`},
+		{`"exact phrase" word*`, `"exact" "phrase" "word"*`},
+		{`NEAR( OR AND NOT ^ - : col:x`, `"NEAR" "OR" "AND" "NOT" "col" "x"`},
+		{`a"b`, `"a" "b"`},
+		{`don't x:y*`, `"don" "t" "x" "y"*`},
+		{`***  ---`, ``},
+		{`"unclosed phrase`, `"unclosed" "phrase"`},
+	} {
+		if got := ftsMatch(tc.in); got != tc.want {
+			t.Errorf("ftsMatch(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzFTSMatch: no search a person types is an error of SQLite's.
+func FuzzFTSMatch(f *testing.F) {
+	for _, s := range []string{"golang", `"a b" c*`, `NEAR(a b)`, `x:y`, `"`, `*`, "\x00", "é*"} {
+		f.Add(s)
+	}
+	c := openTempF(f)
+	f.Fuzz(func(t *testing.T, q string) {
+		_, err := c.AllEntries(ctx, EntryQuery{Text: q})
+		if err != nil && !errors.Is(err, ErrBadQuery) {
+			t.Fatalf("search %q: %v", q, err)
+		}
+	})
+}
+
+// storeLines appends entries to entries/ and indexes them as feed-store
+// does, returning their locations.
+func storeLines(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
+	t.Helper()
+	key := "entries/" + day + ".ndjson"
+	for _, e := range es {
+		b, err := ndjson.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := c.st.AppendLines(key, b, storage.Durable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Update(ctx, func(tx *Tx) error {
+			return tx.StoreVersion(e, Location{Day: day, Offset: off, Length: int64(len(b))})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func search(t *testing.T, c *Catalog, q string) string {
+	t.Helper()
+	p, err := c.AllEntries(ctx, EntryQuery{Text: q})
+	if err != nil {
+		t.Fatalf("search %q: %v", q, err)
+	}
+	var s []string
+	for _, e := range p.Entries {
+		s = append(s, testids.Name(e.UID))
+	}
+	return strings.Join(s, ",")
+}
+
+func textEntry(feed, uid, hash string, seen time.Time, title, summary, content string) *ndjson.Entry {
+	e := entry(feed, uid, hash, seen)
+	e.Title, e.Summary, e.Content = title, summary, content
+	return e
+}
+
+// TestFullTextSearch: the words of the title, summary and content of each
+// entry's latest version are found; a new version replaces the old words;
+// prune and reindex keep the index in step.
+func TestFullTextSearch(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A"))
+	storeLines(t, c, "2026-11-20",
+		textEntry("A", "a1", "h1", t0, "Gophers in space", "", "<p>The <b>rocket</b> launched.</p>"),
+		textEntry("A", "a2", "h1", t0.Add(time.Hour), "Café news", "A summary about <i>coffee</i>", ""))
+	storeLines(t, c, "2026-11-21", textEntry("A", "a3", "h1", t0.Add(2*time.Hour), "Rocket science", "", "no gophers here <script>rocketjs</script>"))
+	for _, tc := range []struct{ q, want string }{
+		{"rocket", "a3,a1"},
+		{"ROCKET gophers", "a3,a1"},
+		{"coffee", "a2"},
+		{"cafe", "a2"}, // diacritics removed
+		{"roc*", "a3,a1"},
+		{`"gophers in space"`, "a1"},
+		{`"space gophers"`, "a1"}, // no positions: the words, each required
+		{`gophers science`, "a3"},
+		{"rocketjs", ""}, // script is no text
+		{"b", ""},        // tag names are not words
+	} {
+		if got := search(t, c, tc.q); got != tc.want {
+			t.Errorf("search %q: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	if _, err := c.AllEntries(ctx, EntryQuery{Text: "** --"}); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("a search without words: %v", err)
+	}
+	// A new version: its words replace the old ones.
+	v2 := textEntry("A", "a1", "h2", t0.Add(3*time.Hour), "Gophers on the moon", "", "landed")
+	v2.FirstSeen = ndjson.At(t0)
+	storeLines(t, c, "2026-11-21", v2)
+	if got := search(t, c, "rocket"); got != "a3" {
+		t.Errorf("after a new version, rocket: %q", got)
+	}
+	if got := search(t, c, "moon"); got != "a1" {
+		t.Errorf("after a new version, moon: %q", got)
+	}
+	// Prune drops the entries of the days before 2026-11-21: a2 (a1's
+	// latest version is on the 21st).
+	if n, _, err := c.ForgetEntryDays(ctx, "2026-11-21", false); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if got := search(t, c, "coffee"); got != "" {
+		t.Errorf("after prune, coffee: %q", got)
+	}
+	if err := c.ForgetEntries(ctx, testids.Feed("A"), []string{testids.UID("a3")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(t, c, "science"); got != "" {
+		t.Errorf("after forget, science: %q", got)
+	}
+	// Reindex builds the index from entries/ again: a2 and a3 come back
+	// (their lines are still there), a1 with its latest words.
+	c.Close()
+	if _, err := Reindex(ctx, c.st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for q, want := range map[string]string{"coffee": "a2", "science": "a3", "moon": "a1", "launched": ""} {
+		if got := search(t, c2, q); got != want {
+			t.Errorf("after reindex, %s: %q, want %q", q, got, want)
+		}
+	}
+}
+
+// TestFTSBackfill: a catalog made before the search index (schema version
+// 3) gets the words of its entries when it is opened, once, in chunks; a
+// crash half-way resumes.
+func TestFTSBackfill(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, c, sub("A"))
+	n := backfillChunk + 7
+	var es []*ndjson.Entry
+	for i := range n {
+		es = append(es, textEntry("A", fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("title%d", i), "", "common words"))
+	}
+	storeLines(t, c, "2026-11-20", es...)
+	// Back to version 3: no index, and the mark the migration leaves.
+	for _, q := range []string{`DROP TABLE entries_fts`, `PRAGMA user_version = 3`} {
+		if _, err := c.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	c, err = Open(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := search(t, c, fmt.Sprint("title", n-1)); got != fmt.Sprint("e", n-1) {
+		t.Errorf("after the backfill: %q", got)
+	}
+	var left int
+	c.db.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaFTSBackfill).Scan(&left)
+	var indexed int
+	c.db.QueryRow(`SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'common'`).Scan(&indexed)
+	if left != 0 || indexed != n {
+		t.Errorf("mark left %d, %d of %d indexed", left, indexed, n)
+	}
+	// A crash after the first chunk: the mark says where to go on.
+	c.db.Exec(`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
+	var mark int64 // the id of the first chunk's last entry (ids are numbered by feed)
+	if err := c.db.QueryRow(`SELECT id FROM entries ORDER BY id LIMIT 1 OFFSET ?`, backfillChunk-1).Scan(&mark); err != nil {
+		t.Fatal(err)
+	}
+	c.SetMeta(ctx, metaFTSBackfill, mark)
+	if err := c.backfillFTS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.db.QueryRow(`SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'common'`).Scan(&indexed)
+	if indexed != 7 {
+		t.Errorf("resumed from the mark: %d indexed, want 7", indexed)
+	}
+}
+
+func openTempF(f *testing.F) *Catalog {
+	st, err := storage.Open(filepath.Join(f.TempDir(), "store"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	c, err := Open(ctx, st, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLabelEntriesManyFeeds: a label of many feeds reads the index by
+// time (labelFeedsByIndex), and pages through the same entries as a label
+// of few.
+func TestLabelEntriesManyFeeds(t *testing.T) {
+	c := openTemp(t)
+	var subs []ndjson.Subscription
+	for i := range labelFeedsByIndex + 10 {
+		labels := []string{"many"}
+		if i%20 == 0 {
+			labels = append(labels, "few", `a "quoted" <label>`)
+		}
+		subs = append(subs, sub(fmt.Sprint("F", i), labels...))
+	}
+	subs = append(subs, sub("other", "manyx", "xmany"))
+	add(t, c, subs...)
+	err := c.Update(ctx, func(tx *Tx) error {
+		for i := range labelFeedsByIndex + 11 {
+			name := fmt.Sprint("F", i)
+			if i == labelFeedsByIndex+10 {
+				name = "other"
+			}
+			for j := range 3 {
+				if err := tx.StoreVersion(entry(name, fmt.Sprint(name, "e", j), "h", t0.Add(time.Duration(i*3+j)*time.Minute)), Location{Day: "2026-11-21", Length: 1}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for label, want := range map[string]int{"many": 3 * (labelFeedsByIndex + 10), "few": 9, `a "quoted" <label>`: 9, "nothing": 0, "man": 0} {
+		var got []string
+		q := EntryQuery{Limit: 7}
+		for {
+			p, err := c.LabelEntries(ctx, label, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range p.Entries {
+				if e.FeedID == testids.Feed("other") {
+					t.Fatalf("label %q: an entry of a feed without it", label)
+				}
+				got = append(got, e.UID)
+			}
+			if p.Next == "" {
+				break
+			}
+			q.Cursor = p.Next
+		}
+		if len(got) != want {
+			t.Errorf("label %q: %d entries, want %d", label, len(got), want)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package serve
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sub"
+)
+
+// chromium returns a headless browser to run, or skips the test saying
+// how to get one.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium: the browser tests are skipped (Debian: apt-get install chromium; ./scripts/test installs it when it can)")
+	return ""
+}
+
+// browse runs a headless Chromium on url until ctx is done.
+func browse(ctx context.Context, t *testing.T, bin, url string, extra ...string) *exec.Cmd {
+	t.Helper()
+	args := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+		"--user-data-dir=" + t.TempDir()}, extra...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	return cmd
+}
+
+// page is the test page: it calls the API from another origin (fetch, a
+// write with its preflight, an EventSource that reconnects), and reports
+// each outcome to its own origin's /report.
+const page = `<!doctype html><meta charset="utf-8"><title>feedpipe browser test</title><script>
+const api = "API";
+function report(k, v) { fetch("/report?" + new URLSearchParams({k: k, v: String(v)}), {method: "POST"}); }
+// The write waits for the read, which counts the feeds before it.
+fetch(api + "/feeds").then(r => r.json()).then(j => report("feeds", j.feeds.length)).catch(e => report("feeds", "blocked"))
+  .then(() => fetch(api + "/feeds", {method: "POST", headers: {"Authorization": "Bearer TOKEN", "Content-Type": "application/json"},
+    body: JSON.stringify({url: "FEED"})})).then(r => report("post", r.status)).catch(e => report("post", "blocked"));
+let n = 0, ids = [];
+const es = new EventSource(api + "/events/stream?since=2000-01-01T00:00:00Z");
+es.addEventListener("new_entry", e => {
+  n++; ids.push(e.lastEventId);
+  if (n == 3) { report("events", n + " " + JSON.parse(e.data).entry_uid.length); es.close(); }
+});
+es.onerror = () => { if (n == 0) report("events", "blocked"); };
+</script>`
+
+// TestBrowser: a real browser calls the API from the origin --cors allows
+// (reads, a write with its preflight, the event stream) and is refused from
+// another; a payload served by /raw runs no script in it.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	var (
+		mu                sync.Mutex
+		pageAPI, pageFeed string                           // the addresses the page calls, set once the servers run
+		reports           = map[string]map[string]string{} // by origin server
+		got               = make(chan struct{}, 16)
+	)
+	pageServer := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/report" {
+				mu.Lock()
+				if reports[name] == nil {
+					reports[name] = map[string]string{}
+				}
+				reports[name][r.URL.Query().Get("k")] = r.URL.Query().Get("v")
+				mu.Unlock()
+				got <- struct{}{}
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			mu.Lock()
+			html := strings.NewReplacer("API", pageAPI, "TOKEN", testToken, "FEED", pageFeed).Replace(page)
+			mu.Unlock()
+			io.WriteString(w, html)
+		}))
+	}
+	allowed, other := pageServer("allowed"), pageServer("other")
+	defer allowed.Close()
+	defer other.Close()
+	w := newWorld(t, func(c *Config) { c.CORS = allowed.URL })
+	mu.Lock()
+	pageAPI, pageFeed = w.api.URL, w.feeds.URL+"/json_feed.json"
+	mu.Unlock()
+	os.WriteFile(filepath.Join(w.www, "json_feed.json"), mustRead(t, "json_feed.json"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, srv := range []*httptest.Server{allowed, other} {
+		cmd := browse(ctx, t, bin, srv.URL+"/")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	}
+	want := map[string]map[string]string{
+		"allowed": {"feeds": "3", "post": "201", "events": "3 16"},
+		"other":   {"feeds": "blocked", "post": "blocked", "events": "blocked"},
+	}
+	for done := false; !done; {
+		select {
+		case <-got:
+		case <-ctx.Done():
+			t.Fatalf("the browser reported %v, want %v", reports, want)
+		}
+		mu.Lock()
+		done = len(reports["allowed"]) == 3 && len(reports["other"]) == 3
+		mu.Unlock()
+	}
+	for origin, kv := range want {
+		for k, v := range kv {
+			if reports[origin][k] != v {
+				t.Errorf("from the %s origin, %s: %q, want %q", origin, k, reports[origin][k], v)
+			}
+		}
+	}
+
+	// A payload with a script: the browser shows it and runs nothing.
+	os.WriteFile(filepath.Join(w.www, "page.html"), []byte(`<!doctype html><html><head><title>original</title></head>
+<body><p id="p">kept</p><script>document.title = "ran"; document.getElementById("p").textContent = "changed";</script></body></html>`), 0o644)
+	s, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard}, sub.Spec{URL: w.feeds.URL + "/page.html"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(t0.Add(time.Hour))
+	ref, ok, err := w.cat.LatestPayload(context.Background(), s.FeedID)
+	if err != nil || !ok {
+		t.Fatalf("no payload of the page: %v", err)
+	}
+	dump := func(url string) string {
+		out, err := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+			"--virtual-time-budget=2000", "--dump-dom", url).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	// The same page from the feed server, without /raw's policy: its
+	// script runs (the check below can fail).
+	if out := dump(w.feeds.URL + "/page.html"); !strings.Contains(out, "<title>ran</title>") || !strings.Contains(out, `<p id="p">changed</p>`) {
+		t.Fatalf("the script does not run even without the policy:\n%s", out)
+	}
+	if out := dump(w.api.URL + "/raw/" + ref.FetchID); !strings.Contains(out, `<p id="p">kept</p>`) || !strings.Contains(out, "<title>original</title>") {
+		t.Errorf("the payload's script ran, or the page is not shown:\n%s", out)
+	}
+}

@@ -1,0 +1,277 @@
+package serve
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+)
+
+// The answers of the routes that read the catalog are kept, by request
+// URI, while the catalog is unchanged: a commit (feed-store, feed-sub,
+// this server) writes catalog.db or its WAL, which changes their size or
+// time, and every kept answer is then made anew. An answer is also kept at
+// most MaxAge, which bounds what a change within the file system's time
+// granularity and of the same size could leave stale. The ETag and 304 are
+// worked out from the kept body for each request, as for a fresh one.
+
+// Cache limits.
+const (
+	cacheMaxAge     = 10 * time.Second
+	cacheMaxEntries = 4096
+	cacheMaxBody    = 1 << 20  // larger answers are not kept
+	cacheMaxBytes   = 64 << 20 // all kept answers
+)
+
+type cached struct {
+	version  string
+	at       time.Time
+	header   http.Header // Content-Type, Last-Modified, Link, Cache-Control
+	body     []byte
+	modified time.Time
+
+	gzOnce sync.Once
+	gz     []byte // body compressed, made the first time a client asks for it
+	etag   string
+}
+
+// gzipped is the body compressed with gzip, made once.
+func (e *cached) gzipped() []byte {
+	e.gzOnce.Do(func() {
+		var b bytes.Buffer
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(&b)
+		zw.Write(e.body)
+		zw.Close()
+		gzipWriters.Put(zw)
+		e.gz = b.Bytes()
+	})
+	return e.gz
+}
+
+// gzipWriters are kept for reuse: a writer's buffers are large.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(coding) == "gzip" {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}
+
+type answerCache struct {
+	mu    sync.Mutex
+	m     map[string]*cached
+	bytes int
+	// making are the answers being made: a request for one waits for it
+	// rather than make it again (200 clients asking for one label's feed
+	// the moment the catalog changed make it once).
+	making map[string]*making
+}
+
+type making struct {
+	done chan struct{}
+	e    *cached // nil when the answer was not one to keep
+}
+
+// join returns the answer being made for key and false, or registers the
+// caller as its maker and returns true (then it must call made).
+func (c *answerCache) join(key string) (*making, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.making[key]; m != nil {
+		return m, false
+	}
+	if c.making == nil {
+		c.making = map[string]*making{}
+	}
+	m := &making{done: make(chan struct{})}
+	c.making[key] = m
+	return m, true
+}
+
+// made ends the making of key, with e (nil: not kept).
+func (c *answerCache) made(key string, m *making, e *cached) {
+	c.mu.Lock()
+	delete(c.making, key)
+	c.mu.Unlock()
+	m.e = e
+	close(m.done)
+}
+
+// version is the catalog's state as its files show it: their sizes and
+// times.
+func catalogVersion(cat *catalog.Catalog) string {
+	var b []byte
+	for _, suffix := range []string{"", "-wal"} {
+		fi, err := os.Stat(cat.Path() + suffix)
+		if err != nil {
+			b = append(b, '-')
+			continue
+		}
+		b = strconv.AppendInt(b, fi.Size(), 36)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 36)
+		b = append(b, ';')
+	}
+	return string(b)
+}
+
+func (c *answerCache) get(key, version string, now time.Time) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[key]
+	if e == nil || e.version != version || now.Sub(e.at) > cacheMaxAge {
+		return nil
+	}
+	return e
+}
+
+func (c *answerCache) put(key string, e *cached) {
+	if len(e.body) > cacheMaxBody {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*cached{}
+	}
+	if old := c.m[key]; old != nil {
+		c.bytes -= len(old.body)
+	}
+	if len(c.m) >= cacheMaxEntries || c.bytes+len(e.body) > cacheMaxBytes {
+		// Full: start again (the answers are remade at the next request;
+		// a store's hot set is a few pages and feeds).
+		c.m, c.bytes = map[string]*cached{}, 0
+	}
+	c.m[key] = e
+	c.bytes += len(e.body)
+}
+
+// cachedRoutes are the routes whose answers depend on the catalog alone
+// (and entries/ and fetches/, whose lines it indexes).
+var cachedRoutes = map[string]bool{
+	"/feeds": true, "/feeds/{id}": true, "/feeds/{id}/entries": true, "/feeds/{id}/feed.atom": true, "/feeds/{id}/feed.rss": true,
+	"/feeds/{id}/feed.json": true, "/labels/{file}": true, "/all.atom": true, "/all.rss": true, "/all.json": true,
+	"/entries": true, "/entries/{uid}": true, "/fetches/{id}": true,
+}
+
+// serveCached answers a GET from the cache, or runs the handler and keeps
+// its answer.
+func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
+	key := r.URL.RequestURI()
+	version := catalogVersion(s.cat)
+	now := time.Now()
+	if e := s.cache.get(key, version, now); e != nil {
+		s.replay(w, r, e)
+		return
+	}
+	m, maker := s.cache.join(key)
+	if !maker {
+		select {
+		case <-m.done:
+			if m.e != nil && m.e.version == version {
+				s.replay(w, r, m.e)
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+		handle(w, r) // not an answer to keep, or of another catalog: its own
+		return
+	}
+	var e *cached
+	defer func() { s.cache.made(key, m, e) }()
+	// Made without the request's validators, so that the whole answer is
+	// kept; the validators are checked against it below.
+	fresh := r.Clone(r.Context())
+	fresh.Header.Del("If-None-Match")
+	fresh.Header.Del("If-Modified-Since")
+	rec := &bufferedWriter{header: http.Header{}}
+	handle(rec, fresh)
+	if rec.status != http.StatusOK {
+		rec.flushTo(w)
+		return
+	}
+	e = &cached{version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
+	e.etag = etagOf(e.body) // set before others share it
+	for _, h := range []string{"Content-Type", "Last-Modified", "Link", "Cache-Control", "Content-Security-Policy", "X-Fetch-Url"} {
+		if v := rec.header.Get(h); v != "" {
+			e.header.Set(h, v)
+		}
+	}
+	if lm := rec.header.Get("Last-Modified"); lm != "" {
+		e.modified, _ = http.ParseTime(lm)
+	}
+	s.cache.put(key, e)
+	s.replay(w, r, e)
+}
+
+// replay answers with a kept answer: compressed once for every client
+// that asks for gzip (gzhttp passes an answer with a Content-Encoding on
+// as it is).
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
+	h := w.Header()
+	for k, v := range e.header {
+		if k != "Content-Type" && k != "Last-Modified" {
+			h[k] = v
+		}
+	}
+	payload := e.body
+	if len(e.body) >= gzipMinSize && acceptsGzip(r) {
+		payload = e.gzipped()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+	}
+	sendTagged(w, r, http.StatusOK, e.header.Get("Content-Type"), e.etag, payload, e.modified)
+}
+
+// gzipMinSize is the smallest answer worth compressing.
+const gzipMinSize = 512
+
+// bufferedWriter keeps an answer whole.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+// flushTo passes a kept answer on as it was.
+func (b *bufferedWriter) flushTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(b.status)
+	w.Write(b.body.Bytes())
+}

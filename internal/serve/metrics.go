@@ -1,0 +1,447 @@
+package serve
+
+import (
+	"cmp"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// The figures of /metrics: those the stages write for node_exporter
+// (stats.WriteMetrics: seed 001 §10.2's names, and feedpipe_* for the
+// rest), the same numbers from the same catalog; and what only a server
+// that watches the store sees: outcomes and response sizes of the fetches
+// in fetches/, the decisions in decisions/, the feeds by scheduler state,
+// the overdue ones, those whose error budget is spent, and seed 000 §10's
+// freshness objective. The figures are computed at most every
+// Config.MetricsEvery; a scrape between gets the last ones.
+
+// sizeBuckets are the upper bounds of the response size histogram, bytes.
+var sizeBuckets = []float64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
+
+// durationBuckets are stats' fetch duration buckets, seconds.
+var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// DecisionsDir is the store's decisions tap (DESIGN.md §3), when
+// feed-store writes it.
+const DecisionsDir = "decisions"
+
+type metrics struct {
+	s *Server
+	// sync makes the figures before each scrape that finds them stale
+	// (tests).
+	sync bool
+
+	// refreshing is held while the figures are made; mu guards them.
+	refreshing sync.Mutex
+	failed     bool
+	mu         sync.Mutex
+	at         time.Time // when the figures were computed
+	totals     stats.Totals
+	hist       stats.Histogram
+	feeds      feedFigures
+	fetches    tapCounts
+	decided    map[string]float64 // decisions/ by reason
+	decFile    string
+	decOff     int64
+	// perFeedCounts are each feed's counts (--per-feed-metrics).
+	perFeedCounts map[string]catalog.FeedCounts
+
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// feedFigures are what one pass over the feeds finds.
+type feedFigures struct {
+	bySched       map[string]int // scheduler lifecycle, "none" before the first decision
+	byLastReason  map[string]int
+	overdue       int
+	budgetOpen    int
+	onTime, late  int // freshness: polled within twice their interval, or not
+	perFeedIntv   map[string][2]float64
+	perFeedLabels map[string][2]string // name, host
+}
+
+// tapCounts are the fetch records of fetches/ counted since the server
+// started reading them (from the store's oldest day file).
+type tapCounts struct {
+	file     string
+	off      int64
+	outcomes map[string]float64
+	sizes    []uint64 // per sizeBuckets, then +Inf
+	sizeSum  float64
+	sizeN    uint64
+}
+
+func newMetrics(s *Server) (*metrics, *prometheus.Registry, error) {
+	m := &metrics{s: s, decided: map[string]float64{},
+		fetches: tapCounts{outcomes: map[string]float64{}, sizes: make([]uint64, len(sizeBuckets)+1)},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "feedpipe_http_requests_total",
+			Help: "Requests feed-serve answered, by route and status code."}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "feedpipe_http_request_duration_seconds",
+			Help: "How long feed-serve took to answer, by route.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"route"}),
+	}
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{m, m.requests, m.latency, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, nil, err
+		}
+	}
+	return m, reg, nil
+}
+
+// request counts an answered request under its route's pattern (never
+// its path: ids would make a series each).
+func (m *metrics) request(r *http.Request, code int, took time.Duration) {
+	route := r.Pattern
+	if route == "" || route == "/" {
+		route = "other"
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.latency.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// serveMetrics is GET /metrics, in the Prometheus text format (or the
+// format the scraper's Accept asks for). An answer is kept a second: any
+// number of scrapers cost one gathering a second.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	key := "/metrics\x00" + r.Header.Get("Accept")
+	now := time.Now()
+	version := strconv.FormatInt(now.Unix(), 10)
+	keep := !s.cfg.NoCache && !s.metrics.sync
+	if e := s.cache.get(key, version, now); e != nil && keep {
+		s.replay(w, r, e)
+		return
+	}
+	plain := r.Clone(r.Context())
+	plain.Header.Del("Accept-Encoding")
+	rec := &bufferedWriter{header: http.Header{}}
+	promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: promLog{s}, ErrorHandling: promhttp.ContinueOnError, DisableCompression: true}).ServeHTTP(rec, plain)
+	if rec.status != http.StatusOK {
+		rec.flushTo(w)
+		return
+	}
+	e := &cached{version: version, at: now, header: http.Header{"Content-Type": {rec.header.Get("Content-Type")}, "Cache-Control": {"no-store"}}, body: rec.body.Bytes()}
+	e.etag = etagOf(e.body)
+	if keep {
+		s.cache.put(key, e)
+	}
+	s.replay(w, r, e)
+}
+
+type promLog struct{ s *Server }
+
+func (l promLog) Println(v ...any) {
+	l.s.cfg.Log.Warn("metrics", "err", v)
+}
+
+var (
+	descSources     = prometheus.NewDesc("sources_total", "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).", []string{"state"}, nil)
+	descFetched     = prometheus.NewDesc("sources_fetched_total", "Fetches that succeeded (200 or 304).", nil, nil)
+	descFailed      = prometheus.NewDesc("sources_failed_total", "Fetches that failed.", nil, nil)
+	descDiscovered  = prometheus.NewDesc("items_discovered_total", "Entries stored for the first time.", nil, nil)
+	descUpdated     = prometheus.NewDesc("feedpipe_items_updated_total", "New versions of stored entries.", nil, nil)
+	descFetches     = prometheus.NewDesc("feedpipe_fetches_total", "Fetches, by result.", []string{"result"}, nil)
+	descErrors      = prometheus.NewDesc("feedpipe_fetch_errors_total", "Failed fetches, by error code.", []string{"code"}, nil)
+	descBytesIn     = prometheus.NewDesc("feedpipe_bytes_in_total", "Body bytes received, decoded.", nil, nil)
+	descBytesSaved  = prometheus.NewDesc("feedpipe_bytes_saved_total", "Body bytes that conditional GET (304) spared.", nil, nil)
+	descDuration    = prometheus.NewDesc("fetch_duration_seconds", "How long fetches took, body included.", nil, nil)
+	descOutcomes    = prometheus.NewDesc("feedpipe_fetch_outcomes_total", "Fetch records in fetches/, by outcome: ok (a new body), not_modified (304), same_body (200 with the body of the last fetch), or the error class (transient, permanent, rate_limited, blocked, parse).", []string{"outcome"}, nil)
+	descSizes       = prometheus.NewDesc("feedpipe_response_size_bytes", "Sizes of the bodies received (decoded), of the fetch records in fetches/.", nil, nil)
+	descDecisions   = prometheus.NewDesc("feedpipe_decisions_total", "Scheduler decisions in decisions/, by reason.", []string{"reason"}, nil)
+	descLastReason  = prometheus.NewDesc("feedpipe_feeds_last_decision", "Feeds by the reason of their last scheduler decision.", []string{"reason"}, nil)
+	descSched       = prometheus.NewDesc("feedpipe_feeds_scheduler_state", "Feeds by scheduler state: healthy, cooling_down, backoff, paused, disabled; none before the first decision.", []string{"state"}, nil)
+	descOverdue     = prometheus.NewDesc("feedpipe_feeds_overdue", "Feeds due for more than a minute and not fetched yet: the backlog.", nil, nil)
+	descBudget      = prometheus.NewDesc("feedpipe_feeds_budget_open", "Feeds whose error budget is spent: their circuit is open.", nil, nil)
+	descFresh       = prometheus.NewDesc("feedpipe_freshness_feeds", "Feeds polled on an interval, by whether their last fetch is within twice their interval (on_time) or not (late).", []string{"polled"}, nil)
+	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (seed 000 §10: 95% or more).", nil, nil)
+	descFeedIntv    = prometheus.NewDesc("feedpipe_feed_interval_seconds", "The interval the scheduler chose, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedEWMA    = prometheus.NewDesc("feedpipe_feed_ewma_seconds", "The EWMA of the feed's posting interval, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedNew     = prometheus.NewDesc("feedpipe_feed_new_entries_total", "Entries stored for the first time, per feed (--per-feed-metrics).", perFeed, nil)
+	descFeedErrors  = prometheus.NewDesc("feedpipe_feed_fetch_errors_total", "Failed fetches, per feed and error code (--per-feed-metrics).", append(perFeed, "code"), nil)
+	descScrapeError = prometheus.NewDesc("feedpipe_metrics_error", "1 when the figures could not be computed from the store (the log says why).", nil, nil)
+)
+
+// perFeed are the labels of the series per feed: its id, name (or title)
+// and host.
+var perFeed = []string{"feed_id", "name", "host"}
+
+// Describe sends nothing: the collector's series depend on the store
+// (an unchecked collector).
+func (m *metrics) Describe(chan<- *prometheus.Desc) {}
+
+// fresh makes the figures again when they are older than MetricsEvery:
+// the first time before the scrape answers, later in the background while
+// scrapes get the figures there are (a store of 100,000 feeds takes a
+// while, and no scrape should wait for it).
+func (m *metrics) fresh() {
+	now := m.s.cfg.Now()
+	m.mu.Lock()
+	stale, first := now.Sub(m.at) >= m.s.cfg.MetricsEvery, m.at.IsZero()
+	m.mu.Unlock()
+	switch {
+	case !stale:
+	case first || m.sync:
+		m.refreshing.Lock()
+		m.update(now)
+		m.refreshing.Unlock()
+	case m.refreshing.TryLock():
+		m.s.wg.Add(1)
+		go func() {
+			defer m.s.wg.Done()
+			defer m.refreshing.Unlock()
+			m.update(now)
+		}()
+	}
+}
+
+// update computes the figures, holding refreshing.
+func (m *metrics) update(now time.Time) {
+	m.mu.Lock()
+	done := !m.at.IsZero() && now.Sub(m.at) < m.s.cfg.MetricsEvery // made meanwhile
+	m.mu.Unlock()
+	if done {
+		return
+	}
+	err := m.refresh(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failed = err != nil
+	if err != nil {
+		m.s.cfg.Log.Warn("metrics: cannot compute the figures", "err", err)
+		return
+	}
+	m.at = now
+}
+
+// Collect sends the figures.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.fresh()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	failed := 0.0
+	if m.failed {
+		failed = 1
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	t := m.totals
+	gauge(descScrapeError, failed)
+	gauge(descSources, float64(t.Enabled), "enabled")
+	gauge(descSources, float64(t.Disabled), "disabled")
+	gauge(descSources, float64(t.Failing), "failing")
+	gauge(descSources, float64(t.Paused), "paused")
+	counter(descFetched, float64(t.Counts.OK+t.Counts.NotModified))
+	counter(descFailed, float64(t.Counts.Errors))
+	counter(descDiscovered, float64(t.Counts.NewEntries))
+	counter(descUpdated, float64(t.Counts.Updated))
+	counter(descFetches, float64(t.Counts.OK), "ok")
+	counter(descFetches, float64(t.Counts.NotModified), "not_modified")
+	counter(descFetches, float64(t.Counts.Errors), "error")
+	for _, code := range sortedKeys(t.Counts.ErrorCodes) {
+		counter(descErrors, float64(t.Counts.ErrorCodes[code]), code)
+	}
+	counter(descBytesIn, float64(t.Counts.BytesIn))
+	counter(descBytesSaved, float64(t.Counts.BytesSaved))
+	ch <- prometheus.MustNewConstHistogram(descDuration, m.hist.Count, m.hist.Sum, cumulative(durationBuckets, m.hist.Counts))
+	for _, o := range sortedKeys(m.fetches.outcomes) {
+		counter(descOutcomes, m.fetches.outcomes[o], o)
+	}
+	ch <- prometheus.MustNewConstHistogram(descSizes, m.fetches.sizeN, m.fetches.sizeSum, cumulative(sizeBuckets, m.fetches.sizes))
+	for _, r := range sortedKeys(m.decided) {
+		counter(descDecisions, m.decided[r], r)
+	}
+	f := m.feeds
+	for _, r := range sortedKeys(f.byLastReason) {
+		gauge(descLastReason, float64(f.byLastReason[r]), r)
+	}
+	for _, st := range sortedKeys(f.bySched) {
+		gauge(descSched, float64(f.bySched[st]), st)
+	}
+	gauge(descOverdue, float64(f.overdue))
+	gauge(descBudget, float64(f.budgetOpen))
+	gauge(descFresh, float64(f.onTime), "on_time")
+	gauge(descFresh, float64(f.late), "late")
+	ratio := 1.0
+	if n := f.onTime + f.late; n > 0 {
+		ratio = float64(f.onTime) / float64(n)
+	}
+	gauge(descFreshRatio, ratio)
+	for _, id := range sortedKeys(f.perFeedIntv) {
+		v, l := f.perFeedIntv[id], f.perFeedLabels[id]
+		gauge(descFeedIntv, v[0], id, l[0], l[1])
+		gauge(descFeedEWMA, v[1], id, l[0], l[1])
+	}
+	for _, id := range sortedKeys(m.perFeedCounts) {
+		c, l := m.perFeedCounts[id], f.perFeedLabels[id]
+		counter(descFeedNew, float64(c.NewEntries), id, l[0], l[1])
+		for _, code := range sortedKeys(c.ErrorCodes) {
+			counter(descFeedErrors, float64(c.ErrorCodes[code]), id, l[0], l[1], code)
+		}
+	}
+}
+
+// cumulative turns per-bucket counts into the cumulative counts of each
+// upper bound.
+func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
+	out := make(map[float64]uint64, len(bounds))
+	var n uint64
+	for i, b := range bounds {
+		if i < len(counts) {
+			n += counts[i]
+		}
+		out[b] = n
+	}
+	return out
+}
+
+// refresh computes the figures again: the totals as the stages compute
+// them, one pass over the feeds, and the taps past where the last
+// refresh stopped. It holds refreshing; it takes mu only to swap the new
+// figures in.
+func (m *metrics) refresh(now time.Time) error {
+	ctx := m.s.ctx
+	cat := m.s.cat
+	t := stats.Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	hist := *stats.LoadHistogram(ctx, cat)
+	if len(hist.Counts) != len(durationBuckets)+1 {
+		hist.Counts = make([]uint64, len(durationBuckets)+1)
+	}
+	perFeed := m.s.cfg.PerFeedMetrics
+	f := feedFigures{bySched: map[string]int{}, byLastReason: map[string]int{}}
+	var perFeedCounts map[string]catalog.FeedCounts
+	if perFeed {
+		f.perFeedIntv, f.perFeedLabels, perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
+	}
+	// One pass: the totals as stats.Compute makes them, and the rest.
+	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
+		fs := &feed.State
+		st := t.Add(feed, now)
+		lifecycle := "none"
+		if sc := fs.Sched; sc != nil && sc.Lifecycle != "" {
+			lifecycle = string(sc.Lifecycle)
+			if sc.Lifecycle == sched.StatePaused && sc.Reason == sched.ReasonBudgetExceeded && sc.NextAt.After(now) {
+				f.budgetOpen++
+			}
+		}
+		if feed.Sub.Disabled {
+			lifecycle = "disabled"
+		}
+		f.bySched[lifecycle]++
+		if fs.Decision != nil && fs.Decision.Reason != "" {
+			f.byLastReason[string(fs.Decision.Reason)]++
+		}
+		if st.Listed && now.Sub(st.Next) > time.Minute && st.State != stats.StateDisabled {
+			f.overdue++
+		}
+		if st.State == stats.StateEnabled && st.IntervalSec > 0 && !fs.LastFetchAt.IsZero() {
+			if now.Sub(fs.LastFetchAt.Time) <= 2*time.Duration(st.IntervalSec)*time.Second {
+				f.onTime++
+			} else {
+				f.late++
+			}
+		}
+		if perFeed {
+			id, host := feed.Sub.FeedID, ""
+			if u, err := url.Parse(feed.Sub.URL); err == nil {
+				host = u.Hostname()
+			}
+			f.perFeedLabels[id] = [2]string{cmp.Or(feed.Sub.Name, fs.Title), host}
+			f.perFeedIntv[id] = [2]float64{float64(fs.SchedState().IntervalSec), fs.SchedState().EWMASec}
+			perFeedCounts[id] = fs.Counts
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	taps := m.fetches.clone()
+	decided, decFile, decOff := maps.Clone(m.decided), m.decFile, m.decOff
+	m.mu.Unlock()
+	if err := m.followTaps(&taps, decided, &decFile, &decOff); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.totals, m.hist, m.feeds, m.perFeedCounts = t, hist, f, perFeedCounts
+	m.fetches, m.decided, m.decFile, m.decOff = taps, decided, decFile, decOff
+	return nil
+}
+
+func (c tapCounts) clone() tapCounts {
+	c.outcomes = maps.Clone(c.outcomes)
+	c.sizes = slices.Clone(c.sizes)
+	return c
+}
+
+// followTaps counts the fetch records and decisions written past the
+// positions it is given, and moves them on.
+func (m *metrics) followTaps(c *tapCounts, decided map[string]float64, decFile *string, decOff *int64) error {
+	st := m.s.cfg.Store
+	var err error
+	c.file, c.off, err = st.FollowLogs(storage.DirFetches, c.file, c.off, func(_ string, _, _ int64, l ndjson.Line) error {
+		var f ndjson.Fetch
+		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil {
+			return nil
+		}
+		switch {
+		case f.Error != nil && f.Error.Class != "":
+			c.outcomes[f.Error.Class]++
+		case f.Error != nil:
+			c.outcomes["error"]++
+		case f.NotModified:
+			c.outcomes["not_modified"]++
+		case f.Unchanged:
+			c.outcomes["same_body"]++
+		default:
+			c.outcomes["ok"]++
+		}
+		if f.BodyRef != nil && !f.NotModified {
+			i, _ := slices.BinarySearch(sizeBuckets, float64(f.ContentLength))
+			c.sizes[i]++
+			c.sizeSum += float64(f.ContentLength)
+			c.sizeN++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*decFile, *decOff, err = st.FollowLogs(DecisionsDir, *decFile, *decOff, func(_ string, _, _ int64, l ndjson.Line) error {
+		var d ndjson.Decision
+		if l.Type == ndjson.TypeDecision && l.Decode(&d) == nil && d.Reason != "" {
+			decided[d.Reason]++
+		}
+		return nil
+	})
+	return err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,152 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/feedpipe/feedpipe/internal/stats"
+)
+
+// TestMetrics: /metrics is the Prometheus text format; it has every line
+// the stages write for node_exporter, the same figures; and what the
+// server adds: outcomes, sizes, scheduler states, freshness, requests.
+func TestMetrics(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.PerFeedMetrics = true })
+	w.get("/feeds") // a request to count
+	r := w.get("/metrics")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("%d %v", r.status, r.header)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("not the text format: %v\n%s", err, r.body)
+	}
+	// The textfile's figures, computed now from the same store.
+	tot, err := stats.Compute(context.Background(), w.cat, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := stats.WriteMetrics(&text, tot, stats.LoadHistogram(context.Background(), w.cat)); err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, l := range strings.Split(string(r.body), "\n") {
+		served[l] = true
+	}
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "#" && !slices.ContainsFunc(lines, func(s string) bool { return strings.HasPrefix(s, f[2]) }) {
+			continue // a family without samples: the client leaves it out
+		}
+		if !served[l] {
+			t.Errorf("the textfile's line %q is not served", l)
+		}
+	}
+	value := func(name string, labels ...string) float64 {
+		t.Helper()
+		mf := families[name]
+		if mf == nil {
+			t.Fatalf("no %s", name)
+		}
+	metrics:
+		for _, m := range mf.Metric {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.Label {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+		t.Fatalf("no %s%v", name, labels)
+		return 0
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"sources_total", []string{"state", "enabled"}, 3},
+		{"sources_fetched_total", nil, 3},
+		{"feedpipe_fetch_outcomes_total", []string{"outcome", "ok"}, 3},
+		{"feedpipe_response_size_bytes", nil, 3},
+		{"feedpipe_feeds_scheduler_state", []string{"state", "healthy"}, 3},
+		{"feedpipe_feeds_overdue", nil, 0},
+		{"feedpipe_feeds_budget_open", nil, 0},
+		{"feedpipe_freshness_ratio", nil, 1},
+		{"feedpipe_freshness_feeds", []string{"polled", "on_time"}, 3},
+		{"feedpipe_http_requests_total", []string{"route", "GET /feeds", "code", "200"}, 1},
+		{"feedpipe_feed_new_entries_total", []string{"feed_id", w.ids["youtube_atom.xml"]}, value("feedpipe_feed_new_entries_total", "feed_id", w.ids["youtube_atom.xml"])},
+	} {
+		if got := value(c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if value("items_discovered_total") < 10 || value("feedpipe_feed_new_entries_total", "feed_id", w.ids["youtube_atom.xml"]) < 1 {
+		t.Errorf("entries: %v", value("items_discovered_total"))
+	}
+	if families["process_resident_memory_bytes"] == nil || families["go_goroutines"] == nil {
+		t.Errorf("no process or Go metrics")
+	}
+	// Two hours later, nothing fetched: every feed is overdue and late.
+	w.s.cfg.Now = func() time.Time { return t0.Add(48 * time.Hour) }
+	p = expfmt.NewTextParser(model.UTF8Validation)
+	families, err = p.TextToMetricFamilies(bytes.NewReader(w.get("/metrics").body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value("feedpipe_feeds_overdue") != 3 || value("feedpipe_freshness_ratio") != 0 {
+		t.Errorf("later: overdue %v, freshness %v", value("feedpipe_feeds_overdue"), value("feedpipe_freshness_ratio"))
+	}
+}
+
+// TestMetricsInTheBackground: a scrape of stale figures gets them at once
+// and has them made again in the background, for the next.
+func TestMetricsInTheBackground(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.MetricsEvery = time.Hour })
+	w.s.metrics.sync = false
+	now := t0.Add(time.Minute)
+	w.s.cfg.Now = func() time.Time { return now }
+	if !strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 0") {
+		t.Fatal("the first scrape")
+	}
+	now = t0.Add(48 * time.Hour)
+	// Stale, while new figures are being made (as a long refresh would
+	// hold it): the scrape does not wait, it has the old figures.
+	w.s.metrics.refreshing.Lock()
+	if !strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 0") {
+		t.Fatal("a stale scrape has new figures")
+	}
+	w.s.metrics.refreshing.Unlock()
+	// The next starts them in the background.
+	for i := 0; ; i++ {
+		if strings.Contains(string(w.get("/metrics").body), "feedpipe_feeds_overdue 3") {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the new figures never came")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,235 @@
+// Command loadserve puts feed-serve under load for scripts/bench-serve: C
+// clients on loopback, each sending the requests of a mix in turn for a
+// duration (or a count), then one line of figures per kind of request and
+// one for all: requests, requests/s, p50, p99, errors.
+//
+//	loadserve -url http://127.0.0.1:8080 [-c 200] [-d 30s] [-n 0] [-json FILE]
+//
+// The mix: the feeds list (GET /feeds?limit=100), a feed's entries (GET
+// /feeds/ID/entries?limit=50), an entry by uid (GET /entries/UID), a
+// label's Atom feed (GET /labels/LABEL.atom) and /metrics, in equal parts;
+// the ids, uids and labels are read from the server first. It sends
+// nothing but to a loopback address, and stops by itself.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadserve:", err)
+		os.Exit(1)
+	}
+}
+
+// kinds are the requests of the mix.
+var kinds = []string{"feeds", "entries", "entry", "atom", "metrics"}
+
+type result struct {
+	Kind     string  `json:"kind"`
+	Requests int     `json:"requests"`
+	RPS      float64 `json:"rps"`
+	P50ms    float64 `json:"p50_ms"`
+	P99ms    float64 `json:"p99_ms"`
+	Errors   int     `json:"errors"`
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("loadserve", flag.ContinueOnError)
+	base := fs.String("url", "http://127.0.0.1:8080", "feed-serve's address (loopback only)")
+	clients := fs.Int("c", 200, "concurrent clients")
+	dur := fs.Duration("d", 30*time.Second, "how long")
+	limit := fs.Int("n", 0, "stop after this many requests (0: none but -d)")
+	jsonOut := fs.String("json", "", "also write the results as NDJSON to this file")
+	seed := fs.Uint64("seed", 1, "seed of the random choices")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	u, err := url.Parse(*base)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-url %s: load goes to loopback addresses only", *base)
+	}
+	if *clients < 1 || *dur <= 0 || *dur > 10*time.Minute {
+		return errors.New("-c must be at least 1 and -d from 1ns to 10m")
+	}
+	tr := &http.Transport{MaxIdleConns: *clients * 2, MaxIdleConnsPerHost: *clients * 2, IdleConnTimeout: time.Minute, DisableCompression: false}
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	feeds, labels, uids, err := discover(client, *base)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "loadserve: %d feeds, %d labels, %d uids; %d clients for %s\n", len(feeds), len(labels), len(uids), *clients, *dur)
+	var (
+		mu      sync.Mutex
+		samples = make([][]time.Duration, len(kinds))
+		errs    = make([]int, len(kinds))
+		count   atomic.Int64
+		wg      sync.WaitGroup
+		errMsg  atomic.Value
+	)
+	deadline := time.Now().Add(*dur)
+	start := time.Now()
+	for c := range *clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(*seed, uint64(c)))
+			local := make([][]time.Duration, len(kinds))
+			localErr := make([]int, len(kinds))
+			for i := c; time.Now().Before(deadline); i++ {
+				if *limit > 0 && count.Add(1) > int64(*limit) {
+					break
+				}
+				k := i % len(kinds)
+				var path string
+				switch kinds[k] {
+				case "feeds":
+					path = "/feeds?limit=100"
+				case "entries":
+					path = "/feeds/" + feeds[rnd.IntN(len(feeds))] + "/entries?limit=50"
+				case "entry":
+					path = "/entries/" + uids[rnd.IntN(len(uids))]
+				case "atom":
+					path = "/labels/" + url.PathEscape(labels[rnd.IntN(len(labels))]) + ".atom"
+				case "metrics":
+					path = "/metrics"
+				}
+				t := time.Now()
+				resp, err := client.Get(*base + path)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != 200 {
+						err = fmt.Errorf("GET %s: %s", path, resp.Status)
+					}
+				}
+				local[k] = append(local[k], time.Since(t))
+				if err != nil {
+					localErr[k]++
+					errMsg.CompareAndSwap(nil, err.Error())
+				}
+			}
+			mu.Lock()
+			for k := range kinds {
+				samples[k] = append(samples[k], local[k]...)
+				errs[k] += localErr[k]
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	var all []time.Duration
+	var results []result
+	totalErr := 0
+	for k, name := range kinds {
+		results = append(results, summarize(name, samples[k], errs[k], took))
+		all = append(all, samples[k]...)
+		totalErr += errs[k]
+	}
+	results = append(results, summarize("all", all, totalErr, took))
+	fmt.Fprintf(stdout, "%-8s %9s %9s %8s %8s %7s\n", "request", "requests", "req/s", "p50 ms", "p99 ms", "errors")
+	for _, r := range results {
+		fmt.Fprintf(stdout, "%-8s %9d %9.0f %8.2f %8.2f %7d\n", r.Kind, r.Requests, r.RPS, r.P50ms, r.P99ms, r.Errors)
+	}
+	if m := errMsg.Load(); m != nil {
+		fmt.Fprintf(os.Stderr, "loadserve: the first error: %s\n", m)
+	}
+	if *jsonOut != "" {
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(f)
+		for _, r := range results {
+			enc.Encode(r)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func summarize(kind string, d []time.Duration, errs int, secs float64) result {
+	slices.Sort(d)
+	q := func(p float64) float64 {
+		if len(d) == 0 {
+			return 0
+		}
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds()) / 1000
+	}
+	return result{Kind: kind, Requests: len(d), RPS: float64(len(d)) / secs, P50ms: q(0.50), P99ms: q(0.99), Errors: errs}
+}
+
+// discover reads feed ids, labels and entry uids from the server.
+func discover(client *http.Client, base string) (feeds, labels, uids []string, err error) {
+	var fl struct {
+		Feeds []struct {
+			FeedID string   `json:"feed_id"`
+			Labels []string `json:"labels"`
+		} `json:"feeds"`
+	}
+	if err := getJSON(client, base+"/feeds?limit=1000", &fl); err != nil {
+		return nil, nil, nil, err
+	}
+	seen := map[string]bool{}
+	for _, f := range fl.Feeds {
+		feeds = append(feeds, f.FeedID)
+		for _, l := range f.Labels {
+			if !seen[l] {
+				seen[l] = true
+				labels = append(labels, l)
+			}
+		}
+	}
+	if len(feeds) == 0 || len(labels) == 0 {
+		return nil, nil, nil, errors.New("the server has no feeds with labels to load")
+	}
+	for i := 0; i < len(feeds) && len(uids) < 2000; i += max(1, len(feeds)/50) {
+		var el struct {
+			Entries []struct {
+				UID string `json:"entry_uid"`
+			} `json:"entries"`
+		}
+		if err := getJSON(client, base+"/feeds/"+feeds[i]+"/entries?limit=100", &el); err != nil {
+			return nil, nil, nil, err
+		}
+		for _, e := range el.Entries {
+			uids = append(uids, e.UID)
+		}
+	}
+	if len(uids) == 0 {
+		return nil, nil, nil, errors.New("the server has no entries to load")
+	}
+	return feeds, labels, uids, nil
+}
+
+func getJSON(client *http.Client, u string, v any) error {
+	resp, err := client.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
