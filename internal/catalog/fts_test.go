@@ -193,8 +193,9 @@ func TestFTSBackfill(t *testing.T) {
 		es = append(es, textEntry("A", fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("title%d", i), "", "common words"))
 	}
 	storeLines(t, c, "2026-11-20", es...)
-	// Back to version 3: no index, and the mark the migration leaves.
-	for _, q := range []string{`DROP TABLE entries_fts`, `PRAGMA user_version = 3`} {
+	// Back to version 3: no index nor the tables of the migrations after
+	// it, and the mark the migration leaves.
+	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE users`, `DROP TABLE sessions`, `PRAGMA user_version = 3`} {
 		if _, err := c.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,7 @@ func (c *Catalog) ForgetEntryDays(ctx context.Context, day string, dry bool) (en
 		for _, q := range []string{
 			`DELETE FROM aliases WHERE link_hash IN (SELECT link_hash FROM links WHERE (feed_key, entry_uid) IN (` + gone + `))`,
 			`DELETE FROM links WHERE (feed_key, entry_uid) IN (` + gone + `)`,
+			`DELETE FROM marks WHERE (feed_key, entry_uid) IN (` + gone + `)`,
 			`DELETE FROM entries_fts WHERE rowid IN (SELECT id FROM entries WHERE day < ?)`,
 			`DELETE FROM entry_versions WHERE entry_id IN (SELECT id FROM entries WHERE day < ?)`,
 			`DELETE FROM entry_versions WHERE day < ?`,
@@ -85,6 +86,7 @@ func (c *Catalog) ForgetEntries(ctx context.Context, feedID string, uids []strin
 				`DELETE FROM entries_fts WHERE rowid = (SELECT id FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
 				`DELETE FROM entry_versions WHERE entry_id = (SELECT id FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
 				`DELETE FROM links WHERE feed_key = ? AND entry_uid = ?`,
+				`DELETE FROM marks WHERE feed_key = ? AND entry_uid = ?`,
 				`DELETE FROM entries WHERE feed_key = ? AND entry_uid = ?`,
 			} {
 				if _, err := t.exec(q, key, uid); err != nil {

@@ -34,6 +34,8 @@ type EntryRow struct {
 	SeenCount int
 	Versions  int
 	Location
+	// The marks of EntryQuery.Reader (marks.go); false when it named none.
+	Marks
 }
 
 // Version is one stored version of an entry, its line at Location in
@@ -62,6 +64,11 @@ type EntryQuery struct {
 	// its title, summary or content (fts.go: "quoted words" a phrase, a
 	// word* a prefix); "" keeps all.
 	Text string
+	// Reader is whose marks the rows carry, and Unread and Starred keep
+	// only the entries that reader has not read, or has starred.
+	Reader  string
+	Unread  bool
+	Starred bool
 }
 
 // The limits of an EntryQuery.
@@ -205,6 +212,18 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 		}
 		conds, args = append(conds, "e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"), append(args, m)
 	}
+	if q.Reader != "" || q.Unread || q.Starred {
+		if err := CheckReader(q.Reader); err != nil {
+			return EntryPage{}, fmt.Errorf("catalog: %w", err)
+		}
+	}
+	const marked = `EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.`
+	if q.Unread {
+		conds, args = append(conds, "NOT "+marked+"read)"), append(args, q.Reader)
+	}
+	if q.Starred {
+		conds, args = append(conds, marked+"starred)"), append(args, q.Reader)
+	}
 	if q.Cursor != "" {
 		at, id, err := parseCursor(q.Cursor)
 		if err != nil {
@@ -240,8 +259,20 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 	if err := rows.Err(); err != nil {
 		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
 	}
-	if len(page.Entries) > limit {
+	more := len(page.Entries) > limit
+	if more {
 		page.Entries = page.Entries[:limit]
+	}
+	if q.Reader != "" {
+		marks, err := c.MarksOf(ctx, q.Reader, page.Entries)
+		if err != nil {
+			return EntryPage{}, err
+		}
+		for i := range page.Entries {
+			page.Entries[i].Marks = marks[page.Entries[i].ID]
+		}
+	}
+	if more {
 		last := page.Entries[limit-1]
 		at := last.Published
 		if col == "e.first_seen" {
