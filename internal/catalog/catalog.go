@@ -68,6 +68,7 @@ func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, e
 	}
 	_, err := os.Stat(path)
 	fresh := errors.Is(err, fs.ErrNotExist)
+	locked := fresh
 	if fresh {
 		// Two processes starting on a store without a catalog: one
 		// makes it (and migrates), the other waits and opens it.
@@ -82,6 +83,14 @@ func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, e
 			// The catalog holds credentials: its owner's only (SQLite
 			// gives its -wal and -shm files the same mode).
 			return nil, err
+		}
+	}
+	if !locked {
+		// Another process may be making the catalog (above) still: its
+		// file exists before its schema does. Wait for it to be done.
+		// A store we may not write to has no maker: go on.
+		if unlock, err := st.Lock(catalogLock, true, nil); err == nil {
+			unlock()
 		}
 	}
 	c, err := open(ctx, st, path, log)

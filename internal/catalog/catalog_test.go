@@ -623,3 +623,30 @@ func TestEntryQueries(t *testing.T) {
 		t.Fatalf("%+v %+v %v", rows, versions, err)
 	}
 }
+
+// TestOpenAtOnce: processes opening a store without a catalog at once all
+// get it whole: one makes it, the others wait for it rather than find its
+// file before its schema (SQLITE_BUSY).
+func TestOpenAtOnce(t *testing.T) {
+	for round := range 20 {
+		st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				c, err := Open(ctx, st, nil)
+				if err == nil {
+					err = c.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}
