@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/discover"
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -141,11 +140,7 @@ be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
 			if c.Int("limit") < 1 || c.Int("limit") > serve.MaxFeedLimit {
 				return cmdkit.Usagef("--limit %d: it is 1 to %d", c.Int("limit"), serve.MaxFeedLimit)
 			}
-			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
-			if err != nil {
-				return err
-			}
-			cat, err := catalog.Open(c.Context, st, log)
+			log, cat, err := cmdkit.SetupCatalog(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}

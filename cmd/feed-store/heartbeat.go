@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -60,11 +59,7 @@ old. Times are RFC 3339 or Unix seconds (a fraction allowed).`,
 					return cmdkit.Usagef("%s: %v", path, strings.TrimPrefix(err.Error(), "stats: "))
 				}
 			}
-			log, st, err := cmdkit.Setup(c, cmdkit.Writes)
-			if err != nil {
-				return err
-			}
-			cat, err := catalog.Open(c.Context, st, log)
+			_, cat, err := cmdkit.SetupCatalog(c, cmdkit.Writes)
 			if err != nil {
 				return err
 			}

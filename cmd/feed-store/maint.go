@@ -200,11 +200,7 @@ the store's files. The stages check what they read as they go and stop
 with the same advice; this checks all of it at once, for a cron job or
 after a crash of the machine.`,
 		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
-			if err != nil {
-				return err
-			}
-			cat, err := catalog.Open(c.Context, st, log)
+			_, cat, err := cmdkit.SetupCatalog(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}

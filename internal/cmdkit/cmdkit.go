@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -369,6 +370,17 @@ func Setup(c *cli.Context, access Access) (*slog.Logger, *storage.Store, error) 
 		return nil, nil, err
 	}
 	return log, st, nil
+}
+
+// SetupCatalog is Setup with the store's catalog opened; the caller
+// closes it.
+func SetupCatalog(c *cli.Context, access Access) (*slog.Logger, *catalog.Catalog, error) {
+	log, st, err := Setup(c, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := catalog.Open(c.Context, st, log)
+	return log, cat, err
 }
 
 // UsageIf marks err as a usage error when it matches one of targets.
