@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"html/template"
 	"net/http"
@@ -92,7 +93,9 @@ func labelsOf(subs []ndjson.Subscription, unread map[string]catalog.Unread) ([]l
 	counts := map[string]int{}
 	names := map[string]string{}
 	for _, sb := range subs {
-		names[sb.FeedID] = cmp.Or(sb.Name, sb.URL)
+		if sb.Name != "" {
+			names[sb.FeedID] = sb.Name
+		}
 		for _, l := range sb.Labels {
 			counts[l] += unread[sb.FeedID].Count
 		}
@@ -227,9 +230,18 @@ func httpURL(u string) string {
 }
 
 // entryViews reads the entries of a page: their records, names and marks.
-func (s *Server) entryViews(page catalog.EntryPage, names map[string]string) (entryList, error) {
+func (s *Server) entryViews(ctx context.Context, page catalog.EntryPage, names map[string]string) (entryList, error) {
 	var l entryList
 	for _, row := range page.Entries {
+		if _, ok := names[row.FeedID]; !ok {
+			// A feed without a name of its own: its title, as its last
+			// parse said; or its URL.
+			fs, _, err := s.cat.State(ctx, row.FeedID)
+			if err != nil {
+				return l, err
+			}
+			names[row.FeedID] = fs.Title
+		}
 		e, err := s.cat.Entry(row)
 		if err != nil {
 			return l, err
@@ -326,7 +338,7 @@ func (s *Server) webRiver(w http.ResponseWriter, r *http.Request) {
 		s.webError(w, r, err)
 		return
 	}
-	if d.entryList, err = s.entryViews(page, names); err != nil {
+	if d.entryList, err = s.entryViews(ctx, page, names); err != nil {
 		s.webError(w, r, err)
 		return
 	}
@@ -389,7 +401,12 @@ func (s *Server) webEntry(w http.ResponseWriter, r *http.Request) {
 		s.webError(w, r, err)
 		return
 	}
-	d := entryPage{entryView: viewOf(row, &e, cmp.Or(sb.Name, sb.URL)), FeedURL: sb.URL}
+	fs, _, err := s.cat.State(ctx, id)
+	if err != nil {
+		s.webError(w, r, err)
+		return
+	}
+	d := entryPage{entryView: viewOf(row, &e, cmp.Or(sb.Name, fs.Title, sb.URL)), FeedURL: sb.URL}
 	base := cmp.Or(d.Link, httpURL(sb.URL))
 	d.Content = sanitise(cmp.Or(e.Content, e.Summary), base)
 	for _, a := range e.Authors {
@@ -507,7 +524,7 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 		s.webError(w, r, err)
 		return
 	}
-	if d.entryList, err = s.entryViews(page, map[string]string{id: d.Name}); err != nil {
+	if d.entryList, err = s.entryViews(ctx, page, map[string]string{id: d.Name}); err != nil {
 		s.webError(w, r, err)
 		return
 	}

@@ -258,7 +258,7 @@ type bar struct {
 
 // hbars draws a horizontal bar per item, largest first as given.
 func hbars(items []bar, class, title string) template.HTML {
-	const w, row, labelW = 640, 22, 260
+	const w, row, labelW = 480, 22, 180
 	h := max(len(items), 1)*row + 4
 	var b strings.Builder
 	svgOpen(&b, "bars", w, h, title)
@@ -272,14 +272,14 @@ func hbars(items []bar, class, title string) template.HTML {
 	}
 	for i, it := range items {
 		y := i*row + 2
-		label := html.EscapeString(cut(it.Label, 38))
+		label := html.EscapeString(cut(it.Label, 28))
 		if it.Href != "" {
 			label = fmt.Sprintf(`<a href="%s">%s</a>`, html.EscapeString(it.Href), label)
 		}
 		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">%s</text>`, labelW-6, y+15, label)
 		bw := 0.0
 		if peak > 0 {
-			bw = it.Value / peak * float64(w-labelW-70)
+			bw = it.Value / peak * float64(w-labelW-60)
 		}
 		text := it.Text
 		if text == "" {
