@@ -283,7 +283,7 @@ func TestWebPage(t *testing.T) {
 		t.Fatalf("the hostile feed's entries: %v %v", hostile.Entries, err)
 	}
 	run(chromedp.Navigate(base + "/"))
-	shot("feeds")
+	shot("feeds") // docs/img/feed-serve.png
 	run(chromedp.Navigate(base + "/web/feeds/" + ids["TechCrunch"]))
 	shot("feed")
 	run(chromedp.Navigate(base + "/web/dashboard"))
@@ -355,7 +355,7 @@ func TestWebPage(t *testing.T) {
 	}
 	shot("river-signed-in")
 	if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
-		os.WriteFile(filepath.Join(shots, "river.png"), b, 0o644) // the screen a reader sees first: docs/img/feed-serve.png
+		os.WriteFile(filepath.Join(shots, "river.png"), b, 0o644) // the screen a reader sees first
 	}
 	// Mark all shown read.
 	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(".markall button")))); err != nil {
@@ -370,20 +370,17 @@ func TestWebPage(t *testing.T) {
 	const widest = `(() => { let w = null; for (const e of document.querySelectorAll("body *")) { const r = e.getBoundingClientRect();
 		const spills = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === "visible" && !(e instanceof SVGElement);
 		if (r.width > 0 && (r.right > innerWidth + 1 || spills) && !e.closest(".scroll, .content table, pre")) { w = e.tagName + "." + e.className + " " + Math.round(r.right); break; } } return w || ""; })()`
-	for _, p := range []string{"/", "/web/feeds/" + ids["TechCrunch"], "/web/dashboard", "/web/river", "/web/entries/" + ids["Hostile"] + "/" + hostile.Entries[0].UID} {
+	for name, p := range map[string]string{"feeds": "/", "feed": "/web/feeds/" + ids["TechCrunch"], "dashboard": "/web/dashboard", "river": "/web/river",
+		"entry": "/web/entries/" + ids["Hostile"] + "/" + hostile.Entries[0].UID} {
 		run(chromedp.Navigate(base + p))
 		if wide, err := chromedp.Run(ctx, chromedp.Evaluate[string](widest)); err != nil || wide != "" {
 			t.Errorf("%s is wider than a phone's screen: %s %v", p, wide, err)
-		}
-		name := "phone-" + strings.Trim(strings.ReplaceAll(strings.SplitN(strings.TrimPrefix(p, "/web/"), "/", 2)[0], "/", ""), "/")
-		if p == "/" {
-			name = "phone-feeds"
 		}
 		b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(shots, name+".png"), b, 0o644)
+		os.WriteFile(filepath.Join(shots, "phone-"+name+".png"), b, 0o644)
 	}
 
 	run(chromedp.Sleep(200 * time.Millisecond)) // the last messages arrive
