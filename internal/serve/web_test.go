@@ -122,7 +122,9 @@ func TestWebPages(t *testing.T) {
 	w := webWorld(t)
 	tc, hostile := w.ids["TechCrunch.xml"], w.ids["hostile.rss"]
 	home := w.page("/", 200)
-	for _, want := range []string{"TechCrunch", `href="/web/feeds/` + tc + `"`, "news", "video", "new in 14 days", `<svg class="chart spark"`, "enabled"} {
+	// TechCrunch's 20 entries were first seen today: the sparkline's last day.
+	for _, want := range []string{"TechCrunch", `href="/web/feeds/` + tc + `"`, "news", "video", "<span>20 new in 14 days</span>", `<svg class="chart spark"`, "enabled",
+		"new entries a day, the last 14 days: 0 0 0 0 0 0 0 0 0 0 0 0 0 20", `title="unread entries">20</a>`} {
 		if !strings.Contains(home, want) {
 			t.Errorf("the feed list has no %q", want)
 		}
@@ -151,6 +153,11 @@ func TestWebPages(t *testing.T) {
 	}
 	w.page("/web/river?label=news&unread=1", 200)
 	dash := w.page("/web/dashboard", 200)
+	// Both cycles in the hour of t0: 3 feeds new, then the hostile one
+	// new and the 3 others 304.
+	if !strings.Contains(dash, "<title>11-21 10h: 4 success, 3 304 not modified</title>") {
+		t.Errorf("the dashboard's chart has no bar of the two cycles' fetches")
+	}
 	for _, want := range []string{"Success vs 304 vs error", "Top feeds by new entries", "Top error codes", "Top error hosts", "saved by 304s", `<svg class="chart stack"`} {
 		if !strings.Contains(dash, want) {
 			t.Errorf("the dashboard has no %q", want)
