@@ -82,14 +82,17 @@ type tapCounts struct {
 	file     string
 	off      int64
 	outcomes map[string]float64
-	sizes    []uint64 // per sizeBuckets, then +Inf
-	sizeSum  float64
-	sizeN    uint64
+	// hourly are the outcomes by the hour of the fetch (Unix seconds):
+	// the web page's charts over time.
+	hourly  map[int64]map[string]float64
+	sizes   []uint64 // per sizeBuckets, then +Inf
+	sizeSum float64
+	sizeN   uint64
 }
 
 func newMetrics(s *Server) (*metrics, *prometheus.Registry, error) {
 	m := &metrics{s: s, decided: map[string]float64{},
-		fetches: tapCounts{outcomes: map[string]float64{}, sizes: make([]uint64, len(sizeBuckets)+1)},
+		fetches: tapCounts{outcomes: map[string]float64{}, hourly: map[int64]map[string]float64{}, sizes: make([]uint64, len(sizeBuckets)+1)},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "feedpipe_http_requests_total",
 			Help: "Requests feed-serve answered, by route and status code."}, []string{"route", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "feedpipe_http_request_duration_seconds",
@@ -388,8 +391,28 @@ func (m *metrics) refresh(now time.Time) error {
 	return nil
 }
 
+// outcomeOf is a fetch record's outcome: ok (a new body), not_modified,
+// same_body, or its error's class ("error" without one).
+func outcomeOf(f *ndjson.Fetch) string {
+	switch {
+	case f.Error != nil && f.Error.Class != "":
+		return f.Error.Class
+	case f.Error != nil:
+		return "error"
+	case f.NotModified:
+		return "not_modified"
+	case f.Unchanged:
+		return "same_body"
+	}
+	return "ok"
+}
+
 func (c tapCounts) clone() tapCounts {
 	c.outcomes = maps.Clone(c.outcomes)
+	c.hourly = maps.Clone(c.hourly)
+	for h, m := range c.hourly {
+		c.hourly[h] = maps.Clone(m)
+	}
 	c.sizes = slices.Clone(c.sizes)
 	return c
 }
@@ -404,18 +427,13 @@ func (m *metrics) followTaps(c *tapCounts, decided map[string]float64, decFile *
 		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil {
 			return nil
 		}
-		switch {
-		case f.Error != nil && f.Error.Class != "":
-			c.outcomes[f.Error.Class]++
-		case f.Error != nil:
-			c.outcomes["error"]++
-		case f.NotModified:
-			c.outcomes["not_modified"]++
-		case f.Unchanged:
-			c.outcomes["same_body"]++
-		default:
-			c.outcomes["ok"]++
+		o := outcomeOf(&f)
+		c.outcomes[o]++
+		hour := f.FetchedAt.Truncate(time.Hour).Unix()
+		if c.hourly[hour] == nil {
+			c.hourly[hour] = map[string]float64{}
 		}
+		c.hourly[hour][o]++
 		if f.BodyRef != nil && !f.NotModified {
 			i, _ := slices.BinarySearch(sizeBuckets, float64(f.ContentLength))
 			c.sizes[i]++

@@ -35,7 +35,9 @@ func TestTraversal(t *testing.T) {
 		"/entries?label=%2E%2E%2F%2E%2E", "/feeds?label=" + strings.ReplaceAll(outside, "/", "%2F"),
 	} {
 		r := w.get(path)
-		if r.status < 400 || strings.Contains(string(r.body), "TOP SECRET") || strings.Contains(string(r.body), "root:") || strings.Contains(string(r.body), "SQLite") {
+		// "/raw/.." is cleaned to "/" (a redirect): the web page's feed list.
+		home := path == "/raw/.." && strings.Contains(string(r.body), "<title>Feeds · feedpipe</title>")
+		if r.status < 400 && !home || strings.Contains(string(r.body), "TOP SECRET") || strings.Contains(string(r.body), "root:") || strings.Contains(string(r.body), "SQLite") {
 			t.Errorf("%s: %d %.200s", path, r.status, r.body)
 		}
 	}

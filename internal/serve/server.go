@@ -92,6 +92,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.mux.Handle(rt.method+" "+rt.pattern, h)
 	}
+	s.addWeb(gz) // the web page (web.go)
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.mux
 	return s, nil
