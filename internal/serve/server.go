@@ -25,6 +25,8 @@ type Server struct {
 	reg     *prometheus.Registry
 	cache   answerCache
 	files   dayFiles
+	greader http.Handler // the Google Reader API (greader.go)
+	gr      greaderState
 
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
@@ -93,6 +95,8 @@ func New(cfg Config) (*Server, error) {
 		s.mux.Handle(rt.method+" "+rt.pattern, h)
 	}
 	s.mux.HandleFunc("/", s.notFound)
+	s.greader = gz(http.HandlerFunc(s.serveGReader))
+	s.gr.logins = make(chan struct{}, 2)
 	s.handler = s.mux
 	return s, nil
 }
@@ -111,7 +115,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(rec, r) {
 		return
 	}
-	s.handler.ServeHTTP(rec, r)
+	if isGReader(r.URL.Path) {
+		s.greader.ServeHTTP(rec, r)
+	} else {
+		s.handler.ServeHTTP(rec, r)
+	}
 	s.metrics.request(r, rec.status, time.Since(start))
 	s.cfg.Log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 		"elapsed_ms", time.Since(start).Milliseconds())
