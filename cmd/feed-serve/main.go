@@ -38,7 +38,10 @@ events (/events, and /events/stream as Server-Sent Events), /healthz,
 It listens on loopback unless --listen says otherwise. Reads are open;
 writes need the bearer token (Authorization: Bearer TOKEN), which is in the
 file --token-file names: made in the store with mode 0600 on first start
-and printed then, once. --auth reads makes reads need it too.`,
+and printed then, once. --auth reads makes reads need it too.
+
+The Google Reader API (/accounts/ClientLogin, /reader/api/0/...) lets
+reader apps read the store; it is off until feed-serve user add NAME.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, host:port", Value: serve.DefaultListen, EnvVars: []string{"FEEDPIPE_SERVE_LISTEN"}},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (host:port) to this `FILE`: with --listen 127.0.0.1:0 the system picks the port"},
@@ -47,12 +50,13 @@ and printed then, once. --auth reads makes reads need it too.`,
 			&cli.StringFlag{Name: "cors", Usage: "the one `ORIGIN` (https://app.example) allowed to call the API from a browser", DefaultText: "none", EnvVars: []string{"FEEDPIPE_SERVE_CORS"}},
 			&cli.StringFlag{Name: "base-url", Usage: "the URL the server is reached at, for links in feeds and headers", DefaultText: "http://HOST of each request", EnvVars: []string{"FEEDPIPE_SERVE_BASE_URL"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
+			&cli.DurationFlag{Name: "unread-window", Usage: "how far back the Google Reader API and GET /feeds?reader= count unread entries; older ones count as read", Value: serve.DefaultUnreadWindow, EnvVars: []string{"FEEDPIPE_SERVE_UNREAD_WINDOW"}},
 			&cli.BoolFlag{Name: "per-feed-metrics", Usage: "add series per feed to /metrics (interval, EWMA, new entries, errors): for up to some thousands of feeds", EnvVars: []string{"FEEDPIPE_SERVE_PER_FEED_METRICS"}},
 			&cli.BoolFlag{Name: "allow-private", Usage: "discovery (POST /feeds with discover) may fetch loopback, private and link-local addresses", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 			&cli.DurationFlag{Name: "timeout", Usage: "per discovery request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
 			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent of discovery requests", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		}, append(cmdkit.CommonFlags(), cmdkit.HiddenSchedFlags()...)...),
-		Commands: []*cli.Command{publishCommand()},
+		Commands: []*cli.Command{publishCommand(), userCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdkit.Usagef("feed-serve takes no arguments (did you mean feed-serve publish %s?)", c.Args().First())
@@ -95,7 +99,7 @@ and printed then, once. --auth reads makes reads need it too.`,
 			}
 			return serve.Run(c.Context, serve.Config{
 				Store: st, Listen: c.String("listen"), Token: token, AuthReads: auth == "reads", CORS: c.String("cors"),
-				BaseURL: c.String("base-url"), Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"),
+				BaseURL: c.String("base-url"), Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"), UnreadWindow: c.Duration("unread-window"),
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private"),
 					Timeout: c.Duration("timeout")}), Log: log},
 				Log: log, Msg: c.App.ErrWriter,

@@ -415,7 +415,7 @@ func TestGReaderSubscriptions(t *testing.T) {
 	}
 	ok("ac=edit&s=feed/" + tc + "&t=Tech+news&a=user/-/label/fav&r=user/-/label/news")
 	var f FeedOut
-	w.get("/feeds/" + tc).json(t, &f)
+	w.get("/feeds/"+tc).json(t, &f)
 	if f.Name != "Tech news" || strings.Join(f.Labels, ",") != "fav" {
 		t.Errorf("after edit: %q %v", f.Name, f.Labels)
 	}
