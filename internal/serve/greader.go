@@ -46,6 +46,19 @@ func isGReader(path string) bool {
 	return path == clientLogin || strings.HasPrefix(path, greaderPrefix)
 }
 
+// greaderPath is the request's path with the leading slashes made one:
+// clients join a base URL that ends in a slash with paths that begin with
+// one (newsboat's feedhq-url "http://host/").
+func greaderPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "//") && isGReader("/"+strings.TrimLeft(r.URL.Path, "/")) {
+		r.URL.Path = "/" + strings.TrimLeft(r.URL.Path, "/")
+		if r.URL.RawPath != "" {
+			r.URL.RawPath = "/" + strings.TrimLeft(r.URL.RawPath, "/")
+		}
+	}
+	return r.URL.Path
+}
+
 // greaderState is what the API keeps between requests.
 type greaderState struct {
 	// logins lets two password checks run at once: each is a PBKDF2 of

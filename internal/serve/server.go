@@ -115,7 +115,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(rec, r) {
 		return
 	}
-	if isGReader(r.URL.Path) {
+	if isGReader(greaderPath(r)) {
 		s.greader.ServeHTTP(rec, r)
 	} else {
 		s.handler.ServeHTTP(rec, r)
