@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"net/url"
 	"strconv"
@@ -498,5 +499,49 @@ func TestGReaderAtom(t *testing.T) {
 	}
 	if read != 1 || fresh != len(doc.Entries)-1 || len(doc.Entries) < 2 {
 		t.Errorf("%d entries, %d read, %d fresh", len(doc.Entries), read, fresh)
+	}
+}
+
+// TestOpenAPIReadState: openapi.json documents the read state of the
+// REST API (reader, unread, starred; the unread count of a feed; the
+// marks of an entry), and each documented parameter is taken.
+func TestOpenAPIReadState(t *testing.T) {
+	w := newWorld(t)
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	w.get("/openapi.json").json(t, &doc)
+	for path, want := range map[string][]string{"/feeds": {"reader"}, "/entries": {"reader", "unread", "starred"}, "/feeds/{id}/entries": {"reader", "unread", "starred"}} {
+		var get struct {
+			Parameters []struct{ Name string } `json:"parameters"`
+		}
+		json.Unmarshal(doc.Paths[path]["get"], &get)
+		var names []string
+		for _, p := range get.Parameters {
+			names = append(names, p.Name)
+		}
+		for _, n := range want {
+			if !contains(names, n) {
+				t.Errorf("GET %s: %s is not documented", path, n)
+			}
+		}
+		path = strings.Replace(path, "{id}", w.ids["TechCrunch.xml"], 1)
+		query := "?reader=alice&unread=true&starred=false"
+		if path == "/feeds" {
+			query = "?reader=alice"
+		}
+		if r := w.get(path + query); r.status != 200 {
+			t.Errorf("GET %s with read state: %d %s", path, r.status, r.body)
+		}
+	}
+	for schema, prop := range map[string]string{"Feed": "unread", "Entry": "read"} {
+		if doc.Components.Schemas[schema].Properties[prop] == nil {
+			t.Errorf("schema %s has no %s", schema, prop)
+		}
 	}
 }
