@@ -273,7 +273,7 @@ func TestGReaderRead(t *testing.T) {
 		t.Errorf("label news: %d ids", len(ids.ItemRefs))
 	}
 	// Items by id, short and long.
-	short := ids.ItemRefs[0].ID
+	short := itemShort(all[1][len(itemPrefix):])
 	var got grItems
 	w.gr(auth, "POST", "/reader/api/0/stream/items/contents", "i="+short+"&i="+url.QueryEscape(all[0])).json(t, &got)
 	if len(got.Items) != 2 || itemShort(got.Items[0].ID[len(itemPrefix):]) != short || got.Items[1].ID != all[0] {
