@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 )
@@ -544,4 +545,50 @@ func TestOpenAPIReadState(t *testing.T) {
 			t.Errorf("schema %s has no %s", schema, prop)
 		}
 	}
+}
+
+// TestGReaderUnreadWindow: entries first seen before the unread window
+// count as read, in the API and in GET /feeds?reader=, whatever their
+// marks; the REST entry lists keep the catalog's own view.
+func TestGReaderUnreadWindow(t *testing.T) {
+	t.Cleanup(catalog.SetTestIterations(1000))
+	w := newWorld(t, func(c *Config) { c.UnreadWindow = 30 * time.Second }) // the entries are a minute old
+	if err := w.cat.AddUser(context.Background(), "alice", "pw", t0); err != nil {
+		t.Fatal(err)
+	}
+	_, auth := w.login(t, "alice", "pw")
+	tc := w.ids["TechCrunch.xml"]
+	if c := w.counts(auth); len(c.Counts) != 0 || c.Max != 0 {
+		t.Errorf("counts of old entries: %+v", c)
+	}
+	if n := w.restUnread("alice", tc); n != 0 {
+		t.Errorf("GET /feeds unread %d", n)
+	}
+	var page grItems
+	w.gr(auth, "GET", "/reader/api/0/stream/contents/feed%2F"+tc+"?n=3", "").json(t, &page)
+	if len(page.Items) != 3 || !contains(page.Items[0].Categories, stateRead) {
+		t.Errorf("old items %+v", page.Items)
+	}
+	w.gr(auth, "GET", "/reader/api/0/stream/contents/feed%2F"+tc+"?xt="+stateRead, "").json(t, &page)
+	if len(page.Items) != 0 {
+		t.Errorf("xt=read kept %d old items", len(page.Items))
+	}
+	var list struct {
+		Entries []json.RawMessage `json:"entries"`
+	}
+	w.get("/feeds/"+tc+"/entries?reader=alice&unread=true&limit=5").json(t, &list)
+	if len(list.Entries) != 5 {
+		t.Errorf("the catalog's view lost the old unread entries: %d", len(list.Entries))
+	}
+}
+
+// login logs a user in, and returns the Auth token.
+func (w *world) login(t *testing.T, user, pw string) (*world, string) {
+	t.Helper()
+	r := w.do("POST", "/accounts/ClientLogin", "Email="+user+"&Passwd="+url.QueryEscape(pw), "Content-Type", "application/x-www-form-urlencoded")
+	_, auth, ok := strings.Cut(string(r.body), "Auth=")
+	if r.status != 200 || !ok {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	return w, strings.TrimSpace(auth)
 }
