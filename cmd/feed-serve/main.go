@@ -38,10 +38,7 @@ events (/events, and /events/stream as Server-Sent Events), /healthz,
 It listens on loopback unless --listen says otherwise. Reads are open;
 writes need the bearer token (Authorization: Bearer TOKEN), which is in the
 file --token-file names: made in the store with mode 0600 on first start
-and printed then, once. --auth reads makes reads need it too.
-
-The Google Reader API (/accounts/ClientLogin, /reader/api/0/...) lets
-reader apps read the store; it is off until feed-serve user add NAME.`,
+and printed then, once. --auth reads makes reads need it too.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, host:port", Value: serve.DefaultListen, EnvVars: []string{"FEEDPIPE_SERVE_LISTEN"}},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (host:port) to this `FILE`: with --listen 127.0.0.1:0 the system picks the port"},

@@ -20,7 +20,7 @@ import (
 func userCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "user",
-		Usage: "the users of the Google Reader API: add, passwd, remove, list",
+		Usage: "the users of the Google Reader API (/accounts/ClientLogin, /reader/api/0/...: for reader apps; off until a user exists): add, passwd, remove, list",
 		UsageText: `feed-serve user add NAME      (the password from stdin, or asked twice on a terminal)
    feed-serve user passwd NAME
    feed-serve user remove NAME
