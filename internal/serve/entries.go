@@ -178,7 +178,7 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	b.WriteString(`{"entries":[`)
 	var modified time.Time
 	n := 0
-	marks := readerOf(r) != ""
+	marks := restReader(r) != ""
 	for _, row := range page.Entries {
 		line, err := s.entryLine(row)
 		if err != nil {

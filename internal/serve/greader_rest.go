@@ -14,9 +14,9 @@ import (
 // "default" when none is named). The same marks the Google Reader API
 // and feed-read make, so that one can check one against the other.
 
-// readerOf is the reader a request names: reader=, or the default reader
+// restReader is the reader a request names: reader=, or the default reader
 // when unread= or starred= asks for marks; "" for none.
-func readerOf(r *http.Request) string {
+func restReader(r *http.Request) string {
 	q := r.URL.Query()
 	if v := q.Get("reader"); v != "" {
 		return v
@@ -30,7 +30,7 @@ func readerOf(r *http.Request) string {
 // readerQuery reads reader, unread and starred into eq; false when the
 // request is answered.
 func readerQuery(w http.ResponseWriter, r *http.Request, eq *catalog.EntryQuery) bool {
-	eq.Reader = readerOf(r)
+	eq.Reader = restReader(r)
 	if eq.Reader == "" {
 		return true
 	}
