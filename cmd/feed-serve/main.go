@@ -50,12 +50,13 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			&cli.StringFlag{Name: "cors", Usage: "the one `ORIGIN` (https://app.example) allowed to call the API from a browser", DefaultText: "none", EnvVars: []string{"FEEDPIPE_SERVE_CORS"}},
 			&cli.StringFlag{Name: "base-url", Usage: "the URL the server is reached at, for links in feeds and headers", DefaultText: "http://HOST of each request", EnvVars: []string{"FEEDPIPE_SERVE_BASE_URL"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
+			&cli.DurationFlag{Name: "unread-window", Usage: "how far back the Google Reader API and GET /feeds?reader= count unread entries; older ones count as read", Value: serve.DefaultUnreadWindow, EnvVars: []string{"FEEDPIPE_SERVE_UNREAD_WINDOW"}},
 			&cli.BoolFlag{Name: "per-feed-metrics", Usage: "add series per feed to /metrics (interval, EWMA, new entries, errors): for up to some thousands of feeds", EnvVars: []string{"FEEDPIPE_SERVE_PER_FEED_METRICS"}},
 			&cli.BoolFlag{Name: "allow-private", Usage: "discovery (POST /feeds with discover) may fetch loopback, private and link-local addresses", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 			&cli.DurationFlag{Name: "timeout", Usage: "per discovery request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
 			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent of discovery requests", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		}, append(cmdkit.CommonFlags(), cmdkit.HiddenSchedFlags()...)...),
-		Commands: []*cli.Command{publishCommand()},
+		Commands: []*cli.Command{publishCommand(), userCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdkit.Usagef("feed-serve takes no arguments (did you mean feed-serve publish %s?)", c.Args().First())
@@ -98,7 +99,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			}
 			return serve.Run(c.Context, serve.Config{
 				Store: st, Listen: c.String("listen"), Token: token, AuthReads: auth == "reads", CORS: c.String("cors"),
-				BaseURL: c.String("base-url"), Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"),
+				BaseURL: c.String("base-url"), Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"), UnreadWindow: c.Duration("unread-window"),
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private"),
 					Timeout: c.Duration("timeout")}), Log: log},
 				Log: log, Msg: c.App.ErrWriter,

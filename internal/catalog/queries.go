@@ -69,6 +69,11 @@ type EntryQuery struct {
 	Reader  string
 	Unread  bool
 	Starred bool
+	// Read keeps only the entries Reader has marked read.
+	Read bool
+	// Oldest lists oldest first (Since and Until bound it as ever; a
+	// cursor goes on towards the newest).
+	Oldest bool
 }
 
 // The limits of an EntryQuery.
@@ -212,7 +217,7 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 		}
 		conds, args = append(conds, "e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"), append(args, m)
 	}
-	if q.Reader != "" || q.Unread || q.Starred {
+	if q.Reader != "" || q.Unread || q.Starred || q.Read {
 		if err := CheckReader(q.Reader); err != nil {
 			return EntryPage{}, fmt.Errorf("catalog: %w", err)
 		}
@@ -224,17 +229,24 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 	if q.Starred {
 		conds, args = append(conds, marked+"starred)"), append(args, q.Reader)
 	}
+	if q.Read {
+		conds, args = append(conds, marked+"read)"), append(args, q.Reader)
+	}
+	dir, past := "DESC", "<"
+	if q.Oldest {
+		dir, past = "ASC", ">"
+	}
 	if q.Cursor != "" {
 		at, id, err := parseCursor(q.Cursor)
 		if err != nil {
 			return EntryPage{}, err
 		}
-		conds, args = append(conds, "("+col+" < ? OR ("+col+" = ? AND e.id < ?))"), append(args, at, at, id)
+		conds, args = append(conds, "("+col+" "+past+" ? OR ("+col+" = ? AND e.id "+past+" ?))"), append(args, at, at, id)
 	}
 	// Prepared once per shape of query (the conditions given; a label of
 	// many feeds is one shape), not parsed at each page.
 	query := `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY ` + col + ` DESC, e.id DESC LIMIT ?`
+		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY ` + col + ` ` + dir + `, e.id ` + dir + ` LIMIT ?`
 	var rows *sql.Rows
 	st, err := c.stmts.get(ctx, c.db, query)
 	if err == nil {

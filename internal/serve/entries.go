@@ -63,6 +63,9 @@ func entryQuery(w http.ResponseWriter, r *http.Request, search bool) (catalog.En
 		badParam(w, r, "cursor", "cursor "+strconv.Quote(clip(eq.Cursor))+" is not one a page of entries gave: take it from the next link of the page before")
 		return eq, false
 	}
+	if !readerQuery(w, r, &eq) {
+		return eq, false
+	}
 	if search {
 		eq.Text = q.Get("q")
 		if len(eq.Text) > 500 {
@@ -175,6 +178,7 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 	b.WriteString(`{"entries":[`)
 	var modified time.Time
 	n := 0
+	marks := restReader(r) != ""
 	for _, row := range page.Entries {
 		line, err := s.entryLine(row)
 		if err != nil {
@@ -188,6 +192,9 @@ func (s *Server) sendEntries(w http.ResponseWriter, r *http.Request, page catalo
 		b.Write(line[:len(line)-1])
 		b.WriteString(`,"versions":`)
 		b.WriteString(strconv.Itoa(row.Versions))
+		if marks {
+			b.WriteString(`,"read":` + strconv.FormatBool(row.Read) + `,"starred":` + strconv.FormatBool(row.Starred))
+		}
 		b.WriteByte('}')
 		if row.LastSeen.After(modified) {
 			modified = row.LastSeen

@@ -27,7 +27,10 @@ type FeedOut struct {
 	LastSuccessAt      ndjson.Time        `json:"last_success_at"`
 	LastStatus         int                `json:"last_status"`
 	Counts             catalog.FeedCounts `json:"counts"`
-	Links              map[string]string  `json:"links"` // entries, and the feed's own meta-feeds
+	// Unread is how many of the feed's entries first seen within the
+	// unread window the reader of GET /feeds?reader= has not read.
+	Unread *int              `json:"unread,omitempty"`
+	Links  map[string]string `json:"links"` // entries, and the feed's own meta-feeds
 	// Notes are what feed-sub would have said of the change made: a
 	// setting adjusted, a feed already subscribed.
 	Notes []string `json:"notes,omitempty"`
@@ -73,6 +76,18 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Now()
+	var eq catalog.EntryQuery
+	if !readerQuery(w, r, &eq) {
+		return
+	}
+	var unread map[string]catalog.Unread
+	if eq.Reader != "" {
+		var err error
+		if unread, err = s.unreadCounts(r.Context(), eq.Reader, now); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+	}
 	page := []*FeedOut{}
 	var next string
 	skipping := cursor != ""
@@ -88,7 +103,12 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 			next = page[len(page)-1].FeedID
 			return errPageFull
 		}
-		page = append(page, feedOut(cloneSub(f.Sub), f.State, now))
+		out := feedOut(cloneSub(f.Sub), f.State, now)
+		if unread != nil {
+			n := unread[f.Sub.FeedID].Count
+			out.Unread = &n
+		}
+		page = append(page, out)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errPageFull) {

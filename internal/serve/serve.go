@@ -71,6 +71,10 @@ type Config struct {
 	// entries, errors by code): the dashboard's per-feed panels. A series
 	// each, so for up to some thousands of feeds.
 	PerFeedMetrics bool
+	// UnreadWindow is how far back the Google Reader API and the unread
+	// counts of GET /feeds?reader= look for unread entries; older ones
+	// count as read (DefaultUnreadWindow; negative: the whole store).
+	UnreadWindow time.Duration
 	// NoCache makes every answer anew (cache.go keeps those of the
 	// catalog's routes while it is unchanged).
 	NoCache bool
@@ -96,6 +100,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.UnreadWindow == 0 {
+		cfg.UnreadWindow = DefaultUnreadWindow
 	}
 	if cfg.MetricsEvery <= 0 {
 		cfg.MetricsEvery = 15 * time.Second

@@ -25,6 +25,8 @@ type Server struct {
 	reg     *prometheus.Registry
 	cache   answerCache
 	files   dayFiles
+	greader http.Handler // the Google Reader API (greader.go)
+	gr      greaderState
 
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
@@ -94,6 +96,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.addWeb(gz) // the web page (web.go)
 	s.mux.HandleFunc("/", s.notFound)
+	s.greader = gz(http.HandlerFunc(s.serveGReader))
+	s.gr.logins = make(chan struct{}, 2)
 	s.handler = s.mux
 	return s, nil
 }
@@ -112,7 +116,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(rec, r) {
 		return
 	}
-	s.handler.ServeHTTP(rec, r)
+	if isGReader(greaderPath(r)) {
+		s.greader.ServeHTTP(rec, r)
+	} else {
+		s.handler.ServeHTTP(rec, r)
+	}
 	s.metrics.request(r, rec.status, time.Since(start))
 	s.cfg.Log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 		"elapsed_ms", time.Since(start).Milliseconds())

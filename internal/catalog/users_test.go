@@ -1,0 +1,180 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUsers: users added, listed, checked, their password changed and
+// removed, each step refused where it should be, and their sessions with
+// them.
+func TestUsers(t *testing.T) {
+	defer SetTestIterations(1000)()
+	c := openTemp(t)
+	if on, err := c.HasUsers(ctx); on || err != nil {
+		t.Fatalf("a new catalog has users: %v %v", on, err)
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want error // nil, or the error it must wrap
+	}{
+		{"add alice", func() error { return c.AddUser(ctx, "alice", "correct horse", t0) }, nil},
+		{"add bob", func() error { return c.AddUser(ctx, "bob", "b0b", t0) }, nil},
+		{"add alice again", func() error { return c.AddUser(ctx, "alice", "other", t0) }, ErrUserExists},
+		{"add a bad name", func() error { return c.AddUser(ctx, "Alice Smith", "pw", t0) }, ErrBadReader},
+		{"add a slash", func() error { return c.AddUser(ctx, "a/b", "pw", t0) }, ErrBadReader},
+		{"add no password", func() error { return c.AddUser(ctx, "carol", "", t0) }, ErrWeakPassword},
+		{"add a huge password", func() error { return c.AddUser(ctx, "carol", strings.Repeat("x", MaxPasswordBytes+1), t0) }, ErrWeakPassword},
+		{"alice's password", func() error { return c.CheckPassword(ctx, "alice", "correct horse") }, nil},
+		{"a wrong password", func() error { return c.CheckPassword(ctx, "alice", "correct horse ") }, ErrBadPassword},
+		{"bob's password for alice", func() error { return c.CheckPassword(ctx, "alice", "b0b") }, ErrBadPassword},
+		{"an unknown user", func() error { return c.CheckPassword(ctx, "mallory", "-") }, ErrBadPassword},
+		{"passwd of an unknown user", func() error { return c.SetPassword(ctx, "mallory", "x") }, ErrNoSuchUser},
+		{"passwd empty", func() error { return c.SetPassword(ctx, "bob", "") }, ErrWeakPassword},
+		{"remove an unknown user", func() error { return c.RemoveUser(ctx, "mallory") }, ErrNoSuchUser},
+	}
+	for _, s := range steps {
+		err := s.do()
+		if s.want == nil && err != nil || s.want != nil && !errors.Is(err, s.want) {
+			t.Errorf("%s: %v, want %v", s.name, err, s.want)
+		}
+	}
+	users, err := c.Users(ctx)
+	if err != nil || len(users) != 2 || users[0].Name != "alice" || users[1].Name != "bob" || !users[0].Created.Equal(t0) {
+		t.Fatalf("users %+v %v", users, err)
+	}
+	// Stored as a hash of the documented form, never as given.
+	var stored string
+	c.db.QueryRow(`SELECT password FROM users WHERE name = 'alice'`).Scan(&stored)
+	if p := strings.Split(stored, "$"); len(p) != 4 || p[0] != "pbkdf2-sha256" || p[1] != "1000" || strings.Contains(stored, "horse") {
+		t.Fatalf("stored password %q", stored)
+	}
+
+	// Sessions: a token per kind, kept as its hash, ended by passwd and
+	// remove.
+	auth, err := c.NewSession(ctx, "alice", SessionAuth, t0)
+	if err != nil || len(auth) != 64 {
+		t.Fatalf("token %q %v", auth, err)
+	}
+	edit, _ := c.NewSession(ctx, "alice", SessionEdit, t0)
+	bobs, _ := c.NewSession(ctx, "bob", SessionAuth, t0)
+	if _, err := c.NewSession(ctx, "mallory", SessionAuth, t0); !errors.Is(err, ErrNoSuchUser) {
+		t.Errorf("a session for no user: %v", err)
+	}
+	if _, err := c.NewSession(ctx, "alice", "root", t0); err == nil {
+		t.Errorf("a session of no kind")
+	}
+	var n int
+	c.db.QueryRow(`SELECT count(*) FROM sessions WHERE token_hash = ? OR token_hash = ?`, auth, edit).Scan(&n)
+	if n != 0 {
+		t.Errorf("a token kept as it is")
+	}
+	for _, tc := range []struct {
+		token, kind, user string
+	}{
+		{auth, SessionAuth, "alice"},
+		{edit, SessionEdit, "alice"},
+		{auth, SessionEdit, ""}, // an auth token is no edit token
+		{edit, SessionAuth, ""},
+		{bobs, SessionAuth, "bob"},
+		{"", SessionAuth, ""},
+		{strings.ToUpper(auth), SessionAuth, ""},
+	} {
+		user, ok, err := c.SessionUser(ctx, tc.token, tc.kind)
+		if err != nil || user != tc.user || ok != (tc.user != "") {
+			t.Errorf("session %.8s %s: %q %v %v, want %q", tc.token, tc.kind, user, ok, err, tc.user)
+		}
+	}
+	if err := c.SetPassword(ctx, "alice", "battery staple"); err != nil {
+		t.Fatal(err)
+	}
+	if c.CheckPassword(ctx, "alice", "correct horse") == nil || c.CheckPassword(ctx, "alice", "battery staple") != nil {
+		t.Errorf("the new password is not the one checked")
+	}
+	if _, ok, _ := c.SessionUser(ctx, auth, SessionAuth); ok {
+		t.Errorf("a session outlived a new password")
+	}
+	if err := c.RemoveUser(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.SessionUser(ctx, bobs, SessionAuth); ok {
+		t.Errorf("a session outlived its user")
+	}
+	if users, _ := c.Users(ctx); len(users) != 1 {
+		t.Errorf("users %+v", users)
+	}
+}
+
+// TestSessionsBounded: a user keeps MaxSessions sessions of a kind, the
+// newest.
+func TestSessionsBounded(t *testing.T) {
+	defer SetTestIterations(1000)()
+	c := openTemp(t)
+	if err := c.AddUser(ctx, "alice", "pw", t0); err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for i := range MaxSessions + 5 {
+		tok, err := c.NewSession(ctx, "alice", SessionEdit, t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+	var n int
+	c.db.QueryRow(`SELECT count(*) FROM sessions`).Scan(&n)
+	if n != MaxSessions {
+		t.Errorf("%d sessions kept", n)
+	}
+	if _, ok, _ := c.SessionUser(ctx, tokens[0], SessionEdit); ok {
+		t.Errorf("the oldest session kept")
+	}
+	if _, ok, _ := c.SessionUser(ctx, tokens[len(tokens)-1], SessionEdit); !ok {
+		t.Errorf("the newest session dropped")
+	}
+}
+
+// TestPasswordHash: the hash's form is checked before any work, and
+// other iteration counts still verify.
+func TestPasswordHash(t *testing.T) {
+	h, err := hashPassword("pw", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		stored, pw string
+		ok         bool
+	}{
+		{h, "pw", true},
+		{h, "pW", false},
+		{"pbkdf2-sha256$1000$$", "pw", false},
+		{"plain", "plain", false},
+		{"pbkdf2-sha1" + h[len("pbkdf2-sha256"):], "pw", false},
+		{strings.Replace(h, "$1000$", "$999999999$", 1), "pw", false},
+		{strings.Replace(h, "$1000$", "$1001$", 1), "pw", false},
+	} {
+		if got := passwordMatches(tc.stored, tc.pw); got != tc.ok {
+			t.Errorf("%q %q: %v", tc.stored, tc.pw, got)
+		}
+	}
+}
+
+// TestPasswordCost: a password is hashed at PasswordIterations, and
+// matches (the one test that pays the real cost: seconds with -race).
+func TestPasswordCost(t *testing.T) {
+	c := openTemp(t)
+	if err := c.AddUser(ctx, "alice", "pw", t0); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	c.db.QueryRow(`SELECT password FROM users WHERE name = 'alice'`).Scan(&stored)
+	if p := strings.Split(stored, "$"); len(p) != 4 || p[1] != "600000" {
+		t.Fatalf("stored password %q", stored)
+	}
+	if !passwordMatches(stored, "pw") {
+		t.Fatal("the password does not match its hash")
+	}
+}
