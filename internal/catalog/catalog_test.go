@@ -66,8 +66,10 @@ func TestOpenMakesTheSchema(t *testing.T) {
 	c.db.QueryRow(`PRAGMA user_version`).Scan(&version)
 	var mode string
 	c.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
-	if version != len(migrations) || mode != "wal" {
-		t.Fatalf("version %d, journal mode %s", version, mode)
+	var size int
+	c.db.QueryRow(`PRAGMA page_size`).Scan(&size)
+	if version != len(migrations) || mode != "wal" || size != pageSize {
+		t.Fatalf("version %d, journal mode %s, page size %d", version, mode, size)
 	}
 	// Opening again changes nothing.
 	c2, err := Open(ctx, c.st, nil)

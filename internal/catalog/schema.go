@@ -199,6 +199,16 @@ CREATE TABLE sessions (
 	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 6: feed_state's counts, sched and decision compressed (statepack.go),
+	// the rows there are rewritten by packStates; an older feedpipe, which
+	// reads them as JSON text, refuses the catalog.
+	``,
+}
+
+// migrationSteps are the steps of a migration that are Go, not SQL: run
+// after its SQL, in its transaction.
+var migrationSteps = map[int]func(*Tx) error{
+	6: packStates,
 }
 
 // migrate brings the schema up to the newest version.
@@ -221,8 +231,15 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			if now > v {
 				return nil
 			}
-			if _, err := t.exec(migrations[v]); err != nil {
-				return err
+			if migrations[v] != "" {
+				if _, err := t.exec(migrations[v]); err != nil {
+					return err
+				}
+			}
+			if step := migrationSteps[v+1]; step != nil {
+				if err := step(t); err != nil {
+					return err
+				}
 			}
 			_, err := t.exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1))
 			return err

@@ -123,8 +123,9 @@ const stateColumns = `st.title, st.etag, st.last_modified, st.last_fetch_at, st.
 type stateRow struct {
 	fs                          FeedState
 	fetched, success, run, next sql.NullInt64
-	lastErr, schedJSON, decJSON sql.NullString
-	counts                      string
+	lastErr                     sql.NullString
+	// JSON, or JSON packJSON compressed; nil for NULL.
+	counts, schedJSON, decJSON []byte
 }
 
 func (r *stateRow) targets() []any {
@@ -143,17 +144,31 @@ func (r *stateRow) decode(dst *FeedState) error {
 	fs.LastError, fs.Sched, fs.Decision = nil, nil, nil
 	fs.Counts = FeedCounts{}
 	// ndjson's decoder: encoding/json's rules, in a third of its time.
-	if err := ndjson.Unmarshal([]byte(r.counts), &fs.Counts); err != nil {
+	counts, err := unpackJSON(r.counts)
+	if err == nil {
+		err = ndjson.Unmarshal(counts, &fs.Counts)
+	}
+	if err != nil {
 		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
 	}
+	if r.lastErr.Valid {
+		if err := ndjson.Unmarshal([]byte(r.lastErr.String), &fs.LastError); err != nil {
+			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+		}
+	}
 	for _, v := range []struct {
-		col sql.NullString
+		col []byte
 		dst any
-	}{{r.lastErr, &fs.LastError}, {r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
-		if v.col.Valid {
-			if err := ndjson.Unmarshal([]byte(v.col.String), v.dst); err != nil {
-				return fmt.Errorf("state of %s: %w", fs.FeedID, err)
-			}
+	}{{r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
+		if v.col == nil {
+			continue
+		}
+		b, err := unpackJSON(v.col)
+		if err == nil {
+			err = ndjson.Unmarshal(b, v.dst)
+		}
+		if err != nil {
+			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
 		}
 	}
 	*dst = fs
@@ -217,16 +232,16 @@ func (t *Tx) putState(fs *FeedState) error {
 	if err != nil {
 		return err
 	}
-	counts, err := json.Marshal(fs.Counts)
-	if err != nil {
-		return err
-	}
-	var lastErr, schedJSON, decJSON any
+	// counts, sched and decision compressed (statepack.go), last_error
+	// as JSON text: queries read it (docs/store.md).
+	var counts, lastErr, schedJSON, decJSON any
 	for _, v := range []struct {
 		src  any
 		null bool
+		pack bool
 		dst  *any
-	}{{fs.LastError, fs.LastError == nil, &lastErr}, {fs.Sched, fs.Sched == nil, &schedJSON}, {fs.Decision, fs.Decision == nil, &decJSON}} {
+	}{{fs.Counts, false, true, &counts}, {fs.LastError, fs.LastError == nil, false, &lastErr},
+		{fs.Sched, fs.Sched == nil, true, &schedJSON}, {fs.Decision, fs.Decision == nil, true, &decJSON}} {
 		if v.null {
 			continue
 		}
@@ -234,7 +249,13 @@ func (t *Tx) putState(fs *FeedState) error {
 		if err != nil {
 			return err
 		}
-		*v.dst = string(b)
+		if !v.pack {
+			*v.dst = string(b)
+			continue
+		}
+		if *v.dst, err = packJSON(b); err != nil {
+			return err
+		}
 	}
 	st := fs.SchedState()
 	_, err = t.run(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
@@ -244,7 +265,7 @@ func (t *Tx) putState(fs *FeedState) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
-		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, string(counts), schedJSON, decJSON,
+		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
 		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher)
 	return err
 }

@@ -11,8 +11,8 @@ import (
 // replayed reports whether feed-store committed the fetch f already (or a
 // later fetch of its feed): its state, counts and decision were made then,
 // and are not made twice. Its entries are judged as any others.
-func (c *committer) replayed(f *ndjson.Fetch) bool {
-	st, known, err := c.state(f.Due.FeedID)
+func (c *committer) replayed(f *ndjson.Fetch, prev priorState) bool {
+	st, known, err := prev.st, prev.known, prev.err
 	if err != nil {
 		// An unreadable state: process the fetch (state only moves
 		// forward anyway).

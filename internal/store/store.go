@@ -245,12 +245,21 @@ func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
 	return c, nil
 }
 
-// state is the feed's state as this run has it.
-func (c *committer) state(feedID string) (catalog.FeedState, bool, error) {
+// priorState is a feed's state as this run has it before a fetch: read
+// once per fetch record, for replayed and nextState.
+type priorState struct {
+	st    catalog.FeedState
+	known bool
+	err   error
+}
+
+// prior is the feed's state as this run has it.
+func (c *committer) prior(feedID string) priorState {
 	if st, ok := c.states[feedID]; ok {
-		return st, true, nil
+		return priorState{st, true, nil}
 	}
-	return c.cat.State(c.ctx, feedID)
+	st, known, err := c.cat.State(c.ctx, feedID)
+	return priorState{st, known, err}
 }
 
 // batchWrites are what a batch writes to the catalog, in one transaction,
@@ -337,22 +346,26 @@ func (c *committer) commit(batch []item) error {
 		case it.fetch != nil && it.fetch.Page != nil:
 			// A page feed-scrape fetched for a source (in a replay of
 			// fetches/): not a fetch of the source, nothing to record.
-		case it.fetch != nil && c.replayed(it.fetch):
-			// Committed by an earlier run: not twice.
-		case it.fetch != nil && missingStage(it.fetch) != "":
-			// Not committed: the feed stays due for this run, and the
-			// next pipeline (feed-fetch passes on the recorded fetch)
-			// reads its body.
-			c.failed++
-			stage := missingStage(it.fetch)
-			what := map[string]string{"feed-parse": "unparsed", "feed-scrape": "unscraped"}[stage]
-			c.cfg.Log.Error(fmt.Sprintf("fetch of %s reached feed-store %s: is %s in the pipeline?", it.fetch.Due.URL, what, stage),
-				"feed_id", it.fetch.Due.FeedID, "fetch_id", it.fetch.FetchID)
 		case it.fetch != nil:
 			f := it.fetch
+			// The feed's state, read once for both questions below.
+			prev := c.prior(f.Due.FeedID)
+			if c.replayed(f, prev) {
+				break // committed by an earlier run: not twice
+			}
+			if stage := missingStage(f); stage != "" {
+				// Not committed: the feed stays due for this run, and the
+				// next pipeline (feed-fetch passes on the recorded fetch)
+				// reads its body.
+				c.failed++
+				what := map[string]string{"feed-parse": "unparsed", "feed-scrape": "unscraped"}[stage]
+				c.cfg.Log.Error(fmt.Sprintf("fetch of %s reached feed-store %s: is %s in the pipeline?", f.Due.URL, what, stage),
+					"feed_id", f.Due.FeedID, "fetch_id", f.FetchID)
+				break
+			}
 			c.cfg.Summary.count(f)
 			c.durations.Observe(float64(f.DurationMS) / 1000)
-			st, recs, ok, err := c.nextState(f)
+			st, recs, ok, err := c.nextState(f, prev)
 			if err != nil {
 				return err
 			}
@@ -618,11 +631,11 @@ func (c *committer) sightings(f *ndjson.Fetch) []sighting {
 // nextState is the feed's state after the fetch f, with the scheduler's
 // decision (schedule.go). ok is false for a fetch older than the feed's
 // last one (a replay), which changes nothing.
-func (c *committer) nextState(f *ndjson.Fetch) (_ catalog.FeedState, recs []any, ok bool, err error) {
+func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedState, recs []any, ok bool, err error) {
 	feedID := f.Due.FeedID
-	st, known, err := c.state(feedID)
-	if err != nil {
-		return st, nil, false, err
+	st, known := prev.st, prev.known
+	if prev.err != nil {
+		return st, nil, false, prev.err
 	}
 	if feedID == "" || known && !f.FetchedAt.After(st.LastFetchAt.Time) {
 		c.sch.forget(feedID)

@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/testids"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// TestStatePacked checks what a state row holds since schema version 6:
+// counts, sched and decision compressed, much smaller than their JSON;
+// last_error as JSON text.
+func TestStatePacked(t *testing.T) {
+	c := openTemp(t)
+	fs := FeedState{FeedID: testids.Feed("a"), LastFetchAt: ndjson.At(t0), LastError: &ndjson.Error{Class: "transient", Code: "http_503"},
+		Counts: FeedCounts{Fetches: 40, OK: 38, Errors: 2, ErrorCodes: map[string]int{"http_503": 2}, BytesIn: 123456, DurationMS: 4567}}
+	fs.SetSched(sched.State{Lifecycle: sched.StateHealthy, Reason: "posting_rate", IntervalSec: 2425, NextAt: ndjson.At(t0.Add(time.Hour)),
+		DecidedAt: ndjson.At(t0), FetchedAt: ndjson.At(t0), EWMASec: 10800, Pub: []int64{1795227111, 1795237911}, RateN: 3.9240960706630057,
+		RateT: 38715.7814162151, Window: 20}, sched.Decision{Kind: sched.Defer, Reason: "posting_rate", At: ndjson.At(t0), NextAt: ndjson.At(t0.Add(time.Hour)),
+		Inputs: sched.Inputs{Policy: "adaptive", Outcome: "fetch", HTTPStatus: 200, Items: 20, IntervalBeforeSec: 2664, IntervalAfterSec: 2425,
+			MinSec: 300, MaxSec: 86400, RatePerDay: 8.949, Scale: 7200, BaseSec: 2425}})
+	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(fs) }); err != nil {
+		t.Fatal(err)
+	}
+	var counts, schedCol, decision []byte
+	var lastErr string
+	if err := c.db.QueryRow(`SELECT counts, sched, decision, last_error FROM feed_state`).Scan(&counts, &schedCol, &decision, &lastErr); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		col []byte
+		src any
+	}{{counts, fs.Counts}, {schedCol, fs.Sched}, {decision, fs.Decision}} {
+		js, _ := json.Marshal(v.src)
+		if !bytes.HasPrefix(v.col, zstdMagic) || len(v.col) > len(js)*2/3 {
+			t.Errorf("%d bytes for %d of JSON (%q)", len(v.col), len(js), v.col)
+		}
+	}
+	if lastErr != `{"class":"transient","code":"http_503","message":""}` {
+		t.Errorf("last_error %s", lastErr)
+	}
+	got, _, err := c.State(ctx, fs.FeedID)
+	fs.Header = ndjson.Head(TypeFeedState)
+	if err != nil || !reflect.DeepEqual(got, fs) {
+		t.Fatalf("%v\n got %+v\nwant %+v", err, got, fs)
+	}
+}
+
+// TestPackStates: a row written before schema version 6, JSON text, is
+// read as it is, and migration 6 compresses it.
+func TestPackStates(t *testing.T) {
+	c := openTemp(t)
+	feed := testids.Feed("old")
+	fs := FeedState{FeedID: feed, LastFetchAt: ndjson.At(t0), Counts: FeedCounts{Fetches: 3, OK: 3}}
+	fs.SetSched(sched.State{Lifecycle: sched.StateHealthy, IntervalSec: 3600, NextAt: ndjson.At(t0.Add(time.Hour))}, sched.Decision{Kind: sched.Defer})
+	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(fs, FeedState{FeedID: testids.Feed("new")}) }); err != nil {
+		t.Fatal(err)
+	}
+	counts, _ := json.Marshal(fs.Counts)
+	schedJSON, _ := json.Marshal(fs.Sched)
+	decJSON, _ := json.Marshal(fs.Decision)
+	if _, err := c.db.Exec(`UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`,
+		string(counts), string(schedJSON), string(decJSON), feed); err != nil {
+		t.Fatal(err)
+	}
+	fs.Header = ndjson.Head(TypeFeedState)
+	check := func(when string) {
+		t.Helper()
+		if got, _, err := c.State(ctx, feed); err != nil || !reflect.DeepEqual(got, fs) {
+			t.Fatalf("%s: %v\n got %+v\nwant %+v", when, err, got, fs)
+		}
+	}
+	check("as JSON text")
+	if err := c.Update(ctx, packStates); err != nil {
+		t.Fatal(err)
+	}
+	check("packed")
+	var n int
+	c.db.QueryRow(`SELECT count(*) FROM feed_state WHERE typeof(counts) = 'blob' AND (sched IS NULL OR typeof(sched) = 'blob')
+		AND (decision IS NULL OR typeof(decision) = 'blob')`).Scan(&n)
+	if n != 2 {
+		t.Fatalf("%d rows packed, want 2", n)
+	}
+	var nulls int
+	c.db.QueryRow(`SELECT count(*) FROM feed_state WHERE sched IS NULL AND decision IS NULL`).Scan(&nulls)
+	if nulls != 1 {
+		t.Fatalf("%d rows without a scheduler state, want 1", nulls)
+	}
+}
