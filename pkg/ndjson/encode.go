@@ -564,64 +564,142 @@ func appendPtr[T any](b []byte, key string, p *T, elem func([]byte, *T) []byte) 
 // (\b \f \n \r \t by name, the others as \u00XX), every byte that is not
 // part of valid UTF-8 replaced by \ufffd, and U+2028 and U+2029 escaped,
 // since JavaScript reads them as line ends. Everything else, <, > and &
-// among it, is copied as it is.
+// among it, is copied as it is. FuzzAppendString holds it to
+// encoding/json.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0 // s[start:i] is copied when an escape or the end is reached
 	for i := 0; i < len(s); {
-		// Most text is plain ASCII, copied as it is: skip it eight bytes
-		// at a time, then a byte at a time up to the next byte that is
-		// not.
-		for i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-		}
-		for i < len(s) && s[i] >= ' ' && s[i] < utf8.RuneSelf && s[i] != '"' && s[i] != '\\' {
-			i++
-		}
-		if i == len(s) {
+		if i = plainEnd(s, i); i == len(s) {
 			break
 		}
+		b = append(b, s[start:i]...)
 		c := s[i]
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+			i++
+		case c == '\b':
+			b = append(b, '\\', 'b')
+			i++
+		case c == '\f':
+			b = append(b, '\\', 'f')
+			i++
+		case c == '\n':
+			b = append(b, '\\', 'n')
+			i++
+		case c == '\r':
+			b = append(b, '\\', 'r')
+			i++
+		case c == '\t':
+			b = append(b, '\\', 't')
+			i++
+		case c < ' ':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			i++
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9):
+			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
+			i += 3
+		default: // a byte that begins no valid UTF-8 sequence
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
+			i++
 		}
-		i += size
 		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plainEnd is where the text copied as it is ends from s[i]: the next
+// byte that needs an escape, or len(s). Plain ASCII is skipped eight
+// bytes at a time, and other characters a whole one at a time
+// (validUTF8At), for at most eight bytes before the next try at eight.
+func plainEnd(s string, i int) int {
+	for i < len(s) {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
+		for stop := min(i+8, len(s)); i < stop; {
+			if c := s[i]; c < utf8.RuneSelf {
+				if c < ' ' || c == '"' || c == '\\' {
+					return i
+				}
+				i++
+			} else if n := validUTF8At(s, i); n > 0 {
+				i += n
+			} else {
+				return i
+			}
+		}
+	}
+	return len(s)
+}
+
+// validUTF8At is the length of the valid UTF-8 character at s[i] (whose
+// byte is not ASCII), or 0 when there is none or it is U+2028 or U+2029,
+// which are escaped: the ranges of the Unicode standard's table 3-7, as
+// utf8.DecodeRuneInString reads them, without its call.
+func validUTF8At(s string, i int) int {
+	c := s[i]
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+		return 0
+	case c < 0xF0:
+		if i+2 >= len(s) || s[i+2]&0xC0 != 0x80 {
+			return 0
+		}
+		c1 := s[i+1]
+		switch c {
+		case 0xE0:
+			if c1 < 0xA0 || c1 > 0xBF {
+				return 0
+			}
+		case 0xE2:
+			if c1 == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+				return 0
+			}
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		case 0xED:
+			if c1 < 0x80 || c1 > 0x9F {
+				return 0
+			}
+		default:
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		}
+		return 3
+	case c < 0xF5:
+		if i+3 >= len(s) || s[i+2]&0xC0 != 0x80 || s[i+3]&0xC0 != 0x80 {
+			return 0
+		}
+		c1 := s[i+1]
+		switch c {
+		case 0xF0:
+			if c1 < 0x90 || c1 > 0xBF {
+				return 0
+			}
+		case 0xF4:
+			if c1 < 0x80 || c1 > 0x8F {
+				return 0
+			}
+		default:
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		}
+		return 4
+	}
+	return 0
 }
 
 // plain8 reports whether s's eight bytes are all copied as they are:
@@ -631,6 +709,7 @@ func appendString(b []byte, s string) []byte {
 // more, but only above a byte found already); and a byte equal to c is
 // below 1 in x^(c*ones).
 func plain8(s string) bool {
+	_ = s[7] // one bounds check for the eight
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
