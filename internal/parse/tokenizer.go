@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -569,16 +570,40 @@ func isXMLName(b []byte) bool {
 	return err == nil
 }
 
-// textSpecial marks the bytes text reading stops at: the end of text or
-// of a value, references, carriage returns, the "]" of "]]>", and the
-// characters XML forbids (checked once the text is read).
-var textSpecial = func() (t [256]bool) {
+// textSpecial marks the bytes text reading stops at: the end of text,
+// references, carriage returns, the "]" of "]]>", and the characters XML
+// forbids (checked once the text is read). valueSpecial adds the quotes
+// that may end an attribute value; in text they are text.
+var textSpecial, valueSpecial = func() (t, v [256]bool) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = c != '\t' && c != '\n'
 	}
-	t['<'], t['&'], t[']'], t['"'], t['\''] = true, true, true, true, true
-	return t
+	t['<'], t['&'], t[']'] = true, true, true
+	v = t
+	v['"'], v['\''] = true, true
+	return t, v
 }()
+
+// cdataPlain reports whether the text of a CDATA section needs nothing
+// done to it: no carriage return and no control character (bytes below
+// the space but tab and newline), looked at eight bytes at a time.
+func cdataPlain(b []byte) bool {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
+		if below != 0 && below&^byteIs(x, '\t')&^byteIs(x, '\n') != 0 {
+			return false
+		}
+	}
+	for _, c := range b[i:] {
+		if c < 0x20 && c != '\t' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
 
 // text reads character data up to a "<" (quote < 0; not consumed), the
 // quote that ends an attribute value (quote >= 0; consumed), or the "]]>"
@@ -597,9 +622,22 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 	// check of the characters is spared text without one (and, but for
 	// valid UTF-8 input, without non-ASCII characters).
 	control := false
+	if cdata {
+		// A CDATA section is most often HTML: its end found at once, and
+		// what lies before it taken as it is when it holds no carriage
+		// return and no control character, else read below.
+		if e := bytes.Index(b[start:], []byte("]]>")); e >= 0 && cdataPlain(b[start:start+e]) {
+			z.pos = start + e + 3
+			return z.result(start, start+e, out, false, start, false)
+		}
+	}
+	special := &textSpecial
+	if quote >= 0 {
+		special = &valueSpecial
+	}
 	for {
 		i := z.pos
-		for i < len(b) && !textSpecial[b[i]] {
+		for i < len(b) && !special[b[i]] {
 			i++
 		}
 		z.pos = i
