@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -612,26 +613,37 @@ func appendString(b []byte, s string) []byte {
 }
 
 // plainEnd is where the text copied as it is ends from s[i]: the next
-// byte that needs an escape, or len(s). Plain ASCII is skipped eight
-// bytes at a time, and other characters a whole one at a time
-// (validUTF8At), for at most eight bytes before the next try at eight.
+// byte that needs an escape, or len(s). Eight bytes at a time: plain
+// ASCII is skipped, and otherwise the first byte that is not (plainMask8
+// finds it) is looked at, a character copied whole when it is valid
+// UTF-8 (validUTF8At), and the eight bytes after it tried next.
 func plainEnd(s string, i int) int {
-	for i < len(s) {
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
+	for i+8 <= len(s) {
+		m := plainMask8(s[i : i+8])
+		if m == 0 {
 			i += 8
 			continue
 		}
-		for stop := min(i+8, len(s)); i < stop; {
-			if c := s[i]; c < utf8.RuneSelf {
-				if c < ' ' || c == '"' || c == '\\' {
-					return i
-				}
-				i++
-			} else if n := validUTF8At(s, i); n > 0 {
-				i += n
-			} else {
+		i += bits.TrailingZeros64(m) >> 3
+		if s[i] < utf8.RuneSelf {
+			return i
+		}
+		n := validUTF8At(s, i)
+		if n == 0 {
+			return i
+		}
+		i += n
+	}
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < ' ' || c == '"' || c == '\\' {
 				return i
 			}
+			i++
+		} else if n := validUTF8At(s, i); n > 0 {
+			i += n
+		} else {
+			return i
 		}
 	}
 	return len(s)
@@ -702,16 +714,16 @@ func validUTF8At(s string, i int) int {
 	return 0
 }
 
-// plain8 reports whether s's eight bytes are all copied as they are:
-// ASCII, and not control characters, '"' or '\\'. It tests the eight at
-// once in one number x: the high bit of a byte of x is set when the byte
-// is not ASCII; of x - n*ones, when the byte is below n (a borrow can set
-// more, but only above a byte found already); and a byte equal to c is
-// below 1 in x^(c*ones).
-func plain8(s string) bool {
+// plainMask8 marks with their high bit the bytes of s's eight that are
+// not copied as they are: not ASCII, control characters, '"' and '\\'.
+// It tests the eight at once in one number x: the high bit of a byte of x
+// is set when the byte is not ASCII; of x - n*ones, when the byte is below
+// n; and a byte equal to c is below 1 in x^(c*ones). A borrow can mark
+// more, but only above a byte marked already: the lowest mark is exact.
+func plainMask8(s string) uint64 {
 	_ = s[7] // one bounds check for the eight
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	return (x|(x-ones*' ')|(x^(ones*'"')-ones)|(x^(ones*'\\')-ones))&highs == 0
+	return (x | (x - ones*' ') | (x ^ (ones * '"') - ones) | (x ^ (ones * '\\') - ones)) & highs
 }
