@@ -116,7 +116,7 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 		}
 	} else {
 		var changed bool
-		if buf, changed = repair(buf, w); changed {
+		if buf, changed = repair(buf, w, text.XMLChars); changed {
 			text.Map.TextChanged()
 		}
 		rf, err = p.parseXML(buf, base, w)
