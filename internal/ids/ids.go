@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"sync"
 	"time"
@@ -205,24 +206,6 @@ func spaceAt(s string, i int) int {
 	return 0
 }
 
-// plainWords8 reports, eight bytes at a time, whether x (eight bytes,
-// after a word byte) holds no white space but single spaces: bytes the
-// run of words goes on over. A space in its last byte may come before
-// more white space, and is read again. It says false of bytes below the
-// space (tabs, newlines) and of the lead bytes spaceAt looks at (0xE0 is
-// taken with 0xE1-0xE3: one test for the four), which the byte loop then
-// reads.
-func plainWords8(x uint64) bool {
-	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
-	low := ^((x&lows + ones*(0x80-0x21)) | x) & highs // bytes up to the space
-	sp := byteIs(x, ' ')
-	if low != sp || sp&(sp>>8) != 0 {
-		return false
-	}
-	// Only text with bytes above ASCII can hold the lead bytes.
-	return x&highs == 0 || byteIs(x, 0xC2)|byteIs(x&(ones*0xFC), 0xE0) == 0
-}
-
 // load8 reads the eight bytes of s as one little-endian word (one load:
 // the compiler merges them).
 func load8(s string) uint64 {
@@ -290,21 +273,35 @@ func appendCollapsed(b []byte, s string) []byte {
 
 // wordsEnd is where the run of words that begins at s[i] (no white
 // space) ends: at the first white space that is more than one ASCII
-// space between word bytes, or at the end of s.
+// space between word bytes, or at the end of s. Eight bytes at a time,
+// the bytes that may end it marked in one number: those up to the space
+// but single spaces, and the lead bytes spaceAt looks at (0xE0 taken
+// with 0xE1-0xE3: one test for the four) in text above ASCII; the byte
+// loop reads the first marked one (after a space, the space).
 func wordsEnd(s string, i int) int {
-	k := i
-	for k < len(s) {
-		// s[k-1], when k > i, is a word byte: eight bytes at a time,
-		// the last of them read again when it is a space.
-		if k > i && k+8 <= len(s) {
-			if x := load8(s[k : k+8]); plainWords8(x) {
-				if x>>56 == ' ' {
-					k += 7
-				} else {
-					k += 8
-				}
-				continue
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	k := i + 1 // s[k-1] is a word byte
+	for {
+		for k+8 <= len(s) {
+			x := load8(s[k : k+8])
+			low := ^((x&lows + ones*(0x80-0x21)) | x) & highs // bytes up to the space
+			sp := byteIs(x, ' ')
+			mark := low ^ sp | sp&(sp>>8) // but single spaces
+			if x&highs != 0 {
+				mark |= byteIs(x, 0xC2) | byteIs(x&(ones*0xFC), 0xE0)
 			}
+			if mark != 0 {
+				j := bits.TrailingZeros64(mark) >> 3
+				if j > 0 && sp>>(8*j-1)&1 != 0 {
+					j-- // a space before it may end the run
+				}
+				k += j
+				break
+			}
+			k += 7 + int((x>>56^' '+0xFF)>>8) // a space last is read again
+		}
+		if k >= len(s) {
+			return len(s)
 		}
 		c := s[k]
 		switch {
@@ -322,7 +319,6 @@ func wordsEnd(s string, i int) int {
 			return k
 		}
 	}
-	return k
 }
 
 // hex16 is v as 16 lower-case hex digits.
