@@ -41,6 +41,16 @@ type tokenizer struct {
 	// non-ASCII characters of each text is spared.
 	validUTF8 bool
 
+	// With count set, the tokenizer counts the references of the text it
+	// reads as repair's countRefs counts them (refs), to spare the text a
+	// pass of its own for the warnings. uncounted says that a reference
+	// may lie where it does not look (a processing instruction or a
+	// directive with "&" or "<!") or that it found one repair must fix:
+	// the counts are then not countRefs', which must be asked.
+	count     bool
+	refs      refCounts
+	uncounted bool
+
 	tok   token
 	buf   []byte // text and values that differ from the input
 	names map[string]qname
@@ -213,6 +223,9 @@ func (z *tokenizer) procInst() (*token, error) {
 	}
 	data := z.b[z.pos : z.pos+end]
 	z.pos += end + 2
+	if z.count && mayHideRefs(data) {
+		z.uncounted = true
+	}
 	if target == "xml" {
 		// The text is UTF-8 whatever the declaration says; only its
 		// version can stop it, as it stops encoding/xml.
@@ -312,6 +325,13 @@ func (z *tokenizer) bang() (*token, error) {
 // becomes a space.
 func (z *tokenizer) directive() (*token, error) {
 	b := z.b
+	if start := z.pos; z.count {
+		defer func() {
+			if mayHideRefs(b[start:min(z.pos, len(b))]) {
+				z.uncounted = true
+			}
+		}()
+	}
 	z.buf = append(z.buf[:0], b[z.pos])
 	z.pos++
 	var inquote byte
@@ -695,6 +715,9 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 				out = append(out, ch) // the references escaped HTML is made of
 				z.pos += n
 			} else {
+				if z.count {
+					z.countRef(i)
+				}
 				n := len(out)
 				z.reference(&out)
 				if z.err != nil {
@@ -723,6 +746,23 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 			return z.result(start, end, out, copied, last, control)
 		}
 	}
+}
+
+// countRef counts the reference at b[i] (an "&") as countRefs does.
+func (z *tokenizer) countRef(i int) {
+	kind, name, _ := readRef(z.b, i)
+	if kind == refBadChar {
+		z.uncounted = true // repair removes it: countRefs says so
+		return
+	}
+	z.refs.add(kind, name)
+}
+
+// mayHideRefs reports whether b, the text of a processing instruction or
+// a directive, holds what countRefs would count or take for the start of
+// a CDATA section or comment, where the tokenizer looks at neither.
+func mayHideRefs(b []byte) bool {
+	return bytes.IndexByte(b, '&') >= 0 || bytes.Contains(b, []byte("<!"))
 }
 
 // result is text's text, b[start:end] as read: the input itself, or,
