@@ -90,7 +90,10 @@ type ordered struct {
 	workers sync.WaitGroup
 
 	mu      sync.Mutex
-	cond    *sync.Cond // signalled when next or pending changes
+	cond    *sync.Cond // workers over the budget wait on it for next or pending
+	waiting int        // ... this many
+	space   *sync.Cond // submit waits on it for room in the window
+	full    bool       // ... and is woken when half the window is free
 	werr    error      // the first write error; nothing is written after it
 	seq     int64      // the next job's seq
 	next    int64      // the seq of the job to be written next
@@ -113,6 +116,7 @@ func startOrdered(workers int, write func(*job) error) *ordered {
 		budget: lookaheadBytes * int64(workers),
 	}
 	o.cond = sync.NewCond(&o.mu)
+	o.space = sync.NewCond(&o.mu)
 	for range workers {
 		o.workers.Go(func() {
 			for j := range o.work {
@@ -121,7 +125,9 @@ func startOrdered(workers int, write func(*job) error) *ordered {
 				// start: the output ahead of it cannot be written before
 				// it, so holding it back would deadlock.
 				for o.pending > o.budget && j.seq != o.next {
+					o.waiting++
 					o.cond.Wait()
+					o.waiting--
 				}
 				o.mu.Unlock()
 				j.run()
@@ -158,11 +164,19 @@ func (o *ordered) finish(j *job) {
 			o.mu.Lock()
 			if err != nil {
 				o.werr = err // from now on, jobs are only counted off
+				o.full = false
+				o.space.Signal()
 			}
 		}
 		o.pending -= k.held
 		o.next++
-		o.cond.Broadcast()
+		if o.waiting > 0 {
+			o.cond.Broadcast()
+		}
+		if o.full && o.seq-o.next <= o.window/2 {
+			o.full = false
+			o.space.Signal()
+		}
 	}
 	o.writing = false
 }
@@ -172,7 +186,8 @@ func (o *ordered) submit(j *job) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for o.seq-o.next >= o.window && o.werr == nil {
-		o.cond.Wait()
+		o.full = true // woken when half the window is free: not for every job
+		o.space.Wait()
 	}
 	if o.werr != nil {
 		return o.werr
@@ -183,7 +198,9 @@ func (o *ordered) submit(j *job) error {
 		// Output already: it counts against the budget from now, and
 		// waits while the budget is spent, as a worker would.
 		for o.pending > o.budget && j.seq != o.next && o.werr == nil {
+			o.waiting++
 			o.cond.Wait()
+			o.waiting--
 		}
 		o.finish(j)
 		return o.werr
