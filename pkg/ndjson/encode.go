@@ -614,12 +614,15 @@ func appendString(b []byte, s string) []byte {
 
 // plainEnd is where the text copied as it is ends from s[i]: the next
 // byte that needs an escape, or len(s). Eight bytes at a time: plain
-// ASCII is skipped, and otherwise the first byte that is not (plainMask8
+// ASCII is skipped, and otherwise the first byte that is not (plainMask
 // finds it) is looked at, a character copied whole when it is valid
-// UTF-8 (validUTF8At), and the eight bytes after it tried next.
+// UTF-8 (validUTF8At), and the eight bytes after it tried next. Fewer
+// than eight left are looked at in the eight that end s, those before i
+// (plain, or copied already) taken for letters, rather than one by one.
 func plainEnd(s string, i int) int {
+	const ones = 0x0101010101010101
 	for i+8 <= len(s) {
-		m := plainMask8(s[i : i+8])
+		m := plainMask(load8(s[i:]))
 		if m == 0 {
 			i += 8
 			continue
@@ -633,6 +636,26 @@ func plainEnd(s string, i int) int {
 			return i
 		}
 		i += n
+	}
+	if len(s) >= 8 {
+		for i < len(s) {
+			j := len(s) - 8
+			keep := ^uint64(0) << (8 * uint(i-j)) // the bytes from i on
+			m := plainMask(load8(s[j:])&keep | ones*'a'&^keep)
+			if m == 0 {
+				return len(s)
+			}
+			i = j + bits.TrailingZeros64(m)>>3
+			if s[i] < utf8.RuneSelf {
+				return i
+			}
+			n := validUTF8At(s, i)
+			if n == 0 {
+				return i
+			}
+			i += n
+		}
+		return len(s)
 	}
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -714,16 +737,20 @@ func validUTF8At(s string, i int) int {
 	return 0
 }
 
-// plainMask8 marks with their high bit the bytes of s's eight that are
-// not copied as they are: not ASCII, control characters, '"' and '\\'.
-// It tests the eight at once in one number x: the high bit of a byte of x
-// is set when the byte is not ASCII; of x - n*ones, when the byte is below
-// n; and a byte equal to c is below 1 in x^(c*ones). A borrow can mark
-// more, but only above a byte marked already: the lowest mark is exact.
-func plainMask8(s string) uint64 {
+// load8 is the first eight bytes of s as a little-endian number.
+func load8(s string) uint64 {
 	_ = s[7] // one bounds check for the eight
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainMask marks with their high bit the bytes of x's eight that are
+// not copied as they are: not ASCII, control characters, '"' and '\\'.
+// It tests the eight at once: the high bit of a byte of x is set when the
+// byte is not ASCII; of x - n*ones, when the byte is below n; and a byte
+// equal to c is below 1 in x^(c*ones). A borrow can mark more, but only
+// above a byte marked already: the lowest mark is exact.
+func plainMask(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	return (x | (x - ones*' ') | (x ^ (ones * '"') - ones) | (x ^ (ones * '\\') - ones)) & highs
 }

@@ -401,7 +401,8 @@ func stdString(s string) string {
 // TestAppendStringBytes compares appendString with encoding/json on
 // every byte that may begin a character, followed by the bytes at the
 // edges of the ranges UTF-8 allows, at the start, in the middle and at
-// the end of plain text.
+// the end of plain text, and after an escape near the end (the last
+// eight bytes read at once, those before the escape's end set aside).
 func TestAppendStringBytes(t *testing.T) {
 	edges := []byte{0x00, 0x22, 0x5C, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xA7, 0xA8, 0xA9, 0xAA, 0xBF, 0xC0, 0xFF}
 	for c0 := 0; c0 < 256; c0++ {
@@ -409,7 +410,7 @@ func TestAppendStringBytes(t *testing.T) {
 			for _, c2 := range edges {
 				for _, c3 := range []byte{0x80, 0xBF, 'x'} {
 					seq := string([]byte{byte(c0), c1, c2, c3})
-					for _, s := range []string{seq, "plain text " + seq + " plain text", "0123456789" + seq[:2], seq[:3]} {
+					for _, s := range []string{seq, "plain text " + seq + " plain text", "0123456789" + seq[:2], seq[:3], "01234567\x01" + seq[:3], "0123\"" + seq} {
 						if got, want := string(appendString(nil, s)), stdString(s); got != want {
 							t.Fatalf("%q: %s, want %s", s, got, want)
 						}
