@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -76,5 +78,23 @@ func TestFlags(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
 			}
 		})
+	}
+}
+
+// TestTuneGC: GOGC=400 under a limit of 512 MiB and 256 MiB a worker,
+// unless GOGC or GOMEMLIMIT is set.
+func TestTuneGC(t *testing.T) {
+	percent, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+	defer func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) }()
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	tuneGC(2)
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 400 || l != 1<<30 {
+		t.Errorf("GOGC %d, limit %d; want 400 and 1 GiB", p, l)
+	}
+	t.Setenv("GOGC", "50")
+	tuneGC(2)
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 100 || l != math.MaxInt64 {
+		t.Errorf("with GOGC set: GOGC %d, limit %d; want them untouched", p, l)
 	}
 }

@@ -14,7 +14,9 @@ package charsets
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"mime"
 	"strings"
 	"unicode/utf8"
@@ -39,6 +41,11 @@ type Text struct {
 	// Map maps places in UTF8 (or in a copy of it that keeps every "<")
 	// back to the body.
 	Map Map
+	// XMLChars says that UTF8 holds no character XML forbids: no control
+	// character but tab, newline and carriage return, and no U+FFFE or
+	// U+FFFF. Body learns it from the check of a body it reads as UTF-8
+	// as it is, in the same pass; false says nothing.
+	XMLChars bool
 }
 
 // Body reads body as UTF-8. contentType is the HTTP Content-Type ("" if
@@ -51,7 +58,8 @@ func Body(body []byte, contentType string, xml bool) Text {
 			if bom.enc == nil {
 				t.UTF8 = body[len(bom.mark):]
 				t.Map.same = true
-				if !utf8.Valid(t.UTF8) {
+				var valid bool
+				if valid, t.XMLChars = check(t.UTF8); !valid {
 					t.UTF8, t.Warnings = mixed(t.UTF8, t.Warnings)
 					t.Map.same = false
 				}
@@ -95,7 +103,8 @@ func Body(body []byte, contentType string, xml bool) Text {
 			enc, name = nil, ""
 		}
 	}
-	if utf8.Valid(body) {
+	if valid, xmlChars := check(body); valid {
+		t.XMLChars = xmlChars
 		if name != "" && name != "utf-8" && !isASCII(body) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("%s says %s, but the body is UTF-8: read as UTF-8", from, name))
 		}
@@ -296,4 +305,100 @@ func clip(s string) string {
 		s = s[:40] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// check reads b once and reports whether it is valid UTF-8 (as
+// utf8.Valid) and, if it is, whether it holds only characters XML allows
+// (no control character but tab, newline and carriage return, no U+FFFE
+// or U+FFFF): the check of the body and parse's check for what it must
+// repair, in one pass rather than three. Eight bytes at a time: ASCII is
+// looked at in bulk, and a character above it decoded where the mask of
+// the eight says it begins. FuzzCheck holds it to utf8.Valid and a byte
+// by byte search.
+func check(b []byte) (valid, xmlChars bool) {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	xmlChars = true
+	i := 0
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// ASCII bytes below the space; the others are not marked.
+		if below := ^((x&lows + ones*(0x80-0x20)) | x) & highs; below != 0 && below&^byteIs(x, '\t')&^byteIs(x, '\n')&^byteIs(x, '\r') != 0 {
+			xmlChars = false
+		}
+		high := x & highs
+		if high == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(high) >> 3
+		n, nonChar := charLen(b, i)
+		if n == 0 {
+			return false, false
+		}
+		xmlChars = xmlChars && !nonChar
+		i += n
+	}
+	for i < len(b) {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				xmlChars = false
+			}
+			i++
+			continue
+		}
+		n, nonChar := charLen(b, i)
+		if n == 0 {
+			return false, false
+		}
+		xmlChars = xmlChars && !nonChar
+		i += n
+	}
+	return true, xmlChars
+}
+
+// charLen is the length of the valid UTF-8 character at b[i] (whose
+// byte is not ASCII), or 0 when there is none: the byte ranges of the
+// Unicode standard's table 3-7, as utf8.DecodeRune reads them. nonChar
+// says the character is U+FFFE or U+FFFF.
+func charLen(b []byte, i int) (n int, nonChar bool) {
+	c := b[i]
+	switch {
+	case c < 0xC2:
+		return 0, false
+	case c < 0xE0:
+		if i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+			return 2, false
+		}
+		return 0, false
+	case c < 0xF0:
+		if i+2 >= len(b) || b[i+2]&0xC0 != 0x80 {
+			return 0, false
+		}
+		c1 := b[i+1]
+		switch {
+		case c == 0xE0 && (c1 < 0xA0 || c1 > 0xBF), c == 0xED && (c1 < 0x80 || c1 > 0x9F), c1&0xC0 != 0x80:
+			return 0, false
+		}
+		return 3, c == 0xEF && c1 == 0xBF && b[i+2] >= 0xBE
+	case c < 0xF5:
+		if i+3 >= len(b) || b[i+2]&0xC0 != 0x80 || b[i+3]&0xC0 != 0x80 {
+			return 0, false
+		}
+		c1 := b[i+1]
+		switch {
+		case c == 0xF0 && (c1 < 0x90 || c1 > 0xBF), c == 0xF4 && (c1 < 0x80 || c1 > 0x8F), c1&0xC0 != 0x80:
+			return 0, false
+		}
+		return 4, false
+	}
+	return 0, false
+}
+
+// byteIs marks the bytes of x equal to c with their high bit, exactly:
+// no carry crosses from one byte to the next.
+func byteIs(x uint64, c byte) uint64 {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	v := x ^ ones*uint64(c)
+	return ^((v&lows + lows) | v) & highs
 }

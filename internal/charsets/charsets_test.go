@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/unicode"
@@ -217,6 +218,60 @@ func FuzzBody(f *testing.F) {
 				break
 			}
 			got.Map.Span(got.UTF8, i, i+j+1) // must not panic
+		}
+	})
+}
+
+// checkRef is check as three passes: utf8.Valid, then a search for the
+// characters XML forbids, byte by byte.
+func checkRef(b []byte) (valid, xmlChars bool) {
+	if !utf8.Valid(b) {
+		return false, false
+	}
+	for i, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return true, false
+		}
+		if c == 0xEF && i+2 < len(b) && b[i+1] == 0xBF && b[i+2] >= 0xBE {
+			return true, false
+		}
+	}
+	return true, true
+}
+
+// TestCheckBytes compares check with checkRef on every byte that may
+// begin a character followed by the bytes at the edges of the ranges
+// UTF-8 allows, at every place of an eight-byte step.
+func TestCheckBytes(t *testing.T) {
+	edges := []byte{0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBD, 0xBE, 0xBF, 0xC0, 0xFF}
+	for c0 := 0; c0 < 256; c0++ {
+		for _, c1 := range edges {
+			for _, c2 := range edges {
+				for _, c3 := range []byte{0x80, 0xBF, 'x'} {
+					seq := string([]byte{byte(c0), c1, c2, c3})
+					for pad := 0; pad < 9; pad++ {
+						for _, s := range []string{strings.Repeat("a", pad) + seq, strings.Repeat("a", pad) + seq + "plain text", strings.Repeat("é", pad) + seq[:2]} {
+							gv, gx := check([]byte(s))
+							if wv, wx := checkRef([]byte(s)); gv != wv || gv && gx != wx {
+								t.Fatalf("check(%q) = %v, %v; want %v, %v", s, gv, gx, wv, wx)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzCheck holds check, one pass of eight bytes at a time, to checkRef.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text", "\t\r\n", "a\x01b", "é\uFFFE", "\uFFFF", "\xef\xbf", "日本語のテキスト", "\xed\xa0\x80", "\xf4\x90\x80\x80", "0123456\xc3", "\U0010FFFF"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gv, gx := check(b)
+		if wv, wx := checkRef(b); gv != wv || gv && gx != wx {
+			t.Errorf("check(%q) = %v, %v; want %v, %v", b, gv, gx, wv, wx)
 		}
 	})
 }

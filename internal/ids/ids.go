@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
+	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -85,17 +86,30 @@ func EntryUID(k EntryKey) string {
 // content and links, whitespace-collapsed. A known entry_uid whose hash
 // changed is an update.
 func ContentHash(title, summary, content string, links []string) string {
-	h := xxhash.New()
+	// The bytes hashed are gathered in one buffer and hashed at once: the
+	// same hash as writing them piece by piece to a digest, without a call
+	// for each piece.
+	bp := hashBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	for _, s := range []string{title, summary, content} {
-		writeCollapsed(h, s)
-		h.Write([]byte{0})
+		b = append(appendCollapsed(b, s), 0)
 	}
 	for _, l := range links {
-		h.WriteString(strings.TrimSpace(l))
-		h.Write([]byte{0})
+		b = append(append(b, strings.TrimSpace(l)...), 0)
 	}
-	return hex16(h.Sum64())
+	sum := xxhash.Sum64(b)
+	if cap(b) <= maxHashBuf {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return hex16(sum)
 }
+
+// hashBufs hold ContentHash's buffers for reuse; one above maxHashBuf
+// (a huge entry) is left to the collector.
+var hashBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxHashBuf = 1 << 20
 
 // FetchID returns a UUIDv7 for a fetch made at now, with random bits from
 // rand. It is written here rather than taken from a library because the
@@ -119,10 +133,7 @@ func CollapseSpace(s string) string {
 	if collapsed(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	writeCollapsed(&b, s)
-	return b.String()
+	return string(appendCollapsed(make([]byte, 0, len(s)), s))
 }
 
 // collapsed reports whether CollapseSpace(s) is s: no white space at
@@ -153,35 +164,46 @@ func collapsed(s string) bool {
 }
 
 // spaceAt is the length of the non-ASCII white space character at s[i],
-// or 0. Only runes led by 0xC2 (U+0085, U+00A0) or 0xE1-0xE3 (U+1680,
+// or 0: what unicode.IsSpace says of the rune there, by its bytes. Only
+// runes led by 0xC2 (U+0085, U+00A0) or 0xE1-0xE3 (U+1680,
 // U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) are white
-// space; any other byte is no space, and no such lead byte is ever the
-// continuation of another rune, so the text may be walked byte by byte
-// with the result of decoding it rune by rune.
+// space (TestSpaceLeadBytes); any other byte is no space, and no such
+// lead byte is ever the continuation of another rune, so the text may be
+// walked byte by byte with the result of decoding it rune by rune.
 func spaceAt(s string, i int) int {
+	if i+1 >= len(s) {
+		return 0
+	}
+	c1 := s[i+1]
 	switch s[i] {
-	case 0xC2, 0xE1, 0xE2, 0xE3:
-		if r, n := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
-			return n
+	case 0xC2:
+		if c1 == 0x85 || c1 == 0xA0 {
+			return 2
+		}
+		return 0
+	case 0xE1, 0xE2, 0xE3:
+	default:
+		return 0
+	}
+	if i+2 >= len(s) {
+		return 0
+	}
+	c2 := s[i+2]
+	switch s[i] {
+	case 0xE1:
+		if c1 == 0x9A && c2 == 0x80 {
+			return 3
+		}
+	case 0xE2:
+		if c1 == 0x80 && (0x80 <= c2 && c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF) || c1 == 0x81 && c2 == 0x9F {
+			return 3
+		}
+	case 0xE3:
+		if c1 == 0x80 && c2 == 0x80 {
+			return 3
 		}
 	}
 	return 0
-}
-
-// plainWords8 reports, eight bytes at a time, whether x (eight bytes,
-// after a word byte) holds no white space but single spaces, none of
-// them first: bytes the run of words goes on over. Its last byte must be
-// read again: a space there may come before more white space. It says
-// false of bytes below the space (tabs, newlines) and of the lead bytes
-// spaceAt looks at, which the byte loop then reads.
-func plainWords8(x uint64) bool {
-	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
-	below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
-	if below|byteIs(x, 0xC2)|byteIs(x, 0xE1)|byteIs(x, 0xE2)|byteIs(x, 0xE3) != 0 {
-		return false
-	}
-	sp := byteIs(x, ' ')
-	return sp&(1<<7) == 0 && sp&(sp>>8) == 0
 }
 
 // load8 reads the eight bytes of s as one little-endian word (one load:
@@ -213,79 +235,89 @@ var maySpace = func() (t [256]bool) {
 // asciiSpace is unicode.IsSpace for the ASCII bytes.
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
-// writeCollapsed writes CollapseSpace(s) to w without building it: the
-// runs of s between white space that is more than one ASCII space are
-// written as they are, with one space between them. The hashes depend on
-// these bytes being exactly those of strings.Join(strings.Fields(s), " "):
-// white space is what unicode.IsSpace says of each rune (an invalid byte
-// is not), as for strings.Fields.
-func writeCollapsed(w io.StringWriter, s string) {
-	start := -1 // where the run being kept began; -1 before the first word
-	sep := false
+// appendCollapsed appends CollapseSpace(s) to b: the runs of words of s
+// and the single spaces between them, copied as they are, with one space
+// between runs. The hashes depend on these bytes being exactly those of
+// strings.Join(strings.Fields(s), " "): white space is what
+// unicode.IsSpace says of each rune (an invalid byte is not), as for
+// strings.Fields (FuzzCollapseSpace).
+func appendCollapsed(b []byte, s string) []byte {
+	sep := false // a run was written: the next one goes after a space
 	for i := 0; i < len(s); {
-		// Words and the single spaces between them, in bulk: only the
-		// bytes maySpace marks can begin white space, and a single space
-		// before a word byte stays as it is.
-		k := i
-		for k < len(s) {
-			if k > i && k+8 <= len(s) && plainWords8(load8(s[k:k+8])) {
-				k += 7 // the eighth may be a space before white space
-				continue
-			}
-			if c := s[k]; !maySpace[c] {
-				k++
-			} else if c == ' ' && k > i && k+1 < len(s) && !maySpace[s[k+1]] {
-				k += 2
+		// White space at i, if any.
+		for i < len(s) {
+			if c := s[i]; c < utf8.RuneSelf {
+				if !asciiSpace[c] {
+					break
+				}
+				i++
+			} else if n := spaceAt(s, i); n > 0 {
+				i += n
 			} else {
 				break
 			}
 		}
-		if k > i {
-			if start < 0 {
-				start = i
+		if i == len(s) {
+			break
+		}
+		k := wordsEnd(s, i)
+		if sep {
+			b = append(b, ' ')
+		}
+		b = append(b, s[i:k]...)
+		sep = true
+		i = k
+	}
+	return b
+}
+
+// wordsEnd is where the run of words that begins at s[i] (no white
+// space) ends: at the first white space that is more than one ASCII
+// space between word bytes, or at the end of s. Eight bytes at a time,
+// the bytes that may end it marked in one number: those up to the space
+// but single spaces, and the lead bytes spaceAt looks at (0xE0 taken
+// with 0xE1-0xE3: one test for the four) in text above ASCII; the byte
+// loop reads the first marked one (after a space, the space).
+func wordsEnd(s string, i int) int {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	k := i + 1 // s[k-1] is a word byte
+	for {
+		for k+8 <= len(s) {
+			x := load8(s[k : k+8])
+			low := ^((x&lows + ones*(0x80-0x21)) | x) & highs // bytes up to the space
+			sp := byteIs(x, ' ')
+			mark := low ^ sp | sp&(sp>>8) // but single spaces
+			if x&highs != 0 {
+				mark |= byteIs(x, 0xC2) | byteIs(x&(ones*0xFC), 0xE0)
 			}
-			if i = k; i == len(s) {
+			if mark != 0 {
+				j := bits.TrailingZeros64(mark) >> 3
+				if j > 0 && sp>>(8*j-1)&1 != 0 {
+					j-- // a space before it may end the run
+				}
+				k += j
 				break
 			}
+			k += 7 + int((x>>56^' '+0xFF)>>8) // a space last is read again
 		}
-		// Find the white space starting at i, if any: [i, j).
-		j := i
-		for j < len(s) {
-			c := s[j]
-			if c < utf8.RuneSelf {
-				if !asciiSpace[c] {
-					break
-				}
-				j++
+		if k >= len(s) {
+			return len(s)
+		}
+		c := s[k]
+		switch {
+		case !maySpace[c]:
+			k++
+		case c == ' ':
+			if k+1 < len(s) && !maySpace[s[k+1]] {
+				k += 2
 				continue
 			}
-			n := spaceAt(s, j)
-			if n == 0 {
-				break
-			}
-			j += n
+			return k
+		case c >= utf8.RuneSelf && spaceAt(s, k) == 0:
+			k++ // byte by byte: see spaceAt
+		default:
+			return k
 		}
-		if j == i { // not white space: part of a word
-			if start < 0 {
-				start = i
-			}
-			i++ // byte by byte: see spaceAt
-			continue
-		}
-		if start >= 0 && (j-i != 1 || s[i] != ' ' || j == len(s)) {
-			if sep {
-				w.WriteString(" ")
-			}
-			w.WriteString(s[start:i])
-			start, sep = -1, true
-		}
-		i = j
-	}
-	if start >= 0 {
-		if sep {
-			w.WriteString(" ")
-		}
-		w.WriteString(s[start:])
 	}
 }
 

@@ -3,6 +3,7 @@ package ids
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ var collapseCases = []string{
 	"one two\tthree\n\nfour \u3000five", "a \u00a0b", "\v\f", "  \t  ",
 }
 
-// TestCollapseSpace checks CollapseSpace and the streaming writer of
+// TestCollapseSpace checks CollapseSpace and the appending of
 // ContentHash against the first definition.
 func TestCollapseSpace(t *testing.T) {
 	for _, s := range collapseCases {
@@ -122,29 +123,30 @@ func TestCollapseSpace(t *testing.T) {
 		if got := CollapseSpace(s); got != want {
 			t.Errorf("CollapseSpace(%q) = %q, want %q", s, got, want)
 		}
-		var b strings.Builder
-		writeCollapsed(&b, s)
-		if b.String() != want {
-			t.Errorf("writeCollapsed(%q) = %q, want %q", s, b.String(), want)
+		if got := string(appendCollapsed([]byte("x"), s)); got != "x"+want {
+			t.Errorf("appendCollapsed(x, %q) = %q, want x%q", s, got, want)
 		}
 	}
+}
+
+// contentHashRef is ContentHash as first written.
+func contentHashRef(title, summary, content string, links []string) string {
+	h := xxhash.New()
+	for _, s := range []string{title, summary, content} {
+		h.WriteString(collapseRef(s))
+		h.Write([]byte{0})
+	}
+	for _, l := range links {
+		h.WriteString(strings.TrimSpace(l))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // TestContentHashUnchanged pins ContentHash to its first definition: a
 // faster one must give every stored hash again.
 func TestContentHashUnchanged(t *testing.T) {
-	ref := func(title, summary, content string, links []string) string {
-		h := xxhash.New()
-		for _, s := range []string{title, summary, content} {
-			h.WriteString(collapseRef(s))
-			h.Write([]byte{0})
-		}
-		for _, l := range links {
-			h.WriteString(strings.TrimSpace(l))
-			h.Write([]byte{0})
-		}
-		return fmt.Sprintf("%016x", h.Sum64())
-	}
+	ref := contentHashRef
 	for i, s := range collapseCases {
 		title, summary := s, collapseCases[(i+1)%len(collapseCases)]
 		links := []string{" https://example.org/" + s}
@@ -180,10 +182,38 @@ func FuzzCollapseSpace(f *testing.F) {
 		if got := CollapseSpace(s); got != want {
 			t.Fatalf("CollapseSpace(%q) = %q, want %q", s, got, want)
 		}
+		if got := string(appendCollapsed([]byte("x"), s)); got != "x"+want {
+			t.Fatalf("appendCollapsed(x, %q) = %q, want x%q", s, got, want)
+		}
+	})
+}
+
+// TestCollapseRandom compares appendCollapsed with the first definition
+// on random texts of the pieces its eight-byte steps and byte loop tell
+// apart, at every alignment.
+func TestCollapseRandom(t *testing.T) {
+	pieces := []string{"a", "b", " ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u0085", "é", "ニ", "数", "\u3000", "\u2003", "\u2028", "\u202f", "\u205f", "\u1680", "\u200b", "\xe2", "\xc2", "\xe3\x80", "\xff", "word", "longer words"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
 		var b strings.Builder
-		writeCollapsed(&b, s)
-		if b.String() != want {
-			t.Fatalf("writeCollapsed(%q) = %q, want %q", s, b.String(), want)
+		for n := r.IntN(30); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := string(appendCollapsed(nil, s)), collapseRef(s); got != want {
+			t.Fatalf("appendCollapsed(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// FuzzContentHash holds ContentHash to its first definition.
+func FuzzContentHash(f *testing.F) {
+	for i, s := range collapseCases {
+		f.Add(s, collapseCases[(i+1)%len(collapseCases)], s+s, " https://example.org/"+s)
+	}
+	f.Fuzz(func(t *testing.T, title, summary, content, link string) {
+		if got, want := ContentHash(title, summary, content, []string{link, title}), contentHashRef(title, summary, content, []string{link, title}); got != want {
+			t.Errorf("ContentHash(%q, %q, %q, %q) = %s, want %s", title, summary, content, link, got, want)
 		}
 	})
 }

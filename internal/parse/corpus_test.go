@@ -474,6 +474,69 @@ func TestW3CConformance(t *testing.T) {
 	}
 }
 
+// TestParseCountingCorpus holds Parse, where the tokenizer counts the
+// references repair warns of, to repairing first and then parsing, on every
+// document of the shared corpus and of the W3C suite (as it is and with its
+// root taken for a channel): the same entries and warnings, or the same
+// error. FuzzParseCounting does the same on what the fuzzer makes.
+func TestParseCountingCorpus(t *testing.T) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Skipf("no shared corpus: %v", err)
+	}
+	refuseNetwork(t)
+	src := Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/feed"}
+	first := &Parser{Tracking: DefaultParser.Tracking, repairFirst: true}
+	check := func(name string, body []byte) {
+		got, gotErr := DefaultParser.Parse(body, src)
+		want, wantErr := first.Parse(body, src)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Errorf("%s: error %v, want %v", name, gotErr, wantErr)
+			return
+		}
+		if gotErr == nil && feedLines(t, got) != feedLines(t, want) {
+			t.Errorf("%s: the entries or warnings differ from repairing first", name)
+		}
+	}
+	dirs := []string{"testdata", "../../testdata"}
+	for _, d := range []string{"feedvalidator/testcases", "hostile-xml", "feedjira", "rome", "miniflux", "simplepie", "jsonfeed"} {
+		dirs = append(dirs, filepath.Join(corpusDir, d))
+	}
+	n := 0
+	for _, path := range testdataFiles(t, dirs...) {
+		if strings.HasSuffix(path, ".zip") {
+			continue
+		}
+		check(path, readFile(t, path))
+		n++
+	}
+	zr, err := zip.OpenReader(w3cSuite)
+	if err != nil {
+		t.Fatalf("no W3C suite: %v", err)
+	}
+	defer zr.Close()
+	defer func() { testAnyRoot = false }()
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testAnyRoot = false
+		check(f.Name, b)
+		testAnyRoot = true
+		check(f.Name+" (any root)", b)
+		n++
+	}
+	if n < 3000 {
+		t.Errorf("only %d documents found", n)
+	}
+	t.Logf("%d documents", n)
+}
+
 // pathJoin resolves a catalogue's relative URI against its own path.
 func pathJoin(catalogue, uri string) string {
 	dir := catalogue[:strings.LastIndex(catalogue, "/")+1]

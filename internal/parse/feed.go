@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -68,6 +69,9 @@ type Parser struct {
 	// Tracking removes tracking parameters from entry links; nil removes
 	// none.
 	Tracking *urlnorm.Tracking
+	// repairFirst makes Parse repair a text before it parses it, as it
+	// once did always, for the tests that hold parseXMLCounting to it.
+	repairFirst bool
 }
 
 // DefaultParser is the Parser of ParseFeed: the default limits, and the
@@ -116,10 +120,17 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 		}
 	} else {
 		var changed bool
-		if buf, changed = repair(buf, w); changed {
+		if text.XMLChars && !p.repairFirst {
+			// The text holds no character XML forbids: the tokenizer
+			// counts its references for repair's warnings as it reads.
+			buf, changed, rf, err = p.parseXMLCounting(buf, base, w)
+		} else {
+			buf, changed = repair(buf, w, text.XMLChars)
+			rf, err = p.parseXML(buf, base, w)
+		}
+		if changed {
 			text.Map.TextChanged()
 		}
-		rf, err = p.parseXML(buf, base, w)
 		if err != nil {
 			return nil, p.xmlError(err, body)
 		}
@@ -128,11 +139,48 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 	return a.feed(rf, text.Charset), nil
 }
 
+// parseXMLCounting is repair and then parseXML for a text that holds no
+// character XML forbids, in one pass rather than two: what repair may
+// still find in it (references to count for the warnings, and to
+// characters XML forbids, which it removes) the tokenizer counts as it
+// reads. When the tokenizer cannot say what countRefs would (a reference
+// hidden where it does not look, an error that stopped its reading),
+// countRefs is asked; when the text needs repairing after all, it is
+// repaired and parsed again. Either way the result and the warnings are
+// repair's and parseXML's, in their order (FuzzParseCounting).
+func (p *Parser) parseXMLCounting(text []byte, base *url.URL, w *warnings) (out []byte, changed bool, rf *rawFeed, err error) {
+	w.hold() // the parse's warnings go after repair's
+	rf, counts, counted, err := p.parseXMLWith(text, base, w, true)
+	if !counted {
+		var ok bool
+		if counts, ok = countRefs(text, true); !ok {
+			w.discard()
+			if out, changed = repairText(text, w); changed {
+				text = out
+			}
+			rf, err = p.parseXML(text, base, w)
+			return text, changed, rf, err
+		}
+	}
+	w.release(func() { counts.warn(w) })
+	return text, false, rf, err
+}
+
 // parseXML reads an RSS or Atom document.
 func (p *Parser) parseXML(text []byte, base *url.URL, w *warnings) (*rawFeed, error) {
+	rf, _, _, err := p.parseXMLWith(text, base, w, false)
+	return rf, err
+}
+
+// parseXMLWith is parseXML, with the tokenizer counting the references
+// of the text when count is set: counted says the counts are those of
+// countRefs(text), for the whole text, read once and to its end.
+func (p *Parser) parseXMLWith(text []byte, base *url.URL, w *warnings, count bool) (_ *rawFeed, counts refCounts, counted bool, _ error) {
 	xp := &xmlParser{text: text, maxDepth: cmpOr(p.MaxDepth, MaxXMLDepth), maxItems: cmpOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
+	xp.z.count = count
 	at := prolog(text, w)
 	err := xp.parse(at)
+	counted = count && err == nil && xp.z.err == io.EOF && !xp.z.uncounted && !xp.resynced && !mayHideRefs(text[:at])
 	if err != nil && xp.feed.format == "" && !errors.Is(err, errTooDeep) {
 		// No feed's root element came first (or before an error): junk
 		// before the feed (an error page of the publisher's software) is
@@ -144,9 +192,9 @@ func (p *Parser) parseXML(text []byte, base *url.URL, w *warnings) (*rawFeed, er
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, counts, false, err
 	}
-	return xp.feed, nil
+	return xp.feed, xp.z.refs, counted, nil
 }
 
 // xmlError words a failed XML parse.

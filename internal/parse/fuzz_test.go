@@ -204,3 +204,57 @@ func FuzzParseFeed(f *testing.F) {
 		checkParse(t, body)
 	})
 }
+
+// FuzzParseCounting holds parseXMLCounting, where the tokenizer counts
+// the references repair warns of, to repair and then parseXML: the same
+// feed, entries and warnings (in their order), or the same error.
+func FuzzParseCounting(f *testing.F) {
+	for _, path := range testdataFiles(f, "testdata/feeds", "testdata/hostile", "../../testdata/feeds") {
+		if b := readFile(f, path); len(b) <= 32<<10 {
+			f.Add(b)
+		}
+	}
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`<?xml version="1.0"?><?pi a&b?><rss version="2.0"><channel><item><title>a &nbsp; &bogus; & &#X41;</title><link>http://x/?a=1&amp;b=2</link></item></channel></rss>`,
+		`<!DOCTYPE rss [<!ENTITY x "&y;"> <!-- <![CDATA[ -->]><rss><channel><item><title x="&eacute;">&x;</title></item></channel></rss>`,
+		`<rss><channel><item><title>&#1; <![CDATA[&z;]]> <!-- &c; --></title></item></channel></rss>`,
+		`<rss><channel><item><title>a</title></item><item><title>b & c <</title></item><item><title>&d;</title></item></channel></rss>`,
+		`junk &x; <!-- <rss><channel><item><title>t</title></item></channel></rss>`,
+	} {
+		f.Add([]byte(s))
+	}
+	src := Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/feed"}
+	first := &Parser{Tracking: DefaultParser.Tracking, repairFirst: true}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, gotErr := DefaultParser.Parse(body, src)
+		want, wantErr := first.Parse(body, src)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%q: error %v, want %v", body, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if a, b := feedLines(t, got), feedLines(t, want); a != b {
+			t.Errorf("%q:\ncounting: %s\nrepair first: %s", body, a, b)
+		}
+	})
+}
+
+// feedLines is a feed as the record lines of its entries and its parse
+// section.
+func feedLines(t *testing.T, feed *Feed) string {
+	var b []byte
+	var err error
+	for i := range feed.Entries {
+		if b, err = ndjson.Append(b, &feed.Entries[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err = ndjson.Append(b, &ndjson.Fetch{Parse: &feed.Info}); err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

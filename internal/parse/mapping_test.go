@@ -517,3 +517,17 @@ func FuzzResolveRef(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIsHTTP holds isHTTP to what it was: a prefix of the trimmed,
+// lower-cased text.
+func FuzzIsHTTP(f *testing.F) {
+	for _, s := range []string{"http://x", "HTTPS://x", " hTtP://", "https:/", "http:", "ftp://x", "\u212Attp://", "http\u017F://", "https\xff://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l := strings.ToLower(strings.TrimSpace(s))
+		if want := strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://"); isHTTP(s) != want {
+			t.Errorf("isHTTP(%q) = %v, want %v", s, !want, want)
+		}
+	})
+}

@@ -13,7 +13,6 @@ type job struct {
 	run    func()
 	out    []byte // the lines to write, without the last newline
 	failed bool
-	done   chan struct{}
 	seq    int64 // its place in the order
 	held   int64 // bytes of out counted against the budget
 	buf    *[]byte
@@ -67,10 +66,10 @@ func (j *job) release() {
 	j.buf, j.out = nil, nil
 }
 
-// Lookahead: how far the workers may run ahead of the writer, in jobs
+// Lookahead: how far the workers may run ahead of the writing, in jobs
 // and in bytes of output waiting to be written. Feeds differ in size a
 // thousandfold, and the output keeps the input's order: with a short
-// queue, one worker's big feed would leave the others idle. The byte
+// window, one worker's big feed would leave the others idle. The byte
 // budget keeps a run of big feeds from filling memory.
 const (
 	lookaheadJobs        = 64 // per worker
@@ -78,103 +77,135 @@ const (
 )
 
 // ordered runs jobs on a pool of workers and writes their results in the
-// order they were submitted.
+// order they were submitted. There is no writer of its own: whoever
+// finishes the job next in order (a worker, or submit for a job with its
+// output already) writes it and the finished ones after it, while the
+// other workers go on. A writer goroutine woken for every job, and a
+// worker waiting for the submitter's hand-off, put threads to sleep and
+// woke them again for each feed; on a loaded machine every wake-up
+// waited for a CPU, and two cores gained little over one.
 type ordered struct {
-	work    chan *job
-	queue   chan *job
-	dead    chan struct{} // closed when the writer failed
-	werr    error
+	work    chan *job // jobs to run, room for the whole window
+	write   func(*job) error
 	workers sync.WaitGroup
-	writer  sync.WaitGroup
-	seq     int64 // the next job's seq (submit's, one goroutine)
 
 	mu      sync.Mutex
-	cond    *sync.Cond
-	pending int64 // bytes of output done and not yet written
-	next    int64 // the seq of the job the writer waits for
+	cond    *sync.Cond // workers over the budget wait on it for next or pending
+	waiting int        // ... this many
+	space   *sync.Cond // submit waits on it for room in the window
+	full    bool       // ... and is woken when half the window is free
+	werr    error      // the first write error; nothing is written after it
+	seq     int64      // the next job's seq
+	next    int64      // the seq of the job to be written next
+	window  int64      // jobs submitted and not yet written, at most
+	done    []*job     // finished jobs waiting for their turn, by seq % window
+	writing bool       // a goroutine is writing; it writes what finishes meanwhile
+	pending int64      // bytes of output finished and not yet written
 	budget  int64
 }
 
+// startOrdered starts workers goroutines; write is called for each job in
+// the order of submission, never twice at once.
 func startOrdered(workers int, write func(*job) error) *ordered {
+	window := int64(lookaheadJobs * workers)
 	o := &ordered{
-		work:   make(chan *job),
-		queue:  make(chan *job, lookaheadJobs*workers),
-		dead:   make(chan struct{}),
+		work:   make(chan *job, window),
+		write:  write,
+		window: window,
+		done:   make([]*job, window),
 		budget: lookaheadBytes * int64(workers),
 	}
 	o.cond = sync.NewCond(&o.mu)
+	o.space = sync.NewCond(&o.mu)
 	for range workers {
 		o.workers.Go(func() {
 			for j := range o.work {
 				o.mu.Lock()
-				// Over the budget, only the job the writer waits for may
+				// Over the budget, only the job to be written next may
 				// start: the output ahead of it cannot be written before
 				// it, so holding it back would deadlock.
 				for o.pending > o.budget && j.seq != o.next {
+					o.waiting++
 					o.cond.Wait()
+					o.waiting--
 				}
 				o.mu.Unlock()
 				j.run()
 				o.mu.Lock()
-				j.held = int64(len(j.out))
-				o.pending += j.held
+				o.finish(j)
 				o.mu.Unlock()
-				close(j.done)
 			}
 		})
 	}
-	o.writer.Go(func() {
-		for j := range o.queue {
-			<-j.done
-			if o.werr == nil {
-				if err := write(j); err != nil {
-					o.mu.Lock()
-					o.werr = err
-					o.mu.Unlock()
-					close(o.dead) // from now on, drain
-				}
-			}
-			o.mu.Lock()
-			o.pending -= j.held
-			o.next = j.seq + 1
-			o.cond.Broadcast()
-			o.mu.Unlock()
-		}
-	})
 	return o
+}
+
+// finish counts j's output as pending and, unless another goroutine is
+// writing, writes every finished job from the next in order on. o.mu is
+// held, and let go of while writing.
+func (o *ordered) finish(j *job) {
+	j.held = int64(len(j.out))
+	o.pending += j.held
+	o.done[j.seq%o.window] = j
+	if o.writing {
+		return // the writing goroutine looks for j when it is next
+	}
+	o.writing = true
+	for {
+		slot := o.next % o.window
+		k := o.done[slot]
+		if k == nil {
+			break
+		}
+		o.done[slot] = nil
+		if o.werr == nil {
+			o.mu.Unlock()
+			err := o.write(k)
+			o.mu.Lock()
+			if err != nil {
+				o.werr = err // from now on, jobs are only counted off
+				o.full = false
+				o.space.Signal()
+			}
+		}
+		o.pending -= k.held
+		o.next++
+		if o.waiting > 0 {
+			o.cond.Broadcast()
+		}
+		if o.full && o.seq-o.next <= o.window/2 {
+			o.full = false
+			o.space.Signal()
+		}
+	}
+	o.writing = false
 }
 
 // submit queues j. It returns the writer's error once writing failed.
 func (o *ordered) submit(j *job) error {
-	j.done = make(chan struct{})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.seq-o.next >= o.window && o.werr == nil {
+		o.full = true // woken when half the window is free: not for every job
+		o.space.Wait()
+	}
+	if o.werr != nil {
+		return o.werr
+	}
 	j.seq = o.seq
 	o.seq++
 	if j.run == nil {
 		// Output already: it counts against the budget from now, and
 		// waits while the budget is spent, as a worker would.
-		o.mu.Lock()
 		for o.pending > o.budget && j.seq != o.next && o.werr == nil {
+			o.waiting++
 			o.cond.Wait()
+			o.waiting--
 		}
-		j.held = int64(len(j.out))
-		o.pending += j.held
-		o.mu.Unlock()
-		close(j.done)
-	}
-	select {
-	case o.queue <- j:
-	case <-o.dead:
+		o.finish(j)
 		return o.werr
 	}
-	if j.run != nil {
-		select {
-		case o.work <- j:
-		case <-o.dead:
-			// The writer drains the queue; this job must still finish.
-			go func() { j.run(); close(j.done) }()
-			return o.werr
-		}
-	}
+	o.work <- j // never blocks: the window has room for it
 	return nil
 }
 
@@ -183,7 +214,7 @@ func (o *ordered) submit(j *job) error {
 func (o *ordered) close() error {
 	close(o.work)
 	o.workers.Wait()
-	close(o.queue)
-	o.writer.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	return o.werr
 }

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/encoding/unicode/utf32"
+
+	"github.com/feedpipe/feedpipe/internal/charsets"
 )
 
 // TestRecovery checks what real feeds get wrong and feed-parse reads
@@ -300,7 +302,9 @@ func jsonText(raw json.RawMessage) string {
 }
 
 // FuzzRepair holds countRefs, repair's scan for texts that need no
-// fixing, to repairText's reading byte by byte: the same warnings.
+// fixing, to repairText's reading byte by byte: the same warnings. And
+// repair told by charsets.Body that a text holds only characters XML
+// allows (checked with its UTF-8) to repair looking for them itself.
 func FuzzRepair(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -309,7 +313,15 @@ func FuzzRepair(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		counts, ok := countRefs(text)
+		if body := charsets.Body(text, "", true); body.XMLChars {
+			known, looked := &warnings{}, &warnings{}
+			a, changedA := repair(body.UTF8, known, true)
+			b, changedB := repair(body.UTF8, looked, false)
+			if changedA != changedB || !bytes.Equal(a, b) || strings.Join(known.strings(), "\n") != strings.Join(looked.strings(), "\n") {
+				t.Errorf("%q: repair differs when the characters are known to be allowed", text)
+			}
+		}
+		counts, ok := countRefs(text, false)
 		slow := &warnings{}
 		_, changed := repairText(text, slow)
 		if !ok {

@@ -26,11 +26,13 @@ import (
 //
 // CDATA sections and comments are left alone but for the characters. The
 // result is text itself when nothing needed fixing; a fixed copy keeps
-// every "<", so that places in it still map to the body.
-func repair(text []byte, w *warnings) (out []byte, changed bool) {
+// every "<", so that places in it still map to the body. xmlChars says
+// that the text is known to hold no character XML forbids (charsets.Body
+// checked it with its UTF-8), which then is not looked for again.
+func repair(text []byte, w *warnings, xmlChars bool) (out []byte, changed bool) {
 	// Most documents need no fixing, only the counting of their entities
 	// for the warnings: a scan of the "&" alone does it.
-	if counts, ok := countRefs(text); ok {
+	if counts, ok := countRefs(text, xmlChars); ok {
 		counts.warn(w)
 		return text, false
 	}
@@ -243,9 +245,11 @@ func (r *refCounts) warn(w *warnings) {
 // references outside CDATA sections and comments, as repair does, going
 // from "&" to "&" rather than byte by byte. ok is false when the text
 // needs fixing after all (a control character, U+FFFE or U+FFFF, a
-// reference to a character XML forbids), which repair then does.
-func countRefs(text []byte) (counts refCounts, ok bool) {
-	if hasControlChar(text) || hasNonChar(text) {
+// reference to a character XML forbids), which repair then does. The
+// characters are not looked at when xmlChars says they are known to be
+// allowed.
+func countRefs(text []byte, xmlChars bool) (counts refCounts, ok bool) {
+	if !xmlChars && (hasControlChar(text) || hasNonChar(text)) {
 		return counts, false
 	}
 	sec, secEnd := nextSection(text, 0)

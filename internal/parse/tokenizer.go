@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -39,6 +40,16 @@ type tokenizer struct {
 	// charsets.Body and repair make the parser's: the check of the
 	// non-ASCII characters of each text is spared.
 	validUTF8 bool
+
+	// With count set, the tokenizer counts the references of the text it
+	// reads as repair's countRefs counts them (refs), to spare the text a
+	// pass of its own for the warnings. uncounted says that a reference
+	// may lie where it does not look (a processing instruction or a
+	// directive with "&" or "<!") or that it found one repair must fix:
+	// the counts are then not countRefs', which must be asked.
+	count     bool
+	refs      refCounts
+	uncounted bool
 
 	tok   token
 	buf   []byte // text and values that differ from the input
@@ -212,6 +223,9 @@ func (z *tokenizer) procInst() (*token, error) {
 	}
 	data := z.b[z.pos : z.pos+end]
 	z.pos += end + 2
+	if z.count && mayHideRefs(data) {
+		z.uncounted = true
+	}
 	if target == "xml" {
 		// The text is UTF-8 whatever the declaration says; only its
 		// version can stop it, as it stops encoding/xml.
@@ -311,6 +325,13 @@ func (z *tokenizer) bang() (*token, error) {
 // becomes a space.
 func (z *tokenizer) directive() (*token, error) {
 	b := z.b
+	if start := z.pos; z.count {
+		defer func() {
+			if mayHideRefs(b[start:min(z.pos, len(b))]) {
+				z.uncounted = true
+			}
+		}()
+	}
 	z.buf = append(z.buf[:0], b[z.pos])
 	z.pos++
 	var inquote byte
@@ -569,16 +590,40 @@ func isXMLName(b []byte) bool {
 	return err == nil
 }
 
-// textSpecial marks the bytes text reading stops at: the end of text or
-// of a value, references, carriage returns, the "]" of "]]>", and the
-// characters XML forbids (checked once the text is read).
-var textSpecial = func() (t [256]bool) {
+// textSpecial marks the bytes text reading stops at: the end of text,
+// references, carriage returns, the "]" of "]]>", and the characters XML
+// forbids (checked once the text is read). valueSpecial adds the quotes
+// that may end an attribute value; in text they are text.
+var textSpecial, valueSpecial = func() (t, v [256]bool) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = c != '\t' && c != '\n'
 	}
-	t['<'], t['&'], t[']'], t['"'], t['\''] = true, true, true, true, true
-	return t
+	t['<'], t['&'], t[']'] = true, true, true
+	v = t
+	v['"'], v['\''] = true, true
+	return t, v
 }()
+
+// cdataPlain reports whether the text of a CDATA section needs nothing
+// done to it: no carriage return and no control character (bytes below
+// the space but tab and newline), looked at eight bytes at a time.
+func cdataPlain(b []byte) bool {
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		below := ^((x&lows + ones*(0x80-0x20)) | x) & highs
+		if below != 0 && below&^byteIs(x, '\t')&^byteIs(x, '\n') != 0 {
+			return false
+		}
+	}
+	for _, c := range b[i:] {
+		if c < 0x20 && c != '\t' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
 
 // text reads character data up to a "<" (quote < 0; not consumed), the
 // quote that ends an attribute value (quote >= 0; consumed), or the "]]>"
@@ -597,9 +642,22 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 	// check of the characters is spared text without one (and, but for
 	// valid UTF-8 input, without non-ASCII characters).
 	control := false
+	if cdata {
+		// A CDATA section is most often HTML: its end found at once, and
+		// what lies before it taken as it is when it holds no carriage
+		// return and no control character, else read below.
+		if e := bytes.Index(b[start:], []byte("]]>")); e >= 0 && cdataPlain(b[start:start+e]) {
+			z.pos = start + e + 3
+			return z.result(start, start+e, out, false, start, false)
+		}
+	}
+	special := &textSpecial
+	if quote >= 0 {
+		special = &valueSpecial
+	}
 	for {
 		i := z.pos
-		for i < len(b) && !textSpecial[b[i]] {
+		for i < len(b) && !special[b[i]] {
 			i++
 		}
 		z.pos = i
@@ -657,6 +715,9 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 				out = append(out, ch) // the references escaped HTML is made of
 				z.pos += n
 			} else {
+				if z.count {
+					z.countRef(i)
+				}
 				n := len(out)
 				z.reference(&out)
 				if z.err != nil {
@@ -685,6 +746,23 @@ func (z *tokenizer) text(quote int, cdata bool) ([]byte, bool) {
 			return z.result(start, end, out, copied, last, control)
 		}
 	}
+}
+
+// countRef counts the reference at b[i] (an "&") as countRefs does.
+func (z *tokenizer) countRef(i int) {
+	kind, name, _ := readRef(z.b, i)
+	if kind == refBadChar {
+		z.uncounted = true // repair removes it: countRefs says so
+		return
+	}
+	z.refs.add(kind, name)
+}
+
+// mayHideRefs reports whether b, the text of a processing instruction or
+// a directive, holds what countRefs would count or take for the start of
+// a CDATA section or comment, where the tokenizer looks at neither.
+func mayHideRefs(b []byte) bool {
+	return bytes.IndexByte(b, '&') >= 0 || bytes.Contains(b, []byte("<!"))
 }
 
 // result is text's text, b[start:end] as read: the input itself, or,

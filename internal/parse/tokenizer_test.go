@@ -120,6 +120,10 @@ var tokenizerCases = []string{
 	`<![CDAT[x]]>`, `<?>`, `<? a?>`, `<a b="x&amp;y&#10;"/>`, `<a b="x&amp;y" c="p&amp;q" d='1&#65;'>t&amp;u</a>`, "<a>\x01</a>", "<a>\xff</a>", "<a>\uFFFE</a>", "<a b='\x00'/>",
 	`<é/><a é="1"/><·/><a:b:c/>`, `<a`, `<a b`, `<a b=`, `<a b="`, `&`, `&#`, `&#x`, `&#x4`, `&am`, `<!`, `<!D`, `<![`, `<!--`, `<!-- a -`,
 	`<!DOCTYPE a [<!ELEMENT a "<!-- not -->">]><a/>`, `<!DOCTYPE a [<x<y>>]><a/>`, `<!DOCTYPE a '>'>`, `text only`, `<a>&#xD800;</a>`,
+	// CDATA sections taken at once, or read byte by byte (a carriage
+	// return, a control character); quotes in text and in values.
+	`<a><![CDATA[<p class="x">'q' &amp; ]]]]><![CDATA[]]]></a>`, "<a><![CDATA[x\r\ny\r]]></a>", "<a><![CDATA[long text\x01 ]]></a>", "<a><![CDATA[\t\n\xff]]></a>",
+	`<a b='x"y' c="p'q">it's "quoted"</a>`, `<a b="x'`, `<a>'"`,
 }
 
 func TestTokenizerMatchesEncodingXML(t *testing.T) {

@@ -28,6 +28,9 @@ type warnings struct {
 	dropped int
 	counted map[warnKind]*counted
 	order   []warnKind
+	// held are the warnings added while holding, not yet in list.
+	held    []string
+	holding bool
 }
 
 type counted struct {
@@ -36,12 +39,34 @@ type counted struct {
 }
 
 func (w *warnings) add(_ warnKind, msg string) {
+	if w.holding {
+		w.held = append(w.held, msg)
+		return
+	}
 	if len(w.list) >= maxWarnings {
 		w.dropped++
 		return
 	}
 	w.list = append(w.list, msg)
 }
+
+// hold keeps the warnings added from now on aside, so that warnings
+// learnt later can go before them (release), or be dropped (discard).
+func (w *warnings) hold() { w.holding, w.held = true, nil }
+
+// release adds the warnings that first adds, then those held: the list
+// is what adding them in that order makes it.
+func (w *warnings) release(first func()) {
+	held := w.held
+	w.holding, w.held = false, nil
+	first()
+	for _, msg := range held {
+		w.add(warnOther, msg)
+	}
+}
+
+// discard drops the warnings held.
+func (w *warnings) discard() { w.holding, w.held = false, nil }
 
 // count records one more problem of a kind that repeats.
 func (w *warnings) count(k warnKind, example string) {

@@ -165,6 +165,7 @@ type xmlParser struct {
 	// error.
 	itemPrefix, itemLocal string
 	itemDepth             int
+	resynced              bool // the parse went on after an error
 }
 
 // newDecoder starts reading tokens at text[at:].
@@ -434,6 +435,7 @@ func (p *xmlParser) resync(err error) bool {
 		p.pop(from)
 	}
 	p.warn.add(warnSkipped, fmt.Sprintf("an XML error at byte %d (%s): skipped to the next item", from, errText(err)))
+	p.resynced = true
 	p.newDecoder(at)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -568,75 +569,192 @@ func appendPtr[T any](b []byte, key string, p *T, elem func([]byte, *T) []byte) 
 // (\b \f \n \r \t by name, the others as \u00XX), every byte that is not
 // part of valid UTF-8 replaced by \ufffd, and U+2028 and U+2029 escaped,
 // since JavaScript reads them as line ends. Everything else, <, > and &
-// among it, is copied as it is.
+// among it, is copied as it is. FuzzAppendString holds it to
+// encoding/json.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0 // s[start:i] is copied when an escape or the end is reached
 	for i := 0; i < len(s); {
-		// Most text is plain ASCII, copied as it is: skip it eight bytes
-		// at a time, then a byte at a time up to the next byte that is
-		// not.
-		for i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-		}
-		for i < len(s) && s[i] >= ' ' && s[i] < utf8.RuneSelf && s[i] != '"' && s[i] != '\\' {
-			i++
-		}
-		if i == len(s) {
+		if i = plainEnd(s, i); i == len(s) {
 			break
 		}
+		b = append(b, s[start:i]...)
 		c := s[i]
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+			i++
+		case c == '\b':
+			b = append(b, '\\', 'b')
+			i++
+		case c == '\f':
+			b = append(b, '\\', 'f')
+			i++
+		case c == '\n':
+			b = append(b, '\\', 'n')
+			i++
+		case c == '\r':
+			b = append(b, '\\', 'r')
+			i++
+		case c == '\t':
+			b = append(b, '\\', 't')
+			i++
+		case c < ' ':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			i++
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9):
+			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
+			i += 3
+		default: // a byte that begins no valid UTF-8 sequence
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
+			i++
 		}
-		i += size
 		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
-// plain8 reports whether s's eight bytes are all copied as they are:
-// ASCII, and not control characters, '"' or '\\'. It tests the eight at
-// once in one number x: the high bit of a byte of x is set when the byte
-// is not ASCII; of x - n*ones, when the byte is below n (a borrow can set
-// more, but only above a byte found already); and a byte equal to c is
-// below 1 in x^(c*ones).
-func plain8(s string) bool {
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+// plainEnd is where the text copied as it is ends from s[i]: the next
+// byte that needs an escape, or len(s). Eight bytes at a time: plain
+// ASCII is skipped, and otherwise the first byte that is not (plainMask
+// finds it) is looked at, a character copied whole when it is valid
+// UTF-8 (validUTF8At), and the eight bytes after it tried next. Fewer
+// than eight left are looked at in the eight that end s, those before i
+// (plain, or copied already) taken for letters, rather than one by one.
+func plainEnd(s string, i int) int {
+	const ones = 0x0101010101010101
+	for i+8 <= len(s) {
+		m := plainMask(load8(s[i:]))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if s[i] < utf8.RuneSelf {
+			return i
+		}
+		n := validUTF8At(s, i)
+		if n == 0 {
+			return i
+		}
+		i += n
+	}
+	if len(s) >= 8 {
+		for i < len(s) {
+			j := len(s) - 8
+			keep := ^uint64(0) << (8 * uint(i-j)) // the bytes from i on
+			m := plainMask(load8(s[j:])&keep | ones*'a'&^keep)
+			if m == 0 {
+				return len(s)
+			}
+			i = j + bits.TrailingZeros64(m)>>3
+			if s[i] < utf8.RuneSelf {
+				return i
+			}
+			n := validUTF8At(s, i)
+			if n == 0 {
+				return i
+			}
+			i += n
+		}
+		return len(s)
+	}
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < ' ' || c == '"' || c == '\\' {
+				return i
+			}
+			i++
+		} else if n := validUTF8At(s, i); n > 0 {
+			i += n
+		} else {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// validUTF8At is the length of the valid UTF-8 character at s[i] (whose
+// byte is not ASCII), or 0 when there is none or it is U+2028 or U+2029,
+// which are escaped: the ranges of the Unicode standard's table 3-7, as
+// utf8.DecodeRuneInString reads them, without its call.
+func validUTF8At(s string, i int) int {
+	c := s[i]
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+		return 0
+	case c < 0xF0:
+		if i+2 >= len(s) || s[i+2]&0xC0 != 0x80 {
+			return 0
+		}
+		c1 := s[i+1]
+		switch c {
+		case 0xE0:
+			if c1 < 0xA0 || c1 > 0xBF {
+				return 0
+			}
+		case 0xE2:
+			if c1 == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+				return 0
+			}
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		case 0xED:
+			if c1 < 0x80 || c1 > 0x9F {
+				return 0
+			}
+		default:
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		}
+		return 3
+	case c < 0xF5:
+		if i+3 >= len(s) || s[i+2]&0xC0 != 0x80 || s[i+3]&0xC0 != 0x80 {
+			return 0
+		}
+		c1 := s[i+1]
+		switch c {
+		case 0xF0:
+			if c1 < 0x90 || c1 > 0xBF {
+				return 0
+			}
+		case 0xF4:
+			if c1 < 0x80 || c1 > 0x8F {
+				return 0
+			}
+		default:
+			if c1&0xC0 != 0x80 {
+				return 0
+			}
+		}
+		return 4
+	}
+	return 0
+}
+
+// load8 is the first eight bytes of s as a little-endian number.
+func load8(s string) uint64 {
+	_ = s[7] // one bounds check for the eight
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainMask marks with their high bit the bytes of x's eight that are
+// not copied as they are: not ASCII, control characters, '"' and '\\'.
+// It tests the eight at once: the high bit of a byte of x is set when the
+// byte is not ASCII; of x - n*ones, when the byte is below n; and a byte
+// equal to c is below 1 in x^(c*ones). A borrow can mark more, but only
+// above a byte marked already: the lowest mark is exact.
+func plainMask(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	return (x|(x-ones*' ')|(x^(ones*'"')-ones)|(x^(ones*'\\')-ones))&highs == 0
+	return (x | (x - ones*' ') | (x ^ (ones * '"') - ones) | (x ^ (ones * '\\') - ones)) & highs
 }

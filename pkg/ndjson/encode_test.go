@@ -391,3 +391,48 @@ func TestMarshalLeavesOtherTypesToEncodingJSON(t *testing.T) {
 		t.Errorf("a refused record left %q", buf.Bytes())
 	}
 }
+
+// stdString is s as encoding/json writes it, HTML escaping off.
+func stdString(s string) string {
+	b, _ := stdEncode(s)
+	return string(bytes.TrimSuffix(b, []byte("\n")))
+}
+
+// TestAppendStringBytes compares appendString with encoding/json on
+// every byte that may begin a character, followed by the bytes at the
+// edges of the ranges UTF-8 allows, at the start, in the middle and at
+// the end of plain text, and after an escape near the end (the last
+// eight bytes read at once, those before the escape's end set aside).
+func TestAppendStringBytes(t *testing.T) {
+	edges := []byte{0x00, 0x22, 0x5C, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xA7, 0xA8, 0xA9, 0xAA, 0xBF, 0xC0, 0xFF}
+	for c0 := 0; c0 < 256; c0++ {
+		for _, c1 := range edges {
+			for _, c2 := range edges {
+				for _, c3 := range []byte{0x80, 0xBF, 'x'} {
+					seq := string([]byte{byte(c0), c1, c2, c3})
+					for _, s := range []string{seq, "plain text " + seq + " plain text", "0123456789" + seq[:2], seq[:3], "01234567\x01" + seq[:3], "0123\"" + seq} {
+						if got, want := string(appendString(nil, s)), stdString(s); got != want {
+							t.Fatalf("%q: %s, want %s", s, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendString holds appendString, which copies valid UTF-8 a
+// character at a time without decoding it, to encoding/json.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range pieces {
+		f.Add(s)
+	}
+	for _, s := range []string{"\u2028\u2029\u2027\u202a", "a\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", "\xe0\x9f\xbf", "\xc1\xbf", "日本語 \"q\" \\ \x7f\x01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(appendString(nil, s)), stdString(s); got != want {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	})
+}
