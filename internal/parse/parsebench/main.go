@@ -4,16 +4,22 @@
 //
 //	parsebench gen [-n FEEDS] [-seed N] [-mb MB] DIR
 //	parsebench gofeed FILE...      (or -list FILE: one file name per line)
+//	parsebench spin [-mb MB]
 //
 // gen writes DIR/feed-NNNN.xml: RSS 2.0 and Atom 1.0 feeds of 20 to 1,700
 // items (most have a few dozen, a few have many, as on the web), with the
 // elements and extensions real feeds use. gofeed prints one JSON line:
-// {"files", "bytes", "items", "seconds"}.
+// {"files", "bytes", "items", "seconds"}. spin hashes MB megabytes
+// (default 400) in as many goroutines as GOMAXPROCS, each its share: work
+// that needs nothing from the others, to show what a second core gives on
+// this machine at this moment (a virtual machine's cores may share one
+// physical core, or others' processes may take one).
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,7 +27,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mmcdole/gofeed"
@@ -37,6 +45,8 @@ func main() {
 		err = gen(os.Args[2:])
 	case "gofeed":
 		err = bareGofeed(os.Args[2:])
+	case "spin":
+		err = spin(os.Args[2:])
 	default:
 		usage()
 	}
@@ -47,8 +57,29 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: parsebench gen [-n FEEDS] [-seed N] [-mb MB] DIR | parsebench gofeed [-list FILE] FILE...")
+	fmt.Fprintln(os.Stderr, "usage: parsebench gen [-n FEEDS] [-seed N] [-mb MB] DIR | parsebench gofeed [-list FILE] FILE... | parsebench spin [-mb MB]")
 	os.Exit(2)
+}
+
+// spin hashes mb megabytes, split between GOMAXPROCS goroutines.
+func spin(args []string) error {
+	fs := flag.NewFlagSet("spin", flag.ExitOnError)
+	mb := fs.Int("mb", 400, "megabytes to hash in all")
+	fs.Parse(args)
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			block := make([]byte, 1<<20)
+			for i := w; i < *mb; i += workers {
+				sha256.Sum256(block)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
 }
 
 // bareGofeed parses each file with gofeed, as a program using gofeed
