@@ -1,0 +1,79 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/testids"
+)
+
+// TestFeedNames: a subscription's name, else its feed's title, else its
+// URL; a feed with entries and nothing else is left out.
+func TestFeedNames(t *testing.T) {
+	c := openTemp(t)
+	unnamed := sub("B")
+	unnamed.Name = ""
+	titled := sub("C")
+	titled.Name = ""
+	add(t, c, sub("A"), unnamed, titled)
+	if err := c.Update(ctx, func(tx *Tx) error {
+		return tx.PutStates(FeedState{FeedID: testids.Feed("C"), Title: "The C feed"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	storeLines(t, c, "2026-11-20", entry("D", "d1", "h", t0))
+	got, err := c.FeedNames(ctx, []string{testids.Feed("A"), testids.Feed("B"), testids.Feed("C"), testids.Feed("D"), "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{testids.Feed("A"): "A", testids.Feed("B"): "https://B.example/feed", testids.Feed("C"): "The C feed"}
+	if len(got) != len(want) {
+		t.Errorf("names %v, want %v", got, want)
+	}
+	for id, n := range want {
+		if got[id] != n {
+			t.Errorf("%s: %q, want %q", testids.Name(id), got[id], n)
+		}
+	}
+}
+
+// TestFindFeed: by id (subscribed or not), URL, name or title (case
+// aside), a prefix of four characters or more; ambiguous and unknown
+// names are ErrNoSuchSubscription.
+func TestFindFeed(t *testing.T) {
+	c := openTemp(t)
+	titled := sub("T")
+	titled.Name = ""
+	twin1, twin2 := sub("Twin1"), sub("Twin2")
+	twin1.Name, twin2.Name = "Twins", "twins"
+	add(t, c, sub("News"), titled, twin1, twin2)
+	if err := c.Update(ctx, func(tx *Tx) error {
+		return tx.PutStates(FeedState{FeedID: testids.Feed("T"), Title: "Titled Feed"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	storeLines(t, c, "2026-11-20", entry("Gone", "g1", "h", t0))
+	news := testids.Feed("News")
+	for _, tc := range []struct{ ref, want, err string }{
+		{news, news, ""},
+		{testids.Feed("Gone"), testids.Feed("Gone"), ""},
+		{"https://News.example/feed", news, ""},
+		{"news", news, ""},
+		{"  News ", news, ""},
+		{"titled feed", testids.Feed("T"), ""},
+		{news[:8], news, ""},
+		{news[:3], "", "too short"},
+		{"twins", "", "ambiguous"},
+		{"nothing", "", "no feed has"},
+		{"", "", "empty"},
+	} {
+		got, err := c.FindFeed(ctx, tc.ref)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: %s, %v; want %s", tc.ref, testids.Name(got), err, testids.Name(tc.want))
+		case tc.err != "" && (!errors.Is(err, ErrNoSuchSubscription) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %s, %v; want an error with %q", tc.ref, got, err, tc.err)
+		}
+	}
+}
