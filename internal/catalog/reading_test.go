@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedpipe/feedpipe/internal/testids"
 )
@@ -75,5 +76,66 @@ func TestFindFeed(t *testing.T) {
 		case tc.err != "" && (!errors.Is(err, ErrNoSuchSubscription) || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q: %s, %v; want an error with %q", tc.ref, got, err, tc.err)
 		}
+	}
+}
+
+// TestReaderEntries: the same pages as the EntryQuery filters give, by
+// feed, label, stars and words, both ways of searching.
+func TestReaderEntries(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A", "news"), sub("B"))
+	storeLines(t, c, "2026-11-20",
+		textEntry("A", "a1", "h", t0, "apple pie", "", ""), textEntry("A", "a2", "h", t0.Add(time.Hour), "apple tart", "", ""),
+		textEntry("B", "b1", "h", t0.Add(2*time.Hour), "banana", "", ""), textEntry("B", "b2", "h", t0.Add(3*time.Hour), "apple banana", "", ""))
+	c.Mark(ctx, "default", MarkStar, []EntryKey{{testids.Feed("A"), testids.UID("a1")}, {testids.Feed("B"), testids.UID("b2")}}, t0)
+	page := func(feed, label string, q EntryQuery) string {
+		t.Helper()
+		p, err := c.ReaderEntries(ctx, feed, label, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, e := range p.Entries {
+			n := testids.Name(e.UID)
+			if e.Starred {
+				n += "s"
+			}
+			s = append(s, n)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, scanAt := range []int{50_000, 1} {
+		searchScanAt = scanAt
+		for _, tc := range []struct {
+			feed, label string
+			q           EntryQuery
+			want        string
+		}{
+			{"", "", EntryQuery{}, "b2,b1,a2,a1"},
+			{testids.Feed("A"), "", EntryQuery{}, "a2,a1"},
+			{"", "news", EntryQuery{}, "a2,a1"},
+			{"", "", EntryQuery{Reader: "default", Starred: true}, "b2s,a1s"},
+			{"", "news", EntryQuery{Reader: "default", Starred: true}, "a1s"},
+			{testids.Feed("B"), "", EntryQuery{Reader: "default", Starred: true}, "b2s"},
+			{"", "", EntryQuery{Reader: "nobody", Starred: true}, ""},
+			{"", "", EntryQuery{Text: "apple"}, "b2,a2,a1"},
+			{"", "", EntryQuery{Text: "apple", Limit: 2}, "b2,a2"},
+			{"", "news", EntryQuery{Text: "apple"}, "a2,a1"},
+			{testids.Feed("B"), "", EntryQuery{Text: "apple"}, "b2"},
+			{"", "", EntryQuery{Text: "apple", Reader: "default", Starred: true}, "b2s,a1s"},
+			{"", "", EntryQuery{Text: "banana", Reader: "default", Unread: true}, "b2s,b1"},
+			{"", "nolabel", EntryQuery{}, ""},
+		} {
+			if got := page(tc.feed, tc.label, tc.q); got != tc.want {
+				t.Errorf("scan at %d: %s %s %+v: %s, want %s", scanAt, testids.Name(tc.feed), tc.label, tc.q, got, tc.want)
+			}
+		}
+	}
+	searchScanAt = 50_000
+	if _, err := c.ReaderEntries(ctx, "", "", EntryQuery{Text: "!!"}); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("a search without words: %v", err)
+	}
+	if _, err := c.ReaderEntries(ctx, "", "", EntryQuery{Reader: "Bad Name", Starred: true}); err == nil {
+		t.Errorf("a bad reader: no error")
 	}
 }
