@@ -167,17 +167,13 @@ func Run(ctx context.Context, cfg Config) error {
 			q.Since = cfg.now().Add(-NewWindow)
 		}
 	}
-	page := func(q catalog.EntryQuery) (catalog.EntryPage, error) { return cat.AllEntries(ctx, q) }
-	switch {
-	case cfg.Feed != "":
-		id, err := cat.FindFeed(ctx, cfg.Feed)
-		if err != nil {
+	var feedID string
+	if cfg.Feed != "" {
+		if feedID, err = cat.FindFeed(ctx, cfg.Feed); err != nil {
 			return usagef("--feed: %v", err)
 		}
-		page = func(q catalog.EntryQuery) (catalog.EntryPage, error) { return cat.FeedEntries(ctx, id, q) }
-	case cfg.Label != "":
-		page = func(q catalog.EntryQuery) (catalog.EntryPage, error) { return cat.LabelEntries(ctx, cfg.Label, q) }
 	}
+	page := func(q catalog.EntryQuery) (catalog.EntryPage, error) { return cat.ReaderEntries(ctx, feedID, cfg.Label, q) }
 
 	out := bufio.NewWriterSize(cfg.Out, 64<<10)
 	l := &lister{cfg: &cfg, cat: cat, out: out}
