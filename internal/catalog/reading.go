@@ -108,8 +108,10 @@ func (c *Catalog) feedIDs(ctx context.Context, query string, args ...any) ([]str
 // starred marks (marks_starred) and each entry's row by its feed and uid:
 // the filter of EntryQuery.Starred tests every entry newest first, and a
 // reader's few stars are then found only at the end of the table (6 s at
-// a million entries).
-const starredIDs = `e.id IN (SELECT s.id FROM marks m JOIN entries s ON s.feed_key = m.feed_key AND s.entry_uid = m.entry_uid
+// a million entries). The index is named: SQLite took the marks' primary
+// key instead, and read every mark of a reader who had read a million
+// entries (280 ms).
+const starredIDs = `e.id IN (SELECT s.id FROM marks m INDEXED BY marks_starred JOIN entries s ON s.feed_key = m.feed_key AND s.entry_uid = m.entry_uid
 	WHERE m.reader = ? AND m.starred)`
 
 // searchScanAt is how many entries a search must match for ReaderEntries
