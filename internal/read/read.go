@@ -173,7 +173,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return usagef("--feed: %v", err)
 		}
 	}
-	page := func(q catalog.EntryQuery) (catalog.EntryPage, error) { return cat.ReaderEntries(ctx, feedID, cfg.Label, q) }
+	page := func(q catalog.EntryQuery) (catalog.EntryPage, error) {
+		return cat.ReaderEntries(ctx, feedID, cfg.Label, q)
+	}
 
 	out := bufio.NewWriterSize(cfg.Out, 64<<10)
 	l := &lister{cfg: &cfg, cat: cat, out: out}
