@@ -159,9 +159,12 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	q, err := c.db.QueryContext(ctx, `SELECT e.id, m.read, m.starred FROM entries e
-		JOIN marks m ON m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid
-		WHERE e.id IN (SELECT value FROM json_each(?))`, reader, jsonInts(ids))
+	// CROSS JOIN keeps the page's ids the outer loop: left to itself,
+	// SQLite walked all of the reader's marks (13 s a page for a reader
+	// who has read a million entries).
+	q, err := c.db.QueryContext(ctx, `SELECT e.id, m.read, m.starred FROM json_each(?) j
+		CROSS JOIN entries e CROSS JOIN marks m
+		WHERE e.id = j.value AND m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid`, jsonInts(ids), reader)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
 	}
