@@ -14,8 +14,9 @@ import (
 // feed and the entry's uid, not the entry's row id, so that reparse,
 // replay and reindex keep them; prune drops those of the entries it
 // drops. A reader is a name: a person or a tool keeping its own marks
-// (feed-read --reader, a Google Reader API user). An entry with no mark is
-// unread and not starred.
+// (feed-read --reader, a Google Reader API user). An entry with no row of
+// marks is not starred, and read only when first seen before its feed's
+// "read up to" mark (read_until, set by MarkAllRead and MarkLabelRead).
 
 // DefaultReader is the reader of feed-read and the web page when none is
 // named.

@@ -232,13 +232,12 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 		}
 	}
 	if q.Unread {
-		few, err := c.unreadFew(ctx, sc, q, col)
+		ids, few, err := c.unreadFew(ctx, sc, q, col)
 		if err != nil {
 			return EntryPage{}, err
 		}
 		if few {
-			conds = append(conds, unreadFewSQL(sc, len(args)+1))
-			args = append(append(append(args, q.Reader, unreadLow(q, col)), sc.args...), sc.args...)
+			conds, args = append(conds, `e.id IN (SELECT value FROM json_each(?))`), append(args, ids)
 		}
 		conds, args = append(conds, "NOT "+readSQL(len(args)+1)), append(args, q.Reader)
 	}
@@ -311,18 +310,6 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 	return page, nil
 }
 
-// unreadFewSQL keeps the entries of the feeds of sc after their feed's
-// "read up to" mark (and unreadLow), and those with a row saying unread:
-// every unread entry is one of them. The parameters are the reader (?n),
-// the low bound, sc's arguments, and sc's arguments again.
-func unreadFewSQL(sc feedScope, n int) string {
-	r := "?" + strconv.Itoa(n)
-	return `e.id IN (SELECT x.id FROM feeds f LEFT JOIN read_until w ON w.reader = ` + r + ` AND w.feed_key = f.key
-		CROSS JOIN entries x ON x.feed_key = f.key AND x.first_seen >= max(coalesce(w.until, 0), ?) WHERE ` + sc.in("f.key") + `
-		UNION ALL SELECT x.id FROM marks m INDEXED BY marks_unread CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid
-		WHERE m.reader = ` + r + ` AND NOT m.read AND ` + sc.in("m.feed_key") + `)`
-}
-
 // unreadLow is the first_seen no unread entry of q is before: q.Since
 // when q is by first_seen.
 func unreadLow(q EntryQuery, col string) int64 {
@@ -332,23 +319,43 @@ func unreadLow(q EntryQuery, col string) int64 {
 	return 0
 }
 
-// unreadFew reports whether the entries of the feeds of sc after their
-// feeds' "read up to" marks are fewer than unreadFewAt: whether q.Unread
-// should list its page from them (unreadFewSQL).
-func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col string) (bool, error) {
+// unreadFew returns, as a JSON array, the ids of the entries of the feeds
+// of sc after their feed's "read up to" mark (and unreadLow), and of those
+// with a row saying unread: every unread entry is one of them. ok is false
+// when the reader has no such mark, or when they are unreadFewAt or more:
+// then the unread filter walks the index by time.
+func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col string) (ids string, ok bool, err error) {
 	var has int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM read_until WHERE reader = ? LIMIT 1)`, q.Reader).Scan(&has)
+	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM read_until WHERE reader = ? LIMIT 1)`, q.Reader).Scan(&has)
 	if err != nil || has == 0 {
-		return false, c.damaged(err)
+		return "", false, c.damaged(err)
 	}
-	var n int
-	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
-		CROSS JOIN entries x ON x.feed_key = f.key AND x.first_seen >= max(coalesce(w.until, 0), ?2) WHERE `+sc.in("f.key")+` LIMIT ?)`,
-		append(append([]any{q.Reader, unreadLow(q, col)}, sc.args...), unreadFewAt)...).Scan(&n)
+	rows, err := c.db.QueryContext(ctx, `SELECT x.id FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+		CROSS JOIN entries x ON x.feed_key = f.key AND x.first_seen >= max(coalesce(w.until, 0), ?2) WHERE `+sc.in("f.key")+`
+		UNION ALL SELECT x.id FROM marks m INDEXED BY marks_unread CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid
+		WHERE m.reader = ?1 AND NOT m.read AND `+sc.in("m.feed_key")+` LIMIT ?`,
+		append(append(append([]any{q.Reader, unreadLow(q, col)}, sc.args...), sc.args...), unreadFewAt)...)
 	if err != nil {
-		return false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
 	}
-	return n < unreadFewAt, nil
+	defer rows.Close()
+	b := []byte{'['}
+	n := 0
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+	}
+	return string(append(b, ']')), n < unreadFewAt, nil
 }
 
 // parseCursor reads a cursor: the time (Unix ms) and the id of the last
