@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"time"
@@ -13,8 +14,9 @@ import (
 // feed and the entry's uid, not the entry's row id, so that reparse,
 // replay and reindex keep them; prune drops those of the entries it
 // drops. A reader is a name: a person or a tool keeping its own marks
-// (feed-read --reader, a Google Reader API user). An entry with no mark is
-// unread and not starred.
+// (feed-read --reader, a Google Reader API user). An entry with no row of
+// marks is not starred, and read only when first seen before its feed's
+// "read up to" mark (read_until, set by MarkAllRead and MarkLabelRead).
 
 // DefaultReader is the reader of feed-read and the web page when none is
 // named.
@@ -65,6 +67,40 @@ func markSet(action string) (column string, value int, err error) {
 	return "", 0, fmt.Errorf("catalog: %w: mark %q: it is read, unread, star or unstar", ErrBadQuery, action)
 }
 
+// Read state is two things per reader: a "read up to" mark per feed
+// (table read_until: the feed's entries first seen before it are read) and
+// a row of marks per entry that says otherwise or is starred. A row's read
+// is what the entry is, whatever the feed's mark says; an entry without a
+// row is read when first seen before its feed's mark, unread otherwise. A
+// row that says only what the mark says (not starred, and read exactly
+// when first seen before the mark) is deleted: mark-all-read writes a row
+// per feed, not a row per entry, and unread entries are those after the
+// mark (the index by feed and first_seen) and the few rows saying unread.
+
+// readSQL is whether the entry e is read for the reader of the
+// parameter ?n (numbered: it is given once).
+func readSQL(n int) string {
+	r := "?" + strconv.Itoa(n)
+	return `coalesce((SELECT m.read FROM marks m WHERE m.reader = ` + r + ` AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid),
+	e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ` + r + ` AND w.feed_key = e.feed_key), 0))`
+}
+
+// feedScope is a set of feeds: all, one, or a label's.
+type feedScope struct {
+	in   func(col string) string // the condition that the feed key col is in the set
+	args []any
+}
+
+var allFeeds = feedScope{in: func(string) string { return "1" }}
+
+func oneFeed(feedID string) feedScope {
+	return feedScope{in: func(col string) string { return col + ` = (SELECT key FROM feeds WHERE feed_id = ?)` }, args: []any{feedID}}
+}
+
+func keyFeeds(keys []any) feedScope {
+	return feedScope{in: func(col string) string { return col + ` IN (SELECT value FROM json_each(?))` }, args: []any{jsonInts(keys)}}
+}
+
 // Mark applies action to the entries of keys for reader, in one
 // transaction. It returns how many of them are stored entries; the others
 // (an unknown feed or uid) are left out.
@@ -76,20 +112,35 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 	if err != nil {
 		return 0, err
 	}
+	// A new row says what the entry was, but for the column set: read as
+	// its feed's mark makes it, not starred.
+	read, starred := `e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ?1 AND w.feed_key = e.feed_key), 0)`, "0"
+	if col == "read" {
+		read = strconv.Itoa(v)
+	} else {
+		starred = strconv.Itoa(v)
+	}
 	err = c.Update(ctx, func(t *Tx) error {
 		for _, k := range keys {
-			r, err := t.run(`INSERT INTO marks (reader, feed_key, entry_uid, `+col+`, changed_at)
-				SELECT ?, e.feed_key, e.entry_uid, ?, ? FROM entries e
-				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?
+			r, err := t.run(`INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
+				SELECT ?1, e.feed_key, e.entry_uid, `+read+`, `+starred+`, ?2 FROM entries e
+				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?3) AND e.entry_uid = ?4
 				ON CONFLICT DO UPDATE SET `+col+` = excluded.`+col+`, changed_at = excluded.changed_at`,
-				reader, v, at.UnixMilli(), k.FeedID, k.UID)
+				reader, at.UnixMilli(), k.FeedID, k.UID)
 			if err != nil {
 				return err
 			}
 			m, _ := r.RowsAffected()
 			n += int(m)
+			// The row goes when it says nothing the feed's mark does not.
+			if _, err := t.run(`DELETE FROM marks WHERE reader = ?1 AND feed_key = (SELECT key FROM feeds WHERE feed_id = ?2) AND entry_uid = ?3
+				AND NOT starred AND read = (SELECT e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ?1 AND w.feed_key = e.feed_key), 0)
+					FROM entries e WHERE e.feed_key = marks.feed_key AND e.entry_uid = marks.entry_uid)`,
+				reader, k.FeedID, k.UID); err != nil {
+				return err
+			}
 		}
-		return t.dropBlankMarks(reader)
+		return nil
 	})
 	return n, err
 }
@@ -97,8 +148,18 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 // MarkAllRead marks read, for reader, the entries of the feed feedID (of
 // every feed when "") first seen before until (every one when zero). It
 // returns how many were unread.
+//
+// It raises each feed's "read up to" mark to until, or to just after the
+// feed's newest entry when that is sooner (so that an entry stored later
+// with an earlier first_seen is read only when the mark had to cover it),
+// and deletes the rows of marks it makes redundant: O(feeds + the reader's
+// rows in them), not O(entries). A row saying unread below until goes too
+// (mark-all makes every entry before until read); a starred one says read.
 func (c *Catalog) MarkAllRead(ctx context.Context, reader, feedID string, until time.Time) (int, error) {
-	return c.markAllRead(ctx, reader, `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, []any{feedID}, feedID == "", until)
+	if feedID == "" {
+		return c.markAllRead(ctx, reader, allFeeds, until)
+	}
+	return c.markAllRead(ctx, reader, oneFeed(feedID), until)
 }
 
 // MarkLabelRead is MarkAllRead for the entries of the feeds subscribed
@@ -108,40 +169,54 @@ func (c *Catalog) MarkLabelRead(ctx context.Context, reader, label string, until
 	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
-	return c.markAllRead(ctx, reader, `e.feed_key IN (SELECT value FROM json_each(?))`, []any{jsonInts(keys)}, false, until)
+	return c.markAllRead(ctx, reader, keyFeeds(keys), until)
 }
 
-func (c *Catalog) markAllRead(ctx context.Context, reader, where string, args []any, all bool, until time.Time) (n int, err error) {
+func (c *Catalog) markAllRead(ctx context.Context, reader string, sc feedScope, until time.Time) (n int, err error) {
 	if err := CheckReader(reader); err != nil {
 		return 0, err
 	}
-	if all {
-		where, args = "1", nil
-	}
+	u := int64(math.MaxInt64)
 	if !until.IsZero() {
-		where, args = where+" AND e.first_seen < ?", append(args, until.UnixMilli())
+		u = until.UnixMilli()
 	}
+	// p: each feed of the scope with entries, its mark (old) and the time
+	// this call marks read up to (new).
+	plan := `WITH p(k, old, new) AS MATERIALIZED (SELECT f.key, coalesce(w.until, 0),
+			min(?2, (SELECT max(x.first_seen) FROM entries x WHERE x.feed_key = f.key) + 1)
+		FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+		WHERE ` + sc.in("f.key") + `)`
+	// rows: the reader's rows of marks in those feeds, with the entry's
+	// first_seen.
+	const rows = `p CROSS JOIN marks m ON m.reader = ?1 AND m.feed_key = p.k CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid`
+	args := append([]any{reader, u}, sc.args...)
+	now := time.Now().UnixMilli()
 	err = c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO marks (reader, feed_key, entry_uid, read, changed_at)
-			SELECT ?, e.feed_key, e.entry_uid, 1, ? FROM entries e WHERE `+where+`
-			AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.read)
-			ON CONFLICT DO UPDATE SET read = 1, changed_at = excluded.changed_at`,
-			append(append([]any{reader, time.Now().UnixMilli()}, args...), reader)...)
-		if err != nil {
+		// Unread before: the entries between the old mark and the new
+		// without a row, and the rows saying unread below the new.
+		var span, rowsSpan, unreadRows int
+		if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
+			WHERE x.feed_key = p.k AND x.first_seen >= p.old AND x.first_seen < p.new)), 0) FROM p WHERE p.new > p.old`, args...).Scan(&span); err != nil {
+			return fmt.Errorf("catalog: mark all read: %w", err)
+		}
+		if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
+			coalesce(sum(NOT m.read AND x.first_seen < p.new), 0) FROM `+rows, args...).Scan(&rowsSpan, &unreadRows); err != nil {
+			return fmt.Errorf("catalog: mark all read: %w", err)
+		}
+		n = span - rowsSpan + unreadRows
+		if _, err := t.exec(plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
+			WHERE NOT m.starred AND (x.first_seen < p.new OR m.read AND x.first_seen < max(p.old, p.new)))`, args...); err != nil {
 			return err
 		}
-		m, _ := r.RowsAffected()
-		n = int(m)
-		return nil
+		if _, err := t.exec(plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
+			SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, append(args, now)...); err != nil {
+			return err
+		}
+		_, err := t.exec(plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
+			ON CONFLICT DO UPDATE SET until = max(until, excluded.until)`, args...)
+		return err
 	})
 	return n, err
-}
-
-// dropBlankMarks deletes reader's marks that say nothing (unread and not
-// starred: the same as no mark).
-func (t *Tx) dropBlankMarks(reader string) error {
-	_, err := t.run(`DELETE FROM marks WHERE reader = ? AND NOT read AND NOT starred`, reader)
-	return err
 }
 
 // Marks are an entry's marks for a reader.
@@ -150,7 +225,7 @@ type Marks struct {
 }
 
 // MarksOf returns reader's marks on the entries of rows, by EntryRow.ID;
-// entries without a mark are not in the map.
+// entries neither read nor starred are not in the map.
 func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (map[int64]Marks, error) {
 	if len(rows) == 0 {
 		return nil, nil
@@ -162,9 +237,10 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 	// CROSS JOIN keeps the page's ids the outer loop: left to itself,
 	// SQLite walked all of the reader's marks (13 s a page for a reader
 	// who has read a million entries).
-	q, err := c.db.QueryContext(ctx, `SELECT e.id, m.read, m.starred FROM json_each(?) j
-		CROSS JOIN entries e CROSS JOIN marks m
-		WHERE e.id = j.value AND m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid`, jsonInts(ids), reader)
+	q, err := c.db.QueryContext(ctx, `SELECT e.id, coalesce(m.read, e.first_seen < coalesce(w.until, 0)), coalesce(m.starred, 0) FROM json_each(?1) j
+		CROSS JOIN entries e LEFT JOIN marks m ON m.reader = ?2 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid
+		LEFT JOIN read_until w ON w.reader = ?2 AND w.feed_key = e.feed_key
+		WHERE e.id = j.value`, jsonInts(ids), reader)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
 	}
@@ -176,18 +252,32 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 		if err := q.Scan(&id, &m.Read, &m.Starred); err != nil {
 			return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
 		}
-		marks[id] = m
+		if m.Read || m.Starred {
+			marks[id] = m
+		}
 	}
 	return marks, c.damaged(q.Err())
 }
 
 // UnreadCounts returns, for reader, how many entries of each feed first
 // seen at or after since (all when zero) are unread, and the newest first
-// seen time among them, by feed id; feeds with none are left out.
+// seen time among them, by feed id; feeds with none are left out. It reads
+// each feed's entries after its "read up to" mark (and since), and the
+// rows saying unread below the mark: after mark-all-read, the entries
+// since then, not the store.
 func (c *Catalog) UnreadCounts(ctx context.Context, reader string, since time.Time) (map[string]Unread, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, count(*), max(e.first_seen) FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE e.first_seen >= ? AND NOT EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.read)
-		GROUP BY e.feed_key`, unixMS(since), reader)
+	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
+		LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+		CROSS JOIN entries e ON e.feed_key = f.key AND e.first_seen >= max(?2, coalesce(w.until, 0))
+		WHERE NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
+		GROUP BY f.key
+		UNION ALL
+		SELECT f.feed_id, count(*), max(e.first_seen) FROM marks m INDEXED BY marks_unread
+		CROSS JOIN read_until w ON w.reader = m.reader AND w.feed_key = m.feed_key
+		CROSS JOIN entries e ON e.feed_key = m.feed_key AND e.entry_uid = m.entry_uid
+		CROSS JOIN feeds f ON f.key = m.feed_key
+		WHERE m.reader = ?1 AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= ?2
+		GROUP BY m.feed_key`, reader, unixMS(since))
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
 	}
@@ -195,12 +285,16 @@ func (c *Catalog) UnreadCounts(ctx context.Context, reader string, since time.Ti
 	counts := map[string]Unread{}
 	for rows.Next() {
 		var id string
-		var u Unread
+		var n int
 		var newest int64
-		if err := rows.Scan(&id, &u.Count, &newest); err != nil {
+		if err := rows.Scan(&id, &n, &newest); err != nil {
 			return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
 		}
-		u.Newest = time.UnixMilli(newest).UTC()
+		u := counts[id]
+		u.Count += n
+		if at := time.UnixMilli(newest).UTC(); at.After(u.Newest) {
+			u.Newest = at
+		}
 		counts[id] = u
 	}
 	return counts, c.damaged(rows.Err())

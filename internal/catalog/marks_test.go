@@ -127,6 +127,10 @@ func TestMarksSurvive(t *testing.T) {
 	if _, err := c.Mark(ctx, "default", MarkStar, keys, t0); err != nil {
 		t.Fatal(err)
 	}
+	// A feed's "read up to" mark survives too.
+	if _, err := c.MarkAllRead(ctx, "default", testids.Feed("A"), t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	c.Close()
 	if _, err := Reindex(ctx, c.st, nil); err != nil {
 		t.Fatal(err)
@@ -136,7 +140,7 @@ func TestMarksSurvive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if got := listed(t, c, EntryQuery{Reader: "default", Starred: true}); got != "a2s,a1s" {
+	if got := listed(t, c, EntryQuery{Reader: "default", Starred: true}); got != "a2s,a1rs" {
 		t.Errorf("after reindex: %s", got)
 	}
 	if _, _, err := c.ForgetEntryDays(ctx, "2026-11-21", false); err != nil {
@@ -167,4 +171,165 @@ func TestNewSince(t *testing.T) {
 	if err := c.NewSeen(ctx, "A B", t0); !errors.Is(err, ErrBadReader) {
 		t.Errorf("bad reader: %v", err)
 	}
+}
+
+// TestReadUntil: the truth table of read state, a feed's "read up to" mark
+// (MarkAllRead) against the rows of marks saying read or unread, starred
+// or not: each case a sequence of marks, then what every view of the
+// catalog says of each entry (the marks listed, the unread and read
+// filters with both of the unread filter's ways, MarksOf, UnreadCounts),
+// how many rows are left (none saying only what the mark says), and what
+// each mark-all counted.
+func TestReadUntil(t *testing.T) {
+	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+	type op struct {
+		action string    // a Mark action, or "all" (MarkAllRead of A), "label", "every"
+		uid    string    // for a Mark
+		until  time.Time // for a mark-all
+		n      int       // what a mark-all counts
+	}
+	all := func(min, n int) op { return op{action: "all", until: at(min), n: n} }
+	mark := func(action, uid string) op { return op{action: action, uid: uid} }
+	for _, tc := range []struct {
+		name string
+		ops  []op
+		want string // A's entries oldest first, as listed shows them
+		rows int
+	}{
+		{"nothing", nil, "a1,a2,a3", 0},
+		{"the mark alone", []op{all(90, 2)}, "a1r,a2r,a3", 0},
+		{"the mark to the end", []op{{action: "all", n: 3}}, "a1r,a2r,a3r", 0},
+		{"every feed", []op{{action: "every", n: 4}}, "a1r,a2r,a3r", 0},
+		{"a label", []op{{action: "label", until: at(90), n: 2}}, "a1r,a2r,a3", 0},
+		{"unread below the mark", []op{all(90, 2), mark(MarkUnread, "a1")}, "a1,a2r,a3", 1},
+		{"read again below the mark", []op{all(90, 2), mark(MarkUnread, "a1"), mark(MarkRead, "a1")}, "a1r,a2r,a3", 0},
+		{"read above the mark", []op{all(90, 2), mark(MarkRead, "a3")}, "a1r,a2r,a3r", 1},
+		{"unread above the mark", []op{all(90, 2), mark(MarkRead, "a3"), mark(MarkUnread, "a3")}, "a1r,a2r,a3", 0},
+		{"starred below the mark", []op{all(90, 2), mark(MarkStar, "a2")}, "a1r,a2rs,a3", 1},
+		{"unstarred below the mark", []op{all(90, 2), mark(MarkStar, "a2"), mark(MarkUnstar, "a2")}, "a1r,a2r,a3", 0},
+		{"starred, unread below the mark", []op{all(90, 2), mark(MarkStar, "a2"), mark(MarkUnread, "a2")}, "a1r,a2s,a3", 1},
+		{"starred above the mark", []op{all(90, 2), mark(MarkStar, "a3")}, "a1r,a2r,a3s", 1},
+		{"starred, then the mark", []op{mark(MarkStar, "a1"), all(90, 2)}, "a1rs,a2r,a3", 1},
+		{"starred unread, then the mark", []op{all(30, 1), mark(MarkStar, "a1"), mark(MarkUnread, "a1"), all(90, 2)}, "a1rs,a2r,a3", 1},
+		{"read, then the mark", []op{mark(MarkRead, "a1"), mark(MarkRead, "a3"), all(90, 1)}, "a1r,a2r,a3r", 1},
+		{"the mark again over unread", []op{all(90, 2), mark(MarkUnread, "a1"), mark(MarkUnread, "a2"), all(90, 2)}, "a1r,a2r,a3", 0},
+		{"an earlier mark keeps later unread", []op{all(90, 2), mark(MarkUnread, "a1"), mark(MarkUnread, "a2"), all(30, 1)}, "a1r,a2,a3", 1},
+		{"a later mark", []op{all(30, 1), mark(MarkUnread, "a1"), all(90, 2)}, "a1r,a2r,a3", 0},
+		{"a mark never goes down", []op{all(90, 2), all(30, 0)}, "a1r,a2r,a3", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openTemp(t)
+			add(t, c, sub("A", "news"), sub("B"))
+			storeLines(t, c, "2026-11-20", entry("A", "a1", "h", at(0)), entry("A", "a2", "h", at(60)), entry("A", "a3", "h", at(120)),
+				entry("B", "b1", "h", at(10)))
+			for _, o := range tc.ops {
+				var n int
+				var err error
+				switch o.action {
+				case "all":
+					n, err = c.MarkAllRead(ctx, "default", testids.Feed("A"), o.until)
+				case "label":
+					n, err = c.MarkLabelRead(ctx, "default", "news", o.until)
+				case "every":
+					n, err = c.MarkAllRead(ctx, "default", "", o.until)
+				default:
+					_, err = c.Mark(ctx, "default", o.action, []EntryKey{{testids.Feed("A"), testids.UID(o.uid)}}, t0)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.action == "all" || o.action == "label" || o.action == "every" {
+					if n != o.n {
+						t.Errorf("%s until %v: %d unread marked, want %d", o.action, o.until, n, o.n)
+					}
+				}
+			}
+			q := EntryQuery{Order: OrderFirstSeen, Reader: "default", Oldest: true}
+			feedA := func(q EntryQuery) string {
+				p, err := c.FeedEntries(ctx, testids.Feed("A"), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s []string
+				for _, e := range p.Entries {
+					n := testids.Name(e.UID)
+					if e.Read {
+						n += "r"
+					}
+					if e.Starred {
+						n += "s"
+					}
+					s = append(s, n)
+				}
+				return strings.Join(s, ",")
+			}
+			if got := feedA(q); got != tc.want {
+				t.Errorf("listed %s, want %s", got, tc.want)
+			}
+			// The unread and read filters, and the counts, agree.
+			var unread, read []string
+			for _, e := range strings.Split(tc.want, ",") {
+				name, marks, _ := strings.Cut(e, "r")
+				if name == e { // no r
+					unread = append(unread, e)
+				} else {
+					read = append(read, name+"r"+marks)
+				}
+			}
+			for _, few := range []int{0, 1 << 30} {
+				was := unreadFewAt
+				unreadFewAt = few
+				u := q
+				u.Unread = true
+				got := feedA(u)
+				all := listed(t, c, EntryQuery{Order: OrderFirstSeen, Reader: "default", Unread: true, Oldest: true})
+				label, err := c.LabelEntries(ctx, "news", u)
+				unreadFewAt = was
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantAll := withB(unread)
+				if len(tc.ops) > 0 && tc.ops[0].action == "every" {
+					wantAll = unread // b1 read too
+				}
+				if got != strings.Join(unread, ",") || all != strings.Join(wantAll, ",") {
+					t.Errorf("unread (unreadFewAt %d): %s, all %s, want %s and %s", few, got, all, strings.Join(unread, ","), strings.Join(wantAll, ","))
+				}
+				if len(label.Entries) != len(unread) {
+					t.Errorf("unread of the label (unreadFewAt %d): %d, want %d", few, len(label.Entries), len(unread))
+				}
+			}
+			r := q
+			r.Read = true
+			if got := feedA(r); got != strings.Join(read, ",") {
+				t.Errorf("read: %s, want %s", got, strings.Join(read, ","))
+			}
+			counts, err := c.UnreadCounts(ctx, "default", time.Time{})
+			if err != nil || counts[testids.Feed("A")].Count != len(unread) {
+				t.Errorf("unread count %v, %v; want %d", counts, err, len(unread))
+			}
+			var rows int
+			c.db.QueryRow(`SELECT count(*) FROM marks`).Scan(&rows)
+			if rows != tc.rows {
+				t.Errorf("%d rows of marks, want %d", rows, tc.rows)
+			}
+		})
+	}
+}
+
+// withB is the names of unread entries of A with B's b1 (first seen
+// between a1 and a2) in its place, oldest first.
+func withB(unread []string) []string {
+	var out []string
+	put := false
+	for _, u := range unread {
+		if !put && u[:2] != "a1" {
+			out, put = append(out, "b1"), true
+		}
+		out = append(out, u)
+	}
+	if !put {
+		out = append(out, "b1")
+	}
+	return out
 }

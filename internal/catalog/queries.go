@@ -107,7 +107,7 @@ func scanEntry(scan func(...any) error, r *EntryRow) error {
 
 // FeedEntries returns a page of the entries of a feed.
 func (c *Catalog) FeedEntries(ctx context.Context, feedID string, q EntryQuery) (EntryPage, error) {
-	return c.entries(ctx, `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, []any{feedID}, q)
+	return c.entries(ctx, oneFeed(feedID), `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, []any{feedID}, q)
 }
 
 // LabelEntries returns a page of the entries of the feeds subscribed
@@ -125,9 +125,9 @@ func (c *Catalog) LabelEntries(ctx context.Context, label string, q EntryQuery) 
 	// (the unary + keeps SQLite off the index by feed), which finds a
 	// page after about limit × feeds / label's feeds rows.
 	if len(keys) <= labelFeedsByIndex {
-		return c.entries(ctx, `e.feed_key IN (`+placeholders(len(keys))+`)`, keys, q)
+		return c.entries(ctx, keyFeeds(keys), `e.feed_key IN (`+placeholders(len(keys))+`)`, keys, q)
 	}
-	return c.entries(ctx, `+e.feed_key IN (SELECT value FROM json_each(?))`, []any{jsonInts(keys)}, q)
+	return c.entries(ctx, keyFeeds(keys), `+e.feed_key IN (SELECT value FROM json_each(?))`, []any{jsonInts(keys)}, q)
 }
 
 // HasLabel reports whether a subscription has the label.
@@ -184,10 +184,19 @@ func jsonInts(keys []any) string {
 
 // AllEntries returns a page of every stored entry.
 func (c *Catalog) AllEntries(ctx context.Context, q EntryQuery) (EntryPage, error) {
-	return c.entries(ctx, `1`, nil, q)
+	return c.entries(ctx, allFeeds, `1`, nil, q)
 }
 
-func (c *Catalog) entries(ctx context.Context, where string, args []any, q EntryQuery) (EntryPage, error) {
+// unreadFewAt is how many entries after their feeds' "read up to" marks
+// an EntryQuery.Unread may find for entries to list its page from them
+// (fetched by id and sorted), rather than walk the index by time testing
+// each entry: after mark-all-read, those are the entries since, where the
+// walk would read the whole store to find there are none.
+var unreadFewAt = 20_000
+
+// entries lists a page of the entries of where (on e, with args), all in
+// the feeds of sc, as q selects them.
+func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args []any, q EntryQuery) (EntryPage, error) {
 	col := "e.published"
 	switch q.Order {
 	case "", OrderPublished:
@@ -222,15 +231,21 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 			return EntryPage{}, fmt.Errorf("catalog: %w", err)
 		}
 	}
-	const marked = `EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.`
 	if q.Unread {
-		conds, args = append(conds, "NOT "+marked+"read)"), append(args, q.Reader)
+		ids, few, err := c.unreadFew(ctx, sc, q, col)
+		if err != nil {
+			return EntryPage{}, err
+		}
+		if few {
+			conds, args = append(conds, `e.id IN (SELECT value FROM json_each(?))`), append(args, ids)
+		}
+		conds, args = append(conds, "NOT "+readSQL(len(args)+1)), append(args, q.Reader)
 	}
 	if q.Starred {
-		conds, args = append(conds, marked+"starred)"), append(args, q.Reader)
+		conds, args = append(conds, `EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.starred)`), append(args, q.Reader)
 	}
 	if q.Read {
-		conds, args = append(conds, marked+"read)"), append(args, q.Reader)
+		conds, args = append(conds, readSQL(len(args)+1)), append(args, q.Reader)
 	}
 	dir, past := "DESC", "<"
 	if q.Oldest {
@@ -293,6 +308,54 @@ func (c *Catalog) entries(ctx context.Context, where string, args []any, q Entry
 		page.Next = strconv.FormatInt(at.UnixMilli(), 10) + "." + strconv.FormatInt(last.ID, 10)
 	}
 	return page, nil
+}
+
+// unreadLow is the first_seen no unread entry of q is before: q.Since
+// when q is by first_seen.
+func unreadLow(q EntryQuery, col string) int64 {
+	if col == "e.first_seen" && !q.Since.IsZero() {
+		return max(unixMS(q.Since), 0)
+	}
+	return 0
+}
+
+// unreadFew returns, as a JSON array, the ids of the entries of the feeds
+// of sc after their feed's "read up to" mark (and unreadLow), and of those
+// with a row saying unread: every unread entry is one of them. ok is false
+// when the reader has no such mark, or when they are unreadFewAt or more:
+// then the unread filter walks the index by time.
+func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col string) (ids string, ok bool, err error) {
+	var has int
+	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM read_until WHERE reader = ? LIMIT 1)`, q.Reader).Scan(&has)
+	if err != nil || has == 0 {
+		return "", false, c.damaged(err)
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT x.id FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+		CROSS JOIN entries x ON x.feed_key = f.key AND x.first_seen >= max(coalesce(w.until, 0), ?2) WHERE `+sc.in("f.key")+`
+		UNION ALL SELECT x.id FROM marks m INDEXED BY marks_unread CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid
+		WHERE m.reader = ?1 AND NOT m.read AND `+sc.in("m.feed_key")+` LIMIT ?`,
+		append(append(append([]any{q.Reader, unreadLow(q, col)}, sc.args...), sc.args...), unreadFewAt)...)
+	if err != nil {
+		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+	}
+	defer rows.Close()
+	b := []byte{'['}
+	n := 0
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+	}
+	return string(append(b, ']')), n < unreadFewAt, nil
 }
 
 // parseCursor reads a cursor: the time (Unix ms) and the id of the last

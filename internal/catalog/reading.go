@@ -134,14 +134,17 @@ var searchScanAt = 50_000
 func (c *Catalog) ReaderEntries(ctx context.Context, feedID, label string, q EntryQuery) (EntryPage, error) {
 	var where []string
 	var args []any
+	sc := allFeeds
 	switch {
 	case feedID != "":
 		where, args = append(where, `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`), append(args, feedID)
+		sc = oneFeed(feedID)
 	case label != "":
 		keys, err := c.labelFeeds(ctx, label)
 		if err != nil || len(keys) == 0 {
 			return EntryPage{}, err
 		}
+		sc = keyFeeds(keys)
 		if len(keys) <= labelFeedsByIndex {
 			where, args = append(where, `e.feed_key IN (`+placeholders(len(keys))+`)`), append(args, keys...)
 		} else {
@@ -177,5 +180,5 @@ func (c *Catalog) ReaderEntries(ctx context.Context, feedID, label string, q Ent
 	if len(where) == 0 {
 		where = append(where, "1")
 	}
-	return c.entries(ctx, strings.Join(where, " AND "), args, q)
+	return c.entries(ctx, sc, strings.Join(where, " AND "), args, q)
 }
