@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -83,9 +84,14 @@ type answerCache struct {
 	// rather than make it again (200 clients asking for one label's feed
 	// the moment the catalog changed make it once).
 	making map[string]*making
+	// seq orders requests and makes: a make whose seq is above a
+	// request's began reading the catalog after the request came, so its
+	// answer is as fresh as one the request would make.
+	seq atomic.Uint64
 }
 
 type making struct {
+	seq  uint64 // taken before the maker looked at the catalog
 	done chan struct{}
 	e    *cached // nil when the answer was not one to keep
 }
@@ -101,7 +107,7 @@ func (c *answerCache) join(key string) (*making, bool) {
 	if c.making == nil {
 		c.making = map[string]*making{}
 	}
-	m := &making{done: make(chan struct{})}
+	m := &making{seq: c.seq.Add(1), done: make(chan struct{})}
 	c.making[key] = m
 	return m, true
 }
@@ -173,31 +179,55 @@ var cachedRoutes = map[string]bool{
 }
 
 // serveCached answers a GET from the cache, or runs the handler and keeps
-// its answer.
+// its answer. While the catalog changes (a pipeline's commits, tens a
+// second), each answer is made by one request at a time: a request that
+// finds it being made waits for a make that began after the request came
+// (the one under way, or the next), and takes its answer, which reflects
+// the catalog as it was then or later, as one of its own would; it never
+// takes an answer of a catalog older than the one it saw.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
 	key := r.URL.RequestURI()
 	version := catalogVersion(s.cat)
-	now := time.Now()
-	if e := s.cache.get(key, version, now); e != nil {
+	if e := s.cache.get(key, version, time.Now()); e != nil {
 		s.replay(w, r, e)
 		return
 	}
-	m, maker := s.cache.join(key)
-	if !maker {
+	seq := s.cache.seq.Add(1)
+	for {
+		m, maker := s.cache.join(key)
+		if maker {
+			s.make(w, r, key, m, handle)
+			return
+		}
 		select {
 		case <-m.done:
-			if m.e != nil && m.e.version == version {
-				s.replay(w, r, m.e)
-				return
-			}
 		case <-r.Context().Done():
 			return
 		}
-		handle(w, r) // not an answer to keep, or of another catalog: its own
+		if m.seq < seq {
+			continue // begun before this request came: the next one
+		}
+		if m.e == nil {
+			break // not an answer to keep: its own
+		}
+		s.replay(w, r, m.e)
 		return
 	}
+	handle(w, r)
+}
+
+// make makes the answer of key as its maker m, keeps it and answers r.
+func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *making, handle func(http.ResponseWriter, *http.Request)) {
 	var e *cached
 	defer func() { s.cache.made(key, m, e) }()
+	// The version is read after m.seq was taken, before the catalog is:
+	// it is that of every request that waits for this make, or newer.
+	version := catalogVersion(s.cat)
+	now := time.Now()
+	if e = s.cache.get(key, version, now); e != nil { // made by the make before
+		s.replay(w, r, e)
+		return
+	}
 	// Made without the request's validators, so that the whole answer is
 	// kept; the validators are checked against it below.
 	fresh := r.Clone(r.Context())
