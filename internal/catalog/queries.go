@@ -153,7 +153,7 @@ func (c *Catalog) labelFeeds(ctx context.Context, label string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
+	rows, err := c.query(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
 		AND EXISTS (SELECT 1 FROM json_each(s.labels) l WHERE l.value = ?) ORDER BY s.feed_key`, string(probe), label)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
@@ -311,7 +311,7 @@ func parseCursor(s string) (at, id int64, err error) {
 // for a collision of two feeds' uids), each with its versions, oldest
 // first.
 func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	rows, err := c.query(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
 	if err != nil {
 		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
 	}
@@ -340,7 +340,7 @@ func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][
 }
 
 func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	rows, err := c.query(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
 	}
