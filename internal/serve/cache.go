@@ -181,10 +181,11 @@ var cachedRoutes = map[string]bool{
 // serveCached answers a GET from the cache, or runs the handler and keeps
 // its answer. While the catalog changes (a pipeline's commits, tens a
 // second), each answer is made by one request at a time: a request that
-// finds it being made waits for a make that began after the request came
-// (the one under way, or the next), and takes its answer, which reflects
-// the catalog as it was then or later, as one of its own would; it never
-// takes an answer of a catalog older than the one it saw.
+// finds it being made waits for a make that saw the catalog it saw or
+// began after it came (the one under way, or the next), and takes its
+// answer, which reflects the catalog as it was then or later, as one of
+// its own would; it never takes an answer of a catalog older than the one
+// it saw.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
 	key := r.URL.RequestURI()
 	version := catalogVersion(s.cat)
@@ -204,8 +205,8 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		case <-r.Context().Done():
 			return
 		}
-		if m.seq < seq {
-			continue // begun before this request came: the next one
+		if m.seq < seq && (m.e == nil || m.e.version != version) {
+			continue // begun before this request came, on an older catalog: the next one
 		}
 		if m.e == nil {
 			break // not an answer to keep: its own
