@@ -48,6 +48,8 @@ type Catalog struct {
 	// byFeed caches numberedByFeed.
 	byFeedOnce sync.Mutex
 	byFeed     *bool
+	// labels caches labelFeeds.
+	labels labelCache
 }
 
 // ErrDamaged marks a catalog SQLite cannot read.

@@ -79,7 +79,7 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY s.position, s.feed_key`
-	rows, err := c.db.QueryContext(ctx, q, args...)
+	rows, err := c.query(ctx, q, args...) // a few texts, by the filter's fields
 	if err != nil {
 		return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
 	}

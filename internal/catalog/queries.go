@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -148,12 +149,84 @@ const labelFeedsByIndex = 50
 // labelFeeds returns the keys of the feeds subscribed with label. instr
 // finds the label's JSON text in the labels column (written by
 // json.Marshal, as the label is here) before json_each looks closer.
+//
+// The keys are kept, by label, while the subscriptions are unchanged (a
+// feed-serve asks for a label's feeds at each make of its Atom feed, tens
+// a second while a pipeline commits): each change of the subscriptions
+// table moves the subscription log's checkpoint in the same transaction,
+// and the log's size and time tell a log rewritten (compacted, restored)
+// whose checkpoint came back to an earlier offset.
 func (c *Catalog) labelFeeds(ctx context.Context, label string) ([]any, error) {
+	version, err := c.subscriptionsVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if keys, ok := c.labels.get(version, label); ok {
+		return keys, nil
+	}
+	keys, err := c.queryLabelFeeds(ctx, label)
+	if err != nil {
+		return nil, err
+	}
+	c.labels.put(version, label, keys)
+	return keys[:len(keys):len(keys)], nil
+}
+
+// labelCache is labelFeeds' keys of the subscriptions' version.
+type labelCache struct {
+	mu      sync.Mutex
+	version string
+	keys    map[string][]any
+}
+
+// labelCacheMax is the most labels kept.
+const labelCacheMax = 1024
+
+func (l *labelCache) get(version, label string) ([]any, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys, ok := l.keys[label]
+	if !ok || l.version != version {
+		return nil, false
+	}
+	return keys[:len(keys):len(keys)], true // an append copies
+}
+
+func (l *labelCache) put(version, label string, keys []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.version != version || len(l.keys) >= labelCacheMax {
+		l.version, l.keys = version, map[string][]any{}
+	}
+	l.keys[label] = keys
+}
+
+// subscriptionsVersion is the subscriptions table's version: the log's
+// checkpoint, which every change of the table moves in its transaction,
+// and the log file's size and time.
+func (c *Catalog) subscriptionsVersion(ctx context.Context) (string, error) {
+	var cp sql.NullString
+	row, err := c.queryRow(ctx, `SELECT value FROM meta WHERE key = ?`, TapSubscriptions)
+	if err == nil {
+		err = row.Scan(&cp)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", c.damaged(fmt.Errorf("catalog: subscriptions' checkpoint: %w", err))
+	}
+	v := cp.String + ";"
+	if fi, err := c.st.Stat(SubscriptionsFile); err == nil {
+		v += strconv.FormatInt(fi.Size(), 10) + "." + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	}
+	return v, nil
+}
+
+// queryLabelFeeds is labelFeeds from the catalog.
+func (c *Catalog) queryLabelFeeds(ctx context.Context, label string) ([]any, error) {
 	probe, err := json.Marshal(label)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
+	rows, err := c.query(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
 		AND EXISTS (SELECT 1 FROM json_each(s.labels) l WHERE l.value = ?) ORDER BY s.feed_key`, string(probe), label)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
@@ -374,7 +447,7 @@ func parseCursor(s string) (at, id int64, err error) {
 // for a collision of two feeds' uids), each with its versions, oldest
 // first.
 func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	rows, err := c.query(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
 	if err != nil {
 		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
 	}
@@ -403,7 +476,7 @@ func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][
 }
 
 func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	rows, err := c.query(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
 	}

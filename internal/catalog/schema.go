@@ -298,6 +298,17 @@ func (s *stmtCache) close() {
 	s.m = nil
 }
 
+// query runs a cached statement: for the queries of fixed text a server
+// runs for most of its requests, which preparing each time cost as much
+// as running some of them.
+func (c *Catalog) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.stmts.get(ctx, c.db, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
 // queryRow runs a cached statement that returns one row.
 func (c *Catalog) queryRow(ctx context.Context, query string, args ...any) (*sql.Row, error) {
 	st, err := c.stmts.get(ctx, c.db, query)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -32,6 +33,7 @@ const (
 )
 
 type cached struct {
+	seq      uint64 // of its make
 	version  string
 	at       time.Time
 	header   http.Header // Content-Type, Last-Modified, Link, Cache-Control
@@ -79,37 +81,69 @@ type answerCache struct {
 	mu    sync.Mutex
 	m     map[string]*cached
 	bytes int
-	// making are the answers being made: a request for one waits for it
-	// rather than make it again (200 clients asking for one label's feed
-	// the moment the catalog changed make it once).
-	making map[string]*making
+	// making are the newest makes of the answers being made, and
+	// inflight how many makes of each are under way (at most
+	// makesPerAnswer): a request waits for a make whose answer is fresh
+	// enough for it rather than make its own (200 clients asking for one
+	// label's feed the moment the catalog changed make it once).
+	making   map[string]*making
+	inflight map[string]int
+	// seq orders requests and makes: a make whose seq is above a
+	// request's began reading the catalog after the request came, so its
+	// answer is as fresh as one the request would make.
+	seq atomic.Uint64
 }
+
+// makesPerAnswer is the most makes of one answer under way at once: one
+// of a catalog some requests saw, and the next, for those that came
+// after it changed.
+const makesPerAnswer = 2
 
 type making struct {
-	done chan struct{}
-	e    *cached // nil when the answer was not one to keep
+	seq     uint64 // taken before the maker looked at the catalog
+	version string // of the catalog, seen before the maker read it
+	done    chan struct{}
+	e       *cached // nil when the answer was not one to keep
 }
 
-// join returns the answer being made for key and false, or registers the
-// caller as its maker and returns true (then it must call made).
-func (c *answerCache) join(key string) (*making, bool) {
+// fresh reports whether m's answer is one for a request that saw the
+// catalog's version, then took seq: m began after the request came, or
+// saw that catalog.
+func (m *making) fresh(version string, seq uint64) bool {
+	return m.seq > seq || m.version == version || m.e != nil && m.e.version == version
+}
+
+// join returns a make of key to wait for and false: one fresh enough for
+// a request that saw version and took seq, or the newest when as many
+// makes as may be are under way (to look again when it is done). Else it
+// registers the caller as a maker and returns true (then it must call
+// made).
+func (c *answerCache) join(key, version string, seq uint64) (*making, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m := c.making[key]; m != nil {
-		return m, false
+	newest := c.making[key]
+	// (newest.e is not read here: it is set once the make left making.)
+	if newest != nil && (newest.seq > seq || newest.version == version || c.inflight[key] >= makesPerAnswer) {
+		return newest, false
 	}
 	if c.making == nil {
-		c.making = map[string]*making{}
+		c.making, c.inflight = map[string]*making{}, map[string]int{}
 	}
-	m := &making{done: make(chan struct{})}
+	m := &making{seq: c.seq.Add(1), version: version, done: make(chan struct{})}
 	c.making[key] = m
+	c.inflight[key]++
 	return m, true
 }
 
-// made ends the making of key, with e (nil: not kept).
+// made ends the make m of key, with e (nil: not kept).
 func (c *answerCache) made(key string, m *making, e *cached) {
 	c.mu.Lock()
-	delete(c.making, key)
+	if c.making[key] == m {
+		delete(c.making, key)
+	}
+	if c.inflight[key]--; c.inflight[key] <= 0 {
+		delete(c.inflight, key)
+	}
 	c.mu.Unlock()
 	m.e = e
 	close(m.done)
@@ -153,6 +187,9 @@ func (c *answerCache) put(key string, e *cached) {
 		c.m = map[string]*cached{}
 	}
 	if old := c.m[key]; old != nil {
+		if old.seq > e.seq {
+			return // a later make's: a make of an older catalog ended last
+		}
 		c.bytes -= len(old.body)
 	}
 	if len(c.m) >= cacheMaxEntries || c.bytes+len(e.body) > cacheMaxBytes {
@@ -173,31 +210,56 @@ var cachedRoutes = map[string]bool{
 }
 
 // serveCached answers a GET from the cache, or runs the handler and keeps
-// its answer.
+// its answer. While the catalog changes (a pipeline's commits, tens a
+// second), each answer is made by one request at a time: a request that
+// finds it being made waits for a make that saw the catalog it saw or
+// began after it came (the one under way, or the next, begun at once
+// while the one under way finishes), and takes its answer, which reflects the catalog as it was then or later, as one of
+// its own would; it never takes an answer of a catalog older than the one
+// it saw.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
 	key := r.URL.RequestURI()
 	version := catalogVersion(s.cat)
-	now := time.Now()
-	if e := s.cache.get(key, version, now); e != nil {
+	if e := s.cache.get(key, version, time.Now()); e != nil {
 		s.replay(w, r, e)
 		return
 	}
-	m, maker := s.cache.join(key)
-	if !maker {
+	seq := s.cache.seq.Add(1)
+	for {
+		m, maker := s.cache.join(key, version, seq)
+		if maker {
+			s.make(w, r, key, m, handle)
+			return
+		}
 		select {
 		case <-m.done:
-			if m.e != nil && m.e.version == version {
-				s.replay(w, r, m.e)
-				return
-			}
 		case <-r.Context().Done():
 			return
 		}
-		handle(w, r) // not an answer to keep, or of another catalog: its own
+		if !m.fresh(version, seq) {
+			continue // begun before this request came, on an older catalog: another
+		}
+		if m.e == nil {
+			break // not an answer to keep: its own
+		}
+		s.replay(w, r, m.e)
 		return
 	}
+	handle(w, r)
+}
+
+// make makes the answer of key as its maker m, keeps it and answers r.
+func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *making, handle func(http.ResponseWriter, *http.Request)) {
 	var e *cached
 	defer func() { s.cache.made(key, m, e) }()
+	// The version is read after m.seq was taken, before the catalog is:
+	// it is that of every request that waits for this make, or newer.
+	version := catalogVersion(s.cat)
+	now := time.Now()
+	if e = s.cache.get(key, version, now); e != nil { // made by the make before
+		s.replay(w, r, e)
+		return
+	}
 	// Made without the request's validators, so that the whole answer is
 	// kept; the validators are checked against it below.
 	fresh := r.Clone(r.Context())
@@ -209,7 +271,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		rec.flushTo(w)
 		return
 	}
-	e = &cached{version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
+	e = &cached{seq: m.seq, version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
 	e.etag = etagOf(e.body) // set before others share it
 	for _, h := range []string{"Content-Type", "Last-Modified", "Link", "Cache-Control", "Content-Security-Policy", "X-Fetch-Url"} {
 		if v := rec.header.Get(h); v != "" {

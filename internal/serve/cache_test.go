@@ -1,0 +1,123 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/storage"
+)
+
+func cacheServer(t *testing.T) *Server {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	return &Server{cat: cat}
+}
+
+// touch changes the catalog's version as a commit would.
+func touch(t *testing.T, s *Server, at time.Time) {
+	t.Helper()
+	if err := os.Chtimes(s.cat.Path(), at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(s *Server, handle func(http.ResponseWriter, *http.Request)) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	s.serveCached(rec, httptest.NewRequest("GET", "/feeds", nil), handle)
+	return rec
+}
+
+// Many requests for an answer being made wait for that make: the handler
+// runs once, and each gets the answer with its ETag.
+func TestCacheOneMakeForMany(t *testing.T) {
+	s := cacheServer(t)
+	var runs atomic.Int32
+	release := make(chan struct{})
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		<-release
+		send(w, r, 200, "application/json", []byte(`{"n":1}`+"\n"), time.Time{})
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 50)
+	wg.Add(1)
+	go func() { defer wg.Done(); codes[0] = get(s, handle).Code }()
+	for runs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < len(codes); i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); codes[i] = get(s, handle).Code }()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	// The 49 came after the first make began: they wait for the next, which
+	// finds the first one's answer kept for the same catalog.
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want 1", n)
+	}
+	for i, c := range codes {
+		if c != 200 {
+			t.Errorf("request %d: %d", i, c)
+		}
+	}
+}
+
+// A request that comes while an answer is being made, after the catalog
+// changed, does not get that answer (of the catalog before): it gets one
+// made after it came.
+func TestCacheNoOlderAnswer(t *testing.T) {
+	s := cacheServer(t)
+	touch(t, s, time.Now().Add(-time.Hour))
+	var runs atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		if n == 1 {
+			close(started)
+			<-release
+		}
+		send(w, r, 200, "text/plain", []byte{'0' + byte(n)}, time.Time{})
+	}
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- get(s, handle) }()
+	<-started
+	touch(t, s, time.Now()) // a commit while the first answer is made
+	second := make(chan *httptest.ResponseRecorder)
+	go func() { second <- get(s, handle) }()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	a, b := <-first, <-second
+	if a.Body.String() != "1" || b.Body.String() != "2" {
+		t.Errorf("answers %q and %q, want 1 and 2", a.Body, b.Body)
+	}
+	if a.Header().Get("ETag") == b.Header().Get("ETag") {
+		t.Errorf("two bodies, one ETag %s", a.Header().Get("ETag"))
+	}
+	// Kept: a third request for the same catalog gets the second answer,
+	// and a 304 when it has it.
+	r := httptest.NewRequest("GET", "/feeds", nil)
+	r.Header.Set("If-None-Match", b.Header().Get("ETag"))
+	rec := httptest.NewRecorder()
+	s.serveCached(rec, r, handle)
+	if rec.Code != http.StatusNotModified || runs.Load() != 2 {
+		t.Errorf("a third request: %d after %d makes, want 304 after 2", rec.Code, runs.Load())
+	}
+}
