@@ -21,6 +21,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -107,7 +108,7 @@ func TestWebPage(t *testing.T) {
 	addrFile := filepath.Join(dir, "addr")
 	serve := exec.Command("feed-serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile)
 	serve.Env = env
-	var serveLog lockedBuffer
+	var serveLog testenv.Buffer
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -407,22 +408,4 @@ func mustStore(t *testing.T, dir string) *storage.Store {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// lockedBuffer is a buffer a process writes to while a test may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -162,21 +161,9 @@ func (l *loader) load(next func() ([]Located, error)) error {
 
 // nextID is the id of the feed key's next entry (entriesPerFeed).
 func (l *loader) nextID(key int64) (int64, error) {
-	if id, ok := l.ids[key]; ok {
-		l.ids[key] = id + 1
-		return id + 1, nil
-	}
-	lo, hi := feedIDs(key)
-	var last int64
-	err := l.tx.QueryRowContext(l.ctx, `SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		last = lo
-	case err != nil:
-		return 0, fmt.Errorf("catalog: entry id: %w", err)
-	}
-	l.ids[key] = last + 1
-	return last + 1, nil
+	return nextEntryID(l.ids, key, func(query string, args ...any) *sql.Row {
+		return l.tx.QueryRowContext(l.ctx, query, args...)
+	})
 }
 
 func (l *loader) feedKey(feedID string) (int64, error) {

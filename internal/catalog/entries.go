@@ -334,23 +334,28 @@ func feedIDs(key int64) (lo, hi int64) { return key * entriesPerFeed, (key + 1) 
 
 // nextEntryID is the id of the next entry of the feed key.
 func (t *Tx) nextEntryID(key int64) (int64, error) {
-	if id, ok := t.ids[key]; ok {
-		t.ids[key] = id + 1
-		return id + 1, nil
-	}
+	return nextEntryID(t.ids, key, t.queryRow)
+}
+
+// nextEntryID is the id of the feed key's next entry (entriesPerFeed):
+// one past the last given in this transaction (ids), or past the feed's
+// last in the table, which queryRow reads.
+func nextEntryID(ids map[int64]int64, key int64, queryRow func(query string, args ...any) *sql.Row) (int64, error) {
 	lo, hi := feedIDs(key)
-	var last int64
-	err := t.queryRow(`SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		last = lo
-	case err != nil:
-		return 0, fmt.Errorf("catalog: entry id: %w", err)
+	last, ok := ids[key]
+	if !ok {
+		err := queryRow(`SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			last = lo
+		case err != nil:
+			return 0, fmt.Errorf("catalog: entry id: %w", err)
+		}
 	}
 	if last+1 >= hi {
 		return 0, fmt.Errorf("catalog: feed %d has %d entries: no id left", key, entriesPerFeed-1)
 	}
-	t.ids[key] = last + 1
+	ids[key] = last + 1
 	return last + 1, nil
 }
 

@@ -17,6 +17,11 @@ func listed(t *testing.T, c *Catalog, q EntryQuery) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pageNames(p)
+}
+
+// pageNames is listed's form of a page.
+func pageNames(p EntryPage) string {
 	var s []string
 	for _, e := range p.Entries {
 		n := testids.Name(e.UID)
@@ -250,18 +255,7 @@ func TestReadUntil(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var s []string
-				for _, e := range p.Entries {
-					n := testids.Name(e.UID)
-					if e.Read {
-						n += "r"
-					}
-					if e.Starred {
-						n += "s"
-					}
-					s = append(s, n)
-				}
-				return strings.Join(s, ",")
+				return pageNames(p)
 			}
 			if got := feedA(q); got != tc.want {
 				t.Errorf("listed %s, want %s", got, tc.want)

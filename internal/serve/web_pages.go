@@ -86,9 +86,31 @@ func (s *Server) reader(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return reader, true
 }
 
+// subsView is what the feeds list and the river show of the
+// subscriptions: the subscriptions, the reader's unread entries by feed,
+// the labels sorted with the unread entries of each (a feed's counting
+// under each of its labels), and the feeds' names by id.
+type subsView struct {
+	subs   []ndjson.Subscription
+	unread map[string]catalog.Unread
+	labels []labelTab
+	names  map[string]string
+}
+
+// subsView reads the subscriptions and reader's unread counts.
+func (s *Server) subsView(ctx context.Context, reader string) (v subsView, err error) {
+	if v.unread, err = s.cat.UnreadCounts(ctx, reader, time.Time{}); err != nil {
+		return v, err
+	}
+	if v.subs, err = s.cat.Subscriptions(ctx); err != nil {
+		return v, err
+	}
+	v.labels, v.names = labelsOf(v.subs, v.unread)
+	return v, nil
+}
+
 // labelsOf returns the labels of the subscriptions, sorted, with the
-// unread entries of each (a feed's counting under each of its labels),
-// and the feeds' names by id.
+// unread entries of each, and the feeds' names by id.
 func labelsOf(subs []ndjson.Subscription, unread map[string]catalog.Unread) ([]labelTab, map[string]string) {
 	counts := map[string]int{}
 	names := map[string]string{}
@@ -122,20 +144,14 @@ func (s *Server) webFeeds(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	after := q.Get("after")
-	unread, err := s.cat.UnreadCounts(ctx, reader, time.Time{})
+	v, err := s.subsView(ctx, reader)
 	if err != nil {
 		s.webError(w, r, err)
 		return
 	}
-	subs, err := s.cat.Subscriptions(ctx)
-	if err != nil {
-		s.webError(w, r, err)
-		return
-	}
-	d.Labels, _ = labelsOf(subs, unread)
-	d.Subscribed = len(subs)
-	for _, sb := range subs {
-		d.Unread += unread[sb.FeedID].Count
+	d.Labels, d.Subscribed = v.labels, len(v.subs)
+	for _, sb := range v.subs {
+		d.Unread += v.unread[sb.FeedID].Count
 	}
 	skipping := after != ""
 	err = s.cat.Feeds(ctx, catalog.FeedFilter{Label: d.Label}, func(f *catalog.Feed) error {
@@ -151,7 +167,7 @@ func (s *Server) webFeeds(w http.ResponseWriter, r *http.Request) {
 			d.Next = pageURL(reader, "/", "label", d.Label, "state", d.State, "after", d.Feeds[len(d.Feeds)-1].ID)
 			return errPageFull
 		}
-		row.Unread = unread[row.ID].Count
+		row.Unread = v.unread[row.ID].Count
 		d.Feeds = append(d.Feeds, row)
 		return nil
 	})
@@ -301,20 +317,15 @@ func (s *Server) webRiver(w http.ResponseWriter, r *http.Request) {
 		s.webMessage(w, r, http.StatusBadRequest, "Bad request", "The page asked for is not one this site links to (a cursor it did not make, or a search longer than 500 bytes).")
 		return
 	}
-	unread, err := s.cat.UnreadCounts(ctx, reader, time.Time{})
+	v, err := s.subsView(ctx, reader)
 	if err != nil {
 		s.webError(w, r, err)
 		return
 	}
-	subs, err := s.cat.Subscriptions(ctx)
-	if err != nil {
-		s.webError(w, r, err)
-		return
-	}
-	var names map[string]string
-	d.Labels, names = labelsOf(subs, unread)
+	d.Labels = v.labels
+	names := v.names
 	if d.Label == "" {
-		for _, u := range unread {
+		for _, u := range v.unread {
 			d.Unread += u.Count
 		}
 	} else {

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -226,29 +225,10 @@ func (w *world) form(path string, values url.Values, header ...string) reply {
 	return w.post(path, values.Encode(), append([]string{"Origin", w.api.URL}, header...)...)
 }
 
-// post posts a form, and does not follow the answer's redirect.
+// post posts a form (do does not follow the answer's redirect).
 func (w *world) post(path, body string, header ...string) reply {
 	w.t.Helper()
-	req, err := http.NewRequest("POST", w.api.URL+path, strings.NewReader(body))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	client := *w.api.Client()
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return reply{resp.StatusCode, resp.Header, b}
+	return w.do("POST", path, body, append([]string{"Content-Type", "application/x-www-form-urlencoded"}, header...)...)
 }
 
 // TestWebMark: marking needs the token, taken by the sign-in form as a

@@ -150,8 +150,8 @@ func (r reply) problem(t *testing.T, status int) Problem {
 	return p
 }
 
-// do sends a request to feed-serve with a real client; header pairs
-// follow the body.
+// do sends a request to feed-serve with a real client, which does not
+// follow redirects (the test sees them); header pairs follow the body.
 func (w *world) do(method, path string, body string, header ...string) reply {
 	w.t.Helper()
 	var rd io.Reader
@@ -165,7 +165,9 @@ func (w *world) do(method, path string, body string, header ...string) reply {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := w.api.Client().Do(req)
+	client := *w.api.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(req)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -3,8 +3,10 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -41,4 +43,23 @@ func Store(t testing.TB) (*storage.Store, *catalog.Catalog) {
 	}
 	t.Cleanup(func() { cat.Close() })
 	return st, cat
+}
+
+// Buffer is a buffer that a process or handler writes to while the test
+// reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -15,42 +15,24 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/andybalholm/brotli"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 )
 
-// syncBuffer is a request log that the handler and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func start(t *testing.T) (*Handler, *httptest.Server, *syncBuffer) {
+func start(t *testing.T) (*Handler, *httptest.Server, *testenv.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.xml"), []byte("<rss version=\"2.0\"><channel><title>a</title></channel></rss>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &testenv.Buffer{}
 	h := New(dir, log)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
