@@ -227,6 +227,9 @@ type Tx struct {
 	keys  map[string]int64     // feed id -> key, looked up or made in this transaction
 	stmts map[string]*sql.Stmt // prepared in this transaction, for the next row
 	ids   map[int64]int64      // feed key -> the last entry id given in this transaction
+	// searchKeys: first search key of a millisecond -> the last given in
+	// this transaction (newSearchKey)
+	searchKeys map[int64]int64
 }
 
 // Update runs fn in one write transaction, which commits when fn returns
@@ -241,7 +244,8 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 	// statements, each short, are not watched one by one: the driver
 	// starts a goroutine for every statement run with a context that can
 	// end (a few per cent of feed-store's time storing new entries).
-	t := &Tx{tx: tx, ctx: context.WithoutCancel(ctx), c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{}}
+	t := &Tx{tx: tx, ctx: context.WithoutCancel(ctx), c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{},
+		searchKeys: map[int64]int64{}}
 	if _, err := t.exec(fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKB)); err != nil {
 		tx.Rollback()
 		return c.damaged(err)

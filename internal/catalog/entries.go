@@ -371,20 +371,20 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	// A new entry (most versions stored are) is inserted first, a new
 	// version of a stored one updated first; each falls back on the other
 	// when the catalog says otherwise (a replay, a catch-up).
-	var id, version int64
+	var id, version, searchKey int64
 	inserted, updated := false, false
 	if e.Status != ndjson.StatusUpdated {
-		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+		if id, searchKey, inserted, err = t.insertEntry(key, e, loc); err != nil {
 			return err
 		}
 	}
 	if !inserted {
-		if id, version, updated, err = t.updateEntry(key, e, loc); err != nil {
+		if id, version, searchKey, updated, err = t.updateEntry(key, e, loc); err != nil {
 			return err
 		}
 	}
 	if !inserted && !updated {
-		if id, inserted, err = t.insertEntry(key, e, loc); err != nil {
+		if id, searchKey, inserted, err = t.insertEntry(key, e, loc); err != nil {
 			return err
 		}
 		if !inserted {
@@ -399,48 +399,62 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if err != nil {
 		return err
 	}
-	return t.indexText(id, e)
+	return t.indexText(id, searchKey, e)
 }
 
-// insertEntry makes the row of a new entry; inserted is false when the
-// catalog holds the entry already.
-func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id int64, inserted bool, err error) {
+// insertEntry makes the row of a new entry, with its search key (0: none,
+// fts.go); inserted is false when the catalog holds the entry already.
+func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKey int64, inserted bool, err error) {
 	if id, err = t.nextEntryID(key); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
+	}
+	ms := unixMS(publishedOr(e))
+	searchKey, ok, err := t.newSearchKey(ms)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	var sk any // NULL: out of the search index
+	if ok {
+		sk = searchKey
 	}
 	r, err := t.run(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
-		published, day, offset, length) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
-		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)),
-		loc.Day, loc.Offset, loc.Length)
+		published, day, offset, length, search_key) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
+		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, ms,
+		loc.Day, loc.Offset, loc.Length, sk)
 	if err != nil {
-		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
 	}
 	n, err := r.RowsAffected()
 	if err != nil {
-		return 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
 	}
 	if n == 0 {
 		t.ids[key] = id - 1 // not used
-		return 0, false, nil
+		if ok {
+			t.searchKeys[searchGroup(ms)] = searchKey - 1
+		}
+		return 0, 0, false, nil
 	}
-	return id, true, nil
+	return id, searchKey, true, nil
 }
 
-// updateEntry makes e the latest version of a stored entry; updated is
-// false when the catalog does not hold it.
-func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version int64, updated bool, err error) {
+// updateEntry makes e the latest version of a stored entry, returning its
+// search key (0: none); updated is false when the catalog does not hold
+// it.
+func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version, searchKey int64, updated bool, err error) {
+	var sk sql.NullInt64
 	err = t.queryRow(`UPDATE entries SET content_hash = ?, versions = versions + 1,
 			last_seen = max(last_seen, ?), seen_count = max(seen_count, ?), published = ?, day = ?, offset = ?, length = ?
-		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions`,
+		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions, search_key`,
 		e.ContentHash, unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
-		key, e.EntryUID).Scan(&id, &version)
+		key, e.EntryUID).Scan(&id, &version, &sk)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, 0, false, nil
+		return 0, 0, 0, false, nil
 	case err != nil:
-		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+		return 0, 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
 	}
-	return id, version, true, nil
+	return id, version, sk.Int64, true, nil
 }
 
 // Sighted records that the entries uids of a feed, unchanged, were seen

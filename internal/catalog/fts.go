@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,14 +17,23 @@ import (
 
 // The full-text index of the entries (feed-serve's GET /entries?q=): an
 // SQLite FTS5 table over the title, summary and content of each entry's
-// latest version, as text (HTML tags dropped), its rowid the entry's id.
-// It is contentless (content=''): it keeps only the index, never the text,
-// which is in entries/ already; contentless_delete lets a new version
-// replace the old one's words and prune drop an entry's. detail=none keeps
-// which entries have a word, not where: phrase queries go (a phrase is
-// its words, each required), and the index costs about a quarter of what
-// it would with positions (docs/serve.md has the figures). StoreVersion
-// keeps it, and so do prune (ForgetEntryDays, ForgetEntries) and reindex.
+// latest version, as text (HTML tags dropped). It is contentless
+// (content=''): it keeps only the index, never the text, which is in
+// entries/ already; contentless_delete lets a new version replace the old
+// one's words and prune drop an entry's. detail=none keeps which entries
+// have a word, not where: phrase queries go (a phrase is its words, each
+// required), and the index costs about a quarter of what it would with
+// positions (docs/serve.md has the figures). StoreVersion keeps it, and
+// so do prune (ForgetEntryDays, ForgetEntries) and reindex.
+//
+// Its rowid is the entry's search key (entries.search_key), which orders
+// the entries by the time they are listed by: the millisecond the entry
+// was published in the high bits, a number among the entries of that
+// millisecond in the low ones (searchKeyBits). FTS5 keeps each word's
+// list of entries in rowid order and reads it from either end, so the
+// newest matches of a search are the first of its list: a page of a word
+// every entry has is found after a page of rows, not after the whole
+// list (searchWalk). An entry without a key (NULL) is not in the index.
 
 // ftsSchema is migration 4. A catalog that had entries before it gets
 // their words from entries/ once, after the migration (backfillFTS): the
@@ -33,19 +44,93 @@ CREATE VIRTUAL TABLE entries_fts USING fts5(title, summary, content,
 INSERT INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
 `
 
+// searchKeySchema is migration 8: the index's rowids become search keys.
+// The index, keyed by the entries' ids until then, is emptied and filled
+// again from entries/ once (backfillFTS), giving each entry its key.
+const searchKeySchema = `
+ALTER TABLE entries ADD COLUMN search_key INTEGER;
+CREATE INDEX entries_search ON entries(search_key);
+INSERT INTO entries_fts (entries_fts) VALUES ('delete-all');
+INSERT OR REPLACE INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
+`
+
 // metaFTSBackfill holds the id of the last entry whose words were indexed
 // by backfillFTS; absent when there is nothing left to do.
 const metaFTSBackfill = "fts:backfill"
+
+// searchKeyBits is how many low bits of a search key number the entries of
+// one millisecond: a million of them. The 43 bits above hold the
+// millisecond, from 1970 to 2248; times outside clamp to those ends.
+const (
+	searchKeyBits  = 20
+	searchKeyLast  = 1<<searchKeyBits - 1
+	searchKeyMaxMS = 1<<43 - 1
+)
+
+// searchGroup is the first search key of the entries published at ms.
+func searchGroup(ms int64) int64 { return min(max(ms, 0), searchKeyMaxMS) << searchKeyBits }
+
+// newSearchKey returns an unused search key for an entry published at ms,
+// one past the last of its millisecond's; ok is false when that
+// millisecond's million keys are all taken, and the entry stays out of
+// the index.
+func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
+	group := searchGroup(ms)
+	last, cached := t.searchKeys[group]
+	if !cached {
+		var k sql.NullInt64
+		err := t.queryRow(`SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
+		if err != nil {
+			return 0, false, fmt.Errorf("catalog: search key: %w", err)
+		}
+		last = max(group-1, 0) // 0 is no key
+		if k.Valid {
+			last = k.Int64
+		}
+	}
+	if last >= group+searchKeyLast {
+		return 0, false, nil
+	}
+	t.searchKeys[group] = last + 1
+	return last + 1, true, nil
+}
 
 // MaxIndexedText caps the text of one field that the index takes: the
 // first 64 KiB of an article find it as well as its whole.
 const MaxIndexedText = 64 << 10
 
-// indexText puts the words of e, the latest version of the entry id, in
-// the full-text index, replacing those of an older version.
-func (t *Tx) indexText(id int64, e *ndjson.Entry) error {
+// indexText puts the words of e, the latest version of the entry id
+// whose search key is old (0: none yet), in the full-text index, under a
+// search key of its published time: old when it is of that millisecond
+// (the words replace those of the older version), a new one otherwise
+// (the old one's words are dropped, and the entry's row takes the key).
+func (t *Tx) indexText(id, old int64, e *ndjson.Entry) error {
+	ms := unixMS(publishedOr(e))
+	key := old
+	if old == 0 || old>>searchKeyBits != searchGroup(ms)>>searchKeyBits {
+		var ok bool
+		var err error
+		if key, ok, err = t.newSearchKey(ms); err != nil {
+			return err
+		}
+		if old != 0 {
+			if _, err := t.exec(`DELETE FROM entries_fts WHERE rowid = ?`, old); err != nil {
+				return err
+			}
+		}
+		var set any // NULL: out of the index
+		if ok {
+			set = key
+		}
+		if _, err := t.exec(`UPDATE entries SET search_key = ? WHERE id = ?`, set, id); err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
 	_, err := t.exec(`INSERT OR REPLACE INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
-		id, TextOf(e.Title), TextOf(e.Summary), TextOf(e.Content))
+		key, TextOf(e.Title), TextOf(e.Summary), TextOf(e.Content))
 	return err
 }
 
@@ -163,20 +248,22 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 		return err
 	}
 	c.log.Info("catalog: indexing the words of the stored entries for search, once", "catalog", c.path)
+	started, chunks := time.Now(), 0
 	for {
-		rows, err := c.db.QueryContext(ctx, `SELECT id, entry_uid, day, offset, length FROM entries WHERE id > ? ORDER BY id LIMIT ?`, from, backfillChunk)
+		rows, err := c.db.QueryContext(ctx, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`, from, backfillChunk)
 		if err != nil {
 			return c.damaged(fmt.Errorf("catalog: search index: %w", err))
 		}
 		type row struct {
-			id  int64
-			uid string
-			loc Location
+			id      int64
+			uid     string
+			loc     Location
+			indexed bool // stored since: StoreVersion indexed it
 		}
 		var chunk []row
 		for rows.Next() {
 			var r row
-			if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length); err != nil {
+			if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length, &r.indexed); err != nil {
 				rows.Close()
 				return c.damaged(fmt.Errorf("catalog: search index: %w", err))
 			}
@@ -192,12 +279,15 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 				return err
 			}
 			for _, r := range chunk {
+				if r.indexed {
+					continue
+				}
 				var e ndjson.Entry
 				b, err := c.Line(storage.DirEntries, r.loc)
 				if err != nil || ndjson.Unmarshal(b, &e) != nil || e.EntryUID != r.uid {
 					continue // a line gone or damaged: reindex finds what is left
 				}
-				if err := t.indexText(r.id, &e); err != nil {
+				if err := t.indexText(r.id, 0, &e); err != nil {
 					return err
 				}
 			}
@@ -207,6 +297,10 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 			return err
 		}
 		from = chunk[len(chunk)-1].id
+		// A line every million entries: a large store takes minutes.
+		if chunks++; chunks%200 == 0 {
+			c.log.Info("catalog: search index", "entries", chunks*backfillChunk, "elapsed", time.Since(started).Round(time.Second))
+		}
 	}
 }
 

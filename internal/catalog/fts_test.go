@@ -193,9 +193,10 @@ func TestFTSBackfill(t *testing.T) {
 		es = append(es, textEntry("A", fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("title%d", i), "", "common words"))
 	}
 	storeLines(t, c, "2026-11-20", es...)
-	// Back to version 3: no index nor the tables of the migrations after
-	// it, and the mark the migration leaves.
-	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`, `PRAGMA user_version = 3`} {
+	// Back to version 3: no index nor the tables and columns of the
+	// migrations after it, and the mark the migration leaves.
+	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`,
+		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, `PRAGMA user_version = 3`} {
 		if _, err := c.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -209,26 +210,64 @@ func TestFTSBackfill(t *testing.T) {
 	if got := search(t, c, fmt.Sprint("title", n-1)); got != fmt.Sprint("e", n-1) {
 		t.Errorf("after the backfill: %q", got)
 	}
-	var left int
-	c.db.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaFTSBackfill).Scan(&left)
-	var indexed int
-	c.db.QueryRow(`SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'common'`).Scan(&indexed)
-	if left != 0 || indexed != n {
-		t.Errorf("mark left %d, %d of %d indexed", left, indexed, n)
+	indexedAll := func(want int) {
+		t.Helper()
+		var left, indexed, keyless int
+		c.db.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaFTSBackfill).Scan(&left)
+		c.db.QueryRow(`SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'common'`).Scan(&indexed)
+		c.db.QueryRow(`SELECT count(*) FROM entries WHERE search_key IS NULL`).Scan(&keyless)
+		if left != 0 || indexed != want || keyless != 0 {
+			t.Errorf("mark left %d, %d of %d indexed, %d entries without a search key", left, indexed, want, keyless)
+		}
 	}
+	indexedAll(n)
 	// A crash after the first chunk: the mark says where to go on.
-	c.db.Exec(`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
 	var mark int64 // the id of the first chunk's last entry (ids are numbered by feed)
 	if err := c.db.QueryRow(`SELECT id FROM entries ORDER BY id LIMIT 1 OFFSET ?`, backfillChunk-1).Scan(&mark); err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM entries_fts WHERE rowid IN (SELECT search_key FROM entries WHERE id > ?)`,
+		`UPDATE entries SET search_key = NULL WHERE id > ?`} {
+		if _, err := c.db.Exec(q, mark); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.SetMeta(ctx, metaFTSBackfill, mark)
 	if err := c.backfillFTS(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.db.QueryRow(`SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'common'`).Scan(&indexed)
-	if indexed != 7 {
-		t.Errorf("resumed from the mark: %d indexed, want 7", indexed)
+	indexedAll(n)
+	if got := search(t, c, "title3"); got != "e3" {
+		t.Errorf("after the resumed backfill: %q", got)
+	}
+}
+
+// TestSearchKeyMigration: a catalog whose search index was keyed by the
+// entries' ids (schema version 7) is keyed by time once opened: every
+// entry found, the newest match first.
+func TestSearchKeyMigration(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A"), sub("B"))
+	storeLines(t, c, "2026-11-20",
+		textEntry("A", "a1", "h", t0.Add(3*time.Hour), "apple", "", ""), textEntry("A", "a2", "h", t0, "apple pie", "", ""),
+		textEntry("B", "b1", "h", t0.Add(time.Hour), "apple", "", ""))
+	for _, q := range []string{`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`,
+		`INSERT INTO entries_fts (rowid, title, summary, content) SELECT id, 'apple', '', '' FROM entries`,
+		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, `PRAGMA user_version = 7`} {
+		if _, err := c.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	c, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for q, want := range map[string]string{"apple": "a1,b1,a2", "pie": "a2"} {
+		if got := search(t, c, q); got != want {
+			t.Errorf("%s: %q, want %q", q, got, want)
+		}
 	}
 }
 

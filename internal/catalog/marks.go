@@ -87,18 +87,19 @@ func readSQL(n int) string {
 
 // feedScope is a set of feeds: all, one, or a label's.
 type feedScope struct {
-	in   func(col string) string // the condition that the feed key col is in the set
-	args []any
+	in    func(col string) string // the condition that the feed key col is in the set
+	args  []any
+	feeds int // how many: 0 for all
 }
 
 var allFeeds = feedScope{in: func(string) string { return "1" }}
 
 func oneFeed(feedID string) feedScope {
-	return feedScope{in: func(col string) string { return col + ` = (SELECT key FROM feeds WHERE feed_id = ?)` }, args: []any{feedID}}
+	return feedScope{in: func(col string) string { return col + ` = (SELECT key FROM feeds WHERE feed_id = ?)` }, args: []any{feedID}, feeds: 1}
 }
 
 func keyFeeds(keys []any) feedScope {
-	return feedScope{in: func(col string) string { return col + ` IN (SELECT value FROM json_each(?))` }, args: []any{jsonInts(keys)}}
+	return feedScope{in: func(col string) string { return col + ` IN (SELECT value FROM json_each(?))` }, args: []any{jsonInts(keys)}, feeds: len(keys)}
 }
 
 // Mark applies action to the entries of keys for reader, in one

@@ -39,7 +39,7 @@ func (c *Catalog) ForgetEntryDays(ctx context.Context, day string, dry bool) (en
 			`DELETE FROM aliases WHERE link_hash IN (SELECT link_hash FROM links WHERE (feed_key, entry_uid) IN (` + gone + `))`,
 			`DELETE FROM links WHERE (feed_key, entry_uid) IN (` + gone + `)`,
 			`DELETE FROM marks WHERE (feed_key, entry_uid) IN (` + gone + `)`,
-			`DELETE FROM entries_fts WHERE rowid IN (SELECT id FROM entries WHERE day < ?)`,
+			`DELETE FROM entries_fts WHERE rowid IN (SELECT search_key FROM entries WHERE day < ? AND search_key IS NOT NULL)`,
 			`DELETE FROM entry_versions WHERE entry_id IN (SELECT id FROM entries WHERE day < ?)`,
 			`DELETE FROM entry_versions WHERE day < ?`,
 			`DELETE FROM entries WHERE day < ?`,
@@ -83,7 +83,7 @@ func (c *Catalog) ForgetEntries(ctx context.Context, feedID string, uids []strin
 		}
 		for _, uid := range uids {
 			for _, q := range []string{
-				`DELETE FROM entries_fts WHERE rowid = (SELECT id FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
+				`DELETE FROM entries_fts WHERE rowid = (SELECT search_key FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
 				`DELETE FROM entry_versions WHERE entry_id = (SELECT id FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
 				`DELETE FROM links WHERE feed_key = ? AND entry_uid = ?`,
 				`DELETE FROM marks WHERE feed_key = ? AND entry_uid = ?`,

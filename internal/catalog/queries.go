@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,37 +286,40 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 	case limit > MaxLimit:
 		limit = MaxLimit
 	}
+	// The times the page is within: at or after from, at or before to
+	// (milliseconds of col).
+	from, to := int64(math.MinInt64), int64(math.MaxInt64)
 	conds := []string{where}
 	if !q.Since.IsZero() {
-		conds, args = append(conds, col+" >= ?"), append(args, unixMS(q.Since))
+		from = unixMS(q.Since)
+		conds, args = append(conds, col+" >= ?"), append(args, from)
 	}
 	if !q.Until.IsZero() {
+		to = unixMS(q.Until) - 1
 		conds, args = append(conds, col+" < ?"), append(args, unixMS(q.Until))
-	}
-	if q.Text != "" {
-		m := ftsMatch(q.Text)
-		if m == "" {
-			return EntryPage{}, fmt.Errorf("catalog: %w: search %q has no word to look for (letters or digits)", ErrBadQuery, q.Text)
-		}
-		conds, args = append(conds, "e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"), append(args, m)
 	}
 	if q.Reader != "" || q.Unread || q.Starred || q.Read {
 		if err := CheckReader(q.Reader); err != nil {
 			return EntryPage{}, fmt.Errorf("catalog: %w", err)
 		}
 	}
+	// few: the entries are those of a list the catalog made first (the
+	// unread ones after mark-all-read, the starred ones), fetched by id.
+	few := false
 	if q.Unread {
-		ids, few, err := c.unreadFew(ctx, sc, q, col)
+		ids, ok, err := c.unreadFew(ctx, sc, q, col)
 		if err != nil {
 			return EntryPage{}, err
 		}
-		if few {
+		if ok {
+			few = true
 			conds, args = append(conds, `e.id IN (SELECT value FROM json_each(?))`), append(args, ids)
 		}
 		conds, args = append(conds, "NOT "+readSQL(len(args)+1)), append(args, q.Reader)
 	}
 	if q.Starred {
-		conds, args = append(conds, `EXISTS (SELECT 1 FROM marks m WHERE m.reader = ? AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid AND m.starred)`), append(args, q.Reader)
+		few = true
+		conds, args = append(conds, starredIDs), append(args, q.Reader)
 	}
 	if q.Read {
 		conds, args = append(conds, readSQL(len(args)+1)), append(args, q.Reader)
@@ -329,36 +333,25 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 		if err != nil {
 			return EntryPage{}, err
 		}
+		if q.Oldest {
+			from = max(from, at)
+		} else {
+			to = min(to, at)
+		}
 		conds, args = append(conds, "("+col+" "+past+" ? OR ("+col+" = ? AND e.id "+past+" ?))"), append(args, at, at, id)
 	}
-	// Prepared once per shape of query (the conditions given; a label of
-	// many feeds is one shape), not parsed at each page.
-	query := `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY ` + col + ` ` + dir + `, e.id ` + dir + ` LIMIT ?`
-	var rows *sql.Rows
-	st, err := c.stmts.get(ctx, c.db, query)
-	if err == nil {
-		rows, err = st.QueryContext(ctx, append(args, limit+1)...)
-	}
-	if err != nil && q.Text != "" && strings.Contains(err.Error(), "fts5:") {
-		// A character SQLite's tokenizer splits where ftsMatch did not.
-		return EntryPage{}, fmt.Errorf("catalog: %w: search %q: write it with plain words (letters and digits)", ErrBadQuery, q.Text)
+	var found []EntryRow
+	var err error
+	if q.Text == "" {
+		found, err = c.queryEntries(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
+			WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+col+` `+dir+`, e.id `+dir+` LIMIT ?`, append(args, limit+1))
+	} else {
+		found, err = c.searchEntries(ctx, sc, conds, args, q, searchBounds{col: col, from: from, to: to, limit: limit, few: few})
 	}
 	if err != nil {
-		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+		return EntryPage{}, err
 	}
-	defer rows.Close()
-	var page EntryPage
-	for rows.Next() {
-		var r EntryRow
-		if err := scanEntry(rows.Scan, &r); err != nil {
-			return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
-		}
-		page.Entries = append(page.Entries, r)
-	}
-	if err := rows.Err(); err != nil {
-		return EntryPage{}, c.damaged(fmt.Errorf("catalog: entries: %w", err))
-	}
+	page := EntryPage{Entries: found}
 	more := len(page.Entries) > limit
 	if more {
 		page.Entries = page.Entries[:limit]
@@ -381,6 +374,30 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 		page.Next = strconv.FormatInt(at.UnixMilli(), 10) + "." + strconv.FormatInt(last.ID, 10)
 	}
 	return page, nil
+}
+
+// queryEntries runs a query of entryColumns, prepared once per shape of
+// query (the conditions given; a label of many feeds is one shape), not
+// parsed at each page.
+func (c *Catalog) queryEntries(ctx context.Context, query string, args []any) ([]EntryRow, error) {
+	st, err := c.stmts.get(ctx, c.db, query)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+	}
+	defer rows.Close()
+	var found []EntryRow
+	for rows.Next() {
+		var r EntryRow
+		if err := scanEntry(rows.Scan, &r); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+		}
+		found = append(found, r)
+	}
+	return found, c.damaged(rows.Err())
 }
 
 // unreadLow is the first_seen no unread entry of q is before: q.Since

@@ -106,79 +106,21 @@ func (c *Catalog) feedIDs(ctx context.Context, query string, args ...any) ([]str
 
 // starredIDs keeps the entries a reader starred, found from the reader's
 // starred marks (marks_starred) and each entry's row by its feed and uid:
-// the filter of EntryQuery.Starred tests every entry newest first, and a
-// reader's few stars are then found only at the end of the table (6 s at
-// a million entries). The index is named: SQLite took the marks' primary
-// key instead, and read every mark of a reader who had read a million
-// entries (280 ms).
+// testing every entry newest first for a star finds a reader's few stars
+// only at the end of the table (6 s at a million entries). The index is
+// named: SQLite took the marks' primary key instead, and read every mark
+// of a reader who had read a million entries (280 ms).
 const starredIDs = `e.id IN (SELECT s.id FROM marks m INDEXED BY marks_starred JOIN entries s ON s.feed_key = m.feed_key AND s.entry_uid = m.entry_uid
 	WHERE m.reader = ? AND m.starred)`
 
-// searchScanAt is how many entries a search must match for ReaderEntries
-// to look for its page by time, newest first, among them, rather than
-// fetch and sort every entry it matches.
-var searchScanAt = 50_000
-
 // ReaderEntries returns a page of the entries of the feed feedID, or of
-// the feeds with label, or of every feed (both ""), as q selects them,
-// the way feed-read needs them fast on a large store:
-//   - q.Starred: from the reader's starred marks (marks_starred), not by
-//     testing every entry newest first (6 s at a million entries, with a
-//     few stars);
-//   - q.Text: a search matching fewer than searchScanAt entries fetches
-//     them by id and sorts them, as FeedEntries does; one matching more
-//     walks the index by time and keeps the matches, which finds a page
-//     after a few rows instead of sorting a million (a word every entry
-//     has: 3.9 s, then 1.2 s, at a million entries). Either way SQLite
-//     reads the search's list of matches whole.
+// the feeds with label, or of every feed (both ""), as q selects them.
 func (c *Catalog) ReaderEntries(ctx context.Context, feedID, label string, q EntryQuery) (EntryPage, error) {
-	var where []string
-	var args []any
-	sc := allFeeds
 	switch {
 	case feedID != "":
-		where, args = append(where, `e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`), append(args, feedID)
-		sc = oneFeed(feedID)
+		return c.FeedEntries(ctx, feedID, q)
 	case label != "":
-		keys, err := c.labelFeeds(ctx, label)
-		if err != nil || len(keys) == 0 {
-			return EntryPage{}, err
-		}
-		sc = keyFeeds(keys)
-		if len(keys) <= labelFeedsByIndex {
-			where, args = append(where, `e.feed_key IN (`+placeholders(len(keys))+`)`), append(args, keys...)
-		} else {
-			where, args = append(where, `+e.feed_key IN (SELECT value FROM json_each(?))`), append(args, jsonInts(keys))
-		}
+		return c.LabelEntries(ctx, label, q)
 	}
-	if q.Starred {
-		if err := CheckReader(q.Reader); err != nil {
-			return EntryPage{}, fmt.Errorf("catalog: %w", err)
-		}
-		where, args = append(where, starredIDs), append(args, q.Reader)
-		q.Starred = false
-	}
-	if q.Text != "" {
-		m := ftsMatch(q.Text)
-		if m == "" {
-			return EntryPage{}, fmt.Errorf("catalog: %w: search %q has no word to look for (letters or digits)", ErrBadQuery, q.Text)
-		}
-		var n int
-		err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, searchScanAt).Scan(&n)
-		if err != nil && strings.Contains(err.Error(), "fts5:") {
-			return EntryPage{}, fmt.Errorf("catalog: %w: search %q: write it with plain words (letters and digits)", ErrBadQuery, q.Text)
-		}
-		if err != nil {
-			return EntryPage{}, c.damaged(fmt.Errorf("catalog: search: %w", err))
-		}
-		if n >= searchScanAt {
-			// The unary + keeps SQLite from fetching the matches by id.
-			where, args = append(where, `+e.id IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)`), append(args, m)
-			q.Text = ""
-		}
-	}
-	if len(where) == 0 {
-		where = append(where, "1")
-	}
-	return c.entries(ctx, sc, strings.Join(where, " AND "), args, q)
+	return c.AllEntries(ctx, q)
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -80,7 +81,7 @@ func TestFindFeed(t *testing.T) {
 }
 
 // TestReaderEntries: the same pages as the EntryQuery filters give, by
-// feed, label, stars and words, both ways of searching.
+// feed, label, stars and words, every way of searching.
 func TestReaderEntries(t *testing.T) {
 	c := openTemp(t)
 	add(t, c, sub("A", "news"), sub("B"))
@@ -104,8 +105,8 @@ func TestReaderEntries(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	for _, scanAt := range []int{50_000, 1} {
-		searchScanAt = scanAt
+	for _, plan := range []searchPlan{searchFetch, searchWalk, searchCheck} {
+		planSearch = func(*Catalog, context.Context, feedScope, string, searchBounds) (searchPlan, error) { return plan, nil }
 		for _, tc := range []struct {
 			feed, label string
 			q           EntryQuery
@@ -127,11 +128,11 @@ func TestReaderEntries(t *testing.T) {
 			{"", "nolabel", EntryQuery{}, ""},
 		} {
 			if got := page(tc.feed, tc.label, tc.q); got != tc.want {
-				t.Errorf("scan at %d: %s %s %+v: %s, want %s", scanAt, testids.Name(tc.feed), tc.label, tc.q, got, tc.want)
+				t.Errorf("plan %d: %s %s %+v: %s, want %s", plan, testids.Name(tc.feed), tc.label, tc.q, got, tc.want)
 			}
 		}
 	}
-	searchScanAt = 50_000
+	planSearch = (*Catalog).choosePlan
 	if _, err := c.ReaderEntries(ctx, "", "", EntryQuery{Text: "!!"}); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("a search without words: %v", err)
 	}

@@ -217,6 +217,9 @@ CREATE TABLE read_until (
 ) WITHOUT ROWID;
 CREATE INDEX marks_unread ON marks(reader, feed_key) WHERE NOT read;
 `,
+	// 8: the search index keyed by the time entries are listed by, so that
+	// a search's newest matches come first (fts.go).
+	searchKeySchema,
 }
 
 // migrationSteps are the steps of a migration that are Go, not SQL: run
@@ -262,7 +265,8 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			return fmt.Errorf("catalog: migrate %s to schema version %d: %w", c.path, v+1, err)
 		}
 	}
-	// Entries indexed before the search index existed (migration 4).
+	// Entries stored before the search index existed (migration 4) or
+	// was keyed by time (migration 8).
 	return c.backfillFTS(ctx)
 }
 
