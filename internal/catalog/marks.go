@@ -267,18 +267,29 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 // rows saying unread below the mark: after mark-all-read, the entries
 // since then, not the store.
 func (c *Catalog) UnreadCounts(ctx context.Context, reader string, since time.Time) (map[string]Unread, error) {
+	return c.unreadCounts(ctx, reader, since, allFeeds)
+}
+
+// FeedUnread is UnreadCounts of one feed.
+func (c *Catalog) FeedUnread(ctx context.Context, reader, feedID string) (Unread, error) {
+	counts, err := c.unreadCounts(ctx, reader, time.Time{}, oneFeed(feedID))
+	return counts[feedID], err
+}
+
+// unreadCounts is UnreadCounts of the feeds of sc.
+func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Time, sc feedScope) (map[string]Unread, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
 		LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
 		CROSS JOIN entries e ON e.feed_key = f.key AND e.first_seen >= max(?2, coalesce(w.until, 0))
-		WHERE NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
+		WHERE `+sc.in("f.key")+` AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
 		GROUP BY f.key
 		UNION ALL
 		SELECT f.feed_id, count(*), max(e.first_seen) FROM marks m INDEXED BY marks_unread
 		CROSS JOIN read_until w ON w.reader = m.reader AND w.feed_key = m.feed_key
 		CROSS JOIN entries e ON e.feed_key = m.feed_key AND e.entry_uid = m.entry_uid
 		CROSS JOIN feeds f ON f.key = m.feed_key
-		WHERE m.reader = ?1 AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= ?2
-		GROUP BY m.feed_key`, reader, unixMS(since))
+		WHERE m.reader = ?1 AND `+sc.in("m.feed_key")+` AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= ?2
+		GROUP BY m.feed_key`, append(append([]any{reader, unixMS(since)}, sc.args...), sc.args...)...)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
 	}

@@ -302,6 +302,11 @@ func TestReadUntil(t *testing.T) {
 			if err != nil || counts[testids.Feed("A")].Count != len(unread) {
 				t.Errorf("unread count %v, %v; want %d", counts, err, len(unread))
 			}
+			for _, f := range []string{"A", "B"} {
+				if one, err := c.FeedUnread(ctx, "default", testids.Feed(f)); err != nil || one != counts[testids.Feed(f)] {
+					t.Errorf("FeedUnread %s: %v, %v; UnreadCounts has %v", f, one, err, counts[testids.Feed(f)])
+				}
+			}
 			var rows int
 			c.db.QueryRow(`SELECT count(*) FROM marks`).Scan(&rows)
 			if rows != tc.rows {

@@ -487,12 +487,12 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	f := catalog.Feed{Sub: sb, State: fs}
 	d := feedPage{feedRow: feedRowOf(&f, now), Sub: sb, UnreadOnly: q.Get("unread") != ""}
-	unread, err := s.cat.UnreadCounts(ctx, reader, time.Time{})
+	unread, err := s.cat.FeedUnread(ctx, reader, id)
 	if err != nil {
 		s.webError(w, r, err)
 		return
 	}
-	d.Unread = unread[id].Count
+	d.Unread = unread.Count
 	base := "/feeds/" + id
 	d.Links = map[string]string{"Atom": base + "/feed.atom", "RSS": base + "/feed.rss", "JSON Feed": base + "/feed.json", "API": base}
 
