@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -122,7 +123,9 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 		starred = strconv.Itoa(v)
 	}
 	err = c.Update(ctx, func(t *Tx) error {
+		feeds := map[string]bool{}
 		for _, k := range keys {
+			feeds[k.FeedID] = true
 			r, err := t.run(`INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
 				SELECT ?1, e.feed_key, e.entry_uid, `+read+`, `+starred+`, ?2 FROM entries e
 				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?3) AND e.entry_uid = ?4
@@ -141,9 +144,51 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 				return err
 			}
 		}
+		if action != MarkRead {
+			return nil
+		}
+		for feedID := range feeds {
+			if err := t.raiseReadUntil(reader, feedID); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return n, err
+}
+
+// raiseReadUntil raises the reader's "read up to" mark of the feed feedID
+// to its oldest unread entry, when the entries marked read one by one
+// have reached it: their rows go (but for starred ones), the mark says
+// the same. A reader who reads everything, one entry at a time (a reader
+// app), keeps a mark per feed and the rows of the entries read out of
+// order, not a row per entry read: "unread" listings and counts start
+// from the marks (unreadFew, UnreadCounts) instead of testing every entry
+// of the store. One look-up when the oldest unread entry is the one at
+// the mark, the usual case.
+func (t *Tx) raiseReadUntil(reader, feedID string) error {
+	key, err := t.feedKey(feedID)
+	if err != nil {
+		return err
+	}
+	var old int64
+	if err := t.queryRow(`SELECT coalesce((SELECT until FROM read_until WHERE reader = ? AND feed_key = ?), 0)`, reader, key).Scan(&old); err != nil {
+		return err
+	}
+	u := int64(math.MaxInt64) // every entry is read: up to just after the newest
+	err = t.queryRow(`SELECT e.first_seen FROM entries e INDEXED BY entries_feed_first_seen
+		WHERE e.feed_key = ?2 AND e.first_seen >= ?3
+			AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = ?2 AND m.entry_uid = e.entry_uid), 0)
+		ORDER BY e.first_seen LIMIT 1`, reader, key, old).Scan(&u)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case u <= old:
+		return nil
+	}
+	_, err = t.markReadUntil(reader, feedScope{in: func(col string) string { return col + ` = ?` }, args: []any{key}, feeds: 1}, u)
+	return err
 }
 
 // MarkAllRead marks read, for reader, the entries of the feed feedID (of
@@ -181,6 +226,15 @@ func (c *Catalog) markAllRead(ctx context.Context, reader string, sc feedScope, 
 	if !until.IsZero() {
 		u = until.UnixMilli()
 	}
+	err = c.Update(ctx, func(t *Tx) error {
+		n, err = t.markReadUntil(reader, sc, u)
+		return err
+	})
+	return n, err
+}
+
+// markReadUntil is markAllRead up to u (ms) in t.
+func (t *Tx) markReadUntil(reader string, sc feedScope, u int64) (n int, err error) {
 	// p: each feed of the scope with entries, its mark (old) and the time
 	// this call marks read up to (new).
 	plan := `WITH p(k, old, new) AS MATERIALIZED (SELECT f.key, coalesce(w.until, 0),
@@ -192,31 +246,28 @@ func (c *Catalog) markAllRead(ctx context.Context, reader string, sc feedScope, 
 	const rows = `p CROSS JOIN marks m ON m.reader = ?1 AND m.feed_key = p.k CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid`
 	args := append([]any{reader, u}, sc.args...)
 	now := time.Now().UnixMilli()
-	err = c.Update(ctx, func(t *Tx) error {
-		// Unread before: the entries between the old mark and the new
-		// without a row, and the rows saying unread below the new.
-		var span, rowsSpan, unreadRows int
-		if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
-			WHERE x.feed_key = p.k AND x.first_seen >= p.old AND x.first_seen < p.new)), 0) FROM p WHERE p.new > p.old`, args...).Scan(&span); err != nil {
-			return fmt.Errorf("catalog: mark all read: %w", err)
-		}
-		if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
-			coalesce(sum(NOT m.read AND x.first_seen < p.new), 0) FROM `+rows, args...).Scan(&rowsSpan, &unreadRows); err != nil {
-			return fmt.Errorf("catalog: mark all read: %w", err)
-		}
-		n = span - rowsSpan + unreadRows
-		if _, err := t.exec(plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
-			WHERE NOT m.starred AND (x.first_seen < p.new OR m.read AND x.first_seen < max(p.old, p.new)))`, args...); err != nil {
-			return err
-		}
-		if _, err := t.exec(plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
-			SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, append(args, now)...); err != nil {
-			return err
-		}
-		_, err := t.exec(plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
-			ON CONFLICT DO UPDATE SET until = max(until, excluded.until)`, args...)
-		return err
-	})
+	// Unread before: the entries between the old mark and the new
+	// without a row, and the rows saying unread below the new.
+	var span, rowsSpan, unreadRows int
+	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
+		WHERE x.feed_key = p.k AND x.first_seen >= p.old AND x.first_seen < p.new)), 0) FROM p WHERE p.new > p.old`, args...).Scan(&span); err != nil {
+		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+	}
+	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
+		coalesce(sum(NOT m.read AND x.first_seen < p.new), 0) FROM `+rows, args...).Scan(&rowsSpan, &unreadRows); err != nil {
+		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+	}
+	n = span - rowsSpan + unreadRows
+	if _, err := t.exec(plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
+		WHERE NOT m.starred AND (x.first_seen < p.new OR m.read AND x.first_seen < max(p.old, p.new)))`, args...); err != nil {
+		return 0, err
+	}
+	if _, err := t.exec(plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
+		SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, append(args, now)...); err != nil {
+		return 0, err
+	}
+	_, err = t.exec(plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
+		ON CONFLICT DO UPDATE SET until = max(until, excluded.until)`, args...)
 	return n, err
 }
 

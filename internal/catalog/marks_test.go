@@ -76,13 +76,19 @@ func TestMarks(t *testing.T) {
 			t.Errorf("%+v: %s, want %s", tc.q, got, tc.want)
 		}
 	}
-	// Unstar and unread leave no row behind.
+	// Unstar and unread leave no row that says only what the feed's
+	// "read up to" mark does (reading a1, A's oldest, raised it).
 	c.Mark(ctx, "default", MarkUnstar, []EntryKey{key("A", "a1")}, t0)
 	c.Mark(ctx, "default", MarkUnread, []EntryKey{key("A", "a1")}, t0)
 	var rows int
-	c.db.QueryRow(`SELECT count(*) FROM marks WHERE reader = 'default'`).Scan(&rows)
+	c.db.QueryRow(`SELECT count(*) FROM marks m JOIN entries e ON e.feed_key = m.feed_key AND e.entry_uid = m.entry_uid
+		WHERE m.reader = 'default' AND NOT m.starred
+		AND m.read = (e.first_seen < coalesce((SELECT until FROM read_until w WHERE w.reader = m.reader AND w.feed_key = m.feed_key), 0))`).Scan(&rows)
 	if rows != 0 {
 		t.Errorf("%d blank marks kept", rows)
+	}
+	if got := listed(t, c, EntryQuery{Order: OrderFirstSeen, Reader: "default", Unread: true}); got != "b2,b1,a2,a1" {
+		t.Errorf("unread after unread: %s", got)
 	}
 
 	// Mark all: a label's entries before a time, then a feed's, then all.
@@ -208,8 +214,12 @@ func TestReadUntil(t *testing.T) {
 		{"a label", []op{{action: "label", until: at(90), n: 2}}, "a1r,a2r,a3", 0},
 		{"unread below the mark", []op{all(90, 2), mark(MarkUnread, "a1")}, "a1,a2r,a3", 1},
 		{"read again below the mark", []op{all(90, 2), mark(MarkUnread, "a1"), mark(MarkRead, "a1")}, "a1r,a2r,a3", 0},
-		{"read above the mark", []op{all(90, 2), mark(MarkRead, "a3")}, "a1r,a2r,a3r", 1},
-		{"unread above the mark", []op{all(90, 2), mark(MarkRead, "a3"), mark(MarkUnread, "a3")}, "a1r,a2r,a3", 0},
+		{"read above the mark", []op{all(90, 2), mark(MarkRead, "a3")}, "a1r,a2r,a3r", 0}, // the mark rises past a3
+		{"unread above the mark", []op{all(90, 2), mark(MarkRead, "a3"), mark(MarkUnread, "a3")}, "a1r,a2r,a3", 1},
+		{"read one by one, oldest first", []op{mark(MarkRead, "a1"), mark(MarkRead, "a2")}, "a1r,a2r,a3", 0},
+		{"read out of order", []op{mark(MarkRead, "a2")}, "a1,a2r,a3", 1},
+		{"read out of order, then the oldest", []op{mark(MarkRead, "a2"), mark(MarkRead, "a1")}, "a1r,a2r,a3", 0},
+		{"read, starred, out of order", []op{mark(MarkStar, "a2"), mark(MarkRead, "a2"), mark(MarkRead, "a1")}, "a1r,a2rs,a3", 1},
 		{"starred below the mark", []op{all(90, 2), mark(MarkStar, "a2")}, "a1r,a2rs,a3", 1},
 		{"unstarred below the mark", []op{all(90, 2), mark(MarkStar, "a2"), mark(MarkUnstar, "a2")}, "a1r,a2r,a3", 0},
 		{"starred, unread below the mark", []op{all(90, 2), mark(MarkStar, "a2"), mark(MarkUnread, "a2")}, "a1r,a2s,a3", 1},
