@@ -652,3 +652,89 @@ func TestOpenAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// undoLabels takes a catalog back before migration 9 (subscription_labels).
+const undoLabels = `DROP TRIGGER subscriptions_labels_insert; DROP TRIGGER subscriptions_labels_update; DROP TRIGGER subscriptions_labels_delete;
+	DROP TABLE subscription_labels`
+
+// TestSubscriptionLabels: the rows of subscription_labels say what the
+// subscriptions' labels columns do through adds, edits, removals and a
+// rebuild from the log, and migration 9 makes them for a catalog that had
+// subscriptions before it.
+func TestSubscriptionLabels(t *testing.T) {
+	c := openTemp(t)
+	same := func(when string) {
+		t.Helper()
+		var differ int
+		err := c.db.QueryRow(`SELECT (SELECT count(*) FROM (
+			SELECT l.value, s.feed_key FROM subscriptions s, json_each(s.labels) l
+			EXCEPT SELECT label, feed_key FROM subscription_labels)) + (SELECT count(*) FROM (
+			SELECT label, feed_key FROM subscription_labels
+			EXCEPT SELECT l.value, s.feed_key FROM subscriptions s, json_each(s.labels) l))`).Scan(&differ)
+		if err != nil || differ != 0 {
+			t.Errorf("%s: %d rows differ, %v", when, differ, err)
+		}
+	}
+	feeds := func(label string) string {
+		t.Helper()
+		var s []string
+		if err := c.Feeds(ctx, FeedFilter{Label: label}, func(f *Feed) error {
+			s = append(s, f.Sub.Name)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := c.queryLabelFeeds(ctx, label)
+		if err != nil || len(keys) != len(s) {
+			t.Errorf("label %s: %d keys, %v; Feeds has %v", label, len(keys), err, s)
+		}
+		return strings.Join(s, ",")
+	}
+	add(t, c, sub("a", "news"), sub("b"), sub("d", "news", "tech", "news"))
+	same("added")
+	if got := feeds("news"); got != "a,d" {
+		t.Errorf("news: %s", got)
+	}
+	err := c.EditSubscriptions(ctx, func(list []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		list[1].Labels = []string{"tech"}
+		list[2].Labels = nil
+		return list[1:], nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("edited")
+	// No code updates the column in place (a change replaces the row), but
+	// the rows follow an UPDATE too.
+	if _, err := c.db.Exec(`UPDATE subscriptions SET labels = '["x", "tech"]' WHERE feed_key = (SELECT min(feed_key) FROM subscriptions)`); err != nil {
+		t.Fatal(err)
+	}
+	same("updated in place")
+	if _, err := c.db.Exec(`UPDATE subscriptions SET labels = '["tech"]' WHERE feed_key = (SELECT min(feed_key) FROM subscriptions)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := feeds("news") + ";" + feeds("tech"); got != ";b" {
+		t.Errorf("after the edit, news;tech: %s", got)
+	}
+	if _, err := c.db.Exec(`DELETE FROM subscriptions; DELETE FROM meta`); err != nil {
+		t.Fatal(err)
+	}
+	same("emptied")
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	same("rebuilt from the log")
+	if _, err := c.db.Exec(undoLabels + `; PRAGMA user_version = 8`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c, err = Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	same("migrated")
+	if got := feeds("tech"); got != "b" {
+		t.Errorf("migrated, tech: %s", got)
+	}
+}

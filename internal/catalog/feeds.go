@@ -66,7 +66,7 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 		args = append(args, keys, at, at)
 	}
 	if f.Label != "" {
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(s.labels) WHERE json_each.value = ?)`)
+		where = append(where, `s.feed_key IN (SELECT feed_key FROM subscription_labels WHERE label = ?)`)
 		args = append(args, f.Label)
 	}
 	cols := nullStateColumns

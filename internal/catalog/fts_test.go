@@ -196,7 +196,7 @@ func TestFTSBackfill(t *testing.T) {
 	// Back to version 3: no index nor the tables and columns of the
 	// migrations after it, and the mark the migration leaves.
 	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`,
-		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, `PRAGMA user_version = 3`} {
+		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, undoLabels, `PRAGMA user_version = 3`} {
 		if _, err := c.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestSearchKeyMigration(t *testing.T) {
 		textEntry("B", "b1", "h", t0.Add(time.Hour), "apple", "", ""))
 	for _, q := range []string{`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`,
 		`INSERT INTO entries_fts (rowid, title, summary, content) SELECT id, 'apple', '', '' FROM entries`,
-		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, `PRAGMA user_version = 7`} {
+		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, undoLabels, `PRAGMA user_version = 7`} {
 		if _, err := c.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

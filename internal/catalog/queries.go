@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,9 +146,8 @@ func placeholders(n int) string {
 // LabelEntries reads through the index by feed.
 const labelFeedsByIndex = 50
 
-// labelFeeds returns the keys of the feeds subscribed with label. instr
-// finds the label's JSON text in the labels column (written by
-// json.Marshal, as the label is here) before json_each looks closer.
+// labelFeeds returns the keys of the feeds subscribed with label
+// (subscription_labels, migration 9).
 //
 // The keys are kept, by label, while the subscriptions are unchanged (a
 // feed-serve asks for a label's feeds at each make of its Atom feed, tens
@@ -223,12 +221,7 @@ func (c *Catalog) subscriptionsVersion(ctx context.Context) (string, error) {
 
 // queryLabelFeeds is labelFeeds from the catalog.
 func (c *Catalog) queryLabelFeeds(ctx context.Context, label string) ([]any, error) {
-	probe, err := json.Marshal(label)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := c.query(ctx, `SELECT s.feed_key FROM subscriptions s WHERE instr(s.labels, ?) > 0
-		AND EXISTS (SELECT 1 FROM json_each(s.labels) l WHERE l.value = ?) ORDER BY s.feed_key`, string(probe), label)
+	rows, err := c.query(ctx, `SELECT feed_key FROM subscription_labels WHERE label = ? ORDER BY feed_key`, label)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
 	}

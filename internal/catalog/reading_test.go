@@ -105,7 +105,7 @@ func TestReaderEntries(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	for _, plan := range []searchPlan{searchFetch, searchWalk, searchCheck} {
+	for _, plan := range []searchPlan{searchFetch, searchWalk, searchCheck, searchFilter} {
 		planSearch = func(*Catalog, context.Context, feedScope, string, searchBounds) (searchPlan, error) { return plan, nil }
 		for _, tc := range []struct {
 			feed, label string

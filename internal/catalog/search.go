@@ -15,8 +15,8 @@ type searchPlan int
 
 const (
 	// searchFetch fetches every match by its key and sorts them: a search
-	// that matches few entries (fewer than searchFetchAt), or a listing by
-	// first_seen, which the keys do not order.
+	// that matches few entries (fewer than searchFetchAt; by first_seen,
+	// searchManyAt).
 	searchFetch searchPlan = iota
 	// searchWalk reads the index's matches newest first (or oldest),
 	// keeping those the query keeps, until a page: for a search with many
@@ -26,11 +26,24 @@ const (
 	// in the index, until a page: for a search with many matches in a
 	// few feeds, or in a reader's starred or unread ones after mark-all.
 	searchCheck
+	// searchFilter reads the query's entries newest first, keeping those
+	// in the list of matches it made first: for a search with more than
+	// searchManyAt matches by first_seen, which the keys do not order. It
+	// costs about a microsecond a match and one an entry read (a look-up
+	// of searchCheck, 50): where the matches are among the entries does
+	// not make it slow, as it does the look-ups (the newest match of a
+	// word two thirds of the entries back, looked up entry by entry, at
+	// ten million entries: minutes).
+	searchFilter
 )
 
 // searchFetchAt is how many matches a search may have for its page to be
-// found by fetching and sorting them all (searchFetch).
-var searchFetchAt = 10_000
+// found by fetching and sorting them all (searchFetch); by first_seen,
+// searchManyAt.
+var (
+	searchFetchAt = 10_000
+	searchManyAt  = 200_000
+)
 
 // checkCost is how many rows of a searchWalk cost as much as one look-up
 // of a searchCheck (measured at 10 million entries: about 1.5 µs against
@@ -65,6 +78,9 @@ func (c *Catalog) searchEntries(ctx context.Context, sc feedScope, conds []strin
 			found, err = c.searchWalk(ctx, conds, args, m, dir, b)
 		case searchCheck:
 			conds, args = append(conds, `EXISTS (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? AND rowid = e.search_key)`), append(args, m)
+		case searchFilter:
+			// The unary + keeps SQLite from fetching the matches by key.
+			conds, args = append(conds, `+e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)`), append(args, m)
 		default:
 			conds, args = append(conds, `e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)`), append(args, m)
 		}
@@ -85,21 +101,27 @@ var planSearch = (*Catalog).choosePlan
 
 // choosePlan chooses how to find a page of the search m.
 func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b searchBounds) (searchPlan, error) {
+	byKey := b.col == "e.published" // the keys' order
 	switch {
-	case b.col != "e.published":
-		return searchFetch, nil
 	case b.few:
 		return searchCheck, nil
-	case sc.feeds == 0:
+	case byKey && sc.feeds == 0:
 		return searchWalk, nil
 	}
+	upTo := searchFetchAt
+	if !byKey {
+		upTo = searchManyAt
+	}
 	var matches int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, searchFetchAt).Scan(&matches)
+	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, upTo).Scan(&matches)
 	if err != nil {
 		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
 	}
-	if matches < searchFetchAt {
+	switch {
+	case matches < upTo:
 		return searchFetch, nil
+	case !byKey:
+		return searchFilter, nil
 	}
 	// The walk reads about limit × feeds / the scope's feeds matches before
 	// it has a page; the check looks up at most every entry of the scope.

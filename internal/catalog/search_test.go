@@ -73,7 +73,8 @@ func TestSearchPlansAgree(t *testing.T) {
 	}
 	defer func() { planSearch = (*Catalog).choosePlan }()
 	for _, scope := range []struct{ feed, label string }{{"", ""}, {testids.Feed("A"), ""}, {"", "news"}} {
-		for _, bounds := range []EntryQuery{{}, {Since: times[1], Until: times[8]}, {Oldest: true}, {Oldest: true, Since: t0.Add(3 * time.Millisecond)}} {
+		for _, bounds := range []EntryQuery{{}, {Since: times[1], Until: times[8]}, {Oldest: true}, {Oldest: true, Since: t0.Add(3 * time.Millisecond)},
+			{Order: OrderFirstSeen}, {Order: OrderFirstSeen, Oldest: true}} {
 			for _, search := range []string{"apple", "banana cherry", "ban*"} {
 				all := bounds
 				all.Limit = MaxLimit
@@ -88,7 +89,10 @@ func TestSearchPlansAgree(t *testing.T) {
 						want = append(want, uid)
 					}
 				}
-				for _, plan := range []searchPlan{searchFetch, searchWalk, searchCheck} {
+				for _, plan := range []searchPlan{searchFetch, searchWalk, searchCheck, searchFilter} {
+					if plan == searchWalk && bounds.Order == OrderFirstSeen {
+						continue // the keys order by published time
+					}
 					planSearch = func(*Catalog, context.Context, feedScope, string, searchBounds) (searchPlan, error) { return plan, nil }
 					for _, limit := range []int{1, 3, 7, 100} {
 						q := bounds
@@ -124,7 +128,8 @@ func hasWords(title, search string) bool {
 
 // TestChoosePlan: a search over every feed walks the index by time; over
 // a feed, the feed's entries are looked up; over a label of most feeds,
-// the walk; with few matches, they are fetched and sorted.
+// the walk; with few matches, they are fetched and sorted; by first_seen,
+// more are a list to filter by.
 func TestChoosePlan(t *testing.T) {
 	c := openTemp(t)
 	var subs []ndjson.Subscription
@@ -138,12 +143,16 @@ func TestChoosePlan(t *testing.T) {
 	add(t, c, subs...)
 	var es []*ndjson.Entry
 	for i := range 60 {
-		es = append(es, textEntry(fmt.Sprint("F", i%20), fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Minute), "common", "", ""))
+		title := "common"
+		if i%2 == 0 {
+			title += " even"
+		}
+		es = append(es, textEntry(fmt.Sprint("F", i%20), fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Minute), title, "", ""))
 	}
 	es = append(es, textEntry("F1", "rare", "h", t0, "rare", "", ""))
 	storeLines(t, c, "2026-11-20", es...)
-	defer func(at int) { searchFetchAt = at }(searchFetchAt)
-	searchFetchAt = 10
+	defer func(fetch, many int) { searchFetchAt, searchManyAt = fetch, many }(searchFetchAt, searchManyAt)
+	searchFetchAt, searchManyAt = 10, 40
 	most, err := c.labelFeeds(ctx, "most")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +168,8 @@ func TestChoosePlan(t *testing.T) {
 		{"one feed", oneFeed(testids.Feed("F0")), `"common"`, searchBounds{col: "e.published", limit: 10}, searchCheck},
 		{"most feeds", keyFeeds(most), `"common"`, searchBounds{col: "e.published", limit: 10}, searchWalk},
 		{"few matches", keyFeeds(most), `"rare"`, searchBounds{col: "e.published", limit: 10}, searchFetch},
-		{"by first_seen", allFeeds, `"common"`, searchBounds{col: "e.first_seen", limit: 10}, searchFetch},
+		{"by first_seen, few", allFeeds, `"even"`, searchBounds{col: "e.first_seen", limit: 10}, searchFetch},
+		{"by first_seen, many", allFeeds, `"common"`, searchBounds{col: "e.first_seen", limit: 10}, searchFilter},
 		{"starred", allFeeds, `"common"`, searchBounds{col: "e.published", limit: 10, few: true}, searchCheck},
 	} {
 		got, err := c.choosePlan(ctx, tc.sc, tc.m, tc.b)
