@@ -42,13 +42,13 @@ func TestSearchPlansAgree(t *testing.T) {
 		return e
 	}
 	var es []*ndjson.Entry
-	for i := range 150 {
+	for i := range 80 {
 		es = append(es, random([]string{"A", "B", "C"}[rng.IntN(3)], fmt.Sprint("e", i)))
 	}
 	storeLines(t, c, "2026-11-20", es...)
 	// New versions of a third of them, published at another time.
 	var updated []*ndjson.Entry
-	for _, e := range es[:50] {
+	for _, e := range es[:25] {
 		u := random(testids.Name(e.FeedID), testids.Name(e.EntryUID))
 		u.Status = ndjson.StatusUpdated
 		updated = append(updated, u)
@@ -73,9 +73,9 @@ func TestSearchPlansAgree(t *testing.T) {
 	}
 	defer func() { planSearch = (*Catalog).choosePlan }()
 	for _, scope := range []struct{ feed, label string }{{"", ""}, {testids.Feed("A"), ""}, {"", "news"}} {
-		for _, bounds := range []EntryQuery{{}, {Since: times[1], Until: times[8]}, {Oldest: true}, {Oldest: true, Since: t0.Add(3 * time.Millisecond)},
-			{Order: OrderFirstSeen}, {Order: OrderFirstSeen, Oldest: true}} {
-			for _, search := range []string{"apple", "banana cherry", "ban*"} {
+		for _, bounds := range []EntryQuery{{}, {Since: times[1], Until: times[8]}, {Oldest: true, Since: t0.Add(3 * time.Millisecond)},
+			{Order: OrderFirstSeen, Oldest: true}} {
+			for _, search := range []string{"banana cherry", "ban*"} {
 				all := bounds
 				all.Limit = MaxLimit
 				planSearch = (*Catalog).choosePlan
@@ -94,7 +94,7 @@ func TestSearchPlansAgree(t *testing.T) {
 						continue // the keys order by published time
 					}
 					planSearch = func(*Catalog, context.Context, feedScope, string, searchBounds) (searchPlan, error) { return plan, nil }
-					for _, limit := range []int{1, 3, 7, 100} {
+					for _, limit := range []int{2, 7} {
 						q := bounds
 						q.Text, q.Limit = search, limit
 						got, err := list(scope.feed, scope.label, q)
