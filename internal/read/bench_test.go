@@ -39,6 +39,12 @@ func BenchmarkFirstScreen(b *testing.B) {
 		{"grep-1in100", Config{Grep: "post 42"}},
 		{"grep-every", Config{Grep: "fetched"}},
 		{"first-seen", Config{Order: catalog.OrderFirstSeen}},
+		{"label-grep-every", Config{Label: "group3", Grep: "fetched"}},
+		{"label-grep-1in100", Config{Label: "group3", Grep: "post 42"}},
+		{"feed-grep-every", Config{Feed: "Bench feed 42", Grep: "fetched"}},
+		{"feed-grep-1in100", Config{Feed: "Bench feed 42", Grep: "post 42"}},
+		{"grep-every-unread", Config{Grep: "fetched", Unread: true}},
+		{"first-seen-grep-1in100", Config{Order: catalog.OrderFirstSeen, Grep: "post 42"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := bc.cfg
