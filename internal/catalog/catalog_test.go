@@ -23,7 +23,7 @@ var (
 	t0  = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 )
 
-func openTemp(t *testing.T) *Catalog {
+func openTemp(t testing.TB) *Catalog {
 	t.Helper()
 	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
