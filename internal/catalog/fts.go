@@ -238,49 +238,39 @@ func isTokenChar(r rune) bool {
 const backfillChunk = 5000
 
 // backfillFTS indexes the words of the entries stored before the index
-// existed, reading each entry's latest line in entries/, a chunk of
-// entries per transaction, each of which moves the mark; a crash resumes
-// from the mark.
+// existed (or was keyed by time), reading each entry's latest line in
+// entries/, a chunk of entries per transaction, each of which moves the
+// mark; a crash resumes from the mark. Each chunk is read and indexed in
+// its write transaction: two processes opening the catalog at once index
+// a chunk once, one after the other, and a stage storing entries
+// meanwhile keys its own.
 func (c *Catalog) backfillFTS(ctx context.Context) error {
 	var from int64
-	ok, err := c.Meta(ctx, metaFTSBackfill, &from)
-	if err != nil || !ok {
+	if ok, err := c.Meta(ctx, metaFTSBackfill, &from); err != nil || !ok {
 		return err
 	}
 	c.log.Info("catalog: indexing the words of the stored entries for search, once", "catalog", c.path)
-	started, chunks := time.Now(), 0
-	for {
-		rows, err := c.db.QueryContext(ctx, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`, from, backfillChunk)
-		if err != nil {
-			return c.damaged(fmt.Errorf("catalog: search index: %w", err))
-		}
-		type row struct {
-			id      int64
-			uid     string
-			loc     Location
-			indexed bool // stored since: StoreVersion indexed it
-		}
-		var chunk []row
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length, &r.indexed); err != nil {
-				rows.Close()
-				return c.damaged(fmt.Errorf("catalog: search index: %w", err))
+	started := time.Now()
+	for chunks := 1; ; chunks++ {
+		done := false
+		err := c.Update(ctx, func(t *Tx) error {
+			ok, err := t.Meta(metaFTSBackfill, &from)
+			if err != nil || !ok {
+				done = true // another process finished it
+				return err
 			}
-			chunk = append(chunk, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return c.damaged(fmt.Errorf("catalog: search index: %w", err))
-		}
-		err = c.Update(ctx, func(t *Tx) error {
+			chunk, err := t.unindexed(from)
+			if err != nil {
+				return err
+			}
 			if len(chunk) == 0 {
+				done = true
 				_, err := t.exec(`DELETE FROM meta WHERE key = ?`, metaFTSBackfill)
 				return err
 			}
 			for _, r := range chunk {
 				if r.indexed {
-					continue
+					continue // stored since: StoreVersion indexed it
 				}
 				var e ndjson.Entry
 				b, err := c.Line(storage.DirEntries, r.loc)
@@ -293,15 +283,41 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 			}
 			return t.SetMeta(metaFTSBackfill, chunk[len(chunk)-1].id)
 		})
-		if err != nil || len(chunk) == 0 {
+		if err != nil || done {
 			return err
 		}
-		from = chunk[len(chunk)-1].id
 		// A line every million entries: a large store takes minutes.
-		if chunks++; chunks%200 == 0 {
+		if chunks%200 == 0 {
 			c.log.Info("catalog: search index", "entries", chunks*backfillChunk, "elapsed", time.Since(started).Round(time.Second))
 		}
 	}
+}
+
+// backfillRow is an entry backfillFTS goes through.
+type backfillRow struct {
+	id      int64
+	uid     string
+	loc     Location
+	indexed bool
+}
+
+// unindexed returns the next backfillChunk entries after the id from.
+func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
+		from, backfillChunk)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: search index: %w", err)
+	}
+	defer rows.Close()
+	var chunk []backfillRow
+	for rows.Next() {
+		var r backfillRow
+		if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length, &r.indexed); err != nil {
+			return nil, fmt.Errorf("catalog: search index: %w", err)
+		}
+		chunk = append(chunk, r)
+	}
+	return chunk, rows.Err()
 }
 
 // clearFTS empties the full-text index (reindex builds it again).

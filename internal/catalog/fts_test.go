@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,10 +203,22 @@ func TestFTSBackfill(t *testing.T) {
 		}
 	}
 	c.Close()
-	c, err = Open(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
+	// Two processes open it at once: each chunk is indexed once (an entry
+	// indexed twice would leave a second key's words behind).
+	var wg sync.WaitGroup
+	opened := make([]*Catalog, 2)
+	errs := make([]error, 2)
+	for i := range opened {
+		wg.Go(func() { opened[i], errs[i] = Open(ctx, st, nil) })
 	}
+	wg.Wait()
+	for i := range opened {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+	}
+	opened[1].Close()
+	c = opened[0]
 	defer c.Close()
 	if got := search(t, c, fmt.Sprint("title", n-1)); got != fmt.Sprint("e", n-1) {
 		t.Errorf("after the backfill: %q", got)
