@@ -53,7 +53,11 @@ func Run(ctx context.Context, cfg Config) error {
 		crossFeed: cfg.CrossFeed,
 	}
 	var fails pipe.Failures
-	err = pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	// Every entry and fetch record is decoded (an entry dropped unchanged
+	// by EntryKey), which checks its JSON: the reader need not.
+	in := ndjson.NewReader(cfg.In)
+	in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch)
+	err = pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:
 			// Most entries are dropped unchanged: of those, only the key
