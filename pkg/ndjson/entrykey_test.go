@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -175,12 +176,17 @@ func TestEntryFieldsAreEntrys(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Entry's fields are\n%v\nEntryKey reads\n%v", got, want)
 	}
-	if len(entryFields) != len(want) {
-		t.Errorf("entryFields has %d names, Entry %d", len(entryFields), len(want))
+	if len(entryNames) != len(want) {
+		t.Errorf("entryNames has %d names, Entry %d", len(entryNames), len(want))
 	}
-	for name := range want {
-		if _, ok := entryFields[name]; !ok {
-			t.Errorf("entryFields lacks %s", name)
+	for f, name := range entryNames {
+		if _, ok := want[name]; !ok || entryField([]byte(name)) != f {
+			t.Errorf("entryNames[%d] = %s, Entry's or entryField's is another", f, name)
+		}
+	}
+	for _, name := range []string{"", "Type", "entry_ui", "seen_counts", "alias"} {
+		if f := entryField([]byte(name)); f != -1 {
+			t.Errorf("entryField(%q) = %d, want -1", name, f)
 		}
 	}
 	for _, tc := range []struct {
@@ -218,4 +224,35 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 		fields[name] = f.Type
 	}
 	return fields
+}
+
+// BenchmarkEntryKey compares EntryKey with Decode over entries as
+// feed-parse writes them, each with ids and text of its own.
+func BenchmarkEntryKey(b *testing.B) {
+	lines := make([]Line, 1000)
+	for i := range lines {
+		raw := strings.NewReplacer("9c1b4e0c", fmt.Sprintf("%08x", i), "Post 55", fmt.Sprintf("Post %d", i), "/55", fmt.Sprintf("/%d", i)).Replace(keyEntry)
+		lines[i] = Line{Num: i + 1, Type: TypeEntry, Raw: []byte(raw)}
+	}
+	b.Run("EntryKey", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, ok := lines[i%len(lines)].EntryKey(); !ok {
+				b.Fatal("not read")
+			}
+			i++
+		}
+	})
+	b.Run("Decode", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			var e Entry
+			if err := lines[i%len(lines)].Decode(&e); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
