@@ -461,6 +461,51 @@ func TestIndex(t *testing.T) {
 	}
 }
 
+// TestIndexAddToPreloaded: an entry found among its feed's preloaded
+// entries is not kept in memory (Index.lookup); what is added to it later
+// still counts with its stored versions.
+func TestIndexAddToPreloaded(t *testing.T) {
+	c := openTemp(t)
+	a, b := testids.Feed("A"), testids.Feed("B")
+	loc := Location{Day: "2026-11-21", Offset: 0, Length: 10}
+	err := c.Update(ctx, func(t *Tx) error {
+		for _, e := range []*ndjson.Entry{entry("A", "a1", "h1", t0), entry("A", "a1", "h2", t0.Add(time.Hour)), entry("B", "b1", "g1", t0)} {
+			if err := t.StoreVersion(e, loc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := c.Index()
+	for i, tc := range []struct {
+		feed, uid, hash, want string
+		add                   bool // Add the version after judging it
+	}{
+		{a, "a1", "h2", "", false},
+		{b, "b1", "g1", "", false}, // B's entries preloaded instead of A's
+		{a, "a1", "h3", "updated", true},
+		{b, "b1", "g1", "", false},
+		{a, "a1", "h1", "", false},
+		{a, "a1", "h2", "", false},
+		{a, "a1", "h3", "", false},
+		{a, "a1", "h4", "updated", false},
+	} {
+		got, err := x.Judge(ctx, tc.feed, testids.UID(tc.uid), tc.hash)
+		if got != tc.want || err != nil {
+			t.Errorf("%d: %s %s %s: %q %v, want %q", i, testids.Name(tc.feed), tc.uid, tc.hash, got, err, tc.want)
+		}
+		if tc.add {
+			x.Add(tc.feed, Seen{UID: testids.UID(tc.uid), Hash: tc.hash})
+		}
+	}
+	if s, ok, _ := x.Latest(ctx, a, testids.UID("a1")); !ok || s.Hash != "h3" {
+		t.Fatalf("latest %+v", s)
+	}
+}
+
 func TestLinksAndAliases(t *testing.T) {
 	c := openTemp(t)
 	h, ok := LinkHash("https://news.example/1")

@@ -103,6 +103,9 @@ func (x *Index) Judge(ctx context.Context, feedID, uid, hash string) (string, er
 		}
 		x.mu.Lock()
 		k.stored, k.loaded = hashes, true
+		if _, ok := x.added[entryKey{feedID, uid}]; !ok {
+			x.added[entryKey{feedID, uid}] = k // one lookup found in the preload
+		}
 		x.mu.Unlock()
 	}
 	if slices.Contains(k.stored, hash) {
@@ -162,7 +165,13 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 		return k, nil
 	}
 	s, ok, sure, err := x.preloaded(ctx, feedID, uid)
-	if err == nil && !ok && !sure {
+	if err == nil && ok {
+		// Not kept: the preload holds it while its feed's entries come
+		// (most are stored unchanged, and a run meets thousands), and
+		// Judge keeps it once it has read its versions.
+		return &known{seen: s}, nil
+	}
+	if err == nil && !sure {
 		s, ok, err = x.c.seen(ctx, feedID, uid)
 	}
 	if err != nil {

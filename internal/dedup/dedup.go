@@ -53,9 +53,28 @@ func Run(ctx context.Context, cfg Config) error {
 		crossFeed: cfg.CrossFeed,
 	}
 	var fails pipe.Failures
-	err = pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	// Every entry and fetch record is decoded (an entry dropped unchanged
+	// by EntryKey), which checks its JSON: the reader need not.
+	in := ndjson.NewReader(cfg.In)
+	in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch)
+	err = pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:
+			// Most entries are dropped unchanged: of those, only the key
+			// is read, the rest of the line checked but not decoded. One
+			// that goes on is decoded and judged again (the index
+			// answers from memory); a line EntryKey does not read is
+			// decoded, which reports it if it is not a good entry.
+			if k, ok := line.EntryKey(); ok {
+				status, err := d.index.Judge(d.ctx, k.FeedID, k.EntryUID, k.ContentHash)
+				if err != nil {
+					return err
+				}
+				if status == "" {
+					d.unchanged(k.FeedID, k.EntryUID)
+					return nil
+				}
+			}
 			var e ndjson.Entry
 			if !pipe.Decode(line, &e, cfg.Log, &fails) {
 				return nil
@@ -122,21 +141,33 @@ type deduper struct {
 	crossFeed bool                     // --cross-feed
 }
 
-// judge sets e.Status and reports whether e goes on.
-func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
-	c := d.counts[e.FeedID]
+// countsOf are the counts of a feed's entries since its last fetch record.
+func (d *deduper) countsOf(feedID string) *ndjson.Dedup {
+	c := d.counts[feedID]
 	if c == nil {
 		c = &ndjson.Dedup{UnchangedUIDs: []string{}}
-		d.counts[e.FeedID] = c
+		d.counts[feedID] = c
 	}
+	return c
+}
+
+// unchanged counts an entry dropped as stored already.
+func (d *deduper) unchanged(feedID, uid string) {
+	c := d.countsOf(feedID)
+	c.Unchanged++
+	c.UnchangedUIDs = append(c.UnchangedUIDs, uid)
+}
+
+// judge sets e.Status and reports whether e goes on.
+func (d *deduper) judge(e *ndjson.Entry) (bool, error) {
+	c := d.countsOf(e.FeedID)
 	status, err := d.index.Judge(d.ctx, e.FeedID, e.EntryUID, e.ContentHash)
 	if err != nil {
 		return false, err
 	}
 	switch e.Status = status; e.Status {
 	case "":
-		c.Unchanged++
-		c.UnchangedUIDs = append(c.UnchangedUIDs, e.EntryUID)
+		d.unchanged(e.FeedID, e.EntryUID)
 		return false, nil
 	case ndjson.StatusUpdated:
 		c.Updated++

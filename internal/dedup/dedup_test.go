@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"maps"
 	"strconv"
 	"strings"
@@ -130,4 +132,60 @@ func seeded(t *testing.T, seed func(*catalog.Tx) error) (*storage.Store, *catalo
 		t.Fatal(err)
 	}
 	return st, cat
+}
+
+// TestBadEntryOfAStoredVersion: a line whose ids and hash are those of a
+// stored version, and which would be dropped unchanged, is still reported
+// as Decode reports it when it is not a good entry, and not counted.
+func TestBadEntryOfAStoredVersion(t *testing.T) {
+	good := strings.TrimSuffix(entry("A", "a1", "h1", "F"), "\n")
+	for _, tc := range []struct{ name, from, to string }{
+		{"a number for a string", `"title":""`, `"title":1`},
+		{"a bad time", `"published":null`, `"published":"yesterday"`},
+		{"a string for a number", `"seen_count":0`, `"seen_count":"0"`},
+		{"a string for a list", `"authors":null`, `"authors":"A. Writer"`},
+		{"a bad fetch id", `"fetch_id":"` + testids.Fetch("F"), `"fetch_id":"F`},
+		{"trailing data", good, good + `{}`},
+		{"cut short", good, good[:len(good)-20]},
+		{"a control character", `"title":""`, "\"title\":\"\x01\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(good, tc.from, tc.to, 1)
+			if bad == good {
+				t.Fatalf("%q is not in %s", tc.from, good)
+			}
+			st, _ := seeded(t, func(tx *catalog.Tx) error { return tx.StoreVersion(stored("A", "a1", "h1"), loc) })
+			var out, logged, want bytes.Buffer
+			in := good + "\n" + bad + "\n" + fetch("A", "F", true)
+			err := Run(context.Background(), Config{In: strings.NewReader(in), Out: ndjson.NewWriter(&out), Store: st, Log: textLog(&logged)})
+			if !errors.Is(err, pipe.ErrFailed) {
+				t.Fatalf("err %v, want a failure", err)
+			}
+			if got := summary(t, out.Bytes()); got != "F:0/0/1" {
+				t.Fatalf("got %s, want F:0/0/1", got)
+			}
+			// What the reader or Decode says of the line, as it was reported
+			// before feed-dedup read keys.
+			rd := ndjson.NewReader(strings.NewReader(in))
+			rd.Next()
+			line, lerr := rd.Next()
+			if lerr == nil {
+				lerr = line.Decode(new(ndjson.Entry))
+			}
+			textLog(&want).Error("skipping malformed input", "line", 2, "error", errors.Unwrap(lerr))
+			if !strings.Contains(logged.String(), want.String()) {
+				t.Fatalf("logged\n%swant\n%s", logged.String(), want.String())
+			}
+		})
+	}
+}
+
+// textLog logs to w without times.
+func textLog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
 }

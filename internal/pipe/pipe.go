@@ -66,7 +66,11 @@ func (e *failedError) Is(target error) bool { return target == ErrFailed }
 // done (a signal: the stage finishes what it has and exits), or when fn
 // returns an error, which Each returns.
 func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn func(ndjson.Line) error) error {
-	r := ndjson.NewReader(in)
+	return EachFrom(ctx, ndjson.NewReader(in), log, f, fn)
+}
+
+// EachFrom is Each over a Reader the stage set up (SetDecoded).
+func EachFrom(ctx context.Context, r *ndjson.Reader, log *slog.Logger, f *Failures, fn func(ndjson.Line) error) error {
 	for ctx.Err() == nil {
 		line, err := r.Next()
 		if errors.Is(err, io.EOF) {

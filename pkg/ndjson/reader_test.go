@@ -2,7 +2,9 @@ package ndjson
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -174,6 +176,84 @@ func FuzzReader(f *testing.F) {
 			if jerr := line.Decode(&v); jerr != nil {
 				t.Fatalf("good line %d does not decode: %v", line.Num, jerr)
 			}
+		}
+	})
+}
+
+// outcomes reads input as a stage that decodes every entry and fetch
+// record does, with or without SetDecoded: per line, what was wrong with
+// it, or its type.
+func outcomes(t testing.TB, input string, decoded bool) []string {
+	r := NewReader(strings.NewReader(input))
+	r.SetMaxLineBytes(256)
+	if decoded {
+		r.SetDecoded(TypeEntry, TypeFetch)
+	}
+	var got []string
+	for i := 0; ; i++ {
+		if i > len(input)+1 {
+			t.Fatal("reader did not reach EOF")
+		}
+		line, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if err == nil {
+			switch line.Type {
+			case TypeEntry:
+				if _, ok := line.EntryKey(); !ok {
+					err = line.Decode(new(Entry))
+				}
+			case TypeFetch:
+				err = line.Decode(new(Fetch))
+			}
+		}
+		var le *LineError
+		if err != nil && !errors.As(err, &le) {
+			t.Fatal(err)
+		}
+		if err != nil {
+			got = append(got, err.Error())
+		} else {
+			got = append(got, fmt.Sprintf("line %d: %q", line.Num, line.Type))
+		}
+	}
+}
+
+// TestSetDecoded: a line left unchecked by the reader is reported by its
+// decoding as the reader would have reported it.
+func TestSetDecoded(t *testing.T) {
+	input := strings.Join([]string{
+		`{"type":"entry","title":"x"`,
+		`{"type":"entry","title":1}`,
+		`{"type":"fetch","v":1} {}`,
+		`{"type":"fetch",` + "\x01" + `}`,
+		`{"type":"due","v":}`,
+		`{"type":"entry","entry_uid":"9c1b4e0c0b2f6a71","feed_id":"6ba7b811-9dad-51d1-80b4-00c04fd430c8","content_hash":"h"}`,
+		`{"type":"entry","title":"torn`,
+	}, "\n")
+	want := outcomes(t, input, false)
+	if got := outcomes(t, input, true); !slices.Equal(got, want) {
+		t.Fatalf("with SetDecoded:\n%s\nwithout:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(want[0], "invalid JSON") || !strings.Contains(want[6], "truncated record") {
+		t.Fatalf("not the errors this test is about:\n%s", strings.Join(want, "\n"))
+	}
+}
+
+// FuzzSetDecoded checks on any input that SetDecoded changes no line's
+// outcome.
+func FuzzSetDecoded(f *testing.F) {
+	for _, tc := range readerCases {
+		f.Add([]byte(tc.input))
+	}
+	for _, tc := range keyCases {
+		f.Add([]byte(keyCaseLine(tc.from, tc.to) + "\n" + `{"type":"fetch","v":1,"fetch_id":5}` + "\n" + keyEntry[:40]))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := outcomes(t, string(data), false)
+		if got := outcomes(t, string(data), true); !slices.Equal(got, want) {
+			t.Fatalf("with SetDecoded:\n%s\nwithout:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }
