@@ -143,8 +143,8 @@ func (p *xmlParser) startItem(fr *frame, t *token, off int) error {
 		return errTooMany
 	}
 	fr.kind = kItem
-	p.item = p.newItem()
-	*p.item = rawItem{start: off, base: fr.base}
+	p.item = p.newItem() // zeroed: set field by field, not copied over whole
+	p.item.start, p.item.base = off, fr.base
 	p.itemPrefix, p.itemLocal, p.itemDepth = fr.prefix, fr.local, len(p.stack)-1
 	for _, a := range t.attrs {
 		if a.name.local == "about" && p.lookup(a.name.space) == nsRDF {
