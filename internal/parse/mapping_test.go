@@ -549,3 +549,14 @@ func FuzzIsHTTP(f *testing.F) {
 		}
 	})
 }
+
+// TestCanonicalFast holds canonical's shortcut for common names to its
+// lookup: each is its own canonical spelling, or no RSS name.
+func TestCanonicalFast(t *testing.T) {
+	for _, n := range []string{"title", "link", "description", "item", "guid", "pubDate", "category", "author", "enclosure",
+		"encoded", "creator", "thumbnail", "duration", "comments", "channel", "language", "lastBuildDate", "image", "url"} {
+		if c, ok := rssNames[strings.ToLower(n)]; ok && c != n {
+			t.Errorf("canonical(%q) is %q, not itself", n, c)
+		}
+	}
+}
