@@ -331,6 +331,19 @@ func check(b []byte) (valid, xmlChars bool) {
 			continue
 		}
 		i += bits.TrailingZeros64(high) >> 3
+		// Two-byte characters and the three-byte ones of E1-EC (Greek,
+		// Cyrillic, accented Latin; Chinese, Japanese) are read here,
+		// the others by charLen.
+		if c := b[i]; c >= 0xC2 && c < 0xE0 {
+			if i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+				i += 2
+				continue
+			}
+			return false, false
+		} else if c > 0xE0 && c < 0xED && i+2 < len(b) && b[i+1]&0xC0 == 0x80 && b[i+2]&0xC0 == 0x80 {
+			i += 3
+			continue
+		}
 		n, nonChar := charLen(b, i)
 		if n == 0 {
 			return false, false

@@ -277,28 +277,40 @@ func appendCollapsed(b []byte, s string) []byte {
 // the bytes that may end it marked in one number: those up to the space
 // but single spaces, and the lead bytes spaceAt looks at (0xE0 taken
 // with 0xE1-0xE3: one test for the four) in text above ASCII; the byte
-// loop reads the first marked one (after a space, the space).
+// loop reads the first marked one (after a space, the space). The eight
+// bytes read next do not depend on those read (a space that ends them is
+// carried to the next eight as prev), so that the reads of memory
+// overlap rather than wait for one another.
 func wordsEnd(s string, i int) int {
 	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
 	k := i + 1 // s[k-1] is a word byte
 	for {
+		prev := uint64(0) // 0x80 when s[k-1] is a space: the eight before ended in one
 		for k+8 <= len(s) {
 			x := load8(s[k : k+8])
 			low := ^((x&lows + ones*(0x80-0x21)) | x) & highs // bytes up to the space
 			sp := byteIs(x, ' ')
-			mark := low ^ sp | sp&(sp>>8) // but single spaces
+			mark := low ^ sp | sp&(sp>>8) | sp&prev // but single spaces
 			if x&highs != 0 {
 				mark |= byteIs(x, 0xC2) | byteIs(x&(ones*0xFC), 0xE0)
 			}
 			if mark != 0 {
 				j := bits.TrailingZeros64(mark) >> 3
-				if j > 0 && sp>>(8*j-1)&1 != 0 {
+				switch {
+				case j > 0 && sp>>(8*j-1)&1 != 0:
 					j-- // a space before it may end the run
+				case j == 0 && prev != 0:
+					j = -1 // the space that ended the eight before
 				}
 				k += j
+				prev = 0
 				break
 			}
-			k += 7 + int((x>>56^' '+0xFF)>>8) // a space last is read again
+			prev = sp >> 56
+			k += 8
+		}
+		if prev != 0 {
+			k-- // the space before may end the run: read it again
 		}
 		if k >= len(s) {
 			return len(s)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/dates"
 	"github.com/feedpipe/feedpipe/internal/ids"
@@ -125,11 +126,12 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 			// What is not an http(s) URL is its own key (urlnorm.Key
 			// returns it trimmed), without Key's error for it.
 			guidKeys[i] = g
+			n, plain := plainNormal(g)
 			switch {
-			case plainURL(g):
+			case plain:
 				// Key drops the scheme of a URL that is normalized as
-				// written, and changes nothing else.
-				guidKeys[i] = g[strings.IndexByte(g, ':')+1:]
+				// written (or but for escapes), and changes nothing else.
+				guidKeys[i] = n[strings.IndexByte(n, ':')+1:]
 			case isHTTP(g) && !strings.Contains(g, "#"):
 				// Without a fragment, Key is the normalized URL without its
 				// scheme; the link of the item will want the normalized URL.
@@ -396,8 +398,11 @@ func isHTTP(s string) bool {
 // remembered in a.norm.
 func (a *adapter) link(l rawLink) string {
 	ref := strings.TrimSpace(l.href)
-	if ref == "" || plainURL(ref) || !isHTTP(ref) {
+	if ref == "" || !isHTTP(ref) {
 		return resolve(l.base, ref)
+	}
+	if n, ok := plainNormal(ref); ok {
+		return n
 	}
 	if n, ok := a.norm[ref]; ok {
 		return n
@@ -417,8 +422,8 @@ func resolve(base *url.URL, ref string) string {
 	if ref == "" {
 		return ""
 	}
-	if plainURL(ref) {
-		return ref // normalized as it is written: spare two parses
+	if n, ok := plainNormal(ref); ok {
+		return n // normalized as it is written, or but for escapes: spare two parses
 	}
 	if base != nil && !isHTTP(ref) { // an absolute link needs no base: spare a parse
 		if r, err := url.Parse(ref); err == nil {
@@ -438,6 +443,16 @@ func resolve(base *url.URL, ref string) string {
 // links of most feeds, whose parse and rebuilding it spares.
 // FuzzPlainURL holds it to urlnorm.
 func plainURL(s string) bool {
+	n, ok := plainNormal(s)
+	return ok && len(n) == len(s)
+}
+
+// plainNormal is urlnorm.Normalize(s) for a URL that plainURL takes but
+// for bytes above ASCII in its path (words in French, Russian or
+// Japanese), which net/url writes percent-encoded, in upper-case hex:
+// without the parse and the rebuilding. ok is false for any other s.
+// FuzzPlainURL holds it to urlnorm.
+func plainNormal(s string) (n string, ok bool) {
 	var rest string
 	switch {
 	case strings.HasPrefix(s, "https://"):
@@ -445,34 +460,51 @@ func plainURL(s string) bool {
 	case strings.HasPrefix(s, "http://"):
 		rest = s[len("http://"):]
 	default:
-		return false
+		return "", false
 	}
 	slash := strings.IndexByte(rest, '/')
 	if slash <= 0 || rest[slash-1] == '.' || rest[0] == '.' || rest[0] == '-' {
-		return false
+		return "", false
 	}
 	for i := 0; i < slash; i++ {
 		if c := rest[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
-			return false
+			return "", false
 		}
 	}
 	i := slash
+	high := 0 // bytes above ASCII in the path
 	for ; i < len(rest) && rest[i] != '?'; i++ {
-		if !plainPathByte[rest[i]] {
-			return false
+		if c := rest[i]; !plainPathByte[c] {
+			if c < utf8.RuneSelf {
+				return "", false
+			}
+			high++
 		}
 	}
 	if i < len(rest) {
 		if i == len(rest)-1 {
-			return false // an empty query, which url.URL.String leaves out
+			return "", false // an empty query, which url.URL.String leaves out
 		}
 		for _, c := range []byte(rest[i+1:]) {
 			if c <= ' ' || c >= 0x7F || c == '#' {
-				return false
+				return "", false
 			}
 		}
 	}
-	return true
+	if high == 0 {
+		return s, true
+	}
+	const hex = "0123456789ABCDEF"
+	path := len(s) - len(rest) + i // where the path ends in s
+	b := make([]byte, 0, len(s)+2*high)
+	for j := 0; j < path; j++ {
+		if c := s[j]; c >= utf8.RuneSelf {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(append(b, s[path:]...)), true
 }
 
 // plainPathByte marks the bytes net/url writes as they are in a path.

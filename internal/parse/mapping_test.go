@@ -452,11 +452,13 @@ func FuzzResolveHTML(f *testing.F) {
 	})
 }
 
-// FuzzPlainURL holds plainURL to urlnorm: a URL it takes is normalized
-// as written, and its key is itself without the scheme.
+// FuzzPlainURL holds plainURL and plainNormal to urlnorm: a URL plainURL
+// takes is normalized as written, one plainNormal takes as it says, and
+// its key is that without the scheme.
 func FuzzPlainURL(f *testing.F) {
 	for _, s := range []string{"https://example.org/a/b?c=d&e", "http://x.example/", "https://Example.org/", "https://x.example", "https://x.example/?",
-		"https://x.example/a#f", "https://x.example:443/", "https://x.example./a", "https://x.example/a%20b", "https://x.example/a b", "https://a-b.c/~d/e;f=g@h"} {
+		"https://x.example/a#f", "https://x.example:443/", "https://x.example./a", "https://x.example/a%20b", "https://x.example/a b", "https://a-b.c/~d/e;f=g@h",
+		"https://x.example/caf\u00e9/?q=1", "https://x.example/\xff\xfe", "https://x.example/\u30cb?\u00e9", "https://x.\u00e9xample/a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -470,6 +472,14 @@ func FuzzPlainURL(f *testing.F) {
 		if isHTTP(s) && !strings.Contains(s, "#") {
 			if n, err := urlnorm.Normalize(s); err == nil && urlnorm.Key(s) != n[strings.IndexByte(n, ':')+1:] {
 				t.Errorf("urlnorm.Key(%q) = %q, but Normalize gives %q", s, urlnorm.Key(s), n)
+			}
+		}
+		if p, ok := plainNormal(s); ok {
+			if n, err := urlnorm.Normalize(s); err != nil || n != p {
+				t.Errorf("plainNormal(%q) = %q, but urlnorm.Normalize gives %q, %v", s, p, n, err)
+			}
+			if k := urlnorm.Key(s); k != p[strings.IndexByte(p, ':')+1:] {
+				t.Errorf("plainNormal(%q) = %q, but urlnorm.Key gives %q", s, p, k)
 			}
 		}
 		if !plainURL(s) {
@@ -492,6 +502,14 @@ func TestPlainURL(t *testing.T) {
 	} {
 		if got := plainURL(s); got != want {
 			t.Errorf("plainURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+	for s, want := range map[string]string{
+		"https://x.example/caf\u00e9/?q=\u00e9": "", "https://x.example/caf\u00e9/?q=1": "https://x.example/caf%C3%A9/?q=1",
+		"https://x.example/a/b": "https://x.example/a/b", "https://X.example/\u00e9": "", "https://x.example/\u00e9 b": "",
+	} {
+		if got, ok := plainNormal(s); got != want || ok != (want != "") {
+			t.Errorf("plainNormal(%q) = %q, %v, want %q", s, got, ok, want)
 		}
 	}
 }
@@ -530,4 +548,15 @@ func FuzzIsHTTP(f *testing.F) {
 			t.Errorf("isHTTP(%q) = %v, want %v", s, !want, want)
 		}
 	})
+}
+
+// TestCanonicalFast holds canonical's shortcut for common names to its
+// lookup: each is its own canonical spelling, or no RSS name.
+func TestCanonicalFast(t *testing.T) {
+	for _, n := range []string{"title", "link", "description", "item", "guid", "pubDate", "category", "author", "enclosure",
+		"encoded", "creator", "thumbnail", "duration", "comments", "channel", "language", "lastBuildDate", "image", "url"} {
+		if c, ok := rssNames[strings.ToLower(n)]; ok && c != n {
+			t.Errorf("canonical(%q) is %q, not itself", n, c)
+		}
+	}
 }

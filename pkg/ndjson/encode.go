@@ -632,8 +632,20 @@ func plainEnd(s string, i int) int {
 			continue
 		}
 		i += bits.TrailingZeros64(m) >> 3
-		if s[i] < utf8.RuneSelf {
+		c := s[i]
+		if c < utf8.RuneSelf {
 			return i
+		}
+		// Two-byte characters, and the three-byte ones of E3-EC (Chinese,
+		// Japanese), are read here; the others (and E2, which begins
+		// U+2028 and U+2029) by validUTF8At.
+		if c >= 0xC2 && c < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			i += 2
+			continue
+		}
+		if c >= 0xE3 && c < 0xED && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 {
+			i += 3
+			continue
 		}
 		n := validUTF8At(s, i)
 		if n == 0 {

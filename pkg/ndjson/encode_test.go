@@ -427,7 +427,7 @@ func FuzzAppendString(f *testing.F) {
 	for _, s := range pieces {
 		f.Add(s)
 	}
-	for _, s := range []string{"\u2028\u2029\u2027\u202a", "a\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", "\xe0\x9f\xbf", "\xc1\xbf", "日本語 \"q\" \\ \x7f\x01"} {
+	for _, s := range []string{"\u2028\u2029\u2027\u202a", "a\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", "\xe0\x9f\xbf", "\xc1\xbf", "日本語 \"q\" \\ \x7f\x01", "abcdefg\xc3", "abcdef\xe3\x81", "abcdefgh\xd0\xb4\xe3\x83\x8b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
