@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/benchgen"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/testenv"
@@ -27,34 +27,12 @@ const (
 	benchUpdated = 1
 )
 
-var benchLorem = strings.Repeat("feedpipe stores what it fetched once and only once, whatever happens. ", 64)
-
 // benchEntry is feed f's k-th entry, version v (0 as stored), as
 // tools/benchstore makes it (120 bytes of summary).
 func benchEntry(f, k, v int) ndjson.Entry {
 	feedID := ids.FeedID(fmt.Sprintf("https://publisher%d.example.org/feed/%d.xml", f%5000, f))
-	link := fmt.Sprintf("https://publisher%d.example.org/posts/%d/%d", f%5000, f, k)
-	native := fmt.Sprintf("tag:publisher%d.example.org,2026:%d:%d", f%5000, f, k)
-	title := fmt.Sprintf("Post %d of feed %d", k, f)
-	summary := benchLorem[(f+k)%64 : (f+k)%64+120]
-	if v > 0 {
-		title += fmt.Sprintf(" (revised %d)", v)
-	}
 	published := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(k*benchFeeds+f) * time.Minute)
-	return ndjson.Entry{
-		Header:        ndjson.Head(ndjson.TypeEntry),
-		EntryUID:      ids.EntryUID(ids.EntryKey{FeedID: feedID, NativeID: native}),
-		FeedID:        feedID,
-		NativeID:      native,
-		CanonicalLink: link,
-		Title:         title,
-		Summary:       summary,
-		Authors:       []ndjson.Author{{Name: "A. Writer"}},
-		Categories:    []string{"bench"},
-		Enclosures:    []ndjson.Enclosure{},
-		Published:     ndjson.At(published),
-		ContentHash:   ids.ContentHash(title, summary, "", []string{link}),
-	}
+	return benchgen.Entry(feedID, f, k, v, 120, published)
 }
 
 func benchFetchID(f int) string { return fmt.Sprintf("0190a000-0000-7000-8000-%012x", f) }

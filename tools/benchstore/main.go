@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/benchgen"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -88,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *root == "" || g.feeds <= 0 || g.entries < 0 || g.days <= 0 || g.summaryBytes < 0 || g.summaryBytes > len(lorem)-64 {
+	if *root == "" || g.feeds <= 0 || g.entries < 0 || g.days <= 0 || g.summaryBytes < 0 || g.summaryBytes > benchgen.MaxSummary {
 		fs.Usage()
 		return errors.New("-store is required, -feeds and -days must be positive, -summary-bytes at most 4,000")
 	}
@@ -167,33 +168,10 @@ func (g *gen) firstSeen(j int) time.Time {
 	return g.start().Add(time.Duration(float64(span) * float64(j) / float64(g.entries))).Truncate(time.Millisecond)
 }
 
-var lorem = strings.Repeat("feedpipe stores what it fetched once and only once, whatever happens. ", 64)
-
 // entry is feed f's k-th entry, version v (0 as stored).
 func (g *gen) entry(feedID string, f, k, v int) ndjson.Entry {
-	link := fmt.Sprintf("https://publisher%d.example.org/posts/%d/%d", f%5000, f, k)
-	native := fmt.Sprintf("tag:publisher%d.example.org,2026:%d:%d", f%5000, f, k)
-	title := fmt.Sprintf("Post %d of feed %d", k, f)
-	summary := lorem[(f+k)%64 : (f+k)%64+g.summaryBytes]
-	if v > 0 {
-		title += fmt.Sprintf(" (revised %d)", v)
-	}
-	j := k*g.feeds + f
-	published := g.firstSeen(j).Add(-time.Hour).Truncate(time.Second)
-	return ndjson.Entry{
-		Header:        ndjson.Head(ndjson.TypeEntry),
-		EntryUID:      ids.EntryUID(ids.EntryKey{FeedID: feedID, NativeID: native}),
-		FeedID:        feedID,
-		NativeID:      native,
-		CanonicalLink: link,
-		Title:         title,
-		Summary:       summary,
-		Authors:       []ndjson.Author{{Name: "A. Writer"}},
-		Categories:    []string{"bench"},
-		Enclosures:    []ndjson.Enclosure{},
-		Published:     ndjson.At(published),
-		ContentHash:   ids.ContentHash(title, summary, "", []string{link}),
-	}
+	published := g.firstSeen(k*g.feeds + f).Add(-time.Hour).Truncate(time.Second)
+	return benchgen.Entry(feedID, f, k, v, g.summaryBytes, published)
 }
 
 // build writes the whole store.
