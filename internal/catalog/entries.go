@@ -408,6 +408,9 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if err != nil {
 		return err
 	}
+	if inserted && searchKey == 0 {
+		return nil // no search key was left for it (newSearchKey said so)
+	}
 	return t.indexText(id, searchKey, e)
 }
 

@@ -89,6 +89,11 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 		}
 	}
 	if last >= group+searchKeyLast {
+		// Not silent: the entry is stored and listed, but no search
+		// finds it (feed-store reindex keys them again, once some of the
+		// millisecond's entries are pruned).
+		t.c.log.Warn("catalog: a million entries are published in this millisecond: this one is left out of the search index",
+			"published", time.UnixMilli(ms).UTC())
 		return 0, false, nil
 	}
 	t.searchKeys[group] = last + 1

@@ -187,7 +187,7 @@ func (t *Tx) raiseReadUntil(reader, feedID string) error {
 	case u <= old:
 		return nil
 	}
-	_, err = t.markReadUntil(reader, feedScope{in: func(col string) string { return col + ` = ?` }, args: []any{key}, feeds: 1}, u)
+	_, err = t.markReadUntil(reader, oneFeed(feedID), u)
 	return err
 }
 

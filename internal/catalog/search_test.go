@@ -1,14 +1,18 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -176,5 +180,40 @@ func TestChoosePlan(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: plan %d, %v; want %d", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// TestSearchKeysFull: an entry whose millisecond has no search key left
+// is stored and listed, left out of the index with a warning.
+func TestSearchKeysFull(t *testing.T) {
+	var logged bytes.Buffer
+	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(ctx, st, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	add(t, c, sub("A"))
+	full := textEntry("A", "a1", "h", t0, "apple", "", "")
+	// The millisecond's last key taken, as a million entries would.
+	storeLines(t, c, "2026-11-20", full)
+	if _, err := c.db.Exec(`UPDATE entries SET search_key = ? WHERE search_key IS NOT NULL`, searchGroup(unixMS(full.Published.Time))+searchKeyLast); err != nil {
+		t.Fatal(err)
+	}
+	late := textEntry("A", "a2", "h", t0.Add(time.Minute), "apple pie", "", "")
+	late.Published = full.Published
+	storeLines(t, c, "2026-11-20", late)
+	if got := search(t, c, "pie"); got != "" {
+		t.Errorf("pie: %q, want nothing (no key left)", got)
+	}
+	p, err := c.AllEntries(ctx, EntryQuery{})
+	if err != nil || len(p.Entries) != 2 {
+		t.Errorf("listed %d entries, %v; want both", len(p.Entries), err)
+	}
+	if n := strings.Count(logged.String(), "left out of the search index"); n != 1 {
+		t.Errorf("%d warnings, want 1: %s", n, logged.String())
 	}
 }
