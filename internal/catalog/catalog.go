@@ -230,6 +230,7 @@ type Tx struct {
 	// searchKeys: first search key of a millisecond -> the last given in
 	// this transaction (newSearchKey)
 	searchKeys map[int64]int64
+	fts        ftsBatch // the full-text index's changes, made at the end
 }
 
 // Update runs fn in one write transaction, which commits when fn returns
@@ -251,6 +252,10 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 		return c.damaged(err)
 	}
 	if err := fn(t); err != nil {
+		tx.Rollback()
+		return c.damaged(err)
+	}
+	if err := t.fts.flush(t); err != nil {
 		tx.Rollback()
 		return c.damaged(err)
 	}

@@ -411,7 +411,7 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if inserted && searchKey == 0 {
 		return nil // no search key was left for it (newSearchKey said so)
 	}
-	return t.indexText(id, searchKey, e)
+	return t.indexText(id, searchKey, inserted, e)
 }
 
 // insertEntry makes the row of a new entry, with its search key (0: none,

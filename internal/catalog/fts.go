@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -105,11 +106,12 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 const MaxIndexedText = 64 << 10
 
 // indexText puts the words of e, the latest version of the entry id
-// whose search key is old (0: none yet), in the full-text index, under a
+// whose search key is old (0: none yet; fresh: given to the entry in this
+// transaction, so not in the index yet), in the full-text index, under a
 // search key of its published time: old when it is of that millisecond
 // (the words replace those of the older version), a new one otherwise
 // (the old one's words are dropped, and the entry's row takes the key).
-func (t *Tx) indexText(id, old int64, e *ndjson.Entry) error {
+func (t *Tx) indexText(id, old int64, fresh bool, e *ndjson.Entry) error {
 	ms := unixMS(publishedOr(e))
 	key := old
 	if old == 0 || old>>searchKeyBits != searchGroup(ms)>>searchKeyBits {
@@ -119,7 +121,7 @@ func (t *Tx) indexText(id, old int64, e *ndjson.Entry) error {
 			return err
 		}
 		if old != 0 {
-			if _, err := t.exec(`DELETE FROM entries_fts WHERE rowid = ?`, old); err != nil {
+			if err := t.fts.drop(t, old, fresh); err != nil {
 				return err
 			}
 		}
@@ -133,10 +135,108 @@ func (t *Tx) indexText(id, old int64, e *ndjson.Entry) error {
 		if !ok {
 			return nil
 		}
+		fresh = true
 	}
-	_, err := t.exec(`INSERT OR REPLACE INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
-		key, TextOf(e.Title), TextOf(e.Summary), TextOf(e.Content))
-	return err
+	return t.fts.put(t, key, fresh, [3]string{TextOf(e.Title), TextOf(e.Summary), TextOf(e.Content)})
+}
+
+// ftsBatch holds a transaction's changes to the full-text index until its
+// end, then makes them in rowid order. FTS5 gathers new words in memory
+// only while rowids go up: one lower than the last written flushes what
+// it has as a segment of its own, which later merges rewrite. Search keys
+// follow the entries' published times, not the order a fetch stores them
+// in, so written as they came every entry was a segment: a third of
+// feed-store's CPU on a cycle of new entries.
+type ftsBatch struct {
+	ops   map[int64]*ftsOp
+	fresh map[int64]bool // keys given in this transaction: none of their words are in the index
+	bytes int
+}
+
+// ftsOp is what a transaction does to the words of a search key: drop
+// the ones in the index, put new ones (text: title, summary, content), or
+// both (a replacement).
+type ftsOp struct {
+	drop bool
+	put  bool
+	text [3]string
+}
+
+// ftsBatchBytes caps the text a batch holds: past it, the batch is made
+// before the transaction ends.
+const ftsBatchBytes = 16 << 20
+
+// op returns key's pending change, made empty if there is none.
+func (b *ftsBatch) op(key int64) *ftsOp {
+	if b.ops == nil {
+		b.ops, b.fresh = map[int64]*ftsOp{}, map[int64]bool{}
+	}
+	o := b.ops[key]
+	if o == nil {
+		o = &ftsOp{}
+		b.ops[key] = o
+	}
+	return o
+}
+
+// put sets the words of key; fresh says the key was given in this
+// transaction (nothing of it to drop from the index).
+func (b *ftsBatch) put(t *Tx, key int64, fresh bool, text [3]string) error {
+	o := b.op(key)
+	if fresh {
+		b.fresh[key] = true
+	} else if !b.fresh[key] {
+		o.drop = true // the older version's words
+	}
+	o.put, o.text = true, text
+	b.bytes += len(text[0]) + len(text[1]) + len(text[2])
+	if b.bytes > ftsBatchBytes {
+		return b.flush(t)
+	}
+	return nil
+}
+
+// drop removes the words of key.
+func (b *ftsBatch) drop(t *Tx, key int64, fresh bool) error {
+	o := b.op(key)
+	o.put, o.text = false, [3]string{}
+	if fresh || b.fresh[key] {
+		delete(b.ops, key) // never in the index
+		return nil
+	}
+	o.drop = true
+	return nil
+}
+
+// flush makes the pending changes, in rowid order; a key's drop before
+// its put, which FTS5 takes without a flush too.
+func (b *ftsBatch) flush(t *Tx) error {
+	if len(b.ops) == 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(b.ops))
+	for k := range b.ops {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		o := b.ops[k]
+		if o.drop {
+			if _, err := t.run(`DELETE FROM entries_fts WHERE rowid = ?`, k); err != nil {
+				return err
+			}
+		}
+		if o.put {
+			if _, err := t.run(`INSERT INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
+				k, o.text[0], o.text[1], o.text[2]); err != nil {
+				return err
+			}
+		}
+	}
+	// What is flushed is in the index now: a later drop of a fresh key
+	// must delete it.
+	*b = ftsBatch{}
+	return nil
 }
 
 // TextOf returns the text of an HTML fragment (or of plain text, which
@@ -282,7 +382,7 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 				if err != nil || ndjson.Unmarshal(b, &e) != nil || e.EntryUID != r.uid {
 					continue // a line gone or damaged: reindex finds what is left
 				}
-				if err := t.indexText(r.id, 0, &e); err != nil {
+				if err := t.indexText(r.id, 0, false, &e); err != nil {
 					return err
 				}
 			}
@@ -327,6 +427,7 @@ func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
 
 // clearFTS empties the full-text index (reindex builds it again).
 func (t *Tx) clearFTS() error {
+	t.fts = ftsBatch{} // nothing pending is left to make
 	_, err := t.exec(`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
 	return err
 }

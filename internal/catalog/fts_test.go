@@ -353,3 +353,99 @@ func TestLabelEntriesManyFeeds(t *testing.T) {
 		}
 	}
 }
+
+// storeInOne appends entries to entries/ and indexes them in one
+// transaction, as feed-store does a batch.
+func storeInOne(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
+	t.Helper()
+	locs := make([]Location, len(es))
+	for i, e := range es {
+		b, err := ndjson.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := c.st.AppendLines("entries/"+day+".ndjson", b, storage.Durable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locs[i] = Location{Day: day, Offset: off, Length: int64(len(b))}
+	}
+	if err := c.Update(ctx, func(tx *Tx) error {
+		for i, e := range es {
+			if err := tx.StoreVersion(e, locs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFTSBatch: a transaction's changes to the index, made at its end in
+// key order, leave what writing each as it came would: every entry's
+// latest words once, under its row's search key, whatever the order and
+// however often an entry changes within the transaction or across two.
+func TestFTSBatch(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A"))
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	version := func(uid, hash string, published int, words string) *ndjson.Entry {
+		e := textEntry("A", uid, hash, at(10), words, "", "")
+		e.Published = ndjson.At(at(published))
+		e.FirstSeen = ndjson.At(at(0))
+		return e
+	}
+	// One transaction: newest first (keys going down), a1 replaced at its
+	// millisecond, then moved to another; a2 moved and moved back.
+	storeInOne(t, c, "2026-11-21",
+		version("a3", "h1", 3, "three"),
+		version("a2", "h1", 2, "two"),
+		version("a1", "h1", 1, "one first"),
+		version("a1", "h2", 1, "one second"),
+		version("a1", "h3", 5, "one third"),
+		version("a2", "h2", 6, "two moved"),
+		version("a2", "h3", 2, "two back"),
+	)
+	// Another: a3 replaced at its millisecond (its words from the first
+	// are in the index now), a1 moved back before it, a new one.
+	storeInOne(t, c, "2026-11-22",
+		version("a4", "h1", 4, "four"),
+		version("a3", "h2", 3, "three again"),
+		version("a1", "h4", 1, "one fourth"),
+	)
+	for q, want := range map[string]string{
+		"one": "a1", "first": "", "second": "", "third": "", "fourth": "a1",
+		"two": "a2", "moved": "", "back": "a2",
+		"three": "a3", "again": "a3", "four": "a4",
+	} {
+		if got := search(t, c, q); got != want {
+			t.Errorf("search %q: %q, want %q", q, got, want)
+		}
+	}
+	// Every word of the index is under a row's key, once.
+	rows, err := c.db.QueryContext(ctx, `SELECT s.rowid, e.entry_uid FROM entries_fts s LEFT JOIN entries e ON e.search_key = s.rowid
+		WHERE entries_fts MATCH 'one OR two OR three OR four OR first OR second OR third OR moved'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[int64]bool{}
+	for rows.Next() {
+		var key int64
+		var uid *string
+		if err := rows.Scan(&key, &uid); err != nil {
+			t.Fatal(err)
+		}
+		if uid == nil || seen[key] {
+			t.Errorf("search key %d: entry %v, seen before %v", key, uid, seen[key])
+		}
+		seen[key] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 4 {
+		t.Errorf("%d keys in the index, want 4", len(seen))
+	}
+}
