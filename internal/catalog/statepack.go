@@ -61,8 +61,13 @@ var (
 // or written: both are safe for concurrent use (EncodeAll, DecodeAll).
 func packers() (*zstd.Encoder, *zstd.Decoder, error) {
 	packOnce.Do(func() {
+		// SpeedFastest: the encoder of SpeedDefault copies its whole
+		// dictionary tables back at every EncodeAll (a fifth of a 304's
+		// CPU in feed-store); the fastest copies what the last state
+		// touched, at half the time and no larger output (10 against 21
+		// µs, 117.5 against 118.7 B a column, on the bench store's states).
 		packEnc, packErr = zstd.NewWriter(nil, zstd.WithEncoderDictRaw(stateDictID, []byte(stateDict)),
-			zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+			zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
 		if packErr != nil {
 			return
 		}

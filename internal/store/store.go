@@ -555,9 +555,10 @@ func (c *committer) fillFeed(ev *ndjson.Event, titles map[string]string) error {
 		if ef, err = c.cat.EventFeed(c.ctx, ev.FeedID); err != nil {
 			return err
 		}
-		if ef.Name != "" { // a title found later is not looked up again
-			c.feeds[ev.FeedID] = ef
-		}
+		// Kept without a name too: a title stored later comes with its
+		// fetch record, which is in the batch of its entries (hold), so
+		// in titles.
+		c.feeds[ev.FeedID] = ef
 	}
 	if ef.Name == "" {
 		ef.Name = titles[ev.FeedID]
