@@ -544,6 +544,25 @@ func TestLinksAndAliases(t *testing.T) {
 	if o, _ := c.LinkOwners(ctx, h3); o.Known() {
 		t.Fatal("the index wrote the catalog")
 	}
+	// LoadLinks reads several at once, as LinkOwners would each, and
+	// leaves what the index added in memory as it is.
+	h4, _ := LinkHash("https://news.example/4")
+	y := c.Index()
+	y.AddLink(h3, LinkOwners{}, b1, false)
+	if err := y.LoadLinks(ctx, []string{h, h3, h4, h}); err != nil {
+		t.Fatal(err)
+	}
+	c.db.Close() // every answer from memory now
+	for _, tc := range []struct {
+		hash    string
+		first   ndjson.EntryRef
+		aliases int
+	}{{h, a1, 1}, {h3, b1, 0}, {h4, ndjson.EntryRef{}, 0}} {
+		o, err := y.Link(ctx, tc.hash)
+		if err != nil || o.First != tc.first || len(o.Aliases) != tc.aliases {
+			t.Errorf("loaded %s: %+v %v, want first %v and %d aliases", tc.hash, o, err, tc.first, tc.aliases)
+		}
+	}
 }
 
 func TestFetchesAndRuns(t *testing.T) {

@@ -36,7 +36,10 @@ type Index struct {
 	c     *Catalog
 	mu    sync.Mutex
 	added map[entryKey]*known
-	links map[string]*LinkOwners // by link hash: what this run added
+	// byFeed lists the uids of each feed's entries in added: Forget
+	// drops a feed's without going through every feed's.
+	byFeed map[string][]string
+	links  map[string]*LinkOwners // by link hash: what this run added
 	// The latest entries of the feed looked up last, read in one query
 	// (preload): a fetch's entries come together, and most are stored.
 	preload bool
@@ -65,7 +68,7 @@ type known struct {
 
 // Index returns an empty index over the catalog.
 func (c *Catalog) Index() *Index {
-	return &Index{c: c, added: map[entryKey]*known{}, links: map[string]*LinkOwners{}, preload: true}
+	return &Index{c: c, added: map[entryKey]*known{}, byFeed: map[string][]string{}, links: map[string]*LinkOwners{}, preload: true}
 }
 
 // logIndex is an index for indexing the store's logs, whose entries come
@@ -104,7 +107,7 @@ func (x *Index) Judge(ctx context.Context, feedID, uid, hash string) (string, er
 		x.mu.Lock()
 		k.stored, k.loaded = hashes, true
 		if _, ok := x.added[entryKey{feedID, uid}]; !ok {
-			x.added[entryKey{feedID, uid}] = k // one lookup found in the preload
+			x.keep(entryKey{feedID, uid}, k) // one lookup found in the preload
 		}
 		x.mu.Unlock()
 	}
@@ -133,7 +136,7 @@ func (x *Index) Add(feedID string, s Seen) {
 	k := x.added[key]
 	if k == nil {
 		k = &known{}
-		x.added[key] = k
+		x.keep(key, k)
 	}
 	k.added = append(k.added, s.Hash)
 	k.seen = s
@@ -144,14 +147,21 @@ func (x *Index) Add(feedID string, s Seen) {
 func (x *Index) Forget(feedID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for k := range x.added {
-		if k.feed == feedID {
-			delete(x.added, k)
-		}
+	for _, uid := range x.byFeed[feedID] {
+		delete(x.added, entryKey{feedID, uid})
 	}
+	delete(x.byFeed, feedID)
 	if x.preFeed == feedID {
 		x.preFeed, x.pre = "", nil
 	}
+}
+
+// keep sets what the index remembers of the entry key; x.mu is held.
+func (x *Index) keep(key entryKey, k *known) {
+	if _, ok := x.added[key]; !ok {
+		x.byFeed[key.feed] = append(x.byFeed[key.feed], key.uid)
+	}
+	x.added[key] = k
 }
 
 func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) {
@@ -181,7 +191,7 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 		// Not stored: remembered as such, so that what Add adds to it
 		// is all there is.
 		x.mu.Lock()
-		x.added[entryKey{feedID, uid}] = &known{inMemory: true}
+		x.keep(entryKey{feedID, uid}, &known{inMemory: true})
 		x.mu.Unlock()
 		return nil, nil
 	}
@@ -190,7 +200,7 @@ func (x *Index) lookup(ctx context.Context, feedID, uid string) (*known, error) 
 	if prev, ok := x.added[entryKey{feedID, uid}]; ok {
 		k = prev // added meanwhile
 	} else {
-		x.added[entryKey{feedID, uid}] = k
+		x.keep(entryKey{feedID, uid}, k)
 	}
 	x.mu.Unlock()
 	return k, nil

@@ -220,18 +220,28 @@ func (c *Catalog) States(ctx context.Context) (map[string]FeedState, error) {
 // PutStates writes feed states, each replacing the feed's last.
 func (t *Tx) PutStates(states ...FeedState) error {
 	for i := range states {
-		if err := t.putState(&states[i]); err != nil {
+		row, err := EncodeState(&states[i])
+		if err != nil {
+			return err
+		}
+		if err := t.PutEncodedStates(row); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *Tx) putState(fs *FeedState) error {
-	key, err := t.feedKey(fs.FeedID)
-	if err != nil {
-		return err
-	}
+// An EncodedState is a feed state as its row holds it: its JSON
+// columns encoded and compressed. EncodeState makes it before the write
+// transaction, which then only writes it (PutEncodedStates): another
+// process waiting to write waits for less.
+type EncodedState struct {
+	feedID string
+	values []any // the columns after feed_key, as putStateSQL lists them
+}
+
+// EncodeState encodes fs for its row.
+func EncodeState(fs *FeedState) (EncodedState, error) {
 	// counts, sched and decision compressed (statepack.go), last_error
 	// as JSON text: queries read it (docs/store.md).
 	var counts, lastErr, schedJSON, decJSON any
@@ -247,27 +257,41 @@ func (t *Tx) putState(fs *FeedState) error {
 		}
 		b, err := json.Marshal(v.src)
 		if err != nil {
-			return err
+			return EncodedState{}, err
 		}
 		if !v.pack {
 			*v.dst = string(b)
 			continue
 		}
 		if *v.dst, err = packJSON(b); err != nil {
-			return err
+			return EncodedState{}, err
 		}
 	}
 	st := fs.SchedState()
-	_, err = t.run(`INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
+	return EncodedState{fs.FeedID, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
+		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
+		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
+		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher}}, nil
+}
+
+const putStateSQL = `INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
 		format, format_version, content_type, publisher)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		key, fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
-		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
-		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
-		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher)
-	return err
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// PutEncodedStates writes feed states EncodeState encoded.
+func (t *Tx) PutEncodedStates(rows ...EncodedState) error {
+	for _, r := range rows {
+		key, err := t.feedKey(r.feedID)
+		if err != nil {
+			return err
+		}
+		if _, err := t.run(putStateSQL, append([]any{key}, r.values...)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // State is Catalog.State inside the transaction.

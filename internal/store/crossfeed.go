@@ -63,6 +63,22 @@ func (c *committer) crossFeed(e *ndjson.Entry, now time.Time) (alias *ndjson.Ali
 	return &a, false, nil
 }
 
+// loadLinks reads what the catalog holds of the links of a batch's
+// entries in one query (catalog.Index.LoadLinks), for newLink and
+// crossFeed.
+func (c *committer) loadLinks(batch []item) error {
+	var hashes []string
+	for _, it := range batch {
+		if it.entry == nil {
+			continue
+		}
+		if h, ok := catalog.LinkHash(it.entry.CanonicalLink); ok {
+			hashes = append(hashes, h)
+		}
+	}
+	return c.index.LoadLinks(c.ctx, hashes)
+}
+
 // newLink returns the link of a stored entry for the catalog's links,
 // unless another entry has it already; ok is false then, or when the
 // entry has no link.

@@ -304,6 +304,9 @@ func (c *committer) commit(batch []item) error {
 		out   []any           // records, or lines without their newline, in input order
 	)
 	titles := feedTitles(batch)
+	if err := c.loadLinks(batch); err != nil {
+		return err
+	}
 	for _, it := range batch {
 		switch {
 		case it.entry != nil:
@@ -484,6 +487,12 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 			return err
 		}
 	}
+	states := make([]catalog.EncodedState, len(w.states))
+	for i := range w.states {
+		if states[i], err = catalog.EncodeState(&w.states[i]); err != nil {
+			return err
+		}
+	}
 	day := storage.Day(now)
 	return c.cat.Update(c.ctx, func(t *catalog.Tx) error {
 		for _, v := range w.versions {
@@ -501,7 +510,7 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 				return err
 			}
 		}
-		if err := t.PutStates(w.states...); err != nil {
+		if err := t.PutEncodedStates(states...); err != nil {
 			return err
 		}
 		for _, s := range w.sighted {
