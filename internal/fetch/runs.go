@@ -117,9 +117,12 @@ func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetc
 }
 
 // claimBatch is how many due records are claimed in one transaction, and
-// claimLinger how long the claimer waits for more to come.
+// claimLinger how long the claimer waits for more to come. Each claim
+// takes the catalog's write lock, which feed-store holds while it
+// commits a batch: fewer, larger claims wait for it less often (a cycle
+// of 10,000 feeds claims in 10 transactions, not 40).
 const (
-	claimBatch  = 256
+	claimBatch  = 1024
 	claimLinger = 5 * time.Millisecond
 )
 
