@@ -106,11 +106,12 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 const MaxIndexedText = 64 << 10
 
 // indexText puts the words of e, the latest version of the entry id
-// whose search key is old (0: none yet; fresh: given to the entry in this
-// transaction, so not in the index yet), in the full-text index, under a
-// search key of its published time: old when it is of that millisecond
-// (the words replace those of the older version), a new one otherwise
-// (the old one's words are dropped, and the entry's row takes the key).
+// whose search key is old (0: none yet; fresh: given to the entry by this
+// transaction, so none of its words are in the index), in the full-text
+// index, under a search key of its published time: old when it is of
+// that millisecond (the words replace those of the older version), a new
+// one otherwise (the old one's words are dropped, and the entry's row
+// takes the key).
 func (t *Tx) indexText(id, old int64, fresh bool, e *ndjson.Entry) error {
 	ms := unixMS(publishedOr(e))
 	key := old
@@ -121,9 +122,7 @@ func (t *Tx) indexText(id, old int64, fresh bool, e *ndjson.Entry) error {
 			return err
 		}
 		if old != 0 {
-			if err := t.fts.drop(t, old, fresh); err != nil {
-				return err
-			}
+			t.fts.drop(old)
 		}
 		var set any // NULL: out of the index
 		if ok {
@@ -197,15 +196,14 @@ func (b *ftsBatch) put(t *Tx, key int64, fresh bool, text [3]string) error {
 }
 
 // drop removes the words of key.
-func (b *ftsBatch) drop(t *Tx, key int64, fresh bool) error {
+func (b *ftsBatch) drop(key int64) {
 	o := b.op(key)
 	o.put, o.text = false, [3]string{}
-	if fresh || b.fresh[key] {
+	if b.fresh[key] {
 		delete(b.ops, key) // never in the index
-		return nil
+		return
 	}
 	o.drop = true
-	return nil
 }
 
 // flush makes the pending changes, in rowid order; a key's drop before
