@@ -1,0 +1,83 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+)
+
+// The reads that query the catalog pass a gate that lets a few in at a
+// time, in the order they came. The catalog has a pool of a few
+// connections, and database/sql hands a connection that comes free to a
+// waiter picked at random (Go 1.23 and later): with 200 requests queued
+// on it, most wait a little and some a very long time, the p99 of a
+// loaded server. Behind the gate they wait in line instead, about as long
+// each as the mean. The gate covers the work alone: an answer kept in the
+// cache (cache.go) is replayed without it, and a request that waits for
+// another's make of its answer waits outside it. Never gated: the event
+// stream (it lasts as long as its client), /healthz (it must answer when
+// the server is busiest), /openapi.json, /metrics (made once a second),
+// /raw (a payload's bytes can take long to send) and every write.
+
+// DefaultMaxReads is how many catalog reads feed-serve runs at once when
+// not told: the catalog's connections (catalog.go opens at most 4). More
+// would queue on the pool again, at random.
+const DefaultMaxReads = 4
+
+// gate admits at most cap(slots) holders at once, first come first in: a
+// channel queues the goroutines blocked sending to it in order, and a
+// receive that frees a slot hands it to the first of them.
+type gate struct {
+	slots   chan struct{}
+	waiting atomic.Int64 // in line now (/metrics: feedpipe_http_reads_waiting)
+}
+
+func newGate(n int) *gate { return &gate{slots: make(chan struct{}, max(1, n))} }
+
+// enter waits for a slot, or for ctx to be done (then it holds none and
+// has left the line). A nil gate lets everyone in.
+func (g *gate) enter(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// leave frees the slot enter took.
+func (g *gate) leave() {
+	if g != nil {
+		<-g.slots
+	}
+}
+
+// ungated are the routes whose GETs do not pass the gate (see above).
+var ungated = map[string]bool{
+	"/events/stream": true, "/healthz": true, "/openapi.json": true, "/metrics": true, "/raw/{id}": true,
+}
+
+// gated runs h behind the read gate; a request whose client went away
+// while it waited is not answered (no one is left to read it).
+func (s *Server) gated(h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.reads.enter(r.Context()); err != nil {
+			return
+		}
+		defer s.reads.leave()
+		h(w, r)
+	}
+}
+
+// isRead reports whether r only reads: a GET or HEAD.
+func isRead(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
