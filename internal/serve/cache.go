@@ -258,7 +258,8 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *mak
 	defer func() { s.cache.made(key, m, e, dropped) }()
 	// In line at the read gate (gate.go) before the catalog's version is
 	// read: a make that waited there long reads a newer catalog.
-	if s.reads.enter(r.Context()) != nil {
+	leave, ok := s.enterReads(r)
+	if !ok {
 		return // its client went away; a waiter makes it instead
 	}
 	dropped = false
@@ -267,7 +268,7 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *mak
 	version := catalogVersion(s.cat)
 	now := time.Now()
 	if e = s.cache.get(key, version, now); e != nil { // made by the make before
-		s.reads.leave()
+		leave()
 		s.replay(w, r, e)
 		return
 	}
@@ -278,7 +279,7 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *mak
 	fresh.Header.Del("If-Modified-Since")
 	rec := &bufferedWriter{header: http.Header{}}
 	func() {
-		defer s.reads.leave() // the answer is sent outside the gate
+		defer leave() // the answer is sent outside the gate
 		handle(rec, fresh)
 	}()
 	if rec.status != http.StatusOK {

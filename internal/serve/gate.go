@@ -67,14 +67,54 @@ var ungated = map[string]bool{
 	"/events/stream": true, "/healthz": true, "/openapi.json": true, "/metrics": true, "/raw/{id}": true,
 }
 
+// heavyRoutes are the reads that merge the entries of many feeds: a
+// label's or the whole store's meta-feed (16 ms of CPU each on a store of
+// a million entries, ten times a feed's page) and /entries. At most
+// MaxHeavyReads of them hold a slot of the gate at once, so that while a
+// pipeline's commits (ten a second) make every kept answer anew, the
+// meta-feeds of a dozen labels, each remade after each commit, cannot
+// take every slot from the cheap reads: their requests wait in line for
+// one make of their own answer, which then serves them all (cache.go).
+var heavyRoutes = map[string]bool{
+	"GET /labels/{file}": true, "GET /all.atom": true, "GET /all.rss": true, "GET /all.json": true, "GET /entries": true,
+}
+
+// MaxHeavyReads is how many of heavyRoutes' reads hold a slot at once.
+const MaxHeavyReads = 1
+
+// enterReads waits for r's slot at the gate (and, for a heavy read, for a
+// heavy one first); ok is false when r's client went away meanwhile.
+// leave frees what it took.
+func (s *Server) enterReads(r *http.Request) (leave func(), ok bool) {
+	heavy := heavyRoutes[r.Pattern]
+	if heavy {
+		if s.heavy.enter(r.Context()) != nil {
+			return nil, false
+		}
+	}
+	if s.reads.enter(r.Context()) != nil {
+		if heavy {
+			s.heavy.leave()
+		}
+		return nil, false
+	}
+	return func() {
+		s.reads.leave()
+		if heavy {
+			s.heavy.leave()
+		}
+	}, true
+}
+
 // gated runs h behind the read gate; a request whose client went away
 // while it waited is not answered (no one is left to read it).
 func (s *Server) gated(h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.reads.enter(r.Context()); err != nil {
+		leave, ok := s.enterReads(r)
+		if !ok {
 			return
 		}
-		defer s.reads.leave()
+		defer leave()
 		h(w, r)
 	}
 }

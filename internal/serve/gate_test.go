@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -202,4 +203,43 @@ func TestGateServer(t *testing.T) {
 
 func containsLine(body []byte, line string) bool {
 	return slices.Contains(strings.Split(string(body), "\n"), line)
+}
+
+// A heavy read (a label's meta-feed) takes one of the gate's slots at
+// most: a second waits while a feed's page goes past it.
+func TestGateHeavy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &Server{reads: newGate(2), heavy: newGate(MaxHeavyReads)}
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var in []string
+		handle := func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			in = append(in, r.URL.Path)
+			mu.Unlock()
+			<-release
+		}
+		var wg sync.WaitGroup
+		for _, p := range []string{"/labels/a.atom", "/labels/b.atom", "/feeds/x/entries"} {
+			pattern := "GET /labels/{file}"
+			if p == "/feeds/x/entries" {
+				pattern = "GET /feeds/{id}/entries"
+			}
+			r := httptest.NewRequest("GET", p, nil)
+			r.Pattern = pattern
+			wg.Go(func() { s.gated(handle)(httptest.NewRecorder(), r) })
+			synctest.Wait()
+		}
+		mu.Lock()
+		got := slices.Clone(in)
+		mu.Unlock()
+		if want := []string{"/labels/a.atom", "/feeds/x/entries"}; !slices.Equal(got, want) {
+			t.Fatalf("in at once: %v, want %v", got, want)
+		}
+		close(release)
+		wg.Wait()
+		if len(in) != 3 || len(s.reads.slots) != 0 || len(s.heavy.slots) != 0 {
+			t.Fatalf("ran %v; %d and %d slots held at the end", in, len(s.reads.slots), len(s.heavy.slots))
+		}
+	})
 }

@@ -25,6 +25,7 @@ type Server struct {
 	reg     *prometheus.Registry
 	cache   answerCache
 	reads   *gate // the catalog's readers, in line (gate.go)
+	heavy   *gate // those of heavyRoutes, before reads
 	files   dayFiles
 	greader http.Handler // the Google Reader API (greader.go)
 	gr      greaderState
@@ -78,7 +79,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Catalog == nil {
 		return nil, errNoCatalog
 	}
-	s := &Server{cfg: cfg, cat: cfg.Catalog, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads)}
+	s := &Server{cfg: cfg, cat: cfg.Catalog, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
+		heavy: newGate(MaxHeavyReads)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var err error
 	if s.metrics, s.reg, err = newMetrics(s); err != nil {
