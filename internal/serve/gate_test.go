@@ -14,7 +14,8 @@ import (
 )
 
 // The gate lets its holders in in the order they came, and one whose
-// context ends leaves the line without a slot.
+// context ends leaves the line without a slot. One slot is freed at a
+// time, so the order they say they came in is the order they were let in.
 func TestGateOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n, waiters, quitter = 2, 12, 5
@@ -26,6 +27,7 @@ func TestGateOrder(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var order []int
+		release := make([]chan struct{}, waiters)
 		quit, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		var wg sync.WaitGroup
@@ -34,6 +36,7 @@ func TestGateOrder(t *testing.T) {
 			if i == quitter {
 				ctx = quit
 			}
+			release[i] = make(chan struct{})
 			wg.Go(func() {
 				if err := g.enter(ctx); err != nil {
 					errc <- err
@@ -42,7 +45,7 @@ func TestGateOrder(t *testing.T) {
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()
-				time.Sleep(time.Millisecond) // a slow request
+				<-release[i] // a slow request
 				g.leave()
 			})
 			synctest.Wait() // i is in line before i+1 comes
@@ -60,7 +63,14 @@ func TestGateOrder(t *testing.T) {
 		}
 		for range n {
 			g.leave()
-			synctest.Wait() // the next is in, and said so, before another is let in
+			synctest.Wait() // the next is in, and said so, before another slot frees
+		}
+		for done := 0; done < waiters-1; done++ {
+			mu.Lock()
+			next := order[done]
+			mu.Unlock()
+			close(release[next])
+			synctest.Wait()
 		}
 		wg.Wait()
 		var want []int
