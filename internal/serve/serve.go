@@ -79,7 +79,7 @@ type Config struct {
 	// catalog's routes while it is unchanged).
 	NoCache bool
 	// MaxReads is how many requests read the catalog at once; the others
-	// wait in line, in the order they came (gate.go). DefaultMaxReads.
+	// wait in line, in the order they came (gate.go). DefaultMaxReads().
 	MaxReads int
 	// Ready is called with the address once the server listens.
 	Ready func(addr string)
@@ -108,7 +108,7 @@ func (cfg *Config) defaults() {
 		cfg.UnreadWindow = DefaultUnreadWindow
 	}
 	if cfg.MaxReads <= 0 {
-		cfg.MaxReads = DefaultMaxReads
+		cfg.MaxReads = DefaultMaxReads()
 	}
 	if cfg.MetricsEvery <= 0 {
 		cfg.MetricsEvery = 15 * time.Second
