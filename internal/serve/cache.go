@@ -104,6 +104,9 @@ type making struct {
 	version string // of the catalog, seen before the maker read it
 	done    chan struct{}
 	e       *cached // nil when the answer was not one to keep
+	// dropped: the maker's client went away before it made anything
+	// (while it waited at the read gate); its waiters look again.
+	dropped bool
 }
 
 // fresh reports whether m's answer is one for a request that saw the
@@ -135,8 +138,8 @@ func (c *answerCache) join(key, version string, seq uint64) (*making, bool) {
 	return m, true
 }
 
-// made ends the make m of key, with e (nil: not kept).
-func (c *answerCache) made(key string, m *making, e *cached) {
+// made ends the make m of key, with e (nil: not kept, or dropped).
+func (c *answerCache) made(key string, m *making, e *cached, dropped bool) {
 	c.mu.Lock()
 	if c.making[key] == m {
 		delete(c.making, key)
@@ -145,7 +148,7 @@ func (c *answerCache) made(key string, m *making, e *cached) {
 		delete(c.inflight, key)
 	}
 	c.mu.Unlock()
-	m.e = e
+	m.e, m.dropped = e, dropped
 	close(m.done)
 }
 
@@ -236,7 +239,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		case <-r.Context().Done():
 			return
 		}
-		if !m.fresh(version, seq) {
+		if m.dropped || !m.fresh(version, seq) {
 			continue // begun before this request came, on an older catalog: another
 		}
 		if m.e == nil {
@@ -245,18 +248,27 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, handle func
 		s.replay(w, r, m.e)
 		return
 	}
-	handle(w, r)
+	s.gated(handle)(w, r)
 }
 
 // make makes the answer of key as its maker m, keeps it and answers r.
 func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *making, handle func(http.ResponseWriter, *http.Request)) {
 	var e *cached
-	defer func() { s.cache.made(key, m, e) }()
+	dropped := true
+	defer func() { s.cache.made(key, m, e, dropped) }()
+	// In line at the read gate (gate.go) before the catalog's version is
+	// read: a make that waited there long reads a newer catalog.
+	leave, ok := s.enterReads(r)
+	if !ok {
+		return // its client went away; a waiter makes it instead
+	}
+	dropped = false
 	// The version is read after m.seq was taken, before the catalog is:
 	// it is that of every request that waits for this make, or newer.
 	version := catalogVersion(s.cat)
 	now := time.Now()
 	if e = s.cache.get(key, version, now); e != nil { // made by the make before
+		leave()
 		s.replay(w, r, e)
 		return
 	}
@@ -266,7 +278,10 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, m *mak
 	fresh.Header.Del("If-None-Match")
 	fresh.Header.Del("If-Modified-Since")
 	rec := &bufferedWriter{header: http.Header{}}
-	handle(rec, fresh)
+	func() {
+		defer leave() // the answer is sent outside the gate
+		handle(rec, fresh)
+	}()
 	if rec.status != http.StatusOK {
 		rec.flushTo(w)
 		return

@@ -99,7 +99,10 @@ func newMetrics(s *Server) (*metrics, *prometheus.Registry, error) {
 			Help: "How long feed-serve took to answer, by route.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"route"}),
 	}
 	reg := prometheus.NewRegistry()
-	for _, c := range []prometheus.Collector{m, m.requests, m.latency, collectors.NewGoCollector(),
+	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "feedpipe_http_reads_waiting",
+		Help: "Requests waiting in line to read the catalog (feed-serve --max-reads run at once)."},
+		func() float64 { return float64(s.reads.waiting.Load()) })
+	for _, c := range []prometheus.Collector{m, m.requests, m.latency, waiting, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, nil, err

@@ -78,6 +78,9 @@ type Config struct {
 	// NoCache makes every answer anew (cache.go keeps those of the
 	// catalog's routes while it is unchanged).
 	NoCache bool
+	// MaxReads is how many requests read the catalog at once; the others
+	// wait in line, in the order they came (gate.go). DefaultMaxReads().
+	MaxReads int
 	// Ready is called with the address once the server listens.
 	Ready func(addr string)
 }
@@ -103,6 +106,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.UnreadWindow == 0 {
 		cfg.UnreadWindow = DefaultUnreadWindow
+	}
+	if cfg.MaxReads <= 0 {
+		cfg.MaxReads = DefaultMaxReads()
 	}
 	if cfg.MetricsEvery <= 0 {
 		cfg.MetricsEvery = 15 * time.Second

@@ -24,6 +24,8 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	cache   answerCache
+	reads   *gate // the catalog's readers, in line (gate.go)
+	heavy   *gate // those of heavyRoutes, before reads
 	files   dayFiles
 	greader http.Handler // the Google Reader API (greader.go)
 	gr      greaderState
@@ -77,7 +79,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Catalog == nil {
 		return nil, errNoCatalog
 	}
-	s := &Server{cfg: cfg, cat: cfg.Catalog, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, cat: cfg.Catalog, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
+		heavy: newGate(MaxHeavyReads)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var err error
 	if s.metrics, s.reg, err = newMetrics(s); err != nil {
@@ -117,7 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isGReader(greaderPath(r)) {
-		s.greader.ServeHTTP(rec, r)
+		if isRead(r) {
+			s.gated(s.greader.ServeHTTP)(rec, r)
+		} else {
+			s.greader.ServeHTTP(rec, r)
+		}
 	} else {
 		s.handler.ServeHTTP(rec, r)
 	}
@@ -135,11 +142,15 @@ func (s *Server) wrap(rt route) http.Handler {
 		if rt.write {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
-		if cachedRoutes[rt.pattern] && r.Method == http.MethodGet && !s.cfg.NoCache {
-			s.serveCached(w, r, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
-			return
+		handle := func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) }
+		switch {
+		case cachedRoutes[rt.pattern] && r.Method == http.MethodGet && !s.cfg.NoCache:
+			s.serveCached(w, r, handle) // its makes pass the gate
+		case isRead(r) && !ungated[rt.pattern]:
+			s.gated(handle)(w, r)
+		default:
+			handle(w, r)
 		}
-		rt.handle(s, w, r)
 	})
 }
 

@@ -1,0 +1,131 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+)
+
+// The reads that query the catalog pass a gate that lets a few in at a
+// time, in the order they came. The catalog has a pool of a few
+// connections, and database/sql hands a connection that comes free to a
+// waiter picked at random (Go 1.23 and later): with 200 requests queued
+// on it, most wait a little and some a very long time, the p99 of a
+// loaded server. Behind the gate they wait in line instead, about as long
+// each as the mean. The gate covers the work alone: an answer kept in the
+// cache (cache.go) is replayed without it, and a request that waits for
+// another's make of its answer waits outside it. Never gated: the event
+// stream (it lasts as long as its client), /healthz (it must answer when
+// the server is busiest), /openapi.json, /metrics (made once a second),
+// /raw (a payload's bytes can take long to send) and every write.
+
+// DefaultMaxReads is how many catalog reads feed-serve runs at once when
+// not told: one a CPU (a make is CPU work; more at once only share the
+// CPUs, and take them from a pipeline on the same machine), and never
+// more than the catalog's connections (catalog.go opens at most 4), on
+// which more would queue again, at random. On two CPUs, 2 against 4 made
+// a pipeline's cycle under bench-serve's load +22% slower than alone
+// against +46% (medians of 4 runs), a feed's entries as fast.
+func DefaultMaxReads() int { return min(catalogConns, runtime.GOMAXPROCS(0)) }
+
+// catalogConns are the connections the catalog opens at most.
+const catalogConns = 4
+
+// gate admits at most cap(slots) holders at once, first come first in: a
+// channel queues the goroutines blocked sending to it in order, and a
+// receive that frees a slot hands it to the first of them.
+type gate struct {
+	slots   chan struct{}
+	waiting atomic.Int64 // in line now (/metrics: feedpipe_http_reads_waiting)
+}
+
+func newGate(n int) *gate { return &gate{slots: make(chan struct{}, max(1, n))} }
+
+// enter waits for a slot, or for ctx to be done (then it holds none and
+// has left the line). A nil gate lets everyone in.
+func (g *gate) enter(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// leave frees the slot enter took.
+func (g *gate) leave() {
+	if g != nil {
+		<-g.slots
+	}
+}
+
+// ungated are the routes whose GETs do not pass the gate (see above).
+var ungated = map[string]bool{
+	"/events/stream": true, "/healthz": true, "/openapi.json": true, "/metrics": true, "/raw/{id}": true,
+}
+
+// heavyRoutes are the reads that merge the entries of many feeds: a
+// label's or the whole store's meta-feed (16 ms of CPU each on a store of
+// a million entries, ten times a feed's page) and /entries. At most
+// MaxHeavyReads of them hold a slot of the gate at once, so that while a
+// pipeline's commits (ten a second) make every kept answer anew, the
+// meta-feeds of a dozen labels, each remade after each commit, cannot
+// take every slot from the cheap reads: their requests wait in line for
+// one make of their own answer, which then serves them all (cache.go).
+var heavyRoutes = map[string]bool{
+	"GET /labels/{file}": true, "GET /all.atom": true, "GET /all.rss": true, "GET /all.json": true, "GET /entries": true,
+}
+
+// MaxHeavyReads is how many of heavyRoutes' reads hold a slot at once.
+const MaxHeavyReads = 1
+
+// enterReads waits for r's slot at the gate (and, for a heavy read, for a
+// heavy one first); ok is false when r's client went away meanwhile.
+// leave frees what it took.
+func (s *Server) enterReads(r *http.Request) (leave func(), ok bool) {
+	heavy := heavyRoutes[r.Pattern]
+	if heavy {
+		if s.heavy.enter(r.Context()) != nil {
+			return nil, false
+		}
+	}
+	if s.reads.enter(r.Context()) != nil {
+		if heavy {
+			s.heavy.leave()
+		}
+		return nil, false
+	}
+	return func() {
+		s.reads.leave()
+		if heavy {
+			s.heavy.leave()
+		}
+	}, true
+}
+
+// gated runs h behind the read gate; a request whose client went away
+// while it waited is not answered (no one is left to read it).
+func (s *Server) gated(h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		leave, ok := s.enterReads(r)
+		if !ok {
+			return
+		}
+		defer leave()
+		h(w, r)
+	}
+}
+
+// isRead reports whether r only reads: a GET or HEAD.
+func isRead(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
