@@ -39,7 +39,7 @@ func touch(t *testing.T, s *Server, at time.Time) {
 
 func get(s *Server, handle func(http.ResponseWriter, *http.Request)) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	s.serveCached(rec, httptest.NewRequest("GET", "/feeds", nil), handle)
+	s.serveCached(rec, httptest.NewRequest("GET", "/feeds", nil), 0, handle)
 	return rec
 }
 
@@ -116,8 +116,45 @@ func TestCacheNoOlderAnswer(t *testing.T) {
 	r := httptest.NewRequest("GET", "/feeds", nil)
 	r.Header.Set("If-None-Match", b.Header().Get("ETag"))
 	rec := httptest.NewRecorder()
-	s.serveCached(rec, r, handle)
+	s.serveCached(rec, r, 0, handle)
 	if rec.Code != http.StatusNotModified || runs.Load() != 2 {
 		t.Errorf("a third request: %d after %d makes, want 304 after 2", rec.Code, runs.Load())
+	}
+}
+
+// A meta-feed's answer serves for its linger whatever the catalog's
+// commits since; then, and for any other route at once, a commit makes
+// it anew.
+func TestCacheMetaFeedLinger(t *testing.T) {
+	s := cacheServer(t)
+	touch(t, s, time.Now().Add(-time.Hour))
+	var runs atomic.Int32
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		send(w, r, 200, "application/atom+xml", []byte{'0' + byte(n)}, time.Time{})
+	}
+	const linger = 300 * time.Millisecond
+	ask := func(uri string, linger time.Duration) string {
+		rec := httptest.NewRecorder()
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), linger, handle)
+		return rec.Body.String()
+	}
+	start := time.Now()
+	if a, b := ask("/labels/news.atom", linger), ask("/feeds", 0); a != "1" || b != "2" {
+		t.Fatalf("first: %q and %q", a, b)
+	}
+	touch(t, s, time.Now().Add(-time.Minute)) // a commit
+	if got := ask("/labels/news.atom", linger); got != "1" && time.Since(start) < linger {
+		t.Errorf("within the linger, after a commit: %q, want the kept 1", got)
+	}
+	if got := ask("/feeds", 0); got != "3" {
+		t.Errorf("another route after the commit: %q, want a new 3", got)
+	}
+	time.Sleep(linger)
+	if got := ask("/labels/news.atom", linger); got != "4" {
+		t.Errorf("past the linger: %q, want a new 4", got)
+	}
+	if got := ask("/labels/news.atom", linger); got != "4" || runs.Load() != 4 {
+		t.Errorf("the catalog unchanged: %q after %d makes, want 4 after 4", got, runs.Load())
 	}
 }

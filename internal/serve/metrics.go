@@ -130,7 +130,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	version := strconv.FormatInt(now.Unix(), 10)
 	keep := !s.cfg.NoCache && !s.metrics.sync
-	if e := s.cache.get(key, version, now); e != nil && keep {
+	if e := s.cache.get(key, version, now, 0); e != nil && keep {
 		s.replay(w, r, e)
 		return
 	}

@@ -145,7 +145,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		handle := func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) }
 		switch {
 		case cachedRoutes[rt.pattern] && r.Method == http.MethodGet && !s.cfg.NoCache:
-			s.serveCached(w, r, handle) // its makes pass the gate
+			var linger time.Duration
+			if lingering[rt.pattern] {
+				linger = metaFeedLinger
+			}
+			s.serveCached(w, r, linger, handle) // its makes pass the gate
 		case isRead(r) && !ungated[rt.pattern]:
 			s.gated(handle)(w, r)
 		default:
