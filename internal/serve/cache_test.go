@@ -158,3 +158,51 @@ func TestCacheMetaFeedLinger(t *testing.T) {
 		t.Errorf("the catalog unchanged: %q after %d makes, want 4 after 4", got, runs.Load())
 	}
 }
+
+// While a meta-feed is made anew, the kept one answers the requests that
+// come meanwhile; an answer of another route waits for its make.
+func TestCacheMetaFeedServedWhileMade(t *testing.T) {
+	s := cacheServer(t)
+	touch(t, s, time.Now().Add(-time.Hour))
+	var runs atomic.Int32
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		if n > 2 {
+			started <- struct{}{}
+			<-release
+		}
+		send(w, r, 200, "application/atom+xml", []byte{'0' + byte(n)}, time.Time{})
+	}
+	ask := func(uri string, linger time.Duration) string {
+		rec := httptest.NewRecorder()
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), linger, handle)
+		return rec.Body.String()
+	}
+	const linger = time.Millisecond
+	if a, b := ask("/all.atom", linger), ask("/feeds", 0); a != "1" || b != "2" {
+		t.Fatalf("first: %q and %q", a, b)
+	}
+	touch(t, s, time.Now().Add(-time.Minute)) // a commit
+	time.Sleep(2 * linger)
+	made := make(chan string)
+	go func() { made <- ask("/all.atom", linger) }()
+	<-started
+	if got := ask("/all.atom", linger); got != "1" {
+		t.Errorf("while it is made anew: %q, want the kept 1", got)
+	}
+	waited := make(chan string)
+	go func() { waited <- ask("/feeds", 0) }()
+	select {
+	case got := <-waited:
+		t.Errorf("/feeds answered %q while its make was held", got)
+	case <-started:
+	}
+	close(release)
+	if got := <-made; got != "3" {
+		t.Errorf("the make: %q, want 3", got)
+	}
+	if got := <-waited; got != "4" {
+		t.Errorf("/feeds after its make: %q, want 4", got)
+	}
+}
