@@ -112,6 +112,10 @@ func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, e
 	return c, nil
 }
 
+// MaxConns is how many connections a Catalog opens at most: readers
+// beyond them wait for one (feed-serve keeps its own line before them).
+const MaxConns = 4
+
 // catalogLock is held while a catalog is made for a store that has none.
 const catalogLock = "lock.catalog"
 
@@ -134,7 +138,7 @@ func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(MaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
 	c := &Catalog{db: db, path: path, st: st, log: log}
 	if err := c.migrate(ctx); err != nil {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/feedpipe/feedpipe/internal/catalog"
 )
 
 // The reads that query the catalog pass a gate that lets a few in at a
@@ -23,14 +25,11 @@ import (
 // DefaultMaxReads is how many catalog reads feed-serve runs at once when
 // not told: one a CPU (a make is CPU work; more at once only share the
 // CPUs, and take them from a pipeline on the same machine), and never
-// more than the catalog's connections (catalog.go opens at most 4), on
-// which more would queue again, at random. On two CPUs, 2 against 4 made
-// a pipeline's cycle under bench-serve's load +22% slower than alone
+// more than the catalog's connections (catalog.MaxConns), on which more
+// would queue again, at random. On two CPUs, 2 against 4 made a
+// pipeline's cycle under bench-serve's load +22% slower than alone
 // against +46% (medians of 4 runs), a feed's entries as fast.
-func DefaultMaxReads() int { return min(catalogConns, runtime.GOMAXPROCS(0)) }
-
-// catalogConns are the connections the catalog opens at most.
-const catalogConns = 4
+func DefaultMaxReads() int { return min(catalog.MaxConns, runtime.GOMAXPROCS(0)) }
 
 // gate admits at most cap(slots) holders at once, first come first in: a
 // channel queues the goroutines blocked sending to it in order, and a
@@ -81,8 +80,8 @@ var ungated = map[string]bool{
 // MaxHeavyReads of them hold a slot of the gate at once, so that while a
 // pipeline's commits (ten a second) make every kept answer anew, the
 // meta-feeds of a dozen labels, each remade after each commit, cannot
-// take every slot from the cheap reads: their requests wait in line for
-// one make of their own answer, which then serves them all (cache.go).
+// take every slot from the cheap reads: one make of each answer at a
+// time, while the kept one serves its requests (cache.go).
 var heavyRoutes = map[string]bool{
 	"GET /labels/{file}": true, "GET /all.atom": true, "GET /all.rss": true, "GET /all.json": true, "GET /entries": true,
 }
