@@ -162,8 +162,8 @@ type ftsOp struct {
 }
 
 // ftsBatchBytes caps the text a batch holds: past it, the batch is made
-// before the transaction ends.
-const ftsBatchBytes = 16 << 20
+// before the transaction ends. (A variable for the tests.)
+var ftsBatchBytes = 16 << 20
 
 // op returns key's pending change, made empty if there is none.
 func (b *ftsBatch) op(key int64) *ftsOp {
