@@ -382,6 +382,16 @@ func storeInOne(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
 	}
 }
 
+// hourVersion is a version of feed A's entry uid, first seen at t0,
+// last seen ten hours after, published the given hours after t0, with a
+// title and summary.
+func hourVersion(uid, hash string, published int, title, summary string) *ndjson.Entry {
+	e := textEntry("A", uid, hash, t0.Add(10*time.Hour), title, summary, "")
+	e.Published = ndjson.At(t0.Add(time.Duration(published) * time.Hour))
+	e.FirstSeen = ndjson.At(t0)
+	return e
+}
+
 // TestFTSBatch: a transaction's changes to the index, made at its end in
 // key order, leave what writing each as it came would: every entry's
 // latest words once, under its row's search key, whatever the order and
@@ -389,12 +399,8 @@ func storeInOne(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
 func TestFTSBatch(t *testing.T) {
 	c := openTemp(t)
 	add(t, c, sub("A"))
-	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	version := func(uid, hash string, published int, words string) *ndjson.Entry {
-		e := textEntry("A", uid, hash, at(10), words, "", "")
-		e.Published = ndjson.At(at(published))
-		e.FirstSeen = ndjson.At(at(0))
-		return e
+		return hourVersion(uid, hash, published, words, "")
 	}
 	// One transaction: newest first (keys going down), a1 replaced at its
 	// millisecond, then moved to another; a2 moved and moved back.
@@ -459,12 +465,8 @@ func TestFTSBatchFlushedEarly(t *testing.T) {
 	ftsBatchBytes = 64 // every entry's words past it: each put makes the batch
 	c := openTemp(t)
 	add(t, c, sub("A"))
-	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	version := func(uid, hash string, published int, words string) *ndjson.Entry {
-		e := textEntry("A", uid, hash, at(10), words, strings.Repeat("filler ", 20), "")
-		e.Published = ndjson.At(at(published))
-		e.FirstSeen = ndjson.At(at(0))
-		return e
+		return hourVersion(uid, hash, published, words, strings.Repeat("filler ", 20))
 	}
 	storeInOne(t, c, "2026-11-21",
 		version("a1", "h1", 1, "early"),

@@ -40,6 +40,15 @@ func (o LinkOwners) Has(ref ndjson.EntryRef) bool {
 	return o.First == ref || slices.Contains(o.Aliases, ref)
 }
 
+// add records a row of the link's: an alias, or its first entry.
+func (o *LinkOwners) add(alias bool, r ndjson.EntryRef) {
+	if alias {
+		o.Aliases = append(o.Aliases, r)
+	} else {
+		o.First = r
+	}
+}
+
 // Link returns what the catalog, and what this index added, hold of a
 // link.
 func (x *Index) Link(ctx context.Context, hash string) (LinkOwners, error) {
@@ -105,14 +114,8 @@ func (x *Index) LoadLinks(ctx context.Context, hashes []string) error {
 		if err := rows.Scan(&alias, &h, &r.FeedID, &r.EntryUID); err != nil {
 			return x.c.damaged(fmt.Errorf("catalog: links: %w", err))
 		}
-		o := got[h]
-		if o == nil {
-			continue
-		}
-		if alias {
-			o.Aliases = append(o.Aliases, r)
-		} else {
-			o.First = r
+		if o := got[h]; o != nil {
+			o.add(alias, r)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -163,11 +166,7 @@ func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, erro
 		if err := rows.Scan(&alias, &r.FeedID, &r.EntryUID); err != nil {
 			return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
 		}
-		if alias {
-			o.Aliases = append(o.Aliases, r)
-		} else {
-			o.First = r
-		}
+		o.add(alias, r)
 	}
 	return o, c.damaged(rows.Err())
 }

@@ -207,14 +207,6 @@ func (c *answerCache) put(key string, e *cached) {
 	c.bytes += len(e.body)
 }
 
-// cachedRoutes are the routes whose answers depend on the catalog alone
-// (and entries/ and fetches/, whose lines it indexes).
-var cachedRoutes = map[string]bool{
-	"/feeds": true, "/feeds/{id}": true, "/feeds/{id}/entries": true, "/feeds/{id}/feed.atom": true, "/feeds/{id}/feed.rss": true,
-	"/feeds/{id}/feed.json": true, "/labels/{file}": true, "/all.atom": true, "/all.rss": true, "/all.json": true,
-	"/entries": true, "/entries/{uid}": true, "/fetches/{id}": true,
-}
-
 // metaFeedLinger is how long a meta-feed's answer serves whatever the
 // catalog's commits since, and while it is made anew after that, the
 // kept one serves the requests that come meanwhile (serveCached): readers
@@ -226,10 +218,14 @@ var cachedRoutes = map[string]bool{
 // client reads what it wrote.
 const metaFeedLinger = time.Second
 
-// lingering are the routes of the meta-feeds (metaFeedLinger).
-var lingering = map[string]bool{
-	"/feeds/{id}/feed.atom": true, "/feeds/{id}/feed.rss": true, "/feeds/{id}/feed.json": true,
-	"/labels/{file}": true, "/all.atom": true, "/all.rss": true, "/all.json": true,
+// cachedRoutes are the routes whose answers depend on the catalog alone
+// (and entries/ and fetches/, whose lines it indexes), each with how long
+// its answer lingers past a commit: the meta-feeds metaFeedLinger, the
+// others not at all.
+var cachedRoutes = map[string]time.Duration{
+	"/feeds": 0, "/feeds/{id}": 0, "/feeds/{id}/entries": 0, "/entries": 0, "/entries/{uid}": 0, "/fetches/{id}": 0,
+	"/feeds/{id}/feed.atom": metaFeedLinger, "/feeds/{id}/feed.rss": metaFeedLinger, "/feeds/{id}/feed.json": metaFeedLinger,
+	"/labels/{file}": metaFeedLinger, "/all.atom": metaFeedLinger, "/all.rss": metaFeedLinger, "/all.json": metaFeedLinger,
 }
 
 // serveCached answers a GET from the cache, or runs the handler and keeps
@@ -258,7 +254,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 		// (up to cacheMaxAge old), rather than every reader of the feed
 		// waiting for its make behind the others at the read gate.
 		if linger > 0 {
-			if e := s.cache.get(key, "", time.Now(), cacheMaxAge); e != nil {
+			if e := s.cache.get(key, version, time.Now(), cacheMaxAge); e != nil {
 				s.replay(w, r, e)
 				return
 			}

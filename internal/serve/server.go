@@ -143,12 +143,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
 		handle := func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) }
+		linger, cached := cachedRoutes[rt.pattern]
 		switch {
-		case cachedRoutes[rt.pattern] && r.Method == http.MethodGet && !s.cfg.NoCache:
-			var linger time.Duration
-			if lingering[rt.pattern] {
-				linger = metaFeedLinger
-			}
+		case cached && r.Method == http.MethodGet && !s.cfg.NoCache:
 			s.serveCached(w, r, linger, handle) // its makes pass the gate
 		case isRead(r) && !ungated[rt.pattern]:
 			s.gated(handle)(w, r)

@@ -31,14 +31,13 @@ func (c *committer) replayed(f *ndjson.Fetch, prev priorState) bool {
 // the catalog confirms that another feed's entry was stored first with
 // its link, it returns the alias record to announce (and record), or skip
 // for an alias recorded already; otherwise the entry is stored as any
-// other, its alias status dropped.
-func (c *committer) crossFeed(e *ndjson.Entry, now time.Time) (alias *ndjson.Alias, skip bool, err error) {
+// other, its alias status dropped. h is its link's hash ("" for none).
+func (c *committer) crossFeed(e *ndjson.Entry, h string, now time.Time) (alias *ndjson.Alias, skip bool, err error) {
 	if e.Status != ndjson.StatusAlias {
 		return nil, false, nil
 	}
 	e.Status, e.AliasOf = "", nil
-	h, ok := catalog.LinkHash(e.CanonicalLink)
-	if !ok {
+	if h == "" {
 		return nil, false, nil
 	}
 	o, err := c.index.Link(c.ctx, h)
@@ -63,17 +62,17 @@ func (c *committer) crossFeed(e *ndjson.Entry, now time.Time) (alias *ndjson.Ali
 	return &a, false, nil
 }
 
-// loadLinks reads what the catalog holds of the links of a batch's
-// entries in one query (catalog.Index.LoadLinks), for newLink and
-// crossFeed.
+// loadLinks sets the link hash of each of a batch's entries and reads
+// what the catalog holds of those links in one query
+// (catalog.Index.LoadLinks), for newLink and crossFeed.
 func (c *committer) loadLinks(batch []item) error {
 	var hashes []string
-	for _, it := range batch {
-		if it.entry == nil {
-			continue
-		}
-		if h, ok := catalog.LinkHash(it.entry.CanonicalLink); ok {
-			hashes = append(hashes, h)
+	for i := range batch {
+		if e := batch[i].entry; e != nil {
+			if h, ok := catalog.LinkHash(e.CanonicalLink); ok {
+				batch[i].link = h
+				hashes = append(hashes, h)
+			}
 		}
 	}
 	return c.index.LoadLinks(c.ctx, hashes)
@@ -81,10 +80,9 @@ func (c *committer) loadLinks(batch []item) error {
 
 // newLink returns the link of a stored entry for the catalog's links,
 // unless another entry has it already; ok is false then, or when the
-// entry has no link.
-func (c *committer) newLink(e *ndjson.Entry) (l linkRef, ok bool, err error) {
-	h, ok := catalog.LinkHash(e.CanonicalLink)
-	if !ok {
+// entry has no link (h, its hash, is "").
+func (c *committer) newLink(e *ndjson.Entry, h string) (l linkRef, ok bool, err error) {
+	if h == "" {
 		return l, false, nil
 	}
 	o, err := c.index.Link(c.ctx, h)

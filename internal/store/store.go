@@ -78,6 +78,7 @@ type item struct {
 	entry *ndjson.Entry
 	fetch *ndjson.Fetch
 	raw   []byte
+	link  string // the entry's link hash (catalog.LinkHash), "" when it has none: set by loadLinks
 }
 
 // Run stores what it reads. Records are committed in batches: whatever
@@ -310,7 +311,7 @@ func (c *committer) commit(batch []item) error {
 	for _, it := range batch {
 		switch {
 		case it.entry != nil:
-			if a, skip, err := c.crossFeed(it.entry, now); err != nil {
+			if a, skip, err := c.crossFeed(it.entry, it.link, now); err != nil {
 				return err
 			} else if a != nil || skip {
 				if a != nil { // to aliases/: stdout carries events only
@@ -328,7 +329,7 @@ func (c *committer) commit(batch []item) error {
 			if err := c.fillFeed(ev, titles); err != nil {
 				return err
 			}
-			if l, ok, err := c.newLink(it.entry); err != nil {
+			if l, ok, err := c.newLink(it.entry, it.link); err != nil {
 				return err
 			} else if ok {
 				w.links = append(w.links, l)
