@@ -53,6 +53,10 @@ func (c *Catalog) LoadEntries(ctx context.Context, next func() ([]Located, error
 	if err := l.load(next); err != nil {
 		return c.damaged(err)
 	}
+	// A change of anything, for readers that keep answers (changes.go).
+	if err := l.exec(`INSERT INTO changes (feeds) VALUES (NULL)`); err != nil {
+		return c.damaged(err)
+	}
 	if err := tx.Commit(); err != nil {
 		return c.damaged(fmt.Errorf("catalog: commit: %w", err))
 	}

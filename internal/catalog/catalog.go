@@ -235,6 +235,8 @@ type Tx struct {
 	// this transaction (newSearchKey)
 	searchKeys map[int64]int64
 	fts        ftsBatch // the full-text index's changes, made at the end
+	reach      reach    // what its writes changed (changes.go)
+	unrecorded bool     // a migration to before the changes table
 }
 
 // Update runs fn in one write transaction, which commits when fn returns
@@ -251,7 +253,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 	// end (a few per cent of feed-store's time storing new entries).
 	t := &Tx{tx: tx, ctx: context.WithoutCancel(ctx), c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{},
 		searchKeys: map[int64]int64{}}
-	if _, err := t.exec(fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKB)); err != nil {
+	if _, err := tx.ExecContext(t.ctx, fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKB)); err != nil {
 		tx.Rollback()
 		return c.damaged(err)
 	}
@@ -259,7 +261,15 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 		tx.Rollback()
 		return c.damaged(err)
 	}
-	if err := t.fts.flush(t); err != nil {
+	// The search index's changes are those of entries whose feeds the
+	// writes that made them named already.
+	end := t.within()
+	err = t.fts.flush(t)
+	end()
+	if err == nil {
+		err = t.recordChange()
+	}
+	if err != nil {
 		tx.Rollback()
 		return c.damaged(err)
 	}
@@ -270,6 +280,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	t.wrote()
 	r, err := t.tx.ExecContext(t.ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -297,6 +308,7 @@ func (t *Tx) run(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.wrote()
 	r, err := st.ExecContext(t.ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -306,6 +318,9 @@ func (t *Tx) run(query string, args ...any) (sql.Result, error) {
 
 // queryRow is QueryRow of a statement prepared once in the transaction.
 func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	if !strings.HasPrefix(query, "SELECT") {
+		t.wrote() // INSERT or UPDATE ... RETURNING
+	}
 	st, err := t.stmt(query)
 	if err != nil {
 		// A Row carries no error of its own: run the query unprepared,

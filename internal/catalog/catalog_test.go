@@ -717,9 +717,10 @@ func TestOpenAtOnce(t *testing.T) {
 	}
 }
 
-// undoLabels takes a catalog back before migration 9 (subscription_labels).
+// undoLabels takes a catalog back before migration 9 (subscription_labels)
+// and 10 (changes).
 const undoLabels = `DROP TRIGGER subscriptions_labels_insert; DROP TRIGGER subscriptions_labels_update; DROP TRIGGER subscriptions_labels_delete;
-	DROP TABLE subscription_labels`
+	DROP TABLE subscription_labels; DROP TABLE changes`
 
 // TestSubscriptionLabels: the rows of subscription_labels say what the
 // subscriptions' labels columns do through adds, edits, removals and a

@@ -383,6 +383,7 @@ func nextEntryID(ids map[int64]int64, key int64, queryRow func(query string, arg
 // entries/: the entry's row, made with its first version, and the
 // version's row.
 func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
+	defer t.within(e.FeedID)()
 	key, err := t.feedKey(e.FeedID)
 	if err != nil {
 		return err
@@ -487,6 +488,7 @@ func (t *Tx) Sighted(feedID string, uids []string, at time.Time) error {
 	if len(uids) == 0 {
 		return nil
 	}
+	defer t.within(feedID)()
 	key, err := t.feedKey(feedID)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ type FetchRef struct {
 // and notes it as the fetch of its run (ClaimRuns). A record indexed
 // already is left as it is.
 func (t *Tx) IndexFetch(f *ndjson.Fetch, loc Location) error {
+	defer t.within(f.Due.FeedID)()
 	key, err := t.feedKey(f.Due.FeedID)
 	if err != nil {
 		return err
@@ -159,6 +160,7 @@ func (c *Catalog) ClaimRuns(ctx context.Context, runs []Run, now time.Time) ([]C
 }
 
 func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
+	defer t.within()() // claims: no reader keeps an answer of them
 	key, err := t.feedKey(r.FeedID)
 	if err != nil {
 		return ClaimResult{}, err
@@ -214,6 +216,7 @@ func (c *Catalog) Unclaim(ctx context.Context, runs []Run, claimedAt time.Time) 
 		return nil
 	}
 	return c.Update(ctx, func(t *Tx) error {
+		defer t.within()() // claims: no reader keeps an answer of them
 		for _, r := range runs {
 			key, err := t.feedKey(r.FeedID)
 			if err != nil {
@@ -232,6 +235,7 @@ func (c *Catalog) Unclaim(ctx context.Context, runs []Run, claimedAt time.Time) 
 // ReleaseRuns drops the claims of a feed's runs up to at (feed-store
 // committed the fetch of the run at at).
 func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {
+	defer t.within()() // claims: no reader keeps an answer of them
 	key, err := t.feedKey(feedID)
 	if err != nil {
 		return err

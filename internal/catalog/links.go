@@ -174,6 +174,7 @@ func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, erro
 // AddLink records ref as the first entry stored with the link, unless
 // another is.
 func (t *Tx) AddLink(hash string, ref ndjson.EntryRef) error {
+	defer t.within(ref.FeedID)()
 	key, err := t.feedKey(ref.FeedID)
 	if err != nil {
 		return err
@@ -189,6 +190,7 @@ func (t *Tx) AddAlias(a *ndjson.Alias, day string) error {
 	if !ok {
 		return nil
 	}
+	defer t.within(a.FeedID, a.AliasOf.FeedID)()
 	key, err := t.feedKey(a.FeedID)
 	if err != nil {
 		return err

@@ -34,7 +34,10 @@ func (c *Catalog) Checkpoint(ctx context.Context, tap string) (Checkpoint, error
 	return cp, err
 }
 
-func (t *Tx) setCheckpoint(tap string, cp Checkpoint) error { return t.SetMeta(tap, cp) }
+func (t *Tx) setCheckpoint(tap string, cp Checkpoint) error {
+	defer t.within()() // no reader keeps an answer of them
+	return t.SetMeta(tap, cp)
+}
 
 // Meta reads the value of key into v; ok is false when there is none.
 func (c *Catalog) Meta(ctx context.Context, key string, v any) (ok bool, err error) {

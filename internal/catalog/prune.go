@@ -30,7 +30,10 @@ func (c *Catalog) ForgetEntryDays(ctx context.Context, day string, dry bool) (en
 	}
 	if dry || entries == 0 && links == 0 {
 		if !dry {
-			_, err = c.db.ExecContext(ctx, `DELETE FROM entry_versions WHERE day < ?`, day)
+			err = c.Update(ctx, func(t *Tx) error {
+				_, err := t.exec(`DELETE FROM entry_versions WHERE day < ?`, day)
+				return err
+			})
 		}
 		return entries, links, c.damaged(err)
 	}

@@ -245,6 +245,14 @@ CREATE TRIGGER subscriptions_labels_delete AFTER DELETE ON subscriptions BEGIN
 	DELETE FROM subscription_labels WHERE feed_key = old.feed_key;
 END;
 `,
+	// 10: what each write transaction changed (changes.go), for readers
+	// that keep answers.
+	`
+CREATE TABLE changes (
+	seq   INTEGER PRIMARY KEY,
+	feeds TEXT
+);
+`,
 }
 
 // migrationSteps are the steps of a migration that are Go, not SQL: run
@@ -273,6 +281,7 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			if now > v {
 				return nil
 			}
+			t.unrecorded = v+1 < changesSchema
 			if migrations[v] != "" {
 				if _, err := t.exec(migrations[v]); err != nil {
 					return err

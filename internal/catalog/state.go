@@ -283,15 +283,21 @@ const putStateSQL = `INSERT OR REPLACE INTO feed_state (feed_key, title, etag, l
 // PutEncodedStates writes feed states EncodeState encoded.
 func (t *Tx) PutEncodedStates(rows ...EncodedState) error {
 	for _, r := range rows {
-		key, err := t.feedKey(r.feedID)
-		if err != nil {
-			return err
-		}
-		if _, err := t.run(putStateSQL, append([]any{key}, r.values...)...); err != nil {
+		if err := t.putState(r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (t *Tx) putState(r EncodedState) error {
+	defer t.within(r.feedID)()
+	key, err := t.feedKey(r.feedID)
+	if err != nil {
+		return err
+	}
+	_, err = t.run(putStateSQL, append([]any{key}, r.values...)...)
+	return err
 }
 
 // State is Catalog.State inside the transaction.
