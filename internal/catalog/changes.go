@@ -19,8 +19,8 @@ import (
 // methods that change a feed's rows alone (its entries, their versions
 // and links, its state, its fetches) open one, so a write added later
 // without a scope costs readers their kept answers, never their truth.
-// The rows a reader keeps no answer of (run claims, the taps'
-// checkpoints) are written in a scope of no feed.
+// The rows a reader keeps no answer of (run claims; meta: the taps'
+// checkpoints, the scheduler's budget) are written in a scope of no feed.
 
 // changesKept is how many of the newest changes the table keeps (a
 // tenth more at most): a reader further behind than that makes every

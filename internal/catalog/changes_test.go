@@ -83,14 +83,14 @@ func TestChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	look("runs claimed", "feeds")
+	if err := c.SetMeta(ctx, MetaBudget, 1); err != nil {
+		t.Fatal(err)
+	}
+	look("meta", "feeds")
 
 	// Writes outside a feed's scope change anything.
 	add(t, c, sub("A", "news"))
 	look("a subscription", "all")
-	if err := c.SetMeta(ctx, "some", 1); err != nil {
-		t.Fatal(err)
-	}
-	look("meta", "all")
 	if _, _, err := c.ForgetEntryDays(ctx, "2026-11-01", false); err != nil {
 		t.Fatal(err)
 	}

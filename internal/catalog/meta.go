@@ -34,10 +34,7 @@ func (c *Catalog) Checkpoint(ctx context.Context, tap string) (Checkpoint, error
 	return cp, err
 }
 
-func (t *Tx) setCheckpoint(tap string, cp Checkpoint) error {
-	defer t.within()() // no reader keeps an answer of them
-	return t.SetMeta(tap, cp)
-}
+func (t *Tx) setCheckpoint(tap string, cp Checkpoint) error { return t.SetMeta(tap, cp) }
 
 // Meta reads the value of key into v; ok is false when there is none.
 func (c *Catalog) Meta(ctx context.Context, key string, v any) (ok bool, err error) {
@@ -69,6 +66,9 @@ func scanMeta(row *sql.Row, key string, v any) (bool, error) {
 
 // SetMeta keeps v, as JSON, under key.
 func (t *Tx) SetMeta(key string, v any) error {
+	// The stages' bookkeeping (checkpoints, the scheduler's budget, the
+	// last cycle): no reader keeps an answer of it (changes.go).
+	defer t.within()()
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

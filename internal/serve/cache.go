@@ -4,29 +4,27 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-
-	"github.com/feedpipe/feedpipe/internal/catalog"
 )
 
 // The answers of the routes that read the catalog are kept, by request
-// URI, while the catalog is unchanged: a commit (feed-store, feed-sub,
-// this server) writes catalog.db or its WAL, which changes their size or
-// time, and every kept answer is then made anew. An answer is also kept at
-// most MaxAge, which bounds what a change within the file system's time
-// granularity and of the same size could leave stale. The ETag and 304 are
-// worked out from the kept body for each request, as for a fresh one.
+// URI, while what they show is unchanged: an answer of one feed (its page
+// of entries, an entry, the feed) until a commit changes that feed, any
+// other until a commit changes anything (changes.go). An answer is also
+// kept at most MaxAge, which bounds what a change within the file
+// system's time granularity and of the same size, or made outside
+// feedpipe, could leave stale. The ETag and 304 are worked out from the
+// kept body for each request, as for a fresh one.
 
 // Cache limits.
 const (
 	cacheMaxAge     = 10 * time.Second
+	contentMaxAge   = time.Minute // an answer of feeds' content alone (dependsOn)
 	cacheMaxEntries = 4096
 	cacheMaxBody    = 1 << 20  // larger answers are not kept
 	cacheMaxBytes   = 64 << 20 // all kept answers
@@ -34,7 +32,10 @@ const (
 
 type cached struct {
 	seq      uint64 // of its make
-	version  string
+	gen      uint64 // the catalog's changes seen before it was made (changeTracker)
+	scoped   bool   // it shows feeds alone (dependsOn)
+	feeds    []string
+	timed    bool // kept for its linger alone, whatever the catalog's changes (/metrics)
 	at       time.Time
 	header   http.Header // Content-Type, Last-Modified, Link, Cache-Control
 	body     []byte
@@ -100,39 +101,39 @@ type answerCache struct {
 const makesPerAnswer = 2
 
 type making struct {
-	seq     uint64 // taken before the maker looked at the catalog
-	version string // of the catalog, seen before the maker read it
-	done    chan struct{}
-	e       *cached // nil when the answer was not one to keep
+	seq  uint64 // taken before the maker looked at the catalog
+	gen  uint64 // of the catalog, seen before the maker read it
+	done chan struct{}
+	e    *cached // nil when the answer was not one to keep
 	// dropped: the maker's client went away before it made anything
 	// (while it waited at the read gate); its waiters look again.
 	dropped bool
 }
 
 // fresh reports whether m's answer is one for a request that saw the
-// catalog's version, then took seq: m began after the request came, or
-// saw that catalog.
-func (m *making) fresh(version string, seq uint64) bool {
-	return m.seq > seq || m.version == version || m.e != nil && m.e.version == version
+// catalog's changes up to gen, then took seq: m began after the request
+// came, or saw those changes.
+func (m *making) fresh(gen, seq uint64) bool {
+	return m.seq > seq || m.gen >= gen || m.e != nil && m.e.gen >= gen
 }
 
 // join returns a make of key to wait for and false: one fresh enough for
-// a request that saw version and took seq, or the newest when as many
-// makes as may be are under way (to look again when it is done). Else it
+// a request that saw gen and took seq, or the newest when as many makes
+// as may be are under way (to look again when it is done). Else it
 // registers the caller as a maker and returns true (then it must call
 // made).
-func (c *answerCache) join(key, version string, seq uint64) (*making, bool) {
+func (c *answerCache) join(key string, gen, seq uint64) (*making, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	newest := c.making[key]
 	// (newest.e is not read here: it is set once the make left making.)
-	if newest != nil && (newest.seq > seq || newest.version == version || c.inflight[key] >= makesPerAnswer) {
+	if newest != nil && (newest.seq > seq || newest.gen >= gen || c.inflight[key] >= makesPerAnswer) {
 		return newest, false
 	}
 	if c.making == nil {
 		c.making, c.inflight = map[string]*making{}, map[string]int{}
 	}
-	m := &making{seq: c.seq.Add(1), version: version, done: make(chan struct{})}
+	m := &making{seq: c.seq.Add(1), gen: gen, done: make(chan struct{})}
 	c.making[key] = m
 	c.inflight[key]++
 	return m, true
@@ -152,35 +153,20 @@ func (c *answerCache) made(key string, m *making, e *cached, dropped bool) {
 	close(m.done)
 }
 
-// version is the catalog's state as its files show it: their sizes and
-// times.
-func catalogVersion(cat *catalog.Catalog) string {
-	var b []byte
-	for _, suffix := range []string{"", "-wal"} {
-		fi, err := os.Stat(cat.Path() + suffix)
-		if err != nil {
-			b = append(b, '-')
-			continue
-		}
-		b = strconv.AppendInt(b, fi.Size(), 36)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 36)
-		b = append(b, ';')
-	}
-	return string(b)
-}
-
-// get returns the kept answer of key for a request that saw the
-// catalog's version: one made from that version, or, when linger is
-// above 0, made less than linger ago from any.
-func (c *answerCache) get(key, version string, now time.Time, linger time.Duration) *cached {
+// get returns the kept answer of key for a request that came after the
+// tracker's last look: one still true (changeTracker.unchanged), or, when
+// linger is above 0, made less than linger ago.
+func (c *answerCache) get(key string, changes *changeTracker, now time.Time, linger time.Duration) *cached {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e := c.m[key]
-	if e == nil || e.version != version && now.Sub(e.at) >= linger || now.Sub(e.at) > cacheMaxAge {
+	c.mu.Unlock()
+	if e == nil || now.Sub(e.at) > cacheMaxAge && (!e.scoped || now.Sub(e.at) > contentMaxAge) {
 		return nil
 	}
-	return e
+	if now.Sub(e.at) < linger || !e.timed && changes.unchanged(e.gen, e.scoped, e.feeds) {
+		return e
+	}
+	return nil
 }
 
 func (c *answerCache) put(key string, e *cached) {
@@ -238,14 +224,14 @@ var cachedRoutes = map[string]time.Duration{
 // it saw.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time.Duration, handle func(http.ResponseWriter, *http.Request)) {
 	key := r.URL.RequestURI()
-	version := catalogVersion(s.cat)
-	if e := s.cache.get(key, version, time.Now(), linger); e != nil {
+	gen := s.changes.look(r.Context())
+	if e := s.cache.get(key, &s.changes, time.Now(), linger); e != nil {
 		s.replay(w, r, e)
 		return
 	}
 	seq := s.cache.seq.Add(1)
 	for {
-		m, maker := s.cache.join(key, version, seq)
+		m, maker := s.cache.join(key, gen, seq)
 		if maker {
 			s.make(w, r, key, linger, m, handle)
 			return
@@ -254,7 +240,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 		// (up to cacheMaxAge old), rather than every reader of the feed
 		// waiting for its make behind the others at the read gate.
 		if linger > 0 {
-			if e := s.cache.get(key, version, time.Now(), cacheMaxAge); e != nil {
+			if e := s.cache.get(key, &s.changes, time.Now(), cacheMaxAge); e != nil {
 				s.replay(w, r, e)
 				return
 			}
@@ -264,11 +250,17 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 		case <-r.Context().Done():
 			return
 		}
-		if m.dropped || !m.fresh(version, seq) {
-			continue // begun before this request came, on an older catalog: another
+		if m.dropped {
+			continue
 		}
 		if m.e == nil {
+			if !m.fresh(gen, seq) {
+				continue // begun before this request came, on an older catalog: another
+			}
 			break // not an answer to keep: its own
+		}
+		if !m.fresh(gen, seq) && !s.changes.unchanged(m.e.gen, m.e.scoped, m.e.feeds) {
+			continue
 		}
 		s.replay(w, r, m.e)
 		return
@@ -288,11 +280,12 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, linger
 		return // its client went away; a waiter makes it instead
 	}
 	dropped = false
-	// The version is read after m.seq was taken, before the catalog is:
-	// it is that of every request that waits for this make, or newer.
-	version := catalogVersion(s.cat)
+	// The changes are looked at after m.seq was taken, before the
+	// catalog is read: they are those every request that waits for this
+	// make saw, or newer.
+	gen := s.changes.look(r.Context())
 	now := time.Now()
-	if e = s.cache.get(key, version, now, linger); e != nil { // made by the make before
+	if e = s.cache.get(key, &s.changes, now, linger); e != nil { // made by the make before
 		leave()
 		s.replay(w, r, e)
 		return
@@ -311,7 +304,7 @@ func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, linger
 		rec.flushTo(w)
 		return
 	}
-	e = &cached{seq: m.seq, version: version, at: now, header: http.Header{}, body: rec.body.Bytes()}
+	e = &cached{seq: m.seq, gen: gen, scoped: rec.scoped, feeds: rec.feeds, at: now, header: http.Header{}, body: rec.body.Bytes()}
 	e.etag = etagOf(e.body) // set before others share it
 	for _, h := range []string{"Content-Type", "Last-Modified", "Link", "Cache-Control", "Content-Security-Policy", "X-Fetch-Url"} {
 		if v := rec.header.Get(h); v != "" {
@@ -352,6 +345,9 @@ type bufferedWriter struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	// scoped: the answer shows the feeds feeds alone (dependsOn).
+	scoped bool
+	feeds  []string
 }
 
 func (b *bufferedWriter) Header() http.Header { return b.header }

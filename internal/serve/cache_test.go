@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/testids"
 )
 
 func cacheServer(t *testing.T) *Server {
@@ -26,13 +27,14 @@ func cacheServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.Close() })
-	return &Server{cat: cat}
+	return &Server{cat: cat, changes: changeTracker{cat: cat}}
 }
 
-// touch changes the catalog's version as a commit would.
-func touch(t *testing.T, s *Server, at time.Time) {
+// commit commits a change of anything to the catalog, as feed-store
+// prune's does.
+func commit(t *testing.T, s *Server) {
 	t.Helper()
-	if err := os.Chtimes(s.cat.Path(), at, at); err != nil {
+	if _, _, err := s.cat.ForgetEntryDays(context.Background(), "2000-01-01", false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -85,7 +87,7 @@ func TestCacheOneMakeForMany(t *testing.T) {
 // made after it came.
 func TestCacheNoOlderAnswer(t *testing.T) {
 	s := cacheServer(t)
-	touch(t, s, time.Now().Add(-time.Hour))
+	commit(t, s)
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
 	handle := func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +101,7 @@ func TestCacheNoOlderAnswer(t *testing.T) {
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- get(s, handle) }()
 	<-started
-	touch(t, s, time.Now()) // a commit while the first answer is made
+	commit(t, s) // a commit while the first answer is made
 	second := make(chan *httptest.ResponseRecorder)
 	go func() { second <- get(s, handle) }()
 	time.Sleep(20 * time.Millisecond)
@@ -127,7 +129,7 @@ func TestCacheNoOlderAnswer(t *testing.T) {
 // it anew.
 func TestCacheMetaFeedLinger(t *testing.T) {
 	s := cacheServer(t)
-	touch(t, s, time.Now().Add(-time.Hour))
+	commit(t, s)
 	var runs atomic.Int32
 	handle := func(w http.ResponseWriter, r *http.Request) {
 		n := runs.Add(1)
@@ -143,7 +145,7 @@ func TestCacheMetaFeedLinger(t *testing.T) {
 	if a, b := ask("/labels/news.atom", linger), ask("/feeds", 0); a != "1" || b != "2" {
 		t.Fatalf("first: %q and %q", a, b)
 	}
-	touch(t, s, time.Now().Add(-time.Minute)) // a commit
+	commit(t, s) // a commit
 	if got := ask("/labels/news.atom", linger); got != "1" && time.Since(start) < linger {
 		t.Errorf("within the linger, after a commit: %q, want the kept 1", got)
 	}
@@ -163,7 +165,7 @@ func TestCacheMetaFeedLinger(t *testing.T) {
 // come meanwhile; an answer of another route waits for its make.
 func TestCacheMetaFeedServedWhileMade(t *testing.T) {
 	s := cacheServer(t)
-	touch(t, s, time.Now().Add(-time.Hour))
+	commit(t, s)
 	var runs atomic.Int32
 	started, release := make(chan struct{}, 2), make(chan struct{})
 	handle := func(w http.ResponseWriter, r *http.Request) {
@@ -183,7 +185,7 @@ func TestCacheMetaFeedServedWhileMade(t *testing.T) {
 	if a, b := ask("/all.atom", linger), ask("/feeds", 0); a != "1" || b != "2" {
 		t.Fatalf("first: %q and %q", a, b)
 	}
-	touch(t, s, time.Now().Add(-time.Minute)) // a commit
+	commit(t, s) // a commit
 	time.Sleep(2 * linger)
 	made := make(chan string)
 	go func() { made <- ask("/all.atom", linger) }()
@@ -204,5 +206,56 @@ func TestCacheMetaFeedServedWhileMade(t *testing.T) {
 	}
 	if got := <-waited; got != "4" {
 		t.Errorf("/feeds after its make: %q, want 4", got)
+	}
+}
+
+// An answer of one feed (dependsOn) is kept through commits that change
+// other feeds and made anew after one that changes its feed, or anything;
+// an answer of no feed in particular is made anew after any of them.
+func TestCacheKeepsOtherFeedsAnswers(t *testing.T) {
+	s := cacheServer(t)
+	a, b := testids.Feed("A"), testids.Feed("B")
+	var runs atomic.Int32
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		if r.URL.Path == "/feeds/a" {
+			dependsOn(w, a)
+		}
+		send(w, r, 200, "application/json", []byte(strconv.Itoa(int(n))), time.Time{})
+	}
+	ask := func(uri string) string {
+		rec := httptest.NewRecorder()
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), 0, handle)
+		return rec.Body.String()
+	}
+	state := func(id string) {
+		t.Helper()
+		err := s.cat.Update(context.Background(), func(t *catalog.Tx) error { return t.PutStates(catalog.FeedState{FeedID: id}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func() {
+		t.Helper()
+		if _, err := s.cat.ClaimRuns(context.Background(), []catalog.Run{{FeedID: b, ScheduledAt: time.Now()}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		name         string
+		change       func()
+		feedA, feeds string // the answers after it
+	}{
+		{"first", func() {}, "1", "2"},
+		{"nothing changed", func() {}, "1", "2"},
+		{"feed B's state", func() { state(b) }, "1", "3"},
+		{"a run claimed", claim, "1", "3"},
+		{"feed A's state", func() { state(a) }, "4", "5"},
+		{"anything", func() { commit(t, s) }, "6", "7"},
+	} {
+		step.change()
+		if got, all := ask("/feeds/a"), ask("/feeds"); got != step.feedA || all != step.feeds {
+			t.Errorf("%s: feed A's answer %q and the list %q, want %q and %q", step.name, got, all, step.feedA, step.feeds)
+		}
 	}
 }

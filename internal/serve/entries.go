@@ -114,6 +114,7 @@ func (s *Server) feedEntries(w http.ResponseWriter, r *http.Request) {
 	if err == nil && len(page.Entries) == 0 && eq.Cursor == "" && !s.known(w, r, id) {
 		return
 	}
+	dependsOn(w, id)
 	s.sendEntries(w, r, page, err)
 }
 
@@ -255,6 +256,9 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	if pick < 0 {
 		problem(w, r, http.StatusNotFound, "no such entry", "no entry "+uid+" is stored"+map[bool]string{true: " for feed " + feedID, false: ""}[feedID != ""])
 		return
+	}
+	for _, row := range rows {
+		dependsOn(w, row.FeedID) // also_in names the others
 	}
 	row := rows[pick]
 	// The records are the lines of entries/ as they are (EntryOut and

@@ -42,6 +42,7 @@ func (s *Server) getFetch(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
+	dependsOn(w, f.Due.FeedID)
 	send(w, r, http.StatusOK, "application/json", b, f.FetchedAt.Time)
 }
 

@@ -72,9 +72,9 @@ type greaderState struct {
 // unreadMemo is a user's unread counts, kept while the catalog is
 // unchanged.
 type unreadMemo struct {
-	version string
-	at      time.Time
-	counts  map[string]catalog.Unread
+	gen    uint64 // the catalog's changes seen before (changeTracker)
+	at     time.Time
+	counts map[string]catalog.Unread
 }
 
 // The limits of a stream.
@@ -453,11 +453,11 @@ func (g *greq) tagList() {
 // unreadCounts are the user's unread counts by feed, within the window,
 // kept while the catalog is unchanged (and 10 seconds at most).
 func (s *Server) unreadCounts(ctx context.Context, reader string, now time.Time) (map[string]catalog.Unread, error) {
-	version := catalogVersion(s.cat)
+	gen := s.changes.look(ctx)
 	s.gr.mu.Lock()
 	m := s.gr.counts[reader]
 	s.gr.mu.Unlock()
-	if m != nil && m.version == version && time.Since(m.at) < cacheMaxAge && !s.cfg.NoCache {
+	if m != nil && m.gen == gen && time.Since(m.at) < cacheMaxAge && !s.cfg.NoCache {
 		return m.counts, nil
 	}
 	counts, err := s.cat.UnreadCounts(ctx, reader, s.readBefore(now))
@@ -468,7 +468,7 @@ func (s *Server) unreadCounts(ctx context.Context, reader string, now time.Time)
 	if s.gr.counts == nil || len(s.gr.counts) > 1000 {
 		s.gr.counts = map[string]*unreadMemo{}
 	}
-	s.gr.counts[reader] = &unreadMemo{version: version, at: time.Now(), counts: counts}
+	s.gr.counts[reader] = &unreadMemo{gen: gen, at: time.Now(), counts: counts}
 	s.gr.mu.Unlock()
 	return counts, nil
 }

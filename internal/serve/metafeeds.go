@@ -54,6 +54,7 @@ func (s *Server) feedFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	title := cmp.Or(sb.Name, fs.Title, sb.URL)
+	dependsOn(w, id)
 	s.serveFeed(w, r, formatOf(r.URL.Path), collection{id: "urn:feedpipe:feed:" + id, title: title, description: "The entries feedpipe stored of " + sb.URL,
 		entries: func(ctx context.Context, q catalog.EntryQuery) (catalog.EntryPage, error) {
 			return s.cat.FeedEntries(ctx, id, q)

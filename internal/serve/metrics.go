@@ -128,9 +128,8 @@ func (m *metrics) request(r *http.Request, code int, took time.Duration) {
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	key := "/metrics\x00" + r.Header.Get("Accept")
 	now := time.Now()
-	version := strconv.FormatInt(now.Unix(), 10)
 	keep := !s.cfg.NoCache && !s.metrics.sync
-	if e := s.cache.get(key, version, now, 0); e != nil && keep {
+	if e := s.cache.get(key, &s.changes, now, time.Second); e != nil && keep {
 		s.replay(w, r, e)
 		return
 	}
@@ -142,7 +141,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		rec.flushTo(w)
 		return
 	}
-	e := &cached{version: version, at: now, header: http.Header{"Content-Type": {rec.header.Get("Content-Type")}, "Cache-Control": {"no-store"}}, body: rec.body.Bytes()}
+	e := &cached{timed: true, at: now, header: http.Header{"Content-Type": {rec.header.Get("Content-Type")}, "Cache-Control": {"no-store"}}, body: rec.body.Bytes()}
 	e.etag = etagOf(e.body)
 	if keep {
 		s.cache.put(key, e)

@@ -24,6 +24,7 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	cache   answerCache
+	changes changeTracker
 	reads   *gate // the catalog's readers, in line (gate.go)
 	heavy   *gate // those of heavyRoutes, before reads
 	files   dayFiles
@@ -79,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Catalog == nil {
 		return nil, errNoCatalog
 	}
-	s := &Server{cfg: cfg, cat: cfg.Catalog, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
+	s := &Server{cfg: cfg, cat: cfg.Catalog, changes: changeTracker{cat: cfg.Catalog}, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
 		heavy: newGate(MaxHeavyReads)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var err error
