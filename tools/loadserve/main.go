@@ -3,7 +3,7 @@
 // duration (or a count), then one line of figures per kind of request and
 // one for all: requests, requests/s, p50, p99, errors.
 //
-//	loadserve -url http://127.0.0.1:8080 [-c 200] [-d 30s] [-n 0] [-json FILE]
+//	loadserve -url http://127.0.0.1:8080 [-c 200] [-d 30s] [-n 0] [-json FILE] [-window FILE]
 //
 // The mix: the feeds list (GET /feeds?limit=100), a feed's entries (GET
 // /feeds/ID/entries?limit=50), an entry by uid (GET /entries/UID), a
@@ -12,6 +12,12 @@
 // keeps its connection alive and accepts gzip, whose answers it reads
 // without decompressing them. It sends nothing but to a loopback address,
 // and stops by itself.
+//
+// With -window, another process (scripts/bench-serve) writes to FILE,
+// while the load runs, the Unix times (in seconds) a stretch of it began
+// and ended, one a line ("start T", "end T"): loadserve then also reports
+// the figures of the requests sent within it, such as while a pipeline
+// cycle wrote to the store.
 package main
 
 import (
@@ -26,6 +32,8 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +51,7 @@ var kinds = []string{"feeds", "entries", "entry", "atom", "metrics"}
 
 type result struct {
 	Kind     string  `json:"kind"`
+	Window   bool    `json:"window,omitempty"` // of the requests sent within -window's stretch
 	Requests int     `json:"requests"`
 	RPS      float64 `json:"rps"`
 	P50ms    float64 `json:"p50_ms"`
@@ -58,6 +67,7 @@ func run(args []string, stdout io.Writer) error {
 	limit := fs.Int("n", 0, "stop after this many requests (0: none but -d)")
 	jsonOut := fs.String("json", "", "also write the results as NDJSON to this file")
 	seed := fs.Uint64("seed", 1, "seed of the random choices")
+	windowFile := fs.String("window", "", "also report the requests sent within the stretch this file names when the load ends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,7 +90,7 @@ func run(args []string, stdout io.Writer) error {
 	fmt.Fprintf(os.Stderr, "loadserve: %d feeds, %d labels, %d uids; %d clients for %s\n", len(feeds), len(labels), len(uids), *clients, *dur)
 	var (
 		mu      sync.Mutex
-		samples = make([][]time.Duration, len(kinds))
+		samples = make([][]sample, len(kinds))
 		errs    = make([]int, len(kinds))
 		count   atomic.Int64
 		wg      sync.WaitGroup
@@ -93,7 +103,7 @@ func run(args []string, stdout io.Writer) error {
 		go func() {
 			defer wg.Done()
 			rnd := rand.New(rand.NewPCG(*seed, uint64(c)))
-			local := make([][]time.Duration, len(kinds))
+			local := make([][]sample, len(kinds))
 			localErr := make([]int, len(kinds))
 			for i := c; time.Now().Before(deadline); i++ {
 				if *limit > 0 && count.Add(1) > int64(*limit) {
@@ -131,7 +141,7 @@ func run(args []string, stdout io.Writer) error {
 						err = fmt.Errorf("GET %s: %s", path, resp.Status)
 					}
 				}
-				local[k] = append(local[k], time.Since(t))
+				local[k] = append(local[k], sample{t, time.Since(t)})
 				if err != nil {
 					localErr[k]++
 					errMsg.CompareAndSwap(nil, err.Error())
@@ -146,20 +156,28 @@ func run(args []string, stdout io.Writer) error {
 		}()
 	}
 	wg.Wait()
-	took := time.Since(start).Seconds()
-	var all []time.Duration
-	var results []result
-	totalErr := 0
-	for k, name := range kinds {
-		results = append(results, summarize(name, samples[k], errs[k], took))
-		all = append(all, samples[k]...)
-		totalErr += errs[k]
+	end := time.Now()
+	results := summarizeAll(samples, errs, start, end, false)
+	printResults(stdout, results)
+	if *windowFile != "" {
+		from, to, err := readWindow(*windowFile, end)
+		if err != nil {
+			return err
+		}
+		within := make([][]sample, len(kinds))
+		for k := range kinds {
+			for _, s := range samples[k] {
+				if !s.at.Before(from) && s.at.Before(to) {
+					within[k] = append(within[k], s)
+				}
+			}
+		}
+		fmt.Fprintf(stdout, "within the window (%.1f s, from %.1f s on):\n", to.Sub(from).Seconds(), from.Sub(start).Seconds())
+		in := summarizeAll(within, nil, from, to, true)
+		printResults(stdout, in)
+		results = append(results, in...)
 	}
-	results = append(results, summarize("all", all, totalErr, took))
-	fmt.Fprintf(stdout, "%-8s %9s %9s %8s %8s %7s\n", "request", "requests", "req/s", "p50 ms", "p99 ms", "errors")
-	for _, r := range results {
-		fmt.Fprintf(stdout, "%-8s %9d %9.0f %8.2f %8.2f %7d\n", r.Kind, r.Requests, r.RPS, r.P50ms, r.P99ms, r.Errors)
-	}
+
 	if m := errMsg.Load(); m != nil {
 		fmt.Fprintf(os.Stderr, "loadserve: the first error: %s\n", m)
 	}
@@ -177,6 +195,82 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// sample is a request's start and how long its answer took.
+type sample struct {
+	at time.Time
+	d  time.Duration
+}
+
+// summarizeAll are the figures of each kind and of all, sent from start
+// to end; errs counts each kind's errors (nil: not counted).
+func summarizeAll(samples [][]sample, errs []int, start, end time.Time, window bool) []result {
+	secs := end.Sub(start).Seconds()
+	var all []time.Duration
+	var results []result
+	totalErr := 0
+	for k, name := range kinds {
+		d := make([]time.Duration, len(samples[k]))
+		for i, s := range samples[k] {
+			d[i] = s.d
+		}
+		n := 0
+		if errs != nil {
+			n = errs[k]
+		}
+		results = append(results, summarize(name, d, n, secs))
+		all = append(all, d...)
+		totalErr += n
+	}
+	results = append(results, summarize("all", all, totalErr, secs))
+	for i := range results {
+		results[i].Window = window
+	}
+	return results
+}
+
+func printResults(w io.Writer, results []result) {
+	fmt.Fprintf(w, "%-8s %9s %9s %8s %8s %7s\n", "request", "requests", "req/s", "p50 ms", "p99 ms", "errors")
+	for _, r := range results {
+		errs := strconv.Itoa(r.Errors)
+		if r.Window {
+			errs = "-"
+		}
+		fmt.Fprintf(w, "%-8s %9d %9.0f %8.2f %8.2f %7s\n", r.Kind, r.Requests, r.RPS, r.P50ms, r.P99ms, errs)
+	}
+}
+
+// readWindow reads the stretch's start and end from file; a stretch not
+// ended yet, or ended after the load, ends with the load at end.
+func readWindow(file string, end time.Time) (from, to time.Time, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return from, to, fmt.Errorf("-window: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), " ")
+		secs, err := strconv.ParseFloat(value, 64)
+		if err != nil || secs <= 0 {
+			return from, to, fmt.Errorf("-window %s: %q is not \"start|end UNIXTIME\"", file, line)
+		}
+		t := time.Unix(0, int64(secs*1e9))
+		switch name {
+		case "start":
+			from = t
+		case "end":
+			to = t
+		default:
+			return from, to, fmt.Errorf("-window %s: %q is not \"start|end UNIXTIME\"", file, line)
+		}
+	}
+	if to.IsZero() || to.After(end) {
+		to = end
+	}
+	if from.IsZero() || !to.After(from) {
+		return from, to, fmt.Errorf("-window %s: no start before the end of the stretch and the load", file)
+	}
+	return from, to, nil
 }
 
 func summarize(kind string, d []time.Duration, errs int, secs float64) result {
