@@ -150,3 +150,33 @@ func TestMetricsInTheBackground(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The figures are made again MetricsEvery after the last, or twenty times
+// what the last took, and only after a change of the catalog, or a
+// minute.
+func TestMetricsStale(t *testing.T) {
+	s := &Server{cfg: Config{MetricsEvery: 15 * time.Second}}
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		took  time.Duration
+		gen   uint64 // the catalog's now; the figures saw 7
+		want  bool
+	}{
+		{"within MetricsEvery, changed", 10 * time.Second, time.Millisecond, 8, false},
+		{"past it, changed", 16 * time.Second, time.Millisecond, 8, true},
+		{"past it, unchanged", 16 * time.Second, time.Millisecond, 7, false},
+		{"a minute on, unchanged", 61 * time.Second, time.Millisecond, 7, true},
+		{"a slow pass, changed", 16 * time.Second, 2 * time.Second, 8, false},
+		{"20 times a slow pass, changed", 41 * time.Second, 2 * time.Second, 8, true},
+	} {
+		m := &metrics{s: s, at: at, gen: 7, took: tc.took}
+		if got := m.stale(at.Add(tc.after), tc.gen); got != tc.want {
+			t.Errorf("%s: stale %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if m := (&metrics{s: s}); !m.stale(at, 0) {
+		t.Error("never made: not stale")
+	}
+}
