@@ -10,7 +10,7 @@
 // label's Atom feed (GET /labels/LABEL.atom) and /metrics, in equal parts;
 // the ids, uids and labels are read from the server first. Each client
 // keeps its connection alive and accepts gzip, whose answers it reads
-// without decompressing them. It sends nothing but to a loopback address,
+// without decompressing them, through an HTTP/1.1 client of its own (raw.go). It sends nothing but to a loopback address,
 // and stops by itself.
 //
 // With -window, another process (scripts/bench-serve) writes to FILE,
@@ -78,12 +78,19 @@ func run(args []string, stdout io.Writer) error {
 	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("-url %s: load goes to loopback addresses only", *base)
 	}
+	if u.Scheme != "http" {
+		return fmt.Errorf("-url %s: load goes over http only", *base)
+	}
+	if u.Port() == "" {
+		u.Host += ":80"
+	}
 	if *clients < 1 || *dur <= 0 || *dur > 10*time.Minute {
 		return errors.New("-c must be at least 1 and -d from 1ns to 10m")
 	}
 	tr := &http.Transport{MaxIdleConns: *clients * 2, MaxIdleConnsPerHost: *clients * 2, IdleConnTimeout: time.Minute, DisableCompression: false}
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	feeds, labels, uids, err := discover(client, *base)
+	prefix := strings.TrimSuffix(u.Path, "/")
 	if err != nil {
 		return err
 	}
@@ -103,6 +110,12 @@ func run(args []string, stdout io.Writer) error {
 		go func() {
 			defer wg.Done()
 			rnd := rand.New(rand.NewPCG(*seed, uint64(c)))
+			rc := &rawClient{addr: u.Host, host: u.Host, timeout: 30 * time.Second}
+			defer func() {
+				if rc.conn != nil {
+					rc.conn.Close()
+				}
+			}()
 			local := make([][]sample, len(kinds))
 			localErr := make([]int, len(kinds))
 			for i := c; time.Now().Before(deadline); i++ {
@@ -124,22 +137,12 @@ func run(args []string, stdout io.Writer) error {
 					path = "/metrics"
 				}
 				t := time.Now()
-				// Asked for explicitly, gzip is not undone by the transport:
-				// the answers are sent compressed, as browsers ask for them,
-				// and counted, not decompressed here (the load generator's
+				// The answers are sent compressed, as browsers ask for
+				// them, and read, not decompressed (the load generator's
 				// CPU is taken from the server's on a small machine).
-				var resp *http.Response
-				req, err := http.NewRequest(http.MethodGet, *base+path, nil)
-				if err == nil {
-					req.Header.Set("Accept-Encoding", "gzip")
-					resp, err = client.Do(req)
-				}
-				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if err == nil && resp.StatusCode != 200 {
-						err = fmt.Errorf("GET %s: %s", path, resp.Status)
-					}
+				status, err := rc.get(prefix + path)
+				if err == nil && status != 200 {
+					err = fmt.Errorf("GET %s: status %d", path, status)
 				}
 				local[k] = append(local[k], sample{t, time.Since(t)})
 				if err != nil {
