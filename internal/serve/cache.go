@@ -13,13 +13,14 @@ import (
 )
 
 // The answers of the routes that read the catalog are kept, by request
-// URI, while what they show is unchanged: an answer of one feed (its page
-// of entries, an entry, the feed) until a commit changes that feed, any
-// other until a commit changes anything (changes.go). An answer is also
-// kept at most MaxAge, which bounds what a change within the file
-// system's time granularity and of the same size, or made outside
-// feedpipe, could leave stale. The ETag and 304 are worked out from the
-// kept body for each request, as for a fresh one.
+// URI, while what they show is unchanged: an answer of one feed's content
+// (its page of entries, an entry, a fetch record, its meta-feed) until a
+// commit changes that feed, any other until a commit changes any feed or
+// anything else (changes.go). An answer is also kept at most cacheMaxAge
+// (one of a feed's content contentMaxAge), which bounds what depends on
+// the time and what a write made outside feedpipe could leave stale. The
+// ETag and 304 are worked out from the kept body for each request, as for
+// a fresh one.
 
 // Cache limits.
 const (
