@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -51,7 +52,8 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			&cli.StringFlag{Name: "base-url", Usage: "the URL the server is reached at, for links in feeds and headers", DefaultText: "http://HOST of each request", EnvVars: []string{"FEEDPIPE_SERVE_BASE_URL"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
 			&cli.DurationFlag{Name: "unread-window", Usage: "how far back the Google Reader API and GET /feeds?reader= count unread entries; older ones count as read", Value: serve.DefaultUnreadWindow, EnvVars: []string{"FEEDPIPE_SERVE_UNREAD_WINDOW"}},
-			&cli.IntFlag{Name: "max-reads", Usage: "requests that read the catalog at once; the others wait in line, first come first served", Value: serve.DefaultMaxReads(), DefaultText: "the CPUs, 4 at most", EnvVars: []string{"FEEDPIPE_SERVE_MAX_READS"}},
+			&cli.IntFlag{Name: "cpus", Usage: "CPUs feed-serve runs on at once (GOMAXPROCS), leaving the others to the pipeline that writes the store on this machine", DefaultText: "all but one, at least one; GOMAXPROCS when set", EnvVars: []string{"FEEDPIPE_SERVE_CPUS"}},
+			&cli.IntFlag{Name: "max-reads", Usage: "requests that read the catalog at once; the others wait in line, first come first served", DefaultText: "one a CPU it runs on (--cpus), 4 at most", EnvVars: []string{"FEEDPIPE_SERVE_MAX_READS"}},
 			&cli.BoolFlag{Name: "per-feed-metrics", Usage: "add series per feed to /metrics (interval, EWMA, new entries, errors): for up to some thousands of feeds", EnvVars: []string{"FEEDPIPE_SERVE_PER_FEED_METRICS"}},
 			&cli.BoolFlag{Name: "allow-private", Usage: "discovery (POST /feeds with discover) may fetch loopback, private and link-local addresses", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 			&cli.DurationFlag{Name: "timeout", Usage: "per discovery request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
@@ -73,6 +75,14 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			if c.Duration("timeout") <= 0 {
 				return cmdkit.Usagef("--timeout %s: it must be more than 0", c.Duration("timeout"))
 			}
+			cpus := c.Int("cpus")
+			if cpus < 0 || c.Int("max-reads") < 0 {
+				return cmdkit.Usagef("--cpus %d, --max-reads %d: each is 1 or more (0: the default)", cpus, c.Int("max-reads"))
+			}
+			if cpus == 0 {
+				cpus = serve.DefaultCPUs()
+			}
+			runtime.GOMAXPROCS(cpus)
 			host, _, err := net.SplitHostPort(c.String("listen"))
 			if err != nil {
 				return cmdkit.Usagef("--listen %q: %v (host:port, such as 127.0.0.1:8080)", c.String("listen"), err)

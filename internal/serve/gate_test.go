@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,4 +254,17 @@ func TestGateHeavy(t *testing.T) {
 			t.Fatalf("ran %v; %d and %d slots held at the end", in, len(s.reads.slots), len(s.heavy.slots))
 		}
 	})
+}
+
+// feed-serve runs on all CPUs but one unless GOMAXPROCS says otherwise.
+func TestDefaultCPUs(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	t.Setenv("GOMAXPROCS", "")
+	if got, want := DefaultCPUs(), max(1, procs-1); got != want {
+		t.Errorf("without GOMAXPROCS: %d, want %d", got, want)
+	}
+	t.Setenv("GOMAXPROCS", strconv.Itoa(procs))
+	if got := DefaultCPUs(); got != procs {
+		t.Errorf("with GOMAXPROCS=%d: %d", procs, got)
+	}
 }
