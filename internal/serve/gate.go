@@ -28,9 +28,9 @@ import (
 // environment sets it. feed-serve runs on the machine of the pipeline
 // that writes its store (SQLite shares a database within one machine),
 // and a cycle's writer needs about one CPU: under bench-serve's load on
-// two CPUs, a pipeline cycle took +11% against +48% (medians of 4 runs
-// each) with feed-serve on one CPU rather than two, a feed's entries p99
-// 39 against 28 ms, 25,000 requests/s against 31,000 (docs/serve.md).
+// two CPUs, a pipeline cycle took +6% against +59% (medians of 7 and 4
+// runs) with feed-serve on one CPU rather than two, a feed's entries p99
+// 33 against 29 ms, 26,500 requests/s against 29,800 (docs/serve.md).
 func DefaultCPUs() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)
