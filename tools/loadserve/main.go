@@ -87,13 +87,13 @@ func run(args []string, stdout io.Writer) error {
 	if *clients < 1 || *dur <= 0 || *dur > 10*time.Minute {
 		return errors.New("-c must be at least 1 and -d from 1ns to 10m")
 	}
-	tr := &http.Transport{MaxIdleConns: *clients * 2, MaxIdleConnsPerHost: *clients * 2, IdleConnTimeout: time.Minute, DisableCompression: false}
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	feeds, labels, uids, err := discover(client, *base)
-	prefix := strings.TrimSuffix(u.Path, "/")
+	// The ids to ask for are read with Go's client; the load goes
+	// through the clients of raw.go.
+	feeds, labels, uids, err := discover(&http.Client{Timeout: 30 * time.Second}, *base)
 	if err != nil {
 		return err
 	}
+	prefix := strings.TrimSuffix(u.Path, "/")
 	fmt.Fprintf(os.Stderr, "loadserve: %d feeds, %d labels, %d uids; %d clients for %s\n", len(feeds), len(labels), len(uids), *clients, *dur)
 	var (
 		mu      sync.Mutex
