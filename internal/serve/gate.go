@@ -21,7 +21,8 @@ import (
 // another's make of its answer waits outside it. Never gated: the event
 // stream (it lasts as long as its client), /healthz (it must answer when
 // the server is busiest), /openapi.json, /metrics (made once a second),
-// /raw (a payload's bytes can take long to send) and every write.
+// /raw (a payload's bytes can take long to send), the web page's static
+// files (they read no catalog) and every write.
 
 // DefaultCPUs is how many CPUs feed-serve runs on at once (GOMAXPROCS)
 // when not told: all but one, at least one, or GOMAXPROCS when the
@@ -88,6 +89,7 @@ func (g *gate) leave() {
 // ungated are the routes whose GETs do not pass the gate (see above).
 var ungated = map[string]bool{
 	"/events/stream": true, "/healthz": true, "/openapi.json": true, "/metrics": true, "/raw/{id}": true,
+	"/web/static/{file}": true,
 }
 
 // heavyRoutes are the reads that merge the entries of many feeds: a

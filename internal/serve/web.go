@@ -94,7 +94,7 @@ func (s *Server) webHandler(rt webRoute) http.Handler {
 			s.signInPage(w, r, http.StatusUnauthorized, s.whyNotSignedIn(r, rt.write))
 			return
 		}
-		if isRead(r) && rt.pattern != "/web/static/{file}" {
+		if isRead(r) && !ungated[rt.pattern] {
 			s.gated(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })(w, r)
 			return
 		}

@@ -98,7 +98,6 @@ func run(args []string, stdout io.Writer) error {
 	var (
 		mu      sync.Mutex
 		samples = make([][]sample, len(kinds))
-		errs    = make([]int, len(kinds))
 		count   atomic.Int64
 		wg      sync.WaitGroup
 		errMsg  atomic.Value
@@ -117,7 +116,6 @@ func run(args []string, stdout io.Writer) error {
 				}
 			}()
 			local := make([][]sample, len(kinds))
-			localErr := make([]int, len(kinds))
 			for i := c; time.Now().Before(deadline); i++ {
 				if *limit > 0 && count.Add(1) > int64(*limit) {
 					break
@@ -144,23 +142,21 @@ func run(args []string, stdout io.Writer) error {
 				if err == nil && status != 200 {
 					err = fmt.Errorf("GET %s: status %d", path, status)
 				}
-				local[k] = append(local[k], sample{t, time.Since(t)})
+				local[k] = append(local[k], sample{t, time.Since(t), err != nil})
 				if err != nil {
-					localErr[k]++
 					errMsg.CompareAndSwap(nil, err.Error())
 				}
 			}
 			mu.Lock()
 			for k := range kinds {
 				samples[k] = append(samples[k], local[k]...)
-				errs[k] += localErr[k]
 			}
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	end := time.Now()
-	results := summarizeAll(samples, errs, start, end, false)
+	results := summarizeAll(samples, start, end, false)
 	printResults(stdout, results)
 	if *windowFile != "" {
 		from, to, err := readWindow(*windowFile, end)
@@ -176,7 +172,7 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 		fmt.Fprintf(stdout, "within the window (%.1f s, from %.1f s on):\n", to.Sub(from).Seconds(), from.Sub(start).Seconds())
-		in := summarizeAll(within, nil, from, to, true)
+		in := summarizeAll(within, from, to, true)
 		printResults(stdout, in)
 		results = append(results, in...)
 	}
@@ -200,27 +196,29 @@ func run(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// sample is a request's start and how long its answer took.
+// sample is a request's start, how long its answer took, and whether it
+// failed.
 type sample struct {
-	at time.Time
-	d  time.Duration
+	at     time.Time
+	d      time.Duration
+	failed bool
 }
 
 // summarizeAll are the figures of each kind and of all, sent from start
-// to end; errs counts each kind's errors (nil: not counted).
-func summarizeAll(samples [][]sample, errs []int, start, end time.Time, window bool) []result {
+// to end.
+func summarizeAll(samples [][]sample, start, end time.Time, window bool) []result {
 	secs := end.Sub(start).Seconds()
 	var all []time.Duration
 	var results []result
 	totalErr := 0
 	for k, name := range kinds {
 		d := make([]time.Duration, len(samples[k]))
+		n := 0
 		for i, s := range samples[k] {
 			d[i] = s.d
-		}
-		n := 0
-		if errs != nil {
-			n = errs[k]
+			if s.failed {
+				n++
+			}
 		}
 		results = append(results, summarize(name, d, n, secs))
 		all = append(all, d...)
@@ -236,11 +234,7 @@ func summarizeAll(samples [][]sample, errs []int, start, end time.Time, window b
 func printResults(w io.Writer, results []result) {
 	fmt.Fprintf(w, "%-8s %9s %9s %8s %8s %7s\n", "request", "requests", "req/s", "p50 ms", "p99 ms", "errors")
 	for _, r := range results {
-		errs := strconv.Itoa(r.Errors)
-		if r.Window {
-			errs = "-"
-		}
-		fmt.Fprintf(w, "%-8s %9d %9.0f %8.2f %8.2f %7s\n", r.Kind, r.Requests, r.RPS, r.P50ms, r.P99ms, errs)
+		fmt.Fprintf(w, "%-8s %9d %9.0f %8.2f %8.2f %7d\n", r.Kind, r.Requests, r.RPS, r.P50ms, r.P99ms, r.Errors)
 	}
 }
 
