@@ -20,9 +20,10 @@ import (
 func userCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "user",
-		Usage: "the users of the Google Reader API (/accounts/ClientLogin, /reader/api/0/...: for reader apps; off until a user exists): add, passwd, remove, list",
-		UsageText: `feed-serve user add NAME      (the password from stdin, or asked twice on a terminal)
+		Usage: "the users of the Google Reader API (/accounts/ClientLogin, /reader/api/0/...: for reader apps; off until a user exists): add, passwd, role, remove, list",
+		UsageText: `feed-serve user add NAME [--admin]   (the password from stdin, or asked twice on a terminal)
    feed-serve user passwd NAME
+   feed-serve user role NAME admin|reader
    feed-serve user remove NAME
    feed-serve user list
    printf '%s\n' "$PASSWORD" | feed-serve user add alice`,
@@ -30,23 +31,43 @@ func userCommand() *cli.Command {
 for reader apps: newsboat, Reeder, NetNewsWire, FeedMe...) is off until a
 user exists. A user's name is also their reader name: the entries they
 mark read or starred in an app are read or starred for feed-read --reader
-NAME and the REST API's ?reader=NAME. Passwords are kept in the catalog
-as PBKDF2-SHA256 hashes (600,000 rounds); passwd and remove end the
-user's sessions, so every app logs in again.`,
+NAME and the REST API's ?reader=NAME, and they may sign in to the web page.
+A user is a reader (reads and marks) unless made an admin, who may also
+change the subscriptions through the API (quickadd, unsubscribe, rename,
+labels). A password has at least 12 characters; it is kept in the catalog as
+a PBKDF2-SHA256 hash (600,000 rounds); passwd and remove end the user's
+sessions, so every app logs in again.`,
 		Subcommands: []*cli.Command{
-			{Name: "add", ArgsUsage: "NAME", Usage: "add a user; the password is read from stdin, or asked twice on a terminal",
+			{Name: "add", ArgsUsage: "NAME", Usage: "add a user, a reader unless --admin; the password is read from stdin, or asked twice on a terminal",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "admin", Usage: "the user may change the subscriptions through the API, not only read and mark"}},
 				Action: func(c *cli.Context) error {
 					return withUser(c, func(cat *catalog.Catalog, name string) error {
 						pw, err := readPassword(c)
 						if err != nil {
 							return err
 						}
-						if err := cat.AddUser(c.Context, name, pw, time.Now()); err != nil {
+						role := catalog.RoleReader
+						if c.Bool("admin") {
+							role = catalog.RoleAdmin
+						}
+						if err := cat.AddUser(c.Context, name, pw, role, time.Now()); err != nil {
 							return cmdkit.UsageIf(err, catalog.ErrUserExists, catalog.ErrBadReader, catalog.ErrWeakPassword)
 						}
-						fmt.Fprintf(c.App.ErrWriter, "feed-serve: added user %s: the Google Reader API is on (POST /accounts/ClientLogin)\n", name)
+						fmt.Fprintf(c.App.ErrWriter, "feed-serve: added user %s (%s): the Google Reader API is on (POST /accounts/ClientLogin)\n", name, role)
 						return nil
 					})
+				}},
+			{Name: "role", ArgsUsage: "NAME admin|reader", Usage: "make a user an admin (may change the subscriptions) or a reader (reads and marks)",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 2 {
+						return cmdkit.Usagef("user role takes NAME and a role (admin or reader), got %d arguments", c.NArg())
+					}
+					cat, done, err := openCatalog(c)
+					if err != nil {
+						return err
+					}
+					defer done()
+					return cmdkit.UsageIf(cat.SetRole(c.Context, c.Args().Get(0), c.Args().Get(1)), catalog.ErrNoSuchUser, catalog.ErrBadRole)
 				}},
 			{Name: "passwd", ArgsUsage: "NAME", Usage: "change a user's password (read as add reads it); their sessions end",
 				Action: func(c *cli.Context) error {
@@ -64,7 +85,7 @@ user's sessions, so every app logs in again.`,
 						return cmdkit.UsageIf(cat.RemoveUser(c.Context, name), catalog.ErrNoSuchUser)
 					})
 				}},
-			{Name: "list", Usage: "list the users: name and when added, a line each",
+			{Name: "list", Aliases: []string{"ls"}, Usage: "list the users: name, role and when added, a line each",
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 0 {
 						return cmdkit.Usagef("user list takes no arguments")
@@ -80,7 +101,7 @@ user's sessions, so every app logs in again.`,
 					}
 					out := bufio.NewWriter(c.App.Writer)
 					for _, u := range users {
-						fmt.Fprintf(out, "%s\t%s\n", u.Name, u.Created.Format(time.RFC3339))
+						fmt.Fprintf(out, "%s\t%s\t%s\n", u.Name, u.Role, u.Created.Format(time.RFC3339))
 					}
 					return out.Flush()
 				}},

@@ -29,15 +29,21 @@ func TestUserCommand(t *testing.T) {
 		stdout, stderr string
 	}{
 		{[]string{"user", "list"}, "", 0, "", ""},
-		{[]string{"user", "add", "alice"}, "correct horse\n", 0, "", "added user alice"},
-		{[]string{"user", "add", "bob"}, "b0b", 0, "", "added user bob"},
-		{[]string{"user", "add", "alice"}, "x\n", 2, "", "user exists"},
-		{[]string{"user", "add", "Carol"}, "x\n", 2, "", "bad reader name"},
+		{[]string{"user", "add", "alice"}, "correct horse\n", 0, "", "added user alice (reader)"},
+		{[]string{"user", "add", "bob", "--admin", "--log-level", "debug"}, "b0b b0b b0b b0b", 0, "", "added user bob (admin)"},
+		{[]string{"user", "add", "alice"}, "x long enough\n", 2, "", "user exists"},
+		{[]string{"user", "add", "Carol"}, "x long enough\n", 2, "", "bad reader name"},
 		{[]string{"user", "add", "carol"}, "", 2, "", "no password on stdin"},
+		{[]string{"user", "add", "carol"}, "short\n", 2, "", "fewer than 12 characters"},
 		{[]string{"user", "add"}, "x\n", 2, "", "one NAME"},
-		{[]string{"user", "list"}, "", 0, "alice\t", ""},
+		{[]string{"user", "list"}, "", 0, "alice\treader\t", ""},
+		{[]string{"user", "ls"}, "", 0, "bob\tadmin\t", ""},
+		{[]string{"user", "role", "alice", "admin"}, "", 0, "", ""},
+		{[]string{"user", "role", "alice", "root"}, "", 2, "", "no such role"},
+		{[]string{"user", "role", "mallory", "admin"}, "", 2, "", "no such user"},
+		{[]string{"user", "role", "alice"}, "", 2, "", "NAME and a role"},
 		{[]string{"user", "passwd", "alice"}, "battery staple\r\n", 0, "", ""},
-		{[]string{"user", "passwd", "mallory"}, "x\n", 2, "", "no such user"},
+		{[]string{"user", "passwd", "mallory"}, "x long enough\n", 2, "", "no such user"},
 		{[]string{"user", "remove", "bob"}, "", 0, "", ""},
 		{[]string{"user", "remove", "bob"}, "", 2, "", "no such user"},
 	} {
@@ -56,7 +62,7 @@ func TestUserCommand(t *testing.T) {
 	}
 	defer cat.Close()
 	users, _ := cat.Users(context.Background())
-	if len(users) != 1 || users[0].Name != "alice" {
+	if len(users) != 1 || users[0].Name != "alice" || users[0].Role != catalog.RoleAdmin {
 		t.Fatalf("users %+v", users)
 	}
 	if cat.CheckPassword(context.Background(), "alice", "battery staple") != nil {

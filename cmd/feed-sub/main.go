@@ -53,7 +53,7 @@ flags, or both.`,
 					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
 					&cli.BoolFlag{Name: "check", Usage: "fetch URL first: subscribe only if it is a feed; for a web page, list the feeds it links to"},
-				), fetchFlags()[:2]...),
+				), fetchFlags()[1:2]...), // --timeout: --allow-private is a setting here
 				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
@@ -81,7 +81,7 @@ flags, or both.`,
 						URL: url, Name: c.String("name"), Labels: labelsOf(c, "label"),
 						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
-						Scrape: scrape, Fulltext: c.Bool("fulltext"),
+						Scrape: scrape, Fulltext: c.Bool("fulltext"), AllowPrivate: c.Bool("allow-private"),
 					})
 					return cmdkit.UsageIf(err, sub.ErrInvalid)
 				}),
@@ -224,6 +224,9 @@ func settingFlags(set bool) []cli.Flag {
 		&cli.StringFlag{Name: "user-agent", Usage: "a User-Agent for this feed only", DefaultText: "feed-fetch's"},
 		&cli.StringSliceFlag{Name: "header", Usage: `an extra request header, "Name: value" (repeatable; set replaces them all, "" for none)`},
 		&cli.StringFlag{Name: "basic-auth", Usage: "user:password for HTTP basic authentication (kept in subscriptions.ndjson, which only its owner can read; never in fetch records or logs)"},
+		// Not FEEDPIPE_ALLOW_PRIVATE: that lets every feed through while it
+		// is set, and is kept by none.
+		&cli.BoolFlag{Name: "allow-private", Usage: "this feed may be on a loopback, private or link-local address (an intranet, a server of your own), kept with it" + map[bool]string{true: "; --allow-private=false takes it back"}[set]},
 	}, scrapeFlags()...)
 }
 

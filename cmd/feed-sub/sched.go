@@ -135,9 +135,11 @@ func changes(c *cli.Context) (sub.Changes, error) {
 		ch.Labels = &labels
 	}
 	ch.AddLabels, ch.RmLabels = labelsOf(c, "add-label"), labelsOf(c, "rm-label")
-	if c.IsSet("fulltext") {
-		v := c.Bool("fulltext")
-		ch.Fulltext = &v
+	for name, to := range map[string]**bool{"fulltext": &ch.Fulltext, "allow-private": &ch.AllowPrivate} {
+		if c.IsSet(name) {
+			v := c.Bool(name)
+			*to = &v
+		}
 	}
 	scrape, err := scrapeEdit(c)
 	ch.Scrape = scrape

@@ -152,7 +152,8 @@ func discoverConfig(c *cli.Context) (discover.Config, error) {
 		return discover.Config{}, err
 	}
 	return discover.Config{
-		Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private"), Timeout: c.Duration("timeout")}),
+		Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private") || cmdkit.AllowPrivateEnv(),
+			Timeout: c.Duration("timeout")}),
 		Log:    log,
 	}, nil
 }

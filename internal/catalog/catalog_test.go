@@ -720,7 +720,8 @@ func TestOpenAtOnce(t *testing.T) {
 // undoLabels takes a catalog back before migration 9 (subscription_labels)
 // and 10 (changes).
 const undoLabels = `DROP TRIGGER subscriptions_labels_insert; DROP TRIGGER subscriptions_labels_update; DROP TRIGGER subscriptions_labels_delete;
-	DROP TABLE subscription_labels; DROP TABLE changes`
+	DROP TABLE subscription_labels; DROP TABLE changes;
+	ALTER TABLE users DROP COLUMN role; ALTER TABLE subscriptions DROP COLUMN allow_private; DROP TABLE web_sessions`
 
 // TestSubscriptionLabels: the rows of subscription_labels say what the
 // subscriptions' labels columns do through adds, edits, removals and a

@@ -196,8 +196,8 @@ func TestFTSBackfill(t *testing.T) {
 	storeLines(t, c, "2026-11-20", es...)
 	// Back to version 3: no index nor the tables and columns of the
 	// migrations after it, and the mark the migration leaves.
-	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`,
-		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, undoLabels, `PRAGMA user_version = 3`} {
+	for _, q := range []string{undoLabels, `DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`,
+		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, `PRAGMA user_version = 3`} {
 		if _, err := c.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

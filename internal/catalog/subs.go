@@ -27,7 +27,7 @@ const subsLock = ".subscriptions.lock"
 
 // subColumns are the subscription columns, in the order scanSub reads them.
 const subColumns = `f.feed_id, s.url, s.name, s.labels, s.source_type, s.interval_sec, s.cron, s.disabled, s.created_at,
-	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until`
+	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private`
 
 // subRow receives a row of subColumns (targets), then decodes it.
 type subRow struct {
@@ -40,7 +40,7 @@ type subRow struct {
 func (r *subRow) targets() []any {
 	s := &r.s
 	return []any{&s.FeedID, &s.URL, &s.Name, &r.labels, &s.SourceType, &s.IntervalSec, &s.Cron, &s.Disabled, &r.created,
-		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused}
+		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate}
 }
 
 func (r *subRow) decode(dst *ndjson.Subscription) error {
@@ -369,10 +369,10 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		auth = string(b)
 	}
 	_, err = t.run(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
-		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, position, s.URL, s.Name, string(labels), cmpOr(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
-		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time))
+		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate)
 	return err
 }
 
@@ -490,4 +490,24 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// PrivateFeeds returns the ids of the subscriptions that may be fetched
+// from private addresses (ndjson.Access.AllowPrivate): the stages that
+// fetch believe this, not a record's claim.
+func (c *Catalog) PrivateFeeds(ctx context.Context) (map[string]bool, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.allow_private`)
+	if err != nil {
+		return nil, c.damaged(fmt.Errorf("catalog: private feeds: %w", err))
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, c.damaged(fmt.Errorf("catalog: private feeds: %w", err))
+		}
+		out[id] = true
+	}
+	return out, c.damaged(rows.Err())
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Users: the people the Google Reader API of feed-serve lets in (docs/
@@ -60,18 +61,44 @@ var (
 // User is a user of the Google Reader API.
 type User struct {
 	Name    string
+	Role    string // RoleAdmin or RoleReader
 	Created time.Time
+}
+
+// Roles: what a user may do through the Google Reader API and the web
+// page. A reader reads and marks; an admin also changes the
+// subscriptions (quickadd, unsubscribe, rename, labels).
+const (
+	RoleReader = "reader"
+	RoleAdmin  = "admin"
+)
+
+// ErrBadRole is returned for a role that is neither.
+var ErrBadRole = errors.New("no such role")
+
+func checkRole(role string) error {
+	if role != RoleReader && role != RoleAdmin {
+		return fmt.Errorf("catalog: %w: %q (it is %s or %s)", ErrBadRole, role, RoleReader, RoleAdmin)
+	}
+	return nil
 }
 
 // MaxPasswordBytes caps a password: PBKDF2 hashes any length, but a
 // request's form should not make it hash megabytes.
 const MaxPasswordBytes = 1024
 
-// checkPassword refuses a password nobody should use: empty, or too long.
+// MinPasswordChars is the shortest password a user may be given: a
+// password that logs in from anywhere a network reaches must not fall to
+// guessing (NIST SP 800-63B asks at least 8; OWASP's authentication
+// cheat sheet, 12 without other factors).
+const MinPasswordChars = 12
+
+// checkPassword refuses a password nobody should use: too short, or too
+// long.
 func checkPassword(pw string) error {
 	switch {
-	case pw == "":
-		return fmt.Errorf("catalog: %w: it is empty", ErrWeakPassword)
+	case utf8.RuneCountInString(pw) < MinPasswordChars:
+		return fmt.Errorf("catalog: %w: it has fewer than %d characters", ErrWeakPassword, MinPasswordChars)
 	case len(pw) > MaxPasswordBytes:
 		return fmt.Errorf("catalog: %w: it is over %d bytes", ErrWeakPassword, MaxPasswordBytes)
 	}
@@ -112,10 +139,13 @@ func passwordMatches(stored, pw string) bool {
 }
 
 // AddUser adds the user name (a reader name: CheckReader) with the
-// password pw.
-func (c *Catalog) AddUser(ctx context.Context, name, pw string, now time.Time) error {
+// password pw and the role (RoleReader, RoleAdmin).
+func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.Time) error {
 	if err := CheckReader(name); err != nil {
 		return fmt.Errorf("catalog: user: %w", err)
+	}
+	if err := checkRole(role); err != nil {
+		return err
 	}
 	if err := checkPassword(pw); err != nil {
 		return err
@@ -125,7 +155,7 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw string, now time.Time) e
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO users (name, password, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, name, h, now.UnixMilli())
+		r, err := t.exec(`INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -154,9 +184,35 @@ func (c *Catalog) SetPassword(ctx context.Context, name, pw string) error {
 		if n, _ := r.RowsAffected(); n == 0 {
 			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ?`, name)
-		return err
+		return t.endSessions(name)
 	})
+}
+
+// SetRole gives the user name the role (RoleReader, RoleAdmin).
+func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
+	if err := checkRole(role); err != nil {
+		return err
+	}
+	return c.Update(ctx, func(t *Tx) error {
+		r, err := t.exec(`UPDATE users SET role = ? WHERE name = ?`, role, name)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
+		}
+		return nil
+	})
+}
+
+// endSessions ends every session of the user name: the Google Reader
+// API's and the web page's.
+func (t *Tx) endSessions(name string) error {
+	if _, err := t.exec(`DELETE FROM sessions WHERE user = ?`, name); err != nil {
+		return err
+	}
+	_, err := t.exec(`DELETE FROM web_sessions WHERE user = ?`, name)
+	return err
 }
 
 // RemoveUser removes the user name and their sessions; their marks stay
@@ -170,14 +226,13 @@ func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 		if n, _ := r.RowsAffected(); n == 0 {
 			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ?`, name)
-		return err
+		return t.endSessions(name)
 	})
 }
 
 // Users returns the users, by name.
 func (c *Catalog) Users(ctx context.Context) ([]User, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT name, created_at FROM users ORDER BY name`)
+	rows, err := c.db.QueryContext(ctx, `SELECT name, role, created_at FROM users ORDER BY name`)
 	if err != nil {
 		return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
 	}
@@ -186,7 +241,7 @@ func (c *Catalog) Users(ctx context.Context) ([]User, error) {
 	for rows.Next() {
 		var u User
 		var at int64
-		if err := rows.Scan(&u.Name, &at); err != nil {
+		if err := rows.Scan(&u.Name, &u.Role, &at); err != nil {
 			return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
 		}
 		u.Created = time.UnixMilli(at).UTC()
@@ -263,21 +318,21 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	return token, nil
 }
 
-// SessionUser returns the user of the token of kind; ok is false when no
-// session has it.
-func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (name string, ok bool, err error) {
+// SessionUser returns the user of the token of kind (Created unset); ok
+// is false when no session has it.
+func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (u User, ok bool, err error) {
 	if token == "" || len(token) > 256 {
-		return "", false, nil
+		return User{}, false, nil
 	}
-	err = c.db.QueryRowContext(ctx, `SELECT s.user FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
-		tokenHash(token), kind).Scan(&name)
+	err = c.db.QueryRowContext(ctx, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
+		tokenHash(token), kind).Scan(&u.Name, &u.Role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
+		return User{}, false, nil
 	}
 	if err != nil {
-		return "", false, c.damaged(fmt.Errorf("catalog: session: %w", err))
+		return User{}, false, c.damaged(fmt.Errorf("catalog: session: %w", err))
 	}
-	return name, true, nil
+	return u, true, nil
 }
 
 // tokenHash is how a token is kept: its SHA-256 in hex. The lookup by it

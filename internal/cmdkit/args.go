@@ -23,20 +23,24 @@ func interleave(app *cli.App, args []string) ([]string, error) {
 	rest := args[1:]
 	flags := app.Flags
 	// Flags before the subcommand belong to the app; after it, to the
-	// subcommand.
-	for i, a := range rest {
-		if strings.HasPrefix(a, "-") {
-			continue
+	// subcommand (feed-sub add), or its own (feed-serve user add).
+	commands := app.Commands
+	for found := true; found; {
+		found = false
+		for i, a := range rest {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			if i > 0 && !isBoolFlag(flags, rest[i-1]) && !strings.Contains(rest[i-1], "=") && strings.HasPrefix(rest[i-1], "-") {
+				continue // the value of a flag
+			}
+			if cmd := findCommand(commands, a); cmd != nil {
+				out = append(out, rest[:i+1]...)
+				rest = rest[i+1:]
+				flags, commands, found = cmd.Flags, cmd.Subcommands, true
+			}
+			break
 		}
-		if i > 0 && !isBoolFlag(flags, rest[i-1]) && !strings.Contains(rest[i-1], "=") && strings.HasPrefix(rest[i-1], "-") {
-			continue // the value of a flag
-		}
-		if cmd := findCommand(app.Commands, a); cmd != nil {
-			out = append(out, rest[:i+1]...)
-			rest = rest[i+1:]
-			flags = cmd.Flags
-		}
-		break
 	}
 	var front, positional []string
 	for i := 0; i < len(rest); i++ {
@@ -63,7 +67,7 @@ func interleave(app *cli.App, args []string) ([]string, error) {
 				taken = append(taken, rest[i])
 			}
 			if global {
-				out = slices.Insert(out, len(out)-1, taken...)
+				out = slices.Insert(out, 1, taken...)
 			} else {
 				front = append(front, taken...)
 			}

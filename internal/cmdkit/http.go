@@ -1,6 +1,9 @@
 package cmdkit
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -20,6 +23,14 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 	}
+}
+
+// AllowPrivateEnv reports whether FEEDPIPE_ALLOW_PRIVATE lets every feed
+// reach private addresses (tests and the demo set it): for a command whose
+// --allow-private is a setting of one feed, not the switch.
+func AllowPrivateEnv() bool {
+	v, err := strconv.ParseBool(os.Getenv("FEEDPIPE_ALLOW_PRIVATE"))
+	return err == nil && v
 }
 
 // HTTPSettings reads and checks the HTTPFlags: the client's options (the

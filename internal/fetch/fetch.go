@@ -53,6 +53,10 @@ type Config struct {
 	// SlowAfter is how long a fetch may take before it is logged as slow;
 	// 0 means SlowFetch.
 	SlowAfter time.Duration
+
+	// private are the feeds whose subscriptions allow private addresses
+	// (catalog.PrivateFeeds), read at the start of the run.
+	private map[string]bool
 }
 
 // result is one line of output: a fetch record, or a record passed through
@@ -91,6 +95,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer done()
 	cfg.Catalog = cat
 	if err := cfg.catchUp(ctx); err != nil {
+		return err
+	}
+	if cfg.private, err = cat.PrivateFeeds(ctx); err != nil {
 		return err
 	}
 	readErr, claimErr := make(chan error, 1), make(chan error, 1)

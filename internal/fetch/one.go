@@ -46,7 +46,11 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 	if due.Auth != nil {
 		req.Auth = &httpx.BasicAuth{Username: due.Auth.Username, Password: due.Auth.Password}
 	}
-	r := cfg.Client.Get(ctx, req)
+	client := cfg.Client
+	if cfg.private[due.FeedID] { // the subscription's, not the record's say
+		client = client.Private()
+	}
+	r := client.Get(ctx, req)
 	f.URL = r.URL
 	if r.Redirects != nil {
 		f.Redirects = r.Redirects

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -69,6 +70,26 @@ type Client struct {
 	// public says which addresses may be connected to without
 	// AllowPrivate: those publicAddr accepts, but in tests.
 	public func(netip.AddrPort) bool
+
+	privateOnce sync.Once
+	private     *Client // Private's
+}
+
+// Private returns a Client like c that may connect to loopback, private
+// and link-local addresses too: for the feeds allowed them one by one
+// (ndjson.Access.AllowPrivate). It has its own connections, so that none
+// made for such a feed is ever reused for another; robots.txt is shared.
+func (c *Client) Private() *Client {
+	if c.opts.AllowPrivate {
+		return c
+	}
+	c.privateOnce.Do(func() {
+		opts := c.opts
+		opts.AllowPrivate = true
+		c.private = New(opts)
+		c.private.robots = c.robots
+	})
+	return c.private
 }
 
 // New returns a Client.

@@ -82,7 +82,7 @@ func checkAddress(address string, public func(netip.AddrPort) bool) error {
 		return fmt.Errorf("%w: %s", ErrAddressRefused, address)
 	}
 	if !public(ap) {
-		return fmt.Errorf("%w: %s (--allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it)", ErrAddressRefused, ap.Addr())
+		return fmt.Errorf("%w: %s (feed-sub set FEED --allow-private permits it for one feed)", ErrAddressRefused, ap.Addr())
 	}
 	return nil
 }

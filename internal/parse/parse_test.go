@@ -552,3 +552,35 @@ func BenchmarkParseFeed(b *testing.B) {
 		}
 	}
 }
+
+// TestControlCharacters: NUL, BEL, ESC, DEL and C1 controls of a
+// publisher's, escaped in XML or JSON, reach no field of an entry or the
+// feed; tabs and line breaks stay.
+func TestControlCharacters(t *testing.T) {
+	const src = "00000000-0000-5000-8000-000000000001"
+	for name, doc := range map[string]string{
+		"rss": `<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
+<title>Bad&#x1b;[31m feed&#x7;</title><link>https://example.org/</link><description>d&#x9b;2J</description>
+<item><title>Evil&#x1b;]0;pwned&#x7; title</title><link>https://example.org/1</link>
+<description>line one
+&#x0;line&#x9;two</description><dc:creator>Mal&#x1b;[2Jlory</dc:creator><category>c&#x7f;at</category></item></channel></rss>`,
+		"json": `{"version":"https://jsonfeed.org/version/1.1","title":"Bad\u001b[31m feed\u0007","description":"d\u009b2J",
+"items":[{"id":"1","url":"https://example.org/1","title":"Evil\u001b]0;pwned\u0007 title","content_text":"line one\n\u0000line\ttwo",
+"authors":[{"name":"Mal\u001b[2Jlory"}],"tags":["c\u007fat"]}]}`,
+	} {
+		f := mustParse(t, []byte(doc), Source{FeedID: src, FetchID: "00000000-0000-7000-8000-000000000001"})
+		e := f.Entries[0]
+		fields := []string{f.Info.Title, f.Info.Description, f.Info.Publisher, e.Title, e.Summary, e.Content, e.Authors[0].Name, e.Categories[0]}
+		for _, v := range fields {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r >= 0x7f && r <= 0x9f }) {
+				t.Errorf("%s: a control character left in %q", name, v)
+			}
+		}
+		if f.Info.Title != "Bad[31m feed" || e.Title != "Evil]0;pwned title" || e.Authors[0].Name != "Mal[2Jlory" || e.Categories[0] != "cat" {
+			t.Errorf("%s: %q %q %q %q", name, f.Info.Title, e.Title, e.Authors[0].Name, e.Categories[0])
+		}
+		if body := e.Summary + e.Content; !strings.Contains(body, "line one\nline\ttwo") {
+			t.Errorf("%s: tabs and line breaks lost: %q", name, body)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/width"
+
+	"github.com/feedpipe/feedpipe/internal/safetext"
 )
 
 // Display width: what a terminal gives a rune. East Asian wide and
@@ -89,7 +91,9 @@ func clean(s string) string {
 	return b.String()
 }
 
-// isControl reports the C0 and C1 control characters and DEL.
+// isControl reports the C0 and C1 control characters, DEL, and the bidi
+// controls (a U+202E in a title would reverse the rest of the line):
+// what feed-read never prints of a feed's text.
 func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || safetext.IsBidiControl(r)
 }

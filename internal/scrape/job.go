@@ -514,7 +514,8 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	if j.ctx.Err() != nil {
 		return nil, nil, false
 	}
-	allowed, err := cfg.Client.RobotsAllowed(j.ctx, rawURL, cfg.Limiter)
+	client := j.client()
+	allowed, err := client.RobotsAllowed(j.ctx, rawURL, cfg.Limiter)
 	if j.ctx.Err() != nil {
 		return nil, nil, false
 	}
@@ -536,7 +537,7 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	// A page fetch in flight finishes even after a signal, and is stored.
 	req := j.request(rawURL)
 	req.Limiter, req.Release = cfg.Limiter, release // a redirect to another host waits for a turn there
-	r := cfg.Client.Get(context.WithoutCancel(j.ctx), req)
+	r := client.Get(context.WithoutCancel(j.ctx), req)
 	release()
 	rec := &ndjson.Fetch{
 		Header:          ndjson.Head(ndjson.TypeFetch),
@@ -578,6 +579,16 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	return rec, r, true
 }
 
+// client is the HTTP client of the source's pages: one that may reach
+// private addresses when its subscription allows them (the store's
+// subscription says so, not the record).
+func (j *job) client() *httpx.Client {
+	if j.s.access[j.f.Due.FeedID].AllowPrivate {
+		return j.s.cfg.Client.Private()
+	}
+	return j.s.cfg.Client
+}
+
 // request is the GET of a page: as a browser asks for a page, with the
 // subscription's own User-Agent, and its headers and credentials when the
 // page is on the host of the subscription's URL (never elsewhere).
@@ -586,7 +597,7 @@ func (j *job) request(rawURL string) httpx.Request {
 	acc, ok := j.s.access[j.f.Due.FeedID]
 	if !ok {
 		acc = j.f.Due.Access // redacted secrets are useless, but the rest holds
-		acc.Auth = nil
+		acc.Auth, acc.AllowPrivate = nil, false
 	}
 	req.UserAgent = acc.UserAgent
 	if httpx.HostKey(rawURL) == httpx.HostKey(j.f.Due.URL) {

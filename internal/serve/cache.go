@@ -224,7 +224,7 @@ var cachedRoutes = map[string]time.Duration{
 // its own would; it never takes an answer of a catalog older than the one
 // it saw.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time.Duration, handle func(http.ResponseWriter, *http.Request)) {
-	key := r.URL.RequestURI()
+	key := s.cacheKey(r)
 	gen := s.changes.look(r.Context())
 	if e := s.cache.get(key, &s.changes, time.Now(), linger); e != nil {
 		s.replay(w, r, e)
@@ -267,6 +267,23 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 		return
 	}
 	s.gated(handle)(w, r)
+}
+
+// cacheKey is what a kept answer is kept under: everything its body
+// depends on. That is the request's URI; unless --base-url gives the
+// links' origin, the origin the links are made of (hosts.go): a request
+// with another Host must not leave its links in everyone's answer; and
+// whether the caller holds the token, which shows the messages of errors
+// (publicError).
+func (s *Server) cacheKey(r *http.Request) string {
+	key := r.URL.RequestURI()
+	if s.cfg.BaseURL == "" {
+		key = s.origin(r) + " " + key
+	}
+	if s.holdsToken(r) {
+		key = "token " + key
+	}
+	return key
 }
 
 // make makes the answer of key as its maker m, keeps it and answers r.

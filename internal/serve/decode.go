@@ -29,6 +29,9 @@ type FeedSpec struct {
 	Headers     []string             `json:"headers"`
 	BasicAuth   string               `json:"basic_auth"`
 	Scrape      *ndjson.ScrapeConfig `json:"scrape"`
+	// AllowPrivate lets the feed be on a private address: only where
+	// feed-serve runs with --allow-private.
+	AllowPrivate bool `json:"allow_private"`
 }
 
 // FeedPatch is the body of PATCH /feeds/{id}: what feed-sub set, enable,
@@ -43,6 +46,7 @@ type FeedPatch struct {
 	UserAgent      *string   `json:"user_agent"`
 	Headers        *[]string `json:"headers"`
 	BasicAuth      *string   `json:"basic_auth"`
+	AllowPrivate   *bool     `json:"allow_private"`
 	IntervalSec    *int      `json:"interval_sec"`
 	MinIntervalSec *int      `json:"min_interval_sec"`
 	MaxIntervalSec *int      `json:"max_interval_sec"`

@@ -36,7 +36,12 @@ type FeedOut struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *FeedOut {
+// feedOut is the feed of s and fs as the API shows it at now; full shows
+// the message of its last error too (the caller holds the token).
+func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time, full bool) *FeedOut {
+	if !full {
+		fs.LastError = publicError(fs.LastError)
+	}
 	st := stats.StatusOf(s, fs, now)
 	counts := fs.Counts
 	if counts.ErrorCodes == nil {
@@ -89,6 +94,7 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	page := []*FeedOut{}
+	full := s.holdsToken(r)
 	var next string
 	skipping := cursor != ""
 	err := s.cat.Feeds(r.Context(), catalog.FeedFilter{Label: label}, func(f *catalog.Feed) error {
@@ -103,7 +109,7 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 			next = page[len(page)-1].FeedID
 			return errPageFull
 		}
-		out := feedOut(cloneSub(f.Sub), f.State, now)
+		out := feedOut(cloneSub(f.Sub), f.State, now, full)
 		if unread != nil {
 			n := unread[f.Sub.FeedID].Count
 			out.Unread = &n
@@ -177,7 +183,20 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.sendJSON(w, r, http.StatusOK, feedOut(sb, fs, s.cfg.Now()), fs.LastFetchAt.Time)
+	s.sendJSON(w, r, http.StatusOK, feedOut(sb, fs, s.cfg.Now(), s.holdsToken(r)), fs.LastFetchAt.Time)
+}
+
+// privateAllowed answers a request to let a feed reach private addresses
+// that this server does not take, and reports whether it does: only with
+// --allow-private, and only from the token's holder (every write of this
+// API is).
+func (s *Server) privateAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.AllowPrivate {
+		return true
+	}
+	problem(w, r, http.StatusForbidden, "private addresses refused", "this feed-serve takes no feed on a private address "+
+		"(allow_private): start it with --allow-private to let the token's holder add them, or use feed-sub add --allow-private")
+	return false
 }
 
 // subConfig is the configuration of the functions feed-sub uses; what
@@ -248,6 +267,9 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 		badParam(w, r, "url", `member "url" is missing: the feed's URL (http or https)`)
 		return
 	}
+	if spec.AllowPrivate && !s.privateAllowed(w, r) {
+		return
+	}
 	var msg bytes.Buffer
 	u := spec.URL
 	if spec.Discover {
@@ -256,7 +278,11 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 			problem(w, r, http.StatusUnprocessableEntity, "invalid subscription", "url "+strconv.Quote(clip(u))+" is not an http or https URL")
 			return
 		}
-		f, more, err := sub.Discovered(r.Context(), s.cfg.Discover, u)
+		dc := s.cfg.Discover
+		if spec.AllowPrivate {
+			dc.Client = dc.Client.Private()
+		}
+		f, more, err := sub.Discovered(r.Context(), dc, u)
 		if err != nil {
 			problem(w, r, http.StatusUnprocessableEntity, "no feed found", err.Error())
 			return
@@ -270,7 +296,7 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, added, err := sub.Add(s.subConfig(&msg), sub.Spec{URL: u, Name: spec.Name, Labels: spec.Labels, Type: spec.Type,
 		Interval: time.Duration(spec.IntervalSec) * time.Second, Cron: spec.Cron, UserAgent: spec.UserAgent, Headers: spec.Headers,
-		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext})
+		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate})
 	if err != nil {
 		s.subError(w, r, err)
 		return
@@ -280,7 +306,7 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	out := feedOut(sb, fs, s.cfg.Now())
+	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(&msg)
 	status := http.StatusOK
 	if added {
@@ -314,14 +340,17 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, r, err)
 		return
 	}
+	if p.AllowPrivate != nil && *p.AllowPrivate && !s.privateAllowed(w, r) {
+		return
+	}
 	c := sub.Changes{Name: p.Name, Labels: p.Labels, AddLabels: p.AddLabels, RmLabels: p.RmLabels, Type: p.Type,
-		Fulltext: p.Fulltext, UserAgent: p.UserAgent, Headers: p.Headers, BasicAuth: p.BasicAuth, Overrides: sub.Overrides{
+		Fulltext: p.Fulltext, UserAgent: p.UserAgent, Headers: p.Headers, BasicAuth: p.BasicAuth, AllowPrivate: p.AllowPrivate, Overrides: sub.Overrides{
 			Interval: seconds(p.IntervalSec), Min: seconds(p.MinIntervalSec), Max: seconds(p.MaxIntervalSec), Cron: p.Cron}}
 	if setScrape {
 		c.Scrape = func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig { return scrape }
 	}
 	settings := setScrape || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
-		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || p.IntervalSec != nil ||
+		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || c.AllowPrivate != nil || p.IntervalSec != nil ||
 		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil
 	if !settings && p.Disabled == nil && !pause {
 		problem(w, r, http.StatusUnprocessableEntity, "nothing to change", "the body changes nothing: give a member to change ("+
@@ -375,7 +404,7 @@ func (s *Server) answerFeed(w http.ResponseWriter, r *http.Request, id string, m
 	if !ok {
 		return
 	}
-	out := feedOut(sb, fs, s.cfg.Now())
+	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(msg)
 	s.sendJSON(w, r, http.StatusOK, out, time.Time{})
 }
@@ -465,25 +494,7 @@ func labelProblem(label string) string {
 func nextURL(r *http.Request, param, value string) string {
 	q := r.URL.Query()
 	q.Set(param, value)
-	return r.URL.Path + "?" + q.Encode()
-}
-
-// absolute makes a path of this server an absolute URL.
-func (s *Server) absolute(r *http.Request, path string) string {
-	if s.cfg.BaseURL != "" {
-		return s.cfg.BaseURL + path
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	host := r.Host
-	if host == "" || strings.IndexFunc(host, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c))
-	}) >= 0 {
-		host = "localhost" // a Host header that is no host name goes into no link
-	}
-	return scheme + "://" + host + path
+	return r.URL.EscapedPath() + "?" + q.Encode()
 }
 
 func contains(list []string, s string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,10 +62,6 @@ func greaderPath(r *http.Request) string {
 
 // greaderState is what the API keeps between requests.
 type greaderState struct {
-	// logins lets two password checks run at once: each is a PBKDF2 of
-	// 600,000 rounds, and a flood of logins must not take every CPU.
-	logins chan struct{}
-
 	mu     sync.Mutex
 	counts map[string]*unreadMemo // by user
 }
@@ -136,10 +133,15 @@ func (s *Server) serveGReader(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if want == "POST" && !s.editToken(w, r, user, form) {
+	if want == "POST" && !s.editToken(w, r, user.Name, form) {
 		return
 	}
-	g := &greq{s: s, w: w, r: r, user: user, form: form, now: s.cfg.Now()}
+	if greaderAdminOps[op] && user.Role != catalog.RoleAdmin {
+		problem(w, r, http.StatusForbidden, "not an admin", "user "+user.Name+" reads and marks; changing the subscriptions takes an admin "+
+			"(feed-serve user role "+user.Name+" admin)")
+		return
+	}
+	g := &greq{s: s, w: w, r: r, user: user.Name, form: form, now: s.cfg.Now()}
 	switch op {
 	case "token":
 		g.token()
@@ -191,6 +193,10 @@ var greaderOps = map[string]string{
 	"subscription/quickadd": "POST",
 }
 
+// greaderAdminOps are the routes that change the subscriptions: an
+// admin's alone (catalog.RoleAdmin).
+var greaderAdminOps = map[string]bool{"subscription/edit": true, "subscription/quickadd": true}
+
 // readGreaderForm reads a request's parameters: its query and form body.
 func readGreaderForm(w http.ResponseWriter, r *http.Request) (greaderForm, bool) {
 	var body []byte
@@ -218,23 +224,23 @@ func readGreaderForm(w http.ResponseWriter, r *http.Request) (greaderForm, bool)
 
 // greaderUser checks the request's GoogleLogin token, and answers the
 // request when it does not pass.
-func (s *Server) greaderUser(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (s *Server) greaderUser(w http.ResponseWriter, r *http.Request) (catalog.User, bool) {
 	h := r.Header.Get("Authorization")
 	scheme, rest, _ := strings.Cut(h, " ")
 	token, hasAuth := strings.CutPrefix(strings.TrimSpace(rest), "auth=")
 	w.Header().Set("WWW-Authenticate", `GoogleLogin realm="feedpipe"`)
 	if h == "" || !strings.EqualFold(scheme, "GoogleLogin") || !hasAuth {
 		problem(w, r, http.StatusUnauthorized, "no token", "the Google Reader API needs the header \"Authorization: GoogleLogin auth=TOKEN\", with the Auth that POST /accounts/ClientLogin (Email, Passwd) gives")
-		return "", false
+		return catalog.User{}, false
 	}
 	user, ok, err := s.cat.SessionUser(r.Context(), token, catalog.SessionAuth)
 	if err != nil {
 		s.serverError(w, r, err)
-		return "", false
+		return catalog.User{}, false
 	}
 	if !ok {
 		problem(w, r, http.StatusUnauthorized, "wrong token", "the token sent is not one this server gave, or its user's password changed: log in again (POST /accounts/ClientLogin)")
-		return "", false
+		return catalog.User{}, false
 	}
 	w.Header().Del("WWW-Authenticate")
 	return user, true
@@ -254,7 +260,7 @@ func (s *Server) editToken(w http.ResponseWriter, r *http.Request, user string, 
 		s.serverError(w, r, err)
 		return false
 	}
-	if !ok || who != user {
+	if !ok || who.Name != user {
 		w.Header().Set("X-Reader-Google-Bad-Token", "true")
 		problem(w, r, http.StatusUnauthorized, "wrong edit token", "T is not a token of GET /reader/api/0/token for this user: get a new one")
 		return false
@@ -286,24 +292,22 @@ func (s *Server) greaderLogin(w http.ResponseWriter, r *http.Request) {
 		badParam(w, r, "Passwd", "send Email (the user's name) and Passwd")
 		return
 	}
-	select {
-	case s.gr.logins <- struct{}{}:
-	case <-r.Context().Done():
+	ok, wait, err := s.checkLogin(r, name, pw)
+	switch {
+	case err != nil:
+		s.serverError(w, r, err)
 		return
-	}
-	err = s.cat.CheckPassword(r.Context(), name, pw)
-	<-s.gr.logins
-	if errors.Is(err, catalog.ErrBadPassword) {
+	case wait > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		problem(w, r, http.StatusTooManyRequests, "too many logins", "too many wrong passwords from this address or for this user, "+
+			"or too many logins at once: try again in "+spanOf(wait.Seconds()))
+		return
+	case !ok:
 		// The form Google answered, which clients look for.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, "Error=BadAuthentication\n")
-		s.cfg.Log.Info("Google Reader API login refused", "user", clip(name))
-		return
-	}
-	if err != nil {
-		s.serverError(w, r, err)
 		return
 	}
 	token, err := s.cat.NewSession(r.Context(), name, catalog.SessionAuth, s.cfg.Now())
@@ -641,7 +645,7 @@ func (g *greq) streamContents(id string, atom bool) {
 		return
 	}
 	out := map[string]any{"direction": "ltr", "id": st.id(), "title": g.streamTitle(st), "updated": g.now.Unix(),
-		"self": []map[string]string{{"href": g.s.absolute(g.r, g.r.URL.RequestURI())}}, "items": items}
+		"self": []map[string]string{{"href": g.s.absolute(g.r, selfPath(g.r))}}, "items": items}
 	if page.Next != "" {
 		out["continuation"] = page.Next
 	}

@@ -212,7 +212,7 @@ func (g *greq) atom(st stream, items []grItem, next string) {
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	f := atomFeed{GR: "http://www.google.com/schemas/reader/atom/", ID: "tag:google.com,2005:reader/" + st.id(),
 		Title: g.streamTitle(st), Updated: rfc(g.now), Continuation: next,
-		Links: []atomLink{{Rel: "self", Href: g.s.absolute(g.r, g.r.URL.RequestURI())}}}
+		Links: []atomLink{{Rel: "self", Href: g.s.absolute(g.r, selfPath(g.r))}}}
 	for _, it := range items {
 		e := atomEntry{Crawl: it.CrawlTimeMsec, ID: it.ID, Title: atomText{Type: "html", Text: escapeHTMLText(it.Title)},
 			Published: rfc(time.Unix(it.Published, 0)), Updated: rfc(it.updatedAt),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,7 @@ func Publish(ctx context.Context, cfg PublishConfig) (PublishSummary, error) {
 	for _, name := range names {
 		var self string
 		if cfg.BaseURL != "" {
-			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + name
+			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + url.PathEscape(name) // a label's spaces and '#'s
 		}
 		f, _, err := buildFeed(ctx, cfg.Catalog.Entry, colls[name], catalog.EntryQuery{Limit: cfg.Limit}, "")
 		if err != nil {

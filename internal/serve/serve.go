@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -40,7 +41,11 @@ type Config struct {
 	Listen  string           // host:port; DefaultListen
 	// Token is the bearer token writes need (and reads, with AuthReads);
 	// "" refuses every write.
-	Token     string
+	Token string
+	// TokenFile is the file Token was read from: when it changes
+	// (feed-serve token rotate), the server takes the new token. "": the
+	// token never changes.
+	TokenFile string
 	AuthReads bool
 	// CORS is the one origin allowed to call the API from a browser
 	// (Access-Control-Allow-Origin); "" allows none.
@@ -49,11 +54,21 @@ type Config struct {
 	// in feeds and headers ("https://feeds.example/api"); "" takes
 	// http://HOST of each request.
 	BaseURL string
+	// AllowedHosts are the names, besides loopback's, IP addresses and
+	// BaseURL's host, that requests may call the server by (hosts.go);
+	// any other Host gets 421.
+	AllowedHosts []string
+	// TrustedProxies are the addresses of the proxies whose
+	// X-Forwarded-For and X-Forwarded-Proto are believed; none by default.
+	TrustedProxies []netip.Prefix
 	// Hub is the WebSub hub the meta-feeds name (rel=hub); "" names none.
 	Hub string
 	// Sched are the scheduler's parameters of refetch and enable, as
 	// feed-store's.
 	Sched sched.Params
+	// AllowPrivate lets POST and PATCH /feeds (the token's holder) make
+	// subscriptions that may reach private addresses (allow_private).
+	AllowPrivate bool
 	// Discover fetches the pages POST /feeds {"discover": true} looks
 	// into, as feed-sub add --discover does.
 	Discover discover.Config

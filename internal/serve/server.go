@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,6 +29,9 @@ type Server struct {
 	files   dayFiles
 	greader http.Handler // the Google Reader API (greader.go)
 	gr      greaderState
+	hosts   []string // the names it answers to besides loopback's (hosts.go)
+	token   *tokenSource
+	logins  *loginLimiter // password checks (login.go)
 
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
@@ -81,7 +83,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, errNoCatalog
 	}
 	s := &Server{cfg: cfg, cat: cfg.Catalog, changes: changeTracker{cat: cfg.Catalog}, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
-		heavy: newGate(MaxHeavyReads)}
+		heavy: newGate(MaxHeavyReads), hosts: knownHosts(cfg.BaseURL, cfg.AllowedHosts)}
+	s.token = newTokenSource(cfg.Token, cfg.TokenFile, func(err error) {
+		s.cfg.Log.Error("the token file cannot be read: nothing needing the token is let in until it can", "err", err)
+	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var err error
 	if s.metrics, s.reg, err = newMetrics(s); err != nil {
@@ -101,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 	s.addWeb(gz) // the web page (web.go)
 	s.mux.HandleFunc("/", s.notFound)
 	s.greader = gz(http.HandlerFunc(s.serveGReader))
-	s.gr.logins = make(chan struct{}, 2)
+	s.logins = newLoginLimiter()
 	s.handler = s.mux
 	return s, nil
 }
@@ -117,16 +122,15 @@ func (s *Server) Close() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
-	if s.cors(rec, r) {
-		return
-	}
-	if isGReader(greaderPath(r)) {
-		if isRead(r) {
-			s.gated(s.greader.ServeHTTP)(rec, r)
-		} else {
-			s.greader.ServeHTTP(rec, r)
-		}
-	} else {
+	switch {
+	case !s.hostAllowed(r):
+		misdirected(rec, r)
+	case s.cors(rec, r): // a preflight, answered
+	case isGReader(greaderPath(r)) && isRead(r):
+		s.gated(s.greader.ServeHTTP)(rec, r)
+	case isGReader(r.URL.Path):
+		s.greader.ServeHTTP(rec, r)
+	default:
 		s.handler.ServeHTTP(rec, r)
 	}
 	s.metrics.request(r, rec.status, time.Since(start))
@@ -138,6 +142,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if (rt.write || s.cfg.AuthReads && rt.pattern != "/healthz") && !s.authorized(w, r, rt.write) {
+			return
+		}
+		if strings.Contains(r.URL.RawQuery, "reader=") && !s.readerAllowed(w, r, r.URL.Query().Get("reader")) {
 			return
 		}
 		if rt.write {
@@ -163,19 +170,17 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request, write bool) 
 	if write {
 		what = "a change"
 	}
-	if s.cfg.Token == "" {
+	if s.token.current() == "" {
 		problem(w, r, http.StatusForbidden, "writes are off", "this feed-serve has no token, so it takes no "+what+
 			": start it with --token-file (it makes a token in the store on first start)")
 		return false
 	}
-	auth := r.Header.Get("Authorization")
-	scheme, token, _ := strings.Cut(auth, " ")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="feedpipe"`)
 	switch {
-	case auth == "":
+	case r.Header.Get("Authorization") == "":
 		problem(w, r, http.StatusUnauthorized, "no token", what+" needs the API token: send the header \"Authorization: Bearer TOKEN\" with the token in the file --token-file names (STORE/serve.token by default)")
 		return false
-	case !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.Token)) != 1:
+	case !s.holdsToken(r):
 		problem(w, r, http.StatusUnauthorized, "wrong token", "the token sent is not this server's: send the one in the file --token-file names (STORE/serve.token by default)")
 		return false
 	}

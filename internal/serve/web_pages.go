@@ -49,7 +49,9 @@ type feedRow struct {
 	Counts               catalog.FeedCounts
 }
 
-func feedRowOf(f *catalog.Feed, now time.Time) feedRow {
+// feedRowOf is the row of f at now; full shows the message of its last
+// error too (signed in with the token: it may name addresses).
+func feedRowOf(f *catalog.Feed, now time.Time, full bool) feedRow {
 	st := stats.StatusOf(f.Sub, f.State, now)
 	row := feedRow{ID: f.Sub.FeedID, Name: cmp.Or(f.Sub.Name, f.State.Title, f.Sub.URL), URL: f.Sub.URL, Title: f.State.Title,
 		Labels: slices.Clone(f.Sub.Labels), State: st.State, StatusText: st.Text, LastFetch: f.State.LastFetchAt.Time,
@@ -58,7 +60,10 @@ func feedRowOf(f *catalog.Feed, now time.Time) feedRow {
 		row.NextFetch = st.Next
 	}
 	if e := f.State.LastError; e != nil {
-		row.LastError = strings.TrimSpace(e.Code + ": " + e.Message)
+		row.LastError = e.Code
+		if full {
+			row.LastError = strings.TrimSpace(e.Code + ": " + e.Message)
+		}
 	}
 	return row
 }
@@ -77,7 +82,7 @@ type feedsData struct {
 // badReader answers a request whose reader name is not one; false when
 // it did.
 func (s *Server) reader(w http.ResponseWriter, r *http.Request) (string, bool) {
-	reader, err := readerOf(r)
+	reader, err := s.readerOf(r)
 	if err != nil {
 		s.render(w, r, http.StatusBadRequest, "message", pageData{Title: "Bad reader", Reader: catalog.DefaultReader,
 			Data: message{Heading: "Bad reader", Text: "The reader named is not one: " + err.Error() + ". Leave reader out for the default reader."}})
@@ -154,12 +159,14 @@ func (s *Server) webFeeds(w http.ResponseWriter, r *http.Request) {
 		d.Unread += v.unread[sb.FeedID].Count
 	}
 	skipping := after != ""
+	c, _ := s.callerOf(r)
+	full := c.token
 	err = s.cat.Feeds(ctx, catalog.FeedFilter{Label: d.Label}, func(f *catalog.Feed) error {
 		if skipping {
 			skipping = f.Sub.FeedID != after
 			return nil
 		}
-		row := feedRowOf(f, now)
+		row := feedRowOf(f, now, full)
 		if d.State != "" && row.State != d.State {
 			return nil
 		}
@@ -486,7 +493,8 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := catalog.Feed{Sub: sb, State: fs}
-	d := feedPage{feedRow: feedRowOf(&f, now), Sub: sb, UnreadOnly: q.Get("unread") != ""}
+	c, _ := s.callerOf(r)
+	d := feedPage{feedRow: feedRowOf(&f, now, c.token), Sub: sb, UnreadOnly: q.Get("unread") != ""}
 	unread, err := s.cat.FeedUnread(ctx, reader, id)
 	if err != nil {
 		s.webError(w, r, err)

@@ -100,13 +100,19 @@ func newWorld(t *testing.T, cfgs ...func(*Config)) *world {
 // feed-store at now.
 func (w *world) cycle(now time.Time) {
 	w.t.Helper()
+	w.cycleWith(now, httpx.New(httpx.Options{AllowPrivate: true}))
+}
+
+// cycleWith is cycle with the HTTP client of feed-fetch.
+func (w *world) cycleWith(now time.Time, client *httpx.Client) {
+	w.t.Helper()
 	ctx := context.Background()
 	var dues, fetched, parsed, deduped bytes.Buffer
 	if err := due.Run(due.Config{Out: ndjson.NewWriter(&dues), Store: w.st, Now: now, All: true}); err != nil {
 		w.t.Fatal(err)
 	}
 	err := fetch.Run(ctx, fetch.Config{In: &dues, Out: ndjson.NewWriter(&fetched), Store: w.st,
-		Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{now}})
+		Client: client, Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{now}})
 	if err != nil && !errors.Is(err, pipe.ErrFailed) {
 		w.t.Fatal(err)
 	}
@@ -163,6 +169,10 @@ func (w *world) do(method, path string, body string, header ...string) reply {
 		w.t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	client := *w.api.Client()

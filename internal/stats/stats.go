@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -265,7 +266,7 @@ func write(cfg Config, rows []Row) error {
 	names, states, errs := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
 	for i, r := range rows {
 		code, _, _ := strings.Cut(r.LastError, ":")
-		names[i], states[i], errs[i] = cell(r.Name, 30), cell(r.Status, 60), cell(code, 24)
+		names[i], states[i], errs[i] = safetext.Cell(r.Name, 30), safetext.Cell(r.Status, 60), safetext.Cell(code, 24)
 	}
 	names, states, errs = padded("NAME", names), padded("STATE", states), padded("LAST ERROR", errs)
 	var table strings.Builder
@@ -299,18 +300,6 @@ func write(cfg Config, rows []Row) error {
 		return err
 	}
 	return nil
-}
-
-// cell is s for a table cell: on one line, cut to n runes, "-" when empty.
-func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return "-"
-	}
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // padded is the column's heading then its cells, each padded with spaces

@@ -77,7 +77,7 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 		}
 		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", sc.DisabledReason, probe)
 	case sc.Reason == sched.ReasonRefused:
-		st.State, st.Text = StateFailing, "refused: a private address (--allow-private permits it)"
+		st.State, st.Text = StateFailing, "refused: a private address (feed-sub set --allow-private permits it)"
 	case sc.Lifecycle == sched.StateBackoff:
 		failing(sc.Failures)
 	case sc.Lifecycle == sched.StatePaused && sc.Reason == sched.ReasonBudgetExceeded:

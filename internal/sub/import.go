@@ -76,10 +76,11 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 	var fresh []ndjson.Subscription
 	for _, c := range cands {
 		c.spec.Labels = append(c.spec.Labels, labels...)
+		note := func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) }
 		var s ndjson.Subscription
 		err := c.err
 		if err == nil {
-			s, err = newSubscription(c.spec, now, func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) })
+			s, err = newSubscription(c.spec.fitNames(note), now, note)
 		}
 		if err == nil && c.restore != nil {
 			c.restore(&s)

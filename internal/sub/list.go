@@ -10,6 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/opml"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -56,8 +57,8 @@ func List(cfg Config, o ListOptions) error {
 		if status.Listed {
 			next = stats.Until(now, status.Next)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
-			cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
+			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -122,18 +123,6 @@ func errorCode(e *ndjson.Error) string {
 		return "?"
 	}
 	return e.Code
-}
-
-// cell shortens s for a table column, on a rune boundary.
-func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return "-"
-	}
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or

@@ -28,6 +28,9 @@ type Changes struct {
 	UserAgent *string
 	Headers   *[]string // replaces the extra headers ("Name: value"); empty strings are dropped
 	BasicAuth *string   // "user:password", "" for none
+	// AllowPrivate lets the feed be fetched from private addresses, or
+	// no longer.
+	AllowPrivate *bool
 	// Scrape makes the new scraper configuration from the current one (nil
 	// for none); it returns nil for none.
 	Scrape func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig
@@ -37,7 +40,7 @@ func (c Changes) empty() bool {
 	o := c.Overrides
 	return o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil &&
 		c.Name == nil && c.Labels == nil && len(c.AddLabels) == 0 && len(c.RmLabels) == 0 && c.Type == nil &&
-		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil
+		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil
 }
 
 // Set changes the settings of the subscriptions refs name, in one atomic
@@ -142,7 +145,7 @@ func specOf(s ndjson.Subscription) (Spec, error) {
 	spec := Spec{
 		URL: s.URL, Name: s.Name, Labels: slices.Clone(s.Labels), Type: s.SourceType,
 		Interval: time.Duration(s.IntervalSec) * time.Second, Cron: s.Cron,
-		UserAgent: s.UserAgent, Fulltext: s.Fulltext,
+		UserAgent: s.UserAgent, Fulltext: s.Fulltext, AllowPrivate: s.AllowPrivate,
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		spec.Headers = append(spec.Headers, k+": "+s.Headers[k])
@@ -178,6 +181,9 @@ func (c Changes) apply(spec *Spec) {
 	if c.Fulltext != nil {
 		spec.Fulltext = *c.Fulltext
 	}
+	if c.AllowPrivate != nil {
+		spec.AllowPrivate = *c.AllowPrivate
+	}
 	if c.Labels != nil {
 		spec.Labels = slices.Clone(*c.Labels)
 	}
@@ -206,6 +212,7 @@ func describeChanges(old, s ndjson.Subscription) string {
 	diff("labels", fmt.Sprintf("%q", old.Labels), fmt.Sprintf("%q", s.Labels))
 	diff("type", old.SourceType, s.SourceType)
 	diff("fulltext", fmt.Sprint(old.Fulltext), fmt.Sprint(s.Fulltext))
+	diff("allow private", fmt.Sprint(old.AllowPrivate), fmt.Sprint(s.AllowPrivate))
 	diff("interval", seconds(old.IntervalSec), seconds(s.IntervalSec))
 	diff("min interval", seconds(old.MinIntervalSec), seconds(s.MinIntervalSec))
 	diff("max interval", seconds(old.MaxIntervalSec), seconds(s.MaxIntervalSec))

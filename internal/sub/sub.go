@@ -19,6 +19,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
@@ -87,6 +88,9 @@ type Spec struct {
 	Scrape *ndjson.ScrapeConfig
 	// Fulltext asks feed-scrape for the text of each new entry's page.
 	Fulltext bool
+	// AllowPrivate lets the feed be fetched from a loopback, private or
+	// link-local address (ndjson.Access.AllowPrivate).
+	AllowPrivate bool
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
@@ -107,6 +111,9 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		// urlnorm's message names the URL; its package prefix means nothing
 		// to a user.
 		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "urlnorm: "))
+	}
+	if err := spec.checkNames(); err != nil {
+		return ndjson.Subscription{}, err
 	}
 	typ := strings.ToLower(cmp.Or(strings.TrimSpace(spec.Type), ndjson.SourceAuto))
 	if !slices.Contains(sourceTypes, typ) {
@@ -156,6 +163,38 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	}, nil
 }
 
+// checkNames refuses a name or label no page, app or terminal should be
+// given: control characters, bidi controls, markup (safetext.CheckName).
+func (spec Spec) checkNames() error {
+	if err := safetext.CheckName(spec.Name); err != nil {
+		return fmt.Errorf("%w: name %q: %v", ErrInvalid, spec.Name, err)
+	}
+	for _, l := range spec.Labels {
+		if err := safetext.CheckName(l); err != nil {
+			return fmt.Errorf("%w: label %q: %v", ErrInvalid, l, err)
+		}
+	}
+	return nil
+}
+
+// fitNames drops the name and labels of spec that checkNames refuses,
+// saying so with note: a file's feed is imported without them rather
+// than not at all.
+func (spec Spec) fitNames(note func(string)) Spec {
+	if err := safetext.CheckName(spec.Name); err != nil {
+		note(fmt.Sprintf("its name %q is left out: %v", spec.Name, err))
+		spec.Name = ""
+	}
+	spec.Labels = slices.DeleteFunc(slices.Clone(spec.Labels), func(l string) bool {
+		err := safetext.CheckName(l)
+		if err != nil {
+			note(fmt.Sprintf("its label %q is left out: %v", l, err))
+		}
+		return err != nil
+	})
+	return spec
+}
+
 // scrape checks the scraper configuration and returns it as the
 // subscription keeps it.
 func (spec Spec) scrape(typ string) (json.RawMessage, error) {
@@ -174,7 +213,7 @@ func (spec Spec) scrape(typ string) (json.RawMessage, error) {
 }
 
 func (spec Spec) access() (ndjson.Access, error) {
-	a := ndjson.Access{UserAgent: strings.TrimSpace(spec.UserAgent)}
+	a := ndjson.Access{UserAgent: strings.TrimSpace(spec.UserAgent), AllowPrivate: spec.AllowPrivate}
 	for _, h := range spec.Headers {
 		name, value, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)

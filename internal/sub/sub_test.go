@@ -98,6 +98,10 @@ func TestAddRefusesBadInput(t *testing.T) {
 		{Spec{URL: "example.org/feed"}, "has no scheme"},
 		{Spec{URL: "https://example.org/", Type: "gopher"}, `type "gopher" is not one of`},
 		{Spec{URL: "https://example.org/", Interval: -time.Minute}, "negative"},
+		{Spec{URL: "https://example.org/", Name: "a\r\nSet-Cookie: x"}, `name "a\r\nSet-Cookie: x": not a name: it has the control character U+000D`},
+		{Spec{URL: "https://example.org/", Name: "<script>alert(1)</script>"}, "no markup"},
+		{Spec{URL: "https://example.org/", Name: "news\u202egnp.exe"}, "bidi control U+202E"},
+		{Spec{URL: "https://example.org/", Labels: []string{"ok", "bad\x1b[2J"}}, `label "bad\x1b[2J"`},
 	} {
 		_, _, err := Add(e.cfg, tc.spec)
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -106,6 +110,25 @@ func TestAddRefusesBadInput(t *testing.T) {
 	}
 	if len(e.subs(t)) != 0 {
 		t.Fatal("a refused subscription was stored")
+	}
+}
+
+// TestImportDropsBadNames: a file's feed whose title or folder is no
+// name is imported without it, and said so.
+func TestImportDropsBadNames(t *testing.T) {
+	e := newEnv(t)
+	doc := `<opml version="2.0"><body><outline text="bad&#x202e;folder">
+<outline type="rss" text="Evil&#x1b;[2J name" xmlUrl="https://example.org/a.xml"/>
+<outline type="rss" text="Fine" xmlUrl="https://example.org/b.xml"/></outline></body></opml>`
+	if _, err := Import(e.cfg, strings.NewReader(doc), "list.opml", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.subs(t)
+	if len(subs) != 2 || subs[0].Name != "" || subs[1].Name != "Fine" || len(subs[0].Labels)+len(subs[1].Labels) != 0 {
+		t.Fatalf("imported %+v", subs)
+	}
+	if msg := e.msg.String(); !strings.Contains(msg, `its name "Evil\x1b[2J name" is left out`) || !strings.Contains(msg, "its label") {
+		t.Errorf("messages: %s", msg)
 	}
 }
 

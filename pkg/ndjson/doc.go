@@ -83,6 +83,13 @@
 //	                      ls --json) and fetch records show the password,
 //	                      and the values of headers (but standard ones
 //	                      such as Accept), as "(redacted)"
+//	allow_private bool    true: the feed may be fetched from a loopback,
+//	                      private or link-local address (an intranet, a
+//	                      local server; feed-sub add --allow-private);
+//	                      false: such an address is refused, unless every
+//	                      feed may (FEEDPIPE_ALLOW_PRIVATE=1). feed-fetch
+//	                      and feed-scrape take it from the store's
+//	                      subscription, not from a due record
 //	min_interval_sec int  the shortest interval the scheduler may choose
 //	                      for this feed; 0 means the global one; it can
 //	                      narrow the global clamps, never widen them
@@ -125,7 +132,7 @@
 // One feed to fetch now.
 //
 //	feed_id, url, source_type, name, labels, fulltext, scrape, user_agent,
-//	headers, auth         as in the feed's subscription
+//	headers, auth, allow_private  as in the feed's subscription
 //	scheduled_at  time    when the fetch became due: the feed's
 //	                      next_fetch_at, its creation for a feed never
 //	                      fetched, or now when forced; stable across

@@ -227,7 +227,8 @@ func appendLastFetch(b []byte, x *LastFetch) []byte {
 func appendAccess(b []byte, x *Access) []byte {
 	b = appendStr(b, `,"user_agent":`, x.UserAgent)
 	b = appendStrMap(b, `,"headers":`, x.Headers)
-	return appendPtr(b, `,"auth":`, x.Auth, appendAuth)
+	b = appendPtr(b, `,"auth":`, x.Auth, appendAuth)
+	return appendBool(b, `,"allow_private":`, x.AllowPrivate)
 }
 
 func appendAuth(b []byte, x *Auth) []byte {

@@ -106,6 +106,11 @@ type Access struct {
 	UserAgent string            `json:"user_agent"`
 	Headers   map[string]string `json:"headers"`
 	Auth      *Auth             `json:"auth"`
+	// AllowPrivate lets the feed be fetched from a loopback, private or
+	// link-local address (feed-sub add --allow-private). feed-fetch and
+	// feed-scrape believe it only from the store's subscription, never
+	// from a record alone.
+	AllowPrivate bool `json:"allow_private"`
 }
 
 // Auth holds HTTP basic authentication credentials.
