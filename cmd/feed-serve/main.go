@@ -136,7 +136,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 				// Discovery reaches private addresses only for a request that
 				// may (Client.Private), never by this switch alone.
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), Timeout: c.Duration("timeout")}), Log: log},
-				Log: log, Msg: c.App.ErrWriter,
+				Log:      log, Msg: c.App.ErrWriter,
 				Ready: func(addr string) {
 					if f := c.String("addr-file"); f != "" {
 						// Whole or not at all: a script waits for it.

@@ -154,7 +154,7 @@ func discoverConfig(c *cli.Context) (discover.Config, error) {
 	return discover.Config{
 		Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), AllowPrivate: c.Bool("allow-private") || cmdkit.AllowPrivateEnv(),
 			Timeout: c.Duration("timeout")}),
-		Log:    log,
+		Log: log,
 	}, nil
 }
 
