@@ -102,17 +102,6 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			if err != nil {
 				return err
 			}
-			tokenFile := c.String("token-file")
-			if tokenFile == "" {
-				tokenFile = filepath.Join(st.Root, serve.TokenFile)
-			}
-			token, created, err := serve.LoadToken(tokenFile)
-			if err != nil {
-				return cmdkit.Usage(err)
-			}
-			if created {
-				fmt.Fprintf(c.App.ErrWriter, "feed-serve: made the API token, in %s (mode 0600); it is shown this once:\n%s\n", tokenFile, token)
-			}
 			if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && auth != "reads" && !c.Bool("public") {
 				return cmdkit.Usagef("--listen %s is beyond loopback, where anyone who reaches it could read the store: add --auth reads (the token for every read), or --public if that is meant", c.String("listen"))
 			}
@@ -127,6 +116,18 @@ search, dashboards, and marking entries read after signing in with the token.`,
 				if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return cmdkit.Usagef("--base-url %q: an absolute http or https URL, such as https://feeds.example.org", b)
 				}
+			}
+			// The settings are checked before the token is made.
+			tokenFile := c.String("token-file")
+			if tokenFile == "" {
+				tokenFile = filepath.Join(st.Root, serve.TokenFile)
+			}
+			token, created, err := serve.LoadToken(tokenFile)
+			if err != nil {
+				return cmdkit.Usage(err)
+			}
+			if created {
+				fmt.Fprintf(c.App.ErrWriter, "feed-serve: made the API token, in %s (mode 0600); it is shown this once:\n%s\n", tokenFile, token)
 			}
 			return serve.Run(c.Context, serve.Config{
 				Store: st, Listen: c.String("listen"), Token: token, TokenFile: tokenFile, AuthReads: auth == "reads", CORS: c.String("cors"),

@@ -106,6 +106,9 @@ func sharedFlags() map[string]bool {
 			names[f.Names()[0]] = true
 		}
 	}
+	// feed-sub add and set keep --allow-private with one feed: the switch
+	// for every feed at the top level must not become a setting of each.
+	delete(names, "allow-private")
 	return names
 }
 

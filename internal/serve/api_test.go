@@ -331,7 +331,7 @@ func TestWrites(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, name string) []byte {
+func mustRead(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "feeds", name))
 	if err != nil {

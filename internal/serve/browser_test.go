@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
@@ -157,4 +160,58 @@ func mustReadFile(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBidiIsolated: in a real browser, a feed name with a U+202E (right-
+// to-left override) reorders nothing after it on the river's lines: the
+// time stays to the right of the name. The same line without isolation
+// (unicode-bidi: normal, set by the test) shows the check can fail.
+func TestBidiIsolated(t *testing.T) {
+	bin := chromium(t)
+	w := newWorld(t)
+	os.WriteFile(filepath.Join(w.www, "bidi.rss"), []byte(`<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>
+<title>Evil&#x202e;eman and more</title><link>https://evil.example/</link>
+<item><title>One</title><link>https://evil.example/1</link><pubDate>Sat, 21 Nov 2026 09:00:00 GMT</pubDate></item></channel></rss>`), 0o644)
+	if _, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard}, sub.Spec{URL: w.feeds.URL + "/bidi.rss"}); err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(t0.Add(time.Hour))
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.Navigate(w.api.URL+"/web/river")); err != nil {
+		t.Fatal(err)
+	}
+	// How far right of the name's last box the time begins, on the line of
+	// the entry whose feed name holds the override; isolate false first
+	// takes the isolation off.
+	gap := func(isolate bool) float64 {
+		t.Helper()
+		js := `((isolate) => {
+			for (const m of document.querySelectorAll(".entry .meta")) {
+				const a = m.querySelector("a");
+				if (!a.textContent.includes("\u202e")) continue;
+				if (!isolate) a.style.unicodeBidi = "normal";
+				const right = Math.max(...[...a.getClientRects()].map(r => r.right));
+				return m.querySelector("time").getBoundingClientRect().left - right;
+			}
+			return -1e9;
+		})(` + strconv.FormatBool(isolate) + `)`
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if g := gap(true); g < 0 {
+		t.Errorf("the time is %.0f px left of the feed's name: the override reordered the line", -g)
+	}
+	if g := gap(false); g >= 0 {
+		t.Errorf("without isolation the time is still right of the name (%.0f px): the check cannot fail", g)
+	}
 }

@@ -42,7 +42,7 @@ func (c atClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // world is a real store fed by the real stages, in process, from a
 // loopback feed server over files, and feed-serve over it on loopback.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	st    *storage.Store
 	cat   *catalog.Catalog
 	www   string
@@ -54,7 +54,7 @@ type world struct {
 
 // newWorld subscribes to three of the shared fixtures (two labelled
 // "news", one "video"), runs a pipeline cycle, and serves the store.
-func newWorld(t *testing.T, cfgs ...func(*Config)) *world {
+func newWorld(t testing.TB, cfgs ...func(*Config)) *world {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := storage.Open(filepath.Join(dir, "store"))
@@ -134,7 +134,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T, v any) {
+func (r reply) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("%v: %s", err, r.body)
@@ -143,7 +143,7 @@ func (r reply) json(t *testing.T, v any) {
 
 // problem reads a problem detail, failing unless the reply is one of the
 // status.
-func (r reply) problem(t *testing.T, status int) Problem {
+func (r reply) problem(t testing.TB, status int) Problem {
 	t.Helper()
 	var p Problem
 	if r.status != status || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
