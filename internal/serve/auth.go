@@ -36,6 +36,30 @@ func (c caller) mayRead(reader string) bool {
 	return reader == "" || reader == catalog.DefaultReader || c.token || c.user != "" && c.user == reader
 }
 
+// authorized checks the request's bearer token, and answers the request
+// when it does not pass.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, write bool) bool {
+	what := "reading"
+	if write {
+		what = "a change"
+	}
+	if s.token.current() == "" {
+		problem(w, r, http.StatusForbidden, "writes are off", "this feed-serve has no token, so it takes no "+what+
+			": start it with --token-file (it makes a token in the store on first start)")
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="feedpipe"`)
+	switch {
+	case r.Header.Get("Authorization") == "":
+		problem(w, r, http.StatusUnauthorized, "no token", what+" needs the API token: send the header \"Authorization: Bearer TOKEN\" with the token in the file --token-file names (STORE/serve.token by default)")
+		return false
+	case !s.holdsToken(r):
+		problem(w, r, http.StatusUnauthorized, "wrong token", "the token sent is not this server's: send the one in the file --token-file names (STORE/serve.token by default)")
+		return false
+	}
+	return true
+}
+
 // bearer is the token of the request's Authorization: Bearer header.
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -31,36 +31,45 @@ import (
 //go:embed web
 var webFiles embed.FS
 
-// webRoute is a route of the site: its ServeMux pattern, whether it
-// changes something (the sign-in cookie needed), whether it is open even
-// with --auth reads (signing in, the style sheet), and its handler.
+// webRoute is a route of the site: its ServeMux pattern, its policy (a
+// write needs signing in; an open route is open even with --auth reads:
+// signing in, the style sheet), and its handler.
 type webRoute struct {
 	method, pattern string
-	write, open     bool
-	handle          func(s *Server, w http.ResponseWriter, r *http.Request)
+	policy
+	handle func(s *Server, w http.ResponseWriter, r *http.Request)
 }
+
+// The policies of the site's routes.
+var (
+	pageRead   = policy{gate: gateRead}
+	pageChange = policy{write: true}
+	// openPage is open to anyone, and waits at no gate: signing in,
+	// the style sheet and icon (they read no catalog).
+	openPage = policy{open: true}
+)
 
 // webRoutes are the pages of the site. They are not the API's routes
 // (openapi.json describes those).
 var webRoutes = []webRoute{
-	{"GET", "/{$}", false, false, (*Server).webFeeds},
-	{"GET", "/web/feeds/{id}", false, false, (*Server).webFeed},
-	{"GET", "/web/river", false, false, (*Server).webRiver},
-	{"GET", "/web/entries/{id}/{uid}", false, false, (*Server).webEntry},
-	{"GET", "/web/dashboard", false, false, (*Server).webDashboard},
-	{"GET", "/web/signin", false, true, (*Server).webSignInForm},
-	{"POST", "/web/signin", false, true, (*Server).webSignIn},
-	{"POST", "/web/signout", false, true, (*Server).webSignOut},
-	{"POST", "/web/mark", true, false, (*Server).webMark},
-	{"GET", "/web/static/{file}", false, true, (*Server).webStatic},
-	{"GET", "/web/", false, true, (*Server).webNotFound},
+	{"GET", "/{$}", pageRead, (*Server).webFeeds},
+	{"GET", "/web/feeds/{id}", pageRead, (*Server).webFeed},
+	{"GET", "/web/river", pageRead, (*Server).webRiver},
+	{"GET", "/web/entries/{id}/{uid}", pageRead, (*Server).webEntry},
+	{"GET", "/web/dashboard", pageRead, (*Server).webDashboard},
+	{"GET", "/web/signin", openPage, (*Server).webSignInForm},
+	{"POST", "/web/signin", openPage, (*Server).webSignIn},
+	{"POST", "/web/signout", openPage, (*Server).webSignOut},
+	{"POST", "/web/mark", pageChange, (*Server).webMark},
+	{"GET", "/web/static/{file}", openPage, (*Server).webStatic},
+	{"GET", "/web/", openPage, (*Server).webNotFound},
 }
 
 // addWeb registers the site's routes on the server's mux, each through
 // wrap (compressed answers).
 func (s *Server) addWeb(wrap func(http.Handler) http.HandlerFunc) {
 	for _, rt := range webRoutes {
-		s.mux.Handle(rt.method+" "+rt.pattern, wrap(s.webHandler(rt)))
+		s.mux.Handle(rt.method+" "+rt.pattern, rt.compressed(wrap, s.webHandler(rt)))
 	}
 }
 
@@ -100,11 +109,7 @@ func (s *Server) webHandler(rt webRoute) http.Handler {
 		if !rt.open && !s.pageReaderAllowed(w, r) {
 			return
 		}
-		if isRead(r) && !ungated[rt.pattern] {
-			s.gated(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })(w, r)
-			return
-		}
-		rt.handle(s, w, r)
+		s.gated(rt.gate, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })(w, r)
 	})
 }
 

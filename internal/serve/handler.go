@@ -25,7 +25,7 @@ type Server struct {
 	cache   answerCache
 	changes changeTracker
 	reads   *gate // the catalog's readers, in line (gate.go)
-	heavy   *gate // those of heavyRoutes, before reads
+	heavy   *gate // the gateHeavy reads, before reads
 	files   dayFiles
 	greader http.Handler // the Google Reader API (greader.go)
 	gr      greaderState
@@ -36,43 +36,6 @@ type Server struct {
 	ctx    context.Context // done when the server closes: the event streams end
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-}
-
-// route is one route of the API: its ServeMux pattern, whether it needs
-// the token (a write), and the paths openapi.json documents it under.
-type route struct {
-	method, pattern string
-	write           bool
-	docs            []string // OpenAPI paths; nil: the pattern's path
-	handle          func(s *Server, w http.ResponseWriter, r *http.Request)
-}
-
-// routes are every route of the server; openapi.json documents each, and
-// a test holds them to it.
-var routes = []route{
-	{"GET", "/feeds", false, nil, (*Server).listFeeds},
-	{"POST", "/feeds", true, nil, (*Server).addFeed},
-	{"GET", "/feeds/{id}", false, nil, (*Server).getFeed},
-	{"PATCH", "/feeds/{id}", true, nil, (*Server).patchFeed},
-	{"DELETE", "/feeds/{id}", true, nil, (*Server).deleteFeed},
-	{"POST", "/feeds/{id}/refetch", true, nil, (*Server).refetchFeed},
-	{"GET", "/feeds/{id}/entries", false, nil, (*Server).feedEntries},
-	{"GET", "/feeds/{id}/feed.atom", false, nil, (*Server).feedFeed},
-	{"GET", "/feeds/{id}/feed.rss", false, nil, (*Server).feedFeed},
-	{"GET", "/feeds/{id}/feed.json", false, nil, (*Server).feedFeed},
-	{"GET", "/labels/{file}", false, []string{"/labels/{label}.atom", "/labels/{label}.rss", "/labels/{label}.json"}, (*Server).labelFeed},
-	{"GET", "/all.atom", false, nil, (*Server).allFeed},
-	{"GET", "/all.rss", false, nil, (*Server).allFeed},
-	{"GET", "/all.json", false, nil, (*Server).allFeed},
-	{"GET", "/entries", false, nil, (*Server).listEntries},
-	{"GET", "/entries/{uid}", false, nil, (*Server).getEntry},
-	{"GET", "/fetches/{id}", false, nil, (*Server).getFetch},
-	{"GET", "/raw/{id}", false, nil, (*Server).getRaw},
-	{"GET", "/events", false, nil, (*Server).listEvents},
-	{"GET", "/events/stream", false, nil, (*Server).streamEvents},
-	{"GET", "/healthz", false, nil, (*Server).healthz},
-	{"GET", "/metrics", false, nil, (*Server).serveMetrics},
-	{"GET", "/openapi.json", false, nil, (*Server).openAPI},
 }
 
 // New makes the handler of cfg; cfg.Catalog must be open. Close lets go of
@@ -97,15 +60,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	for _, rt := range routes {
-		h := s.wrap(rt)
-		if rt.pattern != "/events/stream" { // a stream is sent as it comes, not compressed
-			h = gz(h)
-		}
-		s.mux.Handle(rt.method+" "+rt.pattern, h)
+		s.mux.Handle(rt.method+" "+rt.pattern, rt.compressed(gz, s.wrap(rt)))
 	}
 	s.addWeb(gz) // the web page (web.go)
 	s.mux.HandleFunc("/", s.notFound)
-	s.greader = gz(http.HandlerFunc(s.serveGReader))
+	s.greader = gz(s.newGReader())
 	s.logins = newLoginLimiter()
 	s.handler = s.mux
 	return s, nil
@@ -126,9 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !s.hostAllowed(r):
 		misdirected(rec, r)
 	case s.cors(rec, r): // a preflight, answered
-	case isGReader(greaderPath(r)) && isRead(r):
-		s.gated(s.greader.ServeHTTP)(rec, r)
-	case isGReader(r.URL.Path):
+	case isGReader(greaderPath(r)):
 		s.greader.ServeHTTP(rec, r)
 	default:
 		s.handler.ServeHTTP(rec, r)
@@ -136,55 +93,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.metrics.request(r, rec.status, time.Since(start))
 	s.cfg.Log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 		"elapsed_ms", time.Since(start).Milliseconds())
-}
-
-// wrap is a route's handler behind the token check.
-func (s *Server) wrap(rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (rt.write || s.cfg.AuthReads && rt.pattern != "/healthz") && !s.authorized(w, r, rt.write) {
-			return
-		}
-		if strings.Contains(r.URL.RawQuery, "reader=") && !s.readerAllowed(w, r, r.URL.Query().Get("reader")) {
-			return
-		}
-		if rt.write {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		}
-		handle := func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) }
-		linger, cached := cachedRoutes[rt.pattern]
-		switch {
-		case cached && r.Method == http.MethodGet && !s.cfg.NoCache:
-			s.serveCached(w, r, linger, handle) // its makes pass the gate
-		case isRead(r) && !ungated[rt.pattern]:
-			s.gated(handle)(w, r)
-		default:
-			handle(w, r)
-		}
-	})
-}
-
-// authorized checks the request's bearer token, and answers the request
-// when it does not pass.
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request, write bool) bool {
-	what := "reading"
-	if write {
-		what = "a change"
-	}
-	if s.token.current() == "" {
-		problem(w, r, http.StatusForbidden, "writes are off", "this feed-serve has no token, so it takes no "+what+
-			": start it with --token-file (it makes a token in the store on first start)")
-		return false
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="feedpipe"`)
-	switch {
-	case r.Header.Get("Authorization") == "":
-		problem(w, r, http.StatusUnauthorized, "no token", what+" needs the API token: send the header \"Authorization: Bearer TOKEN\" with the token in the file --token-file names (STORE/serve.token by default)")
-		return false
-	case !s.holdsToken(r):
-		problem(w, r, http.StatusUnauthorized, "wrong token", "the token sent is not this server's: send the one in the file --token-file names (STORE/serve.token by default)")
-		return false
-	}
-	return true
 }
 
 // cors answers a preflight request from the allowed origin, and marks the
