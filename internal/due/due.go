@@ -201,7 +201,7 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 		URL:        sub.URL,
 		SourceType: cmp.Or(sub.SourceType, ndjson.SourceAuto),
 		Name:       sub.Name,
-		Labels:     nonNil(sub.Labels),
+		Labels:     ndjson.NonNil(sub.Labels),
 		Validators: validators(*st),
 		Fulltext:   sub.Fulltext,
 		Scrape:     sub.Scrape,
@@ -259,13 +259,6 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 // pausedByHand reports whether feed-sub pause holds the feed at now.
 func pausedByHand(sub ndjson.Subscription, now time.Time) bool {
 	return now.Before(sub.PausedUntil.Time)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // validators are the validators a feed's next fetch sends: none after a

@@ -1,6 +1,7 @@
 package due
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Feed %s\n  %s\n", sub.FeedID, sub.URL)
-	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {
+	if name := cmp.Or(sub.Name, fs.Title); name != "" {
 		fmt.Fprintf(&b, "  %s\n", name)
 	}
 	// As feed-sub ls, feed-stats and the metrics say it.
@@ -153,10 +154,3 @@ func overridesText(s ndjson.Subscription) string {
 }
 
 func ago(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/charsets"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -85,7 +86,7 @@ func ParseFeed(body []byte, src Source) (*Feed, error) { return DefaultParser.Pa
 // in Info.Warnings; a body it cannot read as a feed is an error, with no
 // Feed.
 func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
-	if limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes); int64(len(body)) > limit {
+	if limit := positiveOr(p.MaxBodyBytes, MaxBodyBytes); int64(len(body)) > limit {
 		return nil, fmt.Errorf("parse: %w: %d bytes, over %d", ErrTooLarge, len(body), limit)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -108,7 +109,7 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 	var rf *rawFeed
 	var err error
 	if start < len(buf) && buf[start] == '{' {
-		rf, err = parseJSON(buf, base, cmpOr(p.MaxItems, MaxItems))
+		rf, err = parseJSON(buf, base, positiveOr(p.MaxItems, MaxItems))
 		if err != nil {
 			if errors.Is(err, errTooMany) {
 				return nil, p.xmlError(err, body)
@@ -176,7 +177,7 @@ func (p *Parser) parseXML(text []byte, base *url.URL, w *warnings) (*rawFeed, er
 // of the text when count is set: counted says the counts are those of
 // countRefs(text), for the whole text, read once and to its end.
 func (p *Parser) parseXMLWith(text []byte, base *url.URL, w *warnings, count bool) (_ *rawFeed, counts refCounts, counted bool, _ error) {
-	xp := &xmlParser{text: text, maxDepth: cmpOr(p.MaxDepth, MaxXMLDepth), maxItems: cmpOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
+	xp := &xmlParser{text: text, maxDepth: positiveOr(p.MaxDepth, MaxXMLDepth), maxItems: positiveOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
 	xp.z.count = count
 	at := prolog(text, w)
 	err := xp.parse(at)
@@ -203,9 +204,9 @@ func (p *Parser) xmlError(err error, body []byte) error {
 	case errors.Is(err, errNotAFeed):
 		return fmt.Errorf("parse: %w (it starts %q)", ErrNotAFeed, snippet(body))
 	case errors.Is(err, errTooDeep):
-		return fmt.Errorf("parse: %w: it nests elements more than %d deep", ErrTooDeep, cmpOr(p.MaxDepth, MaxXMLDepth))
+		return fmt.Errorf("parse: %w: it nests elements more than %d deep", ErrTooDeep, positiveOr(p.MaxDepth, MaxXMLDepth))
 	case errors.Is(err, errTooMany):
-		return fmt.Errorf("parse: %w: more than %d", ErrTooManyItems, cmpOr(p.MaxItems, MaxItems))
+		return fmt.Errorf("parse: %w: more than %d", ErrTooManyItems, positiveOr(p.MaxItems, MaxItems))
 	}
 	return fmt.Errorf("parse: XML: %s", errText(err))
 }
@@ -238,7 +239,7 @@ func prolog(text []byte, w *warnings) int {
 	}
 	switch {
 	case decl > 0 && len(bytes.TrimLeft(text[:decl], " \t\r\n\uFEFF")) == 0:
-		w.add(warnRepair, fmt.Sprintf("%d %s of white space before the XML declaration skipped", decl, plural(decl, "byte", "bytes")))
+		w.add(warnRepair, fmt.Sprintf("%d %s of white space before the XML declaration skipped", decl, plural.Word(decl, "byte", "bytes")))
 	case decl > 0:
 		w.add(warnRepair, fmt.Sprintf("%d bytes before the XML declaration skipped: %s", decl, quote(string(text[:min(decl, 60)]))))
 	}
@@ -302,7 +303,8 @@ func laterRoot(text []byte, from int) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-func cmpOr[T int | int64](v, def T) T {
+// positiveOr is v when it is above 0 (a limit set), else def.
+func positiveOr[T int | int64](v, def T) T {
 	if v > 0 {
 		return v
 	}

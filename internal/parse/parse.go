@@ -151,7 +151,7 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 		return nil
 	}
 	start := time.Now()
-	body, err := cfg.Store.GetRaw(f.BodyRef.Key, cmpOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
+	body, err := cfg.Store.GetRaw(f.BodyRef.Key, positiveOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
 	if errors.Is(err, storage.ErrRawTooLarge) {
 		return fail("payload_too_large", err)
 	}

@@ -418,7 +418,7 @@ func (j *job) entry(art extract.Article, native, pageURL, fetchID string) *ndjso
 		Summary:       art.Summary,
 		Content:       art.Content,
 		Authors:       authors(art.Authors),
-		Categories:    nonNil(art.Tags),
+		Categories:    ndjson.NonNil(art.Tags),
 		Enclosures:    images(nil, art.Images),
 		Published:     ndjson.At(art.Published),
 		RawRef:        ndjson.RawRef{FetchID: fetchID},
@@ -497,7 +497,7 @@ func (j *job) fulltext(e *ndjson.Entry) *ndjson.Entry {
 			cats = append(cats, t)
 		}
 	}
-	out.Categories = nonNil(cats)
+	out.Categories = ndjson.NonNil(cats)
 	if c := j.canonical(art.Canonical, link); c != "" {
 		out.CanonicalLink = c
 	}
@@ -545,7 +545,7 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 		Due:             pageDue(j.f.Due, rawURL),
 		RequestedURL:    rawURL,
 		URL:             r.URL,
-		Redirects:       nonNilRedirects(r.Redirects),
+		Redirects:       ndjson.NonNil(r.Redirects),
 		FetchedAt:       ndjson.At(at),
 		DurationMS:      r.Duration.Milliseconds(),
 		HTTPStatus:      r.Status,
@@ -710,18 +710,4 @@ func images(encs []ndjson.Enclosure, urls []string) []ndjson.Enclosure {
 		out = append(out, ndjson.Enclosure{URL: u, Type: typ})
 	}
 	return out
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func nonNilRedirects(r []ndjson.Redirect) []ndjson.Redirect {
-	if r == nil {
-		return []ndjson.Redirect{}
-	}
-	return r
 }

@@ -57,7 +57,7 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 	st.Next, st.Listed = nextFetch(s, fs, now)
 	sc := fs.Sched
 	failing := func(n int) {
-		st.State, st.Text = StateFailing, fmt.Sprintf("failing (%d): %s", n, errorCode(fs.LastError))
+		st.State, st.Text = StateFailing, fmt.Sprintf("failing (%d): %s", n, ErrorCode(fs.LastError))
 	}
 	switch {
 	case s.Disabled:
@@ -121,7 +121,8 @@ func nextFetch(s ndjson.Subscription, fs catalog.FeedState, now time.Time) (at t
 	return at, ok
 }
 
-func errorCode(e *ndjson.Error) string {
+// ErrorCode is the code of a feed's last error, "?" when it has none.
+func ErrorCode(e *ndjson.Error) string {
 	if e == nil {
 		return "?"
 	}

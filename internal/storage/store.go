@@ -40,6 +40,10 @@ const DayLayout = "2006-01-02"
 // Day is the partition name for t.
 func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
 
+// KeyDay is the day of a day file's key: "2026-11-21" of
+// "fetches/2026-11-21.ndjson".
+func KeyDay(key string) string { return strings.TrimSuffix(path.Base(key), ".ndjson") }
+
 // Store is an open store directory. Its methods are safe for concurrent use
 // by one process; across processes, readers never block and writers are
 // serialised by the store lock that scripts/feed-loop holds.

@@ -175,8 +175,8 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	// it never names an entry that is not stored.
 	if cfg.ArticlesKeep > 0 {
 		cutoff := before(now, cfg.ArticlesKeep)
-		if entriesFrom != "" && dayOf(entriesFrom) < cutoff {
-			cutoff = dayOf(entriesFrom)
+		if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
+			cutoff = storage.KeyDay(entriesFrom)
 		}
 		cutoff = min(cutoff, today)
 		if sum.Entries, sum.URLs, err = cat.ForgetEntryDays(ctx, cutoff, cfg.DryRun); err != nil {
@@ -272,15 +272,10 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 // before is the first day kept by a TTL: day files of earlier days go.
 func before(now time.Time, keep time.Duration) string { return storage.Day(now.Add(-keep)) }
 
-// dayOf is the day of a day file's key.
-func dayOf(key string) string {
-	return strings.TrimSuffix(key[strings.LastIndexByte(key, '/')+1:], ".ndjson")
-}
-
 // deletableDay reports whether a day file may go: before cutoff, not
 // today's, not at or past the file recovery starts from.
 func deletableDay(key, cutoff, today, recoverFrom string) bool {
-	day := dayOf(key)
+	day := storage.KeyDay(key)
 	return day < cutoff && day < today && (recoverFrom == "" || key < recoverFrom)
 }
 

@@ -24,9 +24,6 @@ type budgetState struct {
 	Fetches int         `json:"fetches"`
 }
 
-// OverridesOf is the scheduler's view of a subscription's own settings.
-func OverridesOf(s ndjson.Subscription) sched.Overrides { return sched.OverridesOf(s) }
-
 // NewRand is the random source of a run's jitter, seeded from the clock.
 func NewRand(now time.Time) *rand.Rand {
 	n := uint64(now.UnixNano())
@@ -317,7 +314,7 @@ func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
 	before := fs.SchedState()
-	st, d := sched.Next(before, out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
+	st, d := sched.Next(before, out, c.cfg.Sched, sched.OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
 	fs.SetSched(st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))

@@ -3,6 +3,7 @@ package sub
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -115,7 +117,7 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 		return res, err
 	}
 	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %s found, %d added, %s skipped, %d invalid\n",
-		source, res.Format, count(res.Found, "feed", "feeds"), res.Added, count(res.Duplicates, "duplicate", "duplicates"), res.Invalid)
+		source, res.Format, plural.Count(res.Found, "feed", "feeds"), res.Added, plural.Count(res.Duplicates, "duplicate", "duplicates"), res.Invalid)
 	return res, pipe.Failures{Records: res.Invalid}.Err("entry", "entries")
 }
 
@@ -337,8 +339,8 @@ func jsonCandidate(obj map[string]any, label, where string) candidate {
 		return candidate{where: where, err: fmt.Errorf("not a feed entry: %w", err)}
 	}
 	spec := Spec{
-		URL:    firstNonEmpty(f.URL, f.XMLURL, f.Feed),
-		Name:   firstNonEmpty(f.Name, f.Title),
+		URL:    cmp.Or(strings.TrimSpace(f.URL), strings.TrimSpace(f.XMLURL), strings.TrimSpace(f.Feed)),
+		Name:   cmp.Or(strings.TrimSpace(f.Name), strings.TrimSpace(f.Title)),
 		Labels: append(append(nonEmpty(label), f.Labels...), nonEmpty(f.Label, f.Category)...),
 		Cron:   f.Cron,
 		Type:   f.Type,
@@ -358,22 +360,6 @@ func jsonCandidate(obj map[string]any, label, where string) candidate {
 		}
 	}
 	return candidate{spec: spec, where: where}
-}
-
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s = strings.TrimSpace(s); s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 func nonEmpty(ss ...string) []string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/opml"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
@@ -118,13 +119,6 @@ func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *list
 	return l
 }
 
-func errorCode(e *ndjson.Error) string {
-	if e == nil {
-		return "?"
-	}
-	return e.Code
-}
-
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
 // the feeds' own titles), labels as folders and categories, and in
 // attributes of feedpipe's namespace, which other readers ignore, a source
@@ -184,7 +178,7 @@ func ExportNDJSON(cfg Config, withSecrets bool) error {
 		return err
 	}
 	if secrets > 0 {
-		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", count(secrets, "feed", "feeds"))
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", plural.Count(secrets, "feed", "feeds"))
 	}
 	return nil
 }

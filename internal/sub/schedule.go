@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -92,7 +94,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 	})
 	if err == nil {
 		r.write(cfg.Msg, func(due, held int) string {
-			s := "made " + count(due, "feed", "feeds") + " due now"
+			s := "made " + plural.Count(due, "feed", "feeds") + " due now"
 			if held > 0 {
 				s += fmt.Sprintf("; %d held back by a Retry-After from their server", held)
 			}
@@ -158,7 +160,7 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		case was.Lifecycle == sched.StateDisabled:
 			r.feed(true, "re-enabled %s (it was disabled: %s); %s", s.URL, was.DisabledReason, when)
 		case was.Lifecycle == sched.StateBackoff:
-			r.feed(true, "enabled %s again (it was failing: %d in a row, the last %s); %s", s.URL, was.Failures, errorCode(lastError), when)
+			r.feed(true, "enabled %s again (it was failing: %d in a row, the last %s); %s", s.URL, was.Failures, stats.ErrorCode(lastError), when)
 		case was.Lifecycle == sched.StatePaused:
 			r.feed(true, "enabled %s again (the scheduler had paused it: %s); %s", s.URL, was.Reason, when)
 		default:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -149,7 +150,7 @@ func (r *report) write(w io.Writer, total func(changed, unchanged int) string) {
 // they were, "; 2 unchanged (why)".
 func counted(verb, why string) func(changed, unchanged int) string {
 	return func(changed, unchanged int) string {
-		s := verb + " " + count(changed, "feed", "feeds")
+		s := verb + " " + plural.Count(changed, "feed", "feeds")
 		if unchanged > 0 {
 			s += fmt.Sprintf("; %d unchanged (%s)", unchanged, why)
 		}

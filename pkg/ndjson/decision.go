@@ -1,5 +1,7 @@
 package ndjson
 
+import "cmp"
+
 // Record types feed-store writes for the scheduler.
 const (
 	// TypeDecision is the scheduler's decision for one feed after a fetch.
@@ -122,7 +124,7 @@ func (d *Decision) Check() error {
 // Check reports what makes a feed event unusable: its feed_id must be a
 // feed id, its fetch_id empty or a fetch id.
 func (e *FeedEvent) Check() error {
-	c := checker{record: cmpOr(e.Type, "feed event")}
+	c := checker{record: cmp.Or(e.Type, "feed event")}
 	c.feedID("feed_id", e.FeedID, false)
 	c.fetchID("fetch_id", e.FetchID, true)
 	return c.err

@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 )
@@ -380,7 +381,7 @@ func (e *Entry) Check() error {
 // Check reports what makes a new_entry or updated_entry event unusable:
 // its ids and the entries file it names must have their shapes.
 func (ev *Event) Check() error {
-	c := checker{record: cmpOr(ev.Type, "event")}
+	c := checker{record: cmp.Or(ev.Type, "event")}
 	c.entryUID("entry_uid", ev.EntryUID, false)
 	c.feedID("feed_id", ev.FeedID, false)
 	c.dayFile("stored_in", ev.StoredIn, "entries", true)
@@ -397,13 +398,6 @@ func (s *Subscription) Check() error {
 	c.feedID("feed_id", s.FeedID, false)
 	c.nonEmpty("url", s.URL)
 	return c.err
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Discovery modes of a website's scraper configuration
@@ -501,4 +495,13 @@ const DerivationKeywords = "keywords"
 type Keyword struct {
 	Term  string  `json:"term"`
 	Score float64 `json:"score"`
+}
+
+// NonNil is s, or an empty slice for a nil one: a record's lists are
+// written as [], never null (writers write the whole record).
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
