@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -252,6 +253,9 @@ func TestConditionalAndGzip(t *testing.T) {
 	if resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 	}
+	if v := resp.Header.Values("Vary"); len(v) != 1 || v[0] != "Accept-Encoding" {
+		t.Errorf("Vary %q, want Accept-Encoding once", v)
+	}
 	zr, err := gzip.NewReader(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +379,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown feed entries", "GET", "/feeds/00000000-0000-5000-8000-000000000000/entries", "", nil, 404, "knows no feed"},
 		{"unknown feed feed", "GET", "/feeds/00000000-0000-5000-8000-000000000000/feed.atom", "", nil, 404, "no feed"},
 		{"feed id upper case", "GET", "/feeds/" + strings.ToUpper(id), "", nil, 400, "lower case"},
-		{"feed id prefix", "GET", "/feeds/" + id[:8], "", nil, 400, "UUID"},
+		{"feed id too short a prefix", "GET", "/feeds/" + id[:3], "", nil, 400, "4 characters or more"},
 		{"label with a slash", "GET", "/labels/a%2Fb.atom", "", nil, 400, "slash"},
 		{"label dot dot", "GET", "/labels/...atom", "", nil, 400, "dot"},
 		{"label query slash", "GET", "/entries?label=a/b", "", nil, 400, "slash"},
@@ -499,4 +503,43 @@ func TestCacheFollowsTheCatalog(t *testing.T) {
 	if len(after.Entries) != len(before.Entries)+2 {
 		t.Fatalf("after a commit: %d entries, want %d", len(after.Entries), len(before.Entries)+2)
 	}
+}
+
+// TestFeedIDPrefixes: a route of a feed takes a unique prefix of its id,
+// as feed-sub does; an ambiguous one is a 409 that lists the candidates.
+func TestFeedIDPrefixes(t *testing.T) {
+	w := newWorld(t)
+	id := w.ids["TechCrunch.xml"]
+	var f FeedOut
+	w.get("/feeds/"+id[:6]).json(t, &f)
+	if f.FeedID != id {
+		t.Errorf("by prefix: %q", f.FeedID)
+	}
+	if r := w.get("/feeds/" + id[:8] + "/entries?limit=1"); r.status != 200 || !strings.Contains(string(r.body), id) {
+		t.Errorf("entries by prefix: %d", r.status)
+	}
+	// Two feeds whose ids begin alike.
+	seen := map[string]string{}
+	var a, b string
+	for i := 0; a == ""; i++ {
+		u := fmt.Sprintf("https://x.example/%d.xml", i)
+		p := ids.FeedID(u)[:4]
+		if other, ok := seen[p]; ok {
+			a, b = other, u
+		}
+		seen[p] = u
+	}
+	for _, u := range []string{a, b} {
+		if r := w.write("POST", "/feeds", `{"url": "`+u+`"}`); r.status != 201 {
+			t.Fatalf("add %s: %d %s", u, r.status, r.body)
+		}
+	}
+	prefix := ids.FeedID(a)[:4]
+	p := w.get("/feeds/"+prefix).problem(t, 409)
+	if !strings.Contains(p.Detail, ids.FeedID(a)) || !strings.Contains(p.Detail, ids.FeedID(b)) {
+		t.Errorf("409 without the candidates: %s", p.Detail)
+	}
+	w.get("/feeds/abc").problem(t, 400)
+	w.get("/feeds/ffffffff-ffff").problem(t, 404)
+	w.get("/feeds/NOT-HEX").problem(t, 400)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,7 +343,9 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
 	if len(e.body) >= gzipMinSize && acceptsGzip(r) {
 		payload = e.gzipped()
 		h.Set("Content-Encoding", "gzip")
-		h.Add("Vary", "Accept-Encoding")
+		if !slices.Contains(h.Values("Vary"), "Accept-Encoding") { // gzhttp, in front, has said it
+			h.Add("Vary", "Accept-Encoding")
+		}
 	}
 	sendTagged(w, r, http.StatusOK, e.header.Get("Content-Type"), e.etag, payload, e.modified)
 }

@@ -101,7 +101,7 @@ func isNumber(s string, signed bool) bool {
 
 // feedEntries is GET /feeds/{id}/entries.
 func (s *Server) feedEntries(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}

@@ -142,15 +142,40 @@ func cloneSub(s ndjson.Subscription) ndjson.Subscription {
 	return s
 }
 
-// feedParam reads the path's feed id; false when the request is answered.
-func feedParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+// feedParam reads the path's feed id, or a unique prefix of one of 4
+// characters or more (as feed-sub takes them); false when the request is
+// answered.
+func (s *Server) feedParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if !ndjson.IsFeedID(id) {
+	if ndjson.IsFeedID(id) {
+		return id, true
+	}
+	if len(id) < 4 || len(id) > 35 || strings.Trim(id, "0123456789abcdef-") != "" {
 		writeProblem(w, r, Problem{Title: "bad feed id", Status: http.StatusBadRequest, Field: "id",
-			Detail: "feed id " + strconv.Quote(clip(id)) + " is not one: a feed id is a UUID in lower case, as GET /feeds lists them"})
+			Detail: "feed id " + strconv.Quote(clip(id)) + " is not one: a feed id is a UUID in lower case, as GET /feeds lists them, or 4 characters or more of its start"})
 		return "", false
 	}
-	return id, true
+	subs, err := s.cat.Subscriptions(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return "", false
+	}
+	var matches []string
+	for _, sb := range subs {
+		if strings.HasPrefix(sb.FeedID, id) {
+			matches = append(matches, sb.FeedID)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], true
+	case 0:
+		problem(w, r, http.StatusNotFound, "no such feed", "no subscribed feed's id begins "+id+": GET /feeds lists them")
+	default:
+		problem(w, r, http.StatusConflict, "ambiguous feed id", id+" begins the ids of "+strconv.Itoa(len(matches))+" feeds: "+
+			strings.Join(matches[:min(10, len(matches))], ", ")+": give more of it")
+	}
+	return "", false
 }
 
 // feed reads a subscription and its state; false when the request is
@@ -175,7 +200,7 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, id string) (ndjson
 
 // getFeed is GET /feeds/{id}.
 func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -321,7 +346,7 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 // checked before anything changes; a later step that fails leaves the
 // earlier ones made, and says so.
 func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok || !wantJSON(w, r) {
 		return
 	}
@@ -419,7 +444,7 @@ func seconds(n *int) *time.Duration {
 
 // deleteFeed is DELETE /feeds/{id}: feed-sub rm. The stored entries stay.
 func (s *Server) deleteFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -434,7 +459,7 @@ func (s *Server) deleteFeed(w http.ResponseWriter, r *http.Request) {
 // refetchFeed is POST /feeds/{id}/refetch: feed-sub refetch, the manual
 // nudge; the next feed-due lists the feed.
 func (s *Server) refetchFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}

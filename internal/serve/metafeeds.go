@@ -46,7 +46,7 @@ type collection struct {
 
 // feedFeed is GET /feeds/{id}/feed.{atom,rss,json}.
 func (s *Server) feedFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}

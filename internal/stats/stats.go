@@ -61,9 +61,15 @@ type Totals struct {
 	Heartbeat *Heartbeat
 }
 
+// NewTotals are the totals of no feed yet, with the store's heartbeat:
+// Add each feed to them.
+func NewTotals(ctx context.Context, cat *catalog.Catalog) Totals {
+	return Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
+}
+
 // Compute adds up the feed states of a store at now, a feed at a time.
 func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
-	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
+	t := NewTotals(ctx, cat)
 	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
 		t.add(f, StatusOf(f.Sub, f.State, now))
 		return nil
