@@ -172,7 +172,8 @@ func pickFlags() []cli.Flag {
 }
 
 func readerFlag() cli.Flag {
-	return &cli.StringFlag{Name: "reader", Usage: "whose marks: a `NAME` of a-z, 0-9, '.', '_', '-'", EnvVars: []string{"FEEDPIPE_READER"}, Value: catalog.DefaultReader}
+	return &cli.StringFlag{Name: "reader", Usage: "whose marks: a `NAME` of a-z, 0-9, '.', '_', '-'", EnvVars: []string{"FEEDPIPE_READER"},
+		DefaultText: "the one user of feed-serve's Google Reader API when there is exactly one, else " + catalog.DefaultReader}
 }
 
 // config is the Config of every command: the store, the reader, the

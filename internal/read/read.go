@@ -48,7 +48,9 @@ type Config struct {
 	// Location is the time zone of the dates on a terminal and in show;
 	// nil: time.Local. TSV and JSON are in UTC.
 	Location *time.Location
-	// Reader is whose marks are read and set (catalog.DefaultReader when "").
+	// Reader is whose marks are read and set; "": the one user of the
+	// Google Reader API when there is exactly one, else
+	// catalog.DefaultReader.
 	Reader string
 	Format Format
 	// Width is the terminal's width in columns (Terminal; show wraps its
@@ -126,9 +128,25 @@ func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
 }
 
-// open returns the catalog and what closes it.
+// open returns the catalog and what closes it. A Config that names no
+// reader reads, from then on, as the one user of the Google Reader API
+// when there is exactly one (the person who also reads in an app), else
+// as catalog.DefaultReader.
 func (cfg *Config) open(ctx context.Context) (*catalog.Catalog, func(), error) {
-	return catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil || cfg.Reader != "" {
+		return cat, done, err
+	}
+	users, err := cat.Users(ctx)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	cfg.Reader = catalog.DefaultReader
+	if len(users) == 1 {
+		cfg.Reader = users[0].Name
+	}
+	return cat, done, nil
 }
 
 // Run lists the entries cfg selects, newest first.

@@ -398,3 +398,41 @@ func TestWidth(t *testing.T) {
 		t.Errorf("tsvField: %q", got)
 	}
 }
+
+// TestSoleUserReads: with no reader named, feed-read reads as the one
+// user of the Google Reader API when there is exactly one (what they read
+// in an app is read here), and as the default reader otherwise.
+func TestSoleUserReads(t *testing.T) {
+	defer catalog.SetTestIterations(1000)()
+	cat := testStore(t)
+	readerOf := func() string {
+		t.Helper()
+		out, _, err := run(t, cat, Config{Format: JSON, Limit: 1}, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var it struct {
+			Reader string `json:"reader"`
+		}
+		json.Unmarshal([]byte(out), &it)
+		return it.Reader
+	}
+	if r := readerOf(); r != catalog.DefaultReader {
+		t.Errorf("no user: reads as %q", r)
+	}
+	if err := cat.AddUser(ctx, "alice", "alice's password", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := readerOf(); r != "alice" {
+		t.Errorf("one user: reads as %q", r)
+	}
+	if out, _, _ := run(t, cat, Config{Format: JSON, Limit: 1, Reader: "default"}, list); !strings.Contains(out, `"reader":"default"`) {
+		t.Errorf("a reader named: %s", out)
+	}
+	if err := cat.AddUser(ctx, "bob", "bob's password!", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := readerOf(); r != catalog.DefaultReader {
+		t.Errorf("two users: reads as %q", r)
+	}
+}

@@ -578,3 +578,27 @@ func TestMetaFeedsSanitised(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSoleUser: signed in with the token, the page reads as the one
+// user of the Google Reader API when there is exactly one; anyone else
+// sees the default reader's marks.
+func TestWebSoleUser(t *testing.T) {
+	t.Cleanup(catalog.SetTestIterations(1000))
+	w := newWorld(t)
+	if err := w.cat.AddUser(context.Background(), "alice", "alice's password", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	c := w.webSignIn(url.Values{"token": {testToken}})
+	if p := w.page("/web/river", 200, "Cookie", c); !strings.Contains(p, "reader: alice") {
+		t.Errorf("the token's holder does not read as the sole user")
+	}
+	if p := w.page("/web/river", 200); strings.Contains(p, "reader: alice") {
+		t.Errorf("anyone reads as the sole user")
+	}
+	if err := w.cat.AddUser(context.Background(), "bob", "bob's password!", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.page("/web/river", 200, "Cookie", c); strings.Contains(p, "reader: alice") || strings.Contains(p, "reader: bob") {
+		t.Errorf("with two users, the token's holder reads as one")
+	}
+}

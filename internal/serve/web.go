@@ -177,15 +177,24 @@ func localPath(p string) string {
 }
 
 // readerOf is the reader whose marks the page shows and changes: the
-// reader query parameter or form field, else the user signed in, else
-// catalog.DefaultReader.
+// reader query parameter or form field; else the user signed in; else,
+// for the token's holder, the one user of the Google Reader API when
+// there is exactly one (the person who also reads in an app, as feed-read
+// reads); else catalog.DefaultReader.
 func (s *Server) readerOf(r *http.Request) (string, error) {
 	name := r.FormValue("reader")
 	if name != "" {
 		return name, catalog.CheckReader(name)
 	}
-	if c, err := s.callerOf(r); err == nil && c.user != "" {
+	c, err := s.callerOf(r)
+	switch {
+	case err != nil:
+	case c.user != "":
 		return c.user, nil
+	case c.token:
+		if users, err := s.cat.Users(r.Context()); err == nil && len(users) == 1 {
+			return users[0].Name, nil
+		}
 	}
 	return catalog.DefaultReader, nil
 }

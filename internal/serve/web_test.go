@@ -137,6 +137,10 @@ func TestWebPages(t *testing.T) {
 			t.Errorf("the feed's page has no %q", want)
 		}
 	}
+	// Its unread entries are counted beside its name, in its heading.
+	if !regexp.MustCompile(`<h1><bdi>TechCrunch</bdi> <small[^>]*>.*· <a href="/web/feeds/` + tc + `\?unread=1">20 unread</a></small></h1>`).MatchString(feed) {
+		t.Errorf("the feed's page has no unread count in its heading")
+	}
 	river := w.page("/web/river", 200)
 	for _, want := range []string{"Mark read", "Older", `name="key"`, "A quiet entry about gophers", "Script in the title &lt;script&gt;"} {
 		if !strings.Contains(river, want) {
