@@ -33,7 +33,6 @@ import (
 // sizeBuckets are the upper bounds of the response size histogram, bytes.
 var sizeBuckets = []float64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
 
-
 // DecisionsDir is the store's decisions tap (DESIGN.md §3), when
 // feed-store writes it.
 const DecisionsDir = "decisions"
