@@ -52,7 +52,7 @@ func SaveHistogram(ctx context.Context, cat *catalog.Catalog, h *Histogram) erro
 }
 
 // WriteMetrics writes the store's figures in the Prometheus text format:
-// the names of seed 001 §10.2 and the totals of seed 000 §4.9.
+// the names and totals of docs/design.md#metrics.
 func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
 	var err error
 	p := func(format string, args ...any) {
