@@ -11,8 +11,8 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 )
 
-// TestHelpDefaults: --help gives each flag's default as the issue and the
-// seeds set it, with the environment that would change it cleared.
+// TestHelpDefaults: --help gives each flag's default as docs/design.md sets
+// it, with the environment that would change it cleared.
 func TestHelpDefaults(t *testing.T) {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

@@ -147,11 +147,10 @@ func profile(name string) (stop func(), err error) {
 // tuneGC lets the heap grow to five times what is live (GOGC=400) before
 // a collection, under a soft limit of 512 MiB and 256 MiB a worker, unless
 // GOGC or GOMEMLIMIT say otherwise. Parsing allocates about three times
-// the bytes it reads and keeps little: at the default GOGC=100 the
-// collector ran some 20 to 50 times over the 74 MB bench corpus, and on
-// two cores each cycle stops the world twice, which on a loaded machine
-// waits for the other worker's thread to be given a CPU again (400 ms of
-// such stops in a 4-second run at load 20). At 400 it runs 4 to 6 times.
+// the bytes it reads and keeps little, and on two cores each collection
+// stops the world twice, which on a loaded machine waits for the other
+// worker's thread to be given a CPU again: at 400 the collector runs 4 to
+// 6 times over the bench corpus (docs/bench/2026-11-26-parse-round2.md).
 // The limit keeps memory bounded where five times the live heap would
 // be large: near it the collector runs as often as it must.
 func tuneGC(workers int) {

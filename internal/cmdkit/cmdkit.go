@@ -28,7 +28,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Exit statuses of every binary (DESIGN.md §5).
+// Exit statuses of every binary (docs/design.md#conventions).
 const (
 	ExitOK      = 0
 	ExitFailed  = 1 // some records or feeds failed, each reported

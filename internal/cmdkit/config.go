@@ -413,7 +413,7 @@ func unwrap(f cli.Flag) cli.Flag {
 // Duration makes f a flag whose environment variables take a Go duration
 // (90s, 1h) or whole seconds (60), milliseconds for a name ending in _MS
 // (FETCH_TIMEOUT_MS): urfave/cli alone reads only the first kind, and the
-// environment of the seeds speaks seconds.
+// older names (docs/design.md#configuration) take seconds.
 func Duration(f *cli.DurationFlag) cli.Flag {
 	return &envDuration{altsrc.NewDurationFlag(f)}
 }

@@ -1,4 +1,4 @@
-// Package discover finds the feeds a website offers (seed 000 §4.1): those
+// Package discover finds the feeds a website offers (docs/design.md#discovery): those
 // its page announces with <link rel="alternate">, else those at the paths
 // where feeds are commonly found; each one is fetched and parsed before it
 // is offered.

@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Item limits on a first or stale fetch (seed 001 §4.2): only the most
+// Item limits on a first or stale fetch (docs/design.md#backfill): only the most
 // recent entries of a feed never seen, or not seen for a long time, are
 // taken, so a subscription does not flood its consumers with old news.
 const (

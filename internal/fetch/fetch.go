@@ -24,12 +24,12 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Defaults of Config (seed 001 §8.1, issue: permanent redirects).
+// Defaults of Config (docs/design.md#fetching).
 const (
 	DefaultConcurrency       = 5
 	DefaultRedirectThreshold = 3
 	// SlowFetch is how long a fetch may take before it is logged as slow
-	// (seed 001 §10.1).
+	// (docs/design.md#logging).
 	SlowFetch = 30 * time.Second
 )
 
@@ -241,8 +241,9 @@ func (cfg *Config) write(results <-chan result, stats *counts, stop func()) erro
 	for first := range results {
 		// Up to 100 ms of records to a batch: each batch is a sync of
 		// fetches/ and a transaction of the catalog's fetch index, which
-		// waits for feed-store's; at 20 ms a warm cycle of 10,000 304s
-		// made 110 of them, now 37.
+		// waits for feed-store's, so fewer batches wait less (a warm
+		// cycle of 10,000 304s: 37 of them;
+		// docs/bench/2026-11-26-store-round3.md).
 		batch := pipe.Batch(first, results, 512, 100*time.Millisecond)
 		if firstErr != nil {
 			continue // keep draining so that the workers can finish

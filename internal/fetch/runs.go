@@ -10,8 +10,8 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// runs keeps feed-fetch idempotent per feed and scheduled run (seed 000
-// §15): a due record names its run by feed_id and scheduled_at, and
+// runs keeps feed-fetch idempotent per feed and scheduled run
+// (docs/design.md#fetching): a due record names its run by feed_id and scheduled_at, and
 // feed-fetch claims the run in the catalog before it fetches it, so that
 // a run is fetched once whoever asks for it, two pipelines started at once
 // included. Only the claiming goroutine uses it.

@@ -28,7 +28,7 @@ const Version = "0.1.0"
 // DefaultUserAgent names feedpipe and where a publisher can learn about it.
 const DefaultUserAgent = "feedpipe/" + Version + " (+https://github.com/feedpipe/feedpipe)"
 
-// Defaults for Options (seed 001 §8.3, DESIGN.md §6).
+// Defaults for Options (docs/design.md#fetching and #security).
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultTotalTimeout = 60 * time.Second

@@ -22,8 +22,8 @@ import (
 // that writes local time as UTC is hours off.
 const futureSlack = 5 * time.Minute
 
-// adapter applies feedpipe's mapping rules (seed 000 §16, seed 003
-// §2.3-2.4) to what a decoder read.
+// adapter applies feedpipe's mapping rules (docs/parse.md#mapping) to what
+// a decoder read.
 type adapter struct {
 	p    *Parser
 	src  Source
@@ -85,7 +85,7 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 	} else {
 		info.Image = firstOf(resolveLink(rf.image), resolveLink(rf.logo))
 	}
-	// The publisher (seed 003): who the feed says publishes it, else the
+	// The publisher (docs/design.md#mapping): who the feed says publishes it, else the
 	// feed's title, else its editor or author.
 	info.Publisher = firstOf(safetext.StripControls(clean(rf.publisher)), info.Title)
 	if info.Publisher == "" {

@@ -31,8 +31,8 @@ var (
 
 // Limits, each overridable per Parser (and by feed-parse's flags).
 const (
-	// MaxXMLDepth caps how deeply a document may nest elements (DESIGN.md
-	// §6; MAX_XML_DEPTH). Real feeds stay under 20 levels; a cap keeps
+	// MaxXMLDepth caps how deeply a document may nest elements
+	// (docs/design.md#security; MAX_XML_DEPTH). Real feeds stay under 20 levels; a cap keeps
 	// the work and memory of a hostile document in proportion to its
 	// size, whatever its shape.
 	MaxXMLDepth = 1000

@@ -42,8 +42,8 @@ func entryJSON(t *testing.T, e *ndjson.Entry) map[string]json.RawMessage {
 	return m
 }
 
-// TestMapping checks the mapping rules of seed 000 §16 and seed 003
-// §2.3-2.4, one rule per case: the fields named in want must come out
+// TestMapping checks the mapping rules of docs/parse.md#mapping, one rule
+// per case: the fields named in want must come out
 // as given (JSON values).
 func TestMapping(t *testing.T) {
 	src := Source{FeedID: testFeedID, FetchID: testFetchID, BaseURL: "https://example.org/blog/feed.xml"}

@@ -26,7 +26,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Validation of scraped articles (seed 001 §7.4, its RFC 3 §6.3).
+// Validation of scraped articles (docs/design.md#scraping).
 const (
 	MaxTitleRunes = 500
 	// FutureTolerance is how far ahead of the clock a publication date may
@@ -381,7 +381,7 @@ func (j *job) canonical(declared, pageURL string) string {
 	return c
 }
 
-// entry validates an article (seed 001 §7.4) and makes it an entry: nil,
+// entry validates an article (docs/design.md#scraping) and makes it an entry: nil,
 // with the rejection recorded, when it is not valid. native is the
 // article's identity (its URL as the list links it, or a direct page's
 // canonical URL); pageURL the page's final URL.
@@ -423,7 +423,7 @@ func (j *job) entry(art extract.Article, native, pageURL, fetchID string) *ndjso
 		Published:     ndjson.At(art.Published),
 		RawRef:        ndjson.RawRef{FetchID: fetchID},
 	}
-	// A scraped article's identity is its URL (seed 001 RFC 3 §4.2), the
+	// A scraped article's identity is its URL (docs/design.md#identity), the
 	// same one whatever the page says of itself later.
 	e.EntryUID = ids.EntryUID(ids.EntryKey{FeedID: e.FeedID, NativeID: native})
 	e.ContentHash = ids.ContentHash(e.Title, e.Summary, e.Content, links(e))

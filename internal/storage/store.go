@@ -1,5 +1,6 @@
 // Package storage reads and writes feedpipe's store: one directory of NDJSON
-// logs, zstd payloads and small index files, laid out by DESIGN.md §3.
+// logs, zstd payloads and small index files, laid out as docs/store.md
+// says (docs/design.md#store).
 package storage
 
 import (
@@ -22,7 +23,7 @@ import (
 )
 
 // The store's top-level directories: the payloads, and the logs by day
-// (DESIGN.md §3). The catalog, catalog.db, is beside them.
+// (docs/store.md). The catalog, catalog.db, is beside them.
 const (
 	DirRaw     = "raw"
 	DirFetches = "fetches"

@@ -34,7 +34,7 @@ type PruneConfig struct {
 	NoWait bool
 	DryRun bool
 
-	// Raw payloads (seed 000 §4.9): one goes when it is older than RawKeep
+	// Raw payloads (docs/design.md#retention): one goes when it is older than RawKeep
 	// (last fetched then) and is not among the RawKeepPerFeed newest of
 	// any feed that fetched it. Raw pruning is on when either is set.
 	RawKeep        time.Duration
@@ -42,7 +42,8 @@ type PruneConfig struct {
 	// EvenReferenced deletes payloads that stored entries come from too.
 	EvenReferenced bool
 
-	// TTLs of seed 004 §4, by whole days of the day files. Metadata is
+	// The retention of docs/design.md#retention, by whole days of the
+	// day files. Metadata is
 	// fetches/ (less the records stored entries point at), events/,
 	// aliases/ and decisions/; articles are entries/.
 	MetadataKeep time.Duration
@@ -441,7 +442,7 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 	return nil
 }
 
-// forgetSeen is the seen-ids TTL (seed 004 §4): it takes out of the index
+// forgetSeen is the seen-ids TTL (docs/design.md#retention): it takes out of the index
 // the entries last seen before now-SeenKeep, except those the feed's
 // latest payload holds. An entry's last_seen moves with every fetch that
 // shows it, but a feed answering 304, or with the same body, for months

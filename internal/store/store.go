@@ -686,7 +686,7 @@ func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedS
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
-	if n := c.newByFeed[feedID]; n > 0 { // seed 001 §10.1: a fetch with its count of new items
+	if n := c.newByFeed[feedID]; n > 0 { // docs/design.md#logging: a line per feed with new items
 		c.cfg.Log.Info(fmt.Sprintf("%d new %s", n, map[bool]string{true: "item", false: "items"}[n == 1]),
 			"feed_id", feedID, "fetch_id", f.FetchID, "feed", cmp.Or(f.Due.Name, st.Title, f.Due.URL), "updated", c.updatedByFeed[feedID])
 	}
@@ -701,7 +701,7 @@ func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedS
 	return st, recs, true, nil
 }
 
-// describe keeps what the fetch f says the feed is (seed 003 §2.3.1): the
+// describe keeps what the fetch f says the feed is (docs/design.md#mapping): the
 // format and publisher its body was read as, and the Content-Type it came
 // with. A fetch that brought no body read (a 304, an error, the same body)
 // leaves them as they were.

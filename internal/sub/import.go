@@ -44,8 +44,8 @@ type candidate struct {
 }
 
 // Import subscribes to every feed in r: an OPML document (1.0 to 2.0,
-// nested folders becoming labels), a JSON list such as seed 002's
-// feeds.json ([{"url", "label", "cron"}]), or a plain list of URLs, one per
+// nested folders becoming labels), a JSON list ([{"url", "label",
+// "cron"}], docs/design.md#subscriptions), or a plain list of URLs, one per
 // line. source names r in messages; labels are added to every feed. Feeds
 // already subscribed, or repeated in the file, are counted and skipped;
 // entries that cannot be used are reported and skipped, and make Import

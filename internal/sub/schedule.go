@@ -31,8 +31,8 @@ func SetOverrides(cfg Config, refs []string, o Overrides) error {
 	return Set(cfg, refs, Changes{Overrides: o})
 }
 
-// clampInterval keeps a fixed polling interval within [5m, 24h] (seed 001
-// §3.1); 0 means none.
+// clampInterval keeps a fixed polling interval within [5m, 24h]
+// (docs/design.md#rules-every-policy-keeps); 0 means none.
 func clampInterval(iv time.Duration, note func(string)) (time.Duration, error) {
 	switch {
 	case iv < 0:

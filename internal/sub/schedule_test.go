@@ -226,7 +226,7 @@ func TestRefetch(t *testing.T) {
 }
 
 // refetch and enable log each decision as feed-store does (msg=scheduled
-// and seed 002 §7's keys, in feed-store's order), store it for feed-due
+// and the keys of docs/design.md#states-and-decisions, in feed-store's order), store it for feed-due
 // --explain, and write nothing on stdout, which is for what ls and export
 // list.
 func TestNudgesLogDecisions(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Polling intervals a subscription may set (seed 001 §3.1).
+// Polling intervals a subscription may set (docs/design.md#rules-every-policy-keeps).
 const (
 	MinInterval = 5 * time.Minute
 	MaxInterval = 24 * time.Hour
@@ -100,7 +100,7 @@ var ErrInvalid = errors.New("invalid subscription")
 var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite}
 
 // newSubscription validates spec and builds its subscription. The feed id
-// derives from the normalized URL (DESIGN.md §4). notes receives anything
+// derives from the normalized URL (docs/design.md#identity). notes receives anything
 // that was adjusted.
 func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
 	// Credentials in the URL would be written with it into records and

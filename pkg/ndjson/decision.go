@@ -14,7 +14,7 @@ const (
 	TypeFeedReenabled = "feed_reenabled"
 )
 
-// Decision kinds (Decision.Decision), seed 002 §7.
+// Decision kinds (Decision.Decision), docs/design.md#states-and-decisions.
 const (
 	DecisionFetchNow = "fetch_now"
 	DecisionDefer    = "defer"

@@ -125,7 +125,7 @@
 //	                      fetch's parse.version)
 //	content_type  string  the Content-Type that body was served with
 //	publisher     string  who publishes it, as parse.publisher says
-//	                      (seed 003 §2.3.1); "" when unknown
+//	                      (docs/design.md#mapping); "" when unknown
 //
 // # due (feed-due)
 //
@@ -243,7 +243,7 @@
 //	    image             string  URL of the feed's image (RSS image,
 //	                              Atom logo or icon, itunes:image, JSON
 //	                              Feed icon); "" if none
-//	    publisher         string  who publishes the feed (seed 003):
+//	    publisher         string  who publishes the feed:
 //	                              dc:publisher, else the feed's title,
 //	                              else its managingEditor or author
 //	    self              string  the feed's own URL as it states it (Atom
@@ -371,8 +371,9 @@
 //	                        the fetch of its own page (a fetch record with
 //	                        "page", in fetches/)
 //	derivations     [object] what feed-scrape derived from the text of a
-//	                        website's article or a full-text entry (seed
-//	                        002); left out of the line when nothing was:
+//	                        website's article or a full-text entry
+//	                        (docs/design.md#scraping); left out of the
+//	                        line when nothing was:
 //	    kind              string  keywords
 //	    extractor         string  the name of the extractor (feedpipe-tf)
 //	    version           string  its version: the same text and version
@@ -398,15 +399,15 @@
 //	                        this version was stored. The line is never
 //	                        rewritten: the catalog's entries table goes
 //	                        on counting the sightings of an unchanged
-//	                        entry (seed 000 §4.4)
+//	                        entry (docs/design.md#deduplication)
 //
 // # new_entry and updated_entry (feed-store)
 //
 // One event per entry version durably stored, new_entry the first time an
 // entry_uid is stored and updated_entry when its content changed. The
 // events are what the pipeline's stdout carries to its consumers, with
-// what a consumer needs to file and show an entry without a lookup (seed
-// 004 §3.4: its category and abstract).
+// what a consumer needs to file and show an entry without a lookup: its
+// feed's name and labels, its title and summary (docs/design.md#events).
 //
 //	entry_uid, feed_id, title, summary, canonical_link, published,
 //	content_hash       as in the entry
@@ -422,7 +423,7 @@
 // # alias (feed-store)
 //
 // An entry not stored because its canonical link had been stored first
-// from another feed (feed-dedup --cross-feed; seed 001 §6): the duplicate
+// from another feed (feed-dedup --cross-feed; docs/design.md#deduplication): the duplicate
 // is recorded, never dropped silently. feed-store writes it to the store's
 // aliases/YYYY-MM-DD.ndjson (not to stdout), once per feed_id and
 // entry_uid; later versions of the entry are not recorded again.
@@ -447,10 +448,11 @@
 //	fetch_id         string  the fetch the decision follows
 //	decision         string  fetch_now, defer, backoff or pause
 //	reason           string  new_feed, retry_after, http_error, parse_error,
-//	                         budget_exceeded, ewma_stable, manual (seed
-//	                         002 §7), or new_entries, not_modified,
-//	                         no_new_entries, posting_rate, fixed, cron,
-//	                         paused, disabled
+//	                         budget_exceeded, ewma_stable, manual,
+//	                         new_entries, not_modified, no_new_entries,
+//	                         posting_rate, daily_slot, fixed, cron,
+//	                         paused, disabled, address_refused
+//	                         (docs/design.md#states-and-decisions)
 //	at               time    when it was decided
 //	next_at          time    when the feed is due next; null: never
 //	                         (disabled and not probed)
@@ -470,7 +472,8 @@
 //	    http_status          int     the fetch's status; 0 without response
 //	    not_modified         bool    a 304 answer
 //	    truncated            bool    the body was cut at the size cap: the
-//	                                 interval is at least ×b_up (seed 000 §7)
+//	                                 interval is at least ×b_up
+//	                                 (docs/design.md#failures)
 //	    error_class          string  the fetch's error class
 //	    error_code           string  the fetch's error code
 //	    new_entries          int     entries stored new from the fetch
@@ -538,8 +541,8 @@
 //
 // # scrape configuration
 //
-// The "scrape" object of a subscription and of its due records (seed 001
-// §5): how feed-scrape reads a website. Selectors are CSS selectors;
+// The "scrape" object of a subscription and of its due records
+// (docs/design.md#scraping): how feed-scrape reads a website. Selectors are CSS selectors;
 // "a, b" tries a, then b, and the first that matches wins.
 //
 //	discovery_mode  string  direct: the subscription's URL is the article;

@@ -286,7 +286,7 @@ type RawRef struct {
 	Length  int64  `json:"length"`
 }
 
-// Entry is one normalized item of a feed (seed 000 §5.2).
+// Entry is one normalized item of a feed (docs/design.md#data-model).
 type Entry struct {
 	Header
 	EntryUID      string      `json:"entry_uid"`
@@ -322,7 +322,7 @@ type Event struct {
 	EntryUID string `json:"entry_uid"`
 	FeedID   string `json:"feed_id"`
 	// FeedName and Labels are the feed's, as feed-sub ls shows them, so
-	// that a consumer needs no lookup (seed 004 §3.4: category).
+	// that a consumer needs no lookup (docs/design.md#events).
 	FeedName      string   `json:"feed_name"`
 	Labels        []string `json:"labels"`
 	Title         string   `json:"title"`
@@ -401,14 +401,14 @@ func (s *Subscription) Check() error {
 }
 
 // Discovery modes of a website's scraper configuration
-// (ScrapeConfig.DiscoveryMode, seed 001 §5.1).
+// (ScrapeConfig.DiscoveryMode, docs/design.md#scraping).
 const (
 	ModeDirect = "direct" // the page is the article
 	ModeList   = "list"   // the page lists links to articles
 )
 
-// ScrapeConfig tells feed-scrape how to read a website (seed 001 §5, its
-// RFC 3 §2.2): Subscription.Scrape and Due.Scrape hold it as JSON. Every
+// ScrapeConfig tells feed-scrape how to read a website
+// (docs/design.md#scraping): Subscription.Scrape and Due.Scrape hold it as JSON. Every
 // selector is a CSS selector; "a, b" tries a, then b, the first that
 // matches winning.
 type ScrapeConfig struct {
@@ -478,8 +478,8 @@ const (
 	PageFulltext = "fulltext" // the page of a feed entry, for its full text
 )
 
-// Derivation is one set of features derived from an entry's text (seed
-// 002): what kind, and the name and version of the extractor that made
+// Derivation is one set of features derived from an entry's text
+// (docs/design.md#scraping): what kind, and the name and version of the extractor that made
 // them, so that a better extractor can be told apart later.
 type Derivation struct {
 	Kind      string    `json:"kind"`
