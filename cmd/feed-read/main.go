@@ -184,8 +184,10 @@ func config(c *cli.Context) (read.Config, error) {
 		return read.Config{}, err
 	}
 	cfg := read.Config{Out: c.App.Writer, Err: c.App.ErrWriter, Store: st, Log: log, Reader: c.String("reader"), Format: read.TSV}
-	if err := catalog.CheckReader(cfg.Reader); err != nil {
-		return cfg, cmdkit.Usagef("--reader: %v", err)
+	if cfg.Reader != "" {
+		if err := catalog.CheckReader(cfg.Reader); err != nil {
+			return cfg, cmdkit.Usagef("--reader: %v", err)
+		}
 	}
 	if cmdkit.IsTerminal(c.App.Writer) {
 		cfg.Format = read.Terminal
