@@ -29,9 +29,8 @@ import (
 // environment sets it. feed-serve runs on the machine of the pipeline
 // that writes its store (SQLite shares a database within one machine),
 // and a cycle's writer needs about one CPU: under bench-serve's load on
-// two CPUs, a pipeline cycle took +6% against +59% (medians of 7 and 4
-// runs) with feed-serve on one CPU rather than two, a feed's entries p99
-// 33 against 29 ms, 26,500 requests/s against 29,800 (docs/serve.md).
+// two CPUs the cycle ran +6% slower than alone with feed-serve on one CPU
+// (+59% on two; docs/serve.md#load).
 func DefaultCPUs() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)
@@ -43,9 +42,9 @@ func DefaultCPUs() int {
 // not told: one a CPU it runs on (a make is CPU work; more at once only share the
 // CPUs, and take them from a pipeline on the same machine), and never
 // more than the catalog's connections (catalog.MaxConns), on which more
-// would queue again, at random. On two CPUs, 2 against 4 made a
-// pipeline's cycle under bench-serve's load +22% slower than alone
-// against +46% (medians of 4 runs), a feed's entries as fast.
+// would queue again, at random: on two CPUs, 2 at once kept a pipeline's
+// cycle near +22% under load, 4 +46%
+// (docs/bench/2026-11-26-serve-read-gate.md).
 func DefaultMaxReads() int { return min(catalog.MaxConns, runtime.GOMAXPROCS(0)) }
 
 // gate admits at most cap(slots) holders at once, first come first in: a

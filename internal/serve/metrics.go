@@ -22,18 +22,18 @@ import (
 )
 
 // The figures of /metrics: those the stages write for node_exporter
-// (stats.WriteMetrics: seed 001 §10.2's names, and feedpipe_* for the
-// rest), the same numbers from the same catalog; and what only a server
-// that watches the store sees: outcomes and response sizes of the fetches
-// in fetches/, the decisions in decisions/, the feeds by scheduler state,
-// the overdue ones, those whose error budget is spent, and seed 000 §10's
-// freshness objective. The figures are computed at most every
+// (stats.Families: the names of docs/design.md#metrics), the same numbers
+// from the same catalog; and what only a server that watches the store
+// sees: outcomes and response sizes of the fetches in fetches/, the
+// decisions in decisions/, the feeds by scheduler state, the overdue
+// ones, those whose error budget is spent, and the freshness objective
+// (docs/design.md#freshness). The figures are computed at most every
 // Config.MetricsEvery; a scrape between gets the last ones.
 
 // sizeBuckets are the upper bounds of the response size histogram, bytes.
 var sizeBuckets = []float64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
 
-// DecisionsDir is the store's decisions tap (DESIGN.md §3), when
+// DecisionsDir is the store's decisions tap (docs/store.md), when
 // feed-store writes it.
 const DecisionsDir = "decisions"
 
@@ -163,7 +163,7 @@ var (
 	descOverdue     = prometheus.NewDesc("feedpipe_feeds_overdue", "Feeds due for more than a minute and not fetched yet: the backlog.", nil, nil)
 	descBudget      = prometheus.NewDesc("feedpipe_feeds_budget_open", "Feeds whose error budget is spent: their circuit is open.", nil, nil)
 	descFresh       = prometheus.NewDesc("feedpipe_freshness_feeds", "Feeds polled on an interval, by whether their last fetch is within twice their interval (on_time) or not (late).", []string{"polled"}, nil)
-	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (seed 000 §10: 95% or more).", nil, nil)
+	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (objective: 95% or more, docs/design.md#freshness).", nil, nil)
 	descFeedIntv    = prometheus.NewDesc("feedpipe_feed_interval_seconds", "The interval the scheduler chose, per feed (--per-feed-metrics).", perFeed, nil)
 	descFeedEWMA    = prometheus.NewDesc("feedpipe_feed_ewma_seconds", "The EWMA of the feed's posting interval, per feed (--per-feed-metrics).", perFeed, nil)
 	descFeedNew     = prometheus.NewDesc("feedpipe_feed_new_entries_total", "Entries stored for the first time, per feed (--per-feed-metrics).", perFeed, nil)

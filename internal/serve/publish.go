@@ -35,8 +35,9 @@ type PublishSummary struct {
 	Skipped                   []string // labels that cannot be file names
 }
 
-// extensions are the files of one feed: RSS as seed 004 §3.6 names it
-// ({label}.xml), Atom and JSON Feed beside it.
+// extensions are the files of one feed: RSS as {label}.xml, the name
+// static feed hosts expect (docs/design.md#meta-feeds), Atom and JSON
+// Feed beside it.
 var extensions = []struct{ ext, format string }{{".xml", feedwrite.RSS}, {".atom", feedwrite.Atom}, {".json", feedwrite.JSON}}
 
 // Publish writes the feeds of every label, and of all entries, to files in

@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/stats"
 )
 
-// The dashboards of seed 000 §10 on the web page, from the figures
+// The dashboards of docs/design.md#metrics on the web page, from the figures
 // /metrics serves (metrics.go computes them once for both): success vs
 // 304 vs error over time (the fetches of fetches/ by hour), the totals
 // and bytes saved (stats.Totals), freshness and backlog, scheduler
