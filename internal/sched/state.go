@@ -86,6 +86,10 @@ type State struct {
 	// where 168 separate hours would take months.
 	Hours [24]float32 `json:"hours,omitzero"`
 	Days  [7]float32  `json:"days,omitzero"`
+	// DayStart is the UTC hour the publisher's day starts at, which Days
+	// are counted from: the middle of the quietest hours of a feed with a
+	// clear daily pattern (pattern.go); 0, UTC midnight, for the others.
+	DayStart int `json:"day_start,omitempty"`
 	// Peak is the fastest the feed has posted in a burst lately, items a
 	// day, decayed; with Window it caps the interval so that a burst does
 	// not push items out of the feed unseen.
@@ -211,6 +215,9 @@ func (st State) clean(p Params) State {
 		if !(st.Days[i] >= 0 && st.Days[i] < 1e9) {
 			st.Days[i] = 0
 		}
+	}
+	if st.DayStart < 0 || st.DayStart > 23 {
+		st.DayStart = 0
 	}
 	st.ErrorsSpent = min(st.ErrorsSpent, p.ErrorBudget)
 	st.Failures = min(max(st.Failures, 0), 1<<20)
