@@ -58,7 +58,7 @@ const (
 // since the previous fetch. It returns the number of new entries.
 //
 // An item's time is its publication time, or, for an item without one (or
-// with one in the future), when it was first seen (seed 000 §7). First
+// with one in the future), when it was first seen (docs/scheduler.md §3). First
 // seen says when an item arrived only across fetches: the items of one
 // answer without dates arrived at some time since the previous fetch, and
 // are spread evenly over it, so that they make no burst. Undated items
@@ -200,7 +200,8 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool, withheld int) in
 	return n
 }
 
-// ewma is seed 000 §4.6's EWMA of the gaps between sorted times.
+// ewma is the seed policy's EWMA of the gaps between sorted times
+// (docs/scheduler.md §3).
 func ewma(ts []int64, alpha float64) float64 {
 	if len(ts) < 2 {
 		return 0

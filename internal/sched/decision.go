@@ -9,7 +9,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Kind is what a decision asks for (seed 002 §7).
+// Kind is what a decision asks for (docs/scheduler.md §2).
 type Kind string
 
 // The decision kinds.
@@ -20,10 +20,10 @@ const (
 	Pause    Kind = "pause"     // do not fetch before Until (null Until: until enabled by hand)
 )
 
-// Reason says why (seed 002 §7, and the ones feedpipe adds).
+// Reason says why (docs/scheduler.md §2).
 type Reason string
 
-// The reasons. The first seven are seed 002's.
+// The reasons. The first seven are the decision record's from the start.
 const (
 	ReasonNewFeed        Reason = "new_feed"        // never fetched
 	ReasonRetryAfter     Reason = "retry_after"     // 429/503 with Retry-After: paused exactly that long
@@ -96,7 +96,7 @@ type Inputs struct {
 	MinSec            int `json:"min_sec"` // the clamps in force
 	MaxSec            int `json:"max_sec"`
 
-	// EWMASecs is the EWMA of inter-arrival times (seed 002's ewma_secs);
+	// EWMASecs is the EWMA of inter-arrival times (the record's ewma_secs);
 	// 0 without two publication times.
 	EWMASecs float64 `json:"ewma_secs"`
 	// RatePerDay is the estimated posting rate, items a day; Scale the
@@ -133,7 +133,7 @@ type Inputs struct {
 	CronError  string `json:"cron_error,omitempty"`
 
 	// Publisher floors: ttl and max-age (capped at the max interval), the
-	// floor they set, and Retry-After (seed 002's retry_after_secs).
+	// floor they set, and Retry-After (the record's retry_after_secs).
 	TTLSec         int `json:"ttl_sec,omitempty"`
 	MaxAgeSec      int `json:"max_age_sec,omitempty"`
 	FloorSec       int `json:"floor_sec,omitempty"`

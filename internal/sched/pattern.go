@@ -47,8 +47,9 @@ import (
 const (
 	// patternGain is the gain at which a pattern is clear: polls placed
 	// by it would find items in at most this share of the mean delay of
-	// evenly spaced polls. With the counts shrunk as shrink does, 99% of
-	// the generator's constant-rate feeds promise 0.99 or more.
+	// evenly spaced polls. With the counts shrunk as shrink does,
+	// constant-rate feeds promise 0.97 or more (300 of them at feed-sim's
+	// rates, 28 days), and bursts count as what they are (dispersion).
 	patternGain = 0.85
 	// patternHoursSpan and patternDaysSpan are how long a feed must have
 	// been watched (its first answer's history included) before its hours,

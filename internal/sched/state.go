@@ -9,7 +9,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Lifecycle is a feed's scheduling state (seed 002 §7).
+// Lifecycle is a feed's scheduling state (docs/scheduler.md §2).
 type Lifecycle string
 
 // The lifecycle states.
@@ -38,7 +38,7 @@ const (
 // CoolingDown back to Healthy and reset its backoff step.
 const CoolDownSuccesses = 3
 
-// PubWindow is N, how many publication times a State keeps (seed 000 §6.3).
+// PubWindow is N, how many publication times a State keeps.
 const PubWindow = 20
 
 // State is everything the scheduler remembers about one feed between two
@@ -65,8 +65,8 @@ type State struct {
 	// a manual nudge, schedules a fetch before it.
 	RetryUntil ndjson.Time `json:"retry_until,omitzero"`
 
-	// EWMASec is the EWMA of the inter-arrival times of Pub (seed 000
-	// §4.6, alpha), in seconds; meaningful when len(Pub) >= 2.
+	// EWMASec is the EWMA of the inter-arrival times of Pub (alpha), in
+	// seconds; meaningful when len(Pub) >= 2.
 	EWMASec float64 `json:"ewma_sec,omitempty"`
 	// Pub holds the last PubWindow publication times (first_seen where the
 	// feed gave none or a future one), Unix seconds, ascending.
