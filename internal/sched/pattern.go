@@ -261,16 +261,22 @@ func (st *State) moveDayStart(p Params) {
 	if min(shift, 24-shift) < dayStartMove {
 		return
 	}
-	// The items of the first shift hours of each old day belong to the
-	// day before it now.
+	// A day of the new start holds the last 24-shift hours of an old day
+	// and the first shift hours of the next, as far as the hours profile
+	// says how a day's items spread over its hours. Its name is the old
+	// day's, or the next one's when the new start is past midnight.
 	var moved float64
 	for i := range shift {
 		moved += float64(st.Hours[(st.DayStart+i)%24])
 	}
 	phi := float32(moved / sh)
+	next := 0
+	if st.DayStart+shift >= 24 {
+		next = 1
+	}
 	old := st.Days
 	for d := range 7 {
-		st.Days[d] = old[d]*(1-phi) + old[(d+1)%7]*phi
+		st.Days[(d+next)%7] = old[d]*(1-phi) + old[(d+1)%7]*phi
 	}
 	st.DayStart = start
 }

@@ -254,6 +254,26 @@ func TestMoveDayStartKeepsCounts(t *testing.T) {
 	if st.DayStart != d {
 		t.Errorf("day start moved again, %d → %d", d, st.DayStart)
 	}
+
+	// A start that moves past midnight: from 18:00 to 00:00 UTC, for a
+	// feed posting 06:00-19:59 UTC, Monday to Friday. Its days as counted
+	// from 18:00 hold Monday's items mostly on Sunday's day; counted from
+	// midnight, they are Monday's again.
+	st = State{DayStart: 18, RateT: 1e9}
+	for h := 6; h < 20; h++ {
+		st.Hours[h] = 30
+	}
+	st.Days = [7]float32{360, 420, 420, 420, 420, 60, 0}
+	st.moveDayStart(Defaults())
+	if st.DayStart != 0 {
+		t.Fatalf("day start %d, want 0", st.DayStart)
+	}
+	for wd, n := range st.Days {
+		if weekend := wd == 0 || wd == 6; weekend && n > 75 || !weekend && n < 300 {
+			t.Errorf("days %v: %s holds %.0f", st.Days, time.Weekday(wd), n)
+			break
+		}
+	}
 }
 
 func TestSpans(t *testing.T) {
