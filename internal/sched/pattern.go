@@ -57,12 +57,14 @@ const (
 	// of one afternoon say nothing of the week.
 	patternHoursSpan = 3 * secsPerDay
 	patternDaysSpan  = 14 * secsPerDay
-	// dayQuiet is how many of the quietest hours of a day a publisher's
-	// day starts in the middle of.
-	dayQuiet = 8
-	// dayQuietShare is the most of a feed's items its quietest dayQuiet
-	// hours may hold for them to be its night: a feed that posts around
-	// the clock, if at fixed hours, has no day to start.
+	// dayGather is the least resultant length (0 to 1) of the items'
+	// hours, as angles on the clock, for them to make one day: a feed
+	// posting at 07:00 and at 19:00 has two.
+	dayGather = 0.4
+	// dayQuiet is how many hours round a publisher's day start must be
+	// its night, holding at most dayQuietShare of its items: a feed that
+	// posts around the clock, if at fixed hours, has no day to start.
+	dayQuiet      = 8
 	dayQuietShare = 0.1
 	// dayStartMove is how far, in hours, the middle of the quietest hours
 	// must have moved before a feed's day start follows it: noise does
@@ -220,22 +222,36 @@ func (st *State) watched(p Params) float64 {
 }
 
 // dayOf is the publisher's day (Sunday = 0) of Unix time t, for a day
-// that starts at UTC hour start.
+// that starts at UTC hour start. A day is named after the UTC date that
+// holds most of it: one that starts at 22:00 is the next date's.
 func dayOf(t int64, start int) int {
-	return int(floorMod(floorDiv(t-int64(start)*3600, 86400)+4, 7)) // 1970-01-01 was a Thursday
+	return int(floorMod(floorDiv(t-int64(signedHour(start))*3600, 86400)+4, 7)) // 1970-01-01 was a Thursday
+}
+
+// signedHour is a day start as hours from its date's midnight, -12 to 11.
+func signedHour(start int) int {
+	if start >= 12 {
+		return start - 24
+	}
+	return start
 }
 
 // moveDayStart sets the hour the publisher's day starts at, from the hours
-// profile: the middle of its quietest dayQuiet hours, once the hours alone
-// make a clear pattern and that middle has moved dayStartMove hours or
-// more. The days' counts move with it, each day's share of the hours now
-// in the day before going there.
+// profile: twelve hours from the middle of its day (the circular mean of
+// its items' hours, which noise moves little), once the hours alone make
+// a clear pattern, one day of it (the items' hours gather round their mean,
+// a resultant of dayGather or more) with a night (the dayQuiet hours round
+// the start hold at most dayQuietShare of the items), and the start has
+// moved dayStartMove hours or more. The days' counts move with it.
 func (st *State) moveDayStart(p Params) {
-	var sh float64
-	for _, v := range st.Hours {
+	var sh, c, s float64
+	for h, v := range st.Hours {
+		a := 2 * math.Pi * (float64(h) + 0.5) / 24
 		sh += float64(v)
+		c += float64(v) * math.Cos(a)
+		s += float64(v) * math.Sin(a)
 	}
-	if sh < profileMinItems || st.watched(p) < patternHoursSpan {
+	if sh < profileMinItems || st.watched(p) < patternHoursSpan || math.Hypot(c, s) < dayGather*sh {
 		return
 	}
 	var fh [24]float64
@@ -243,40 +259,39 @@ func (st *State) moveDayStart(p Params) {
 	if m := meanSqrt(fh[:]); m*m > patternGain {
 		return
 	}
-	best, least := 0, math.Inf(1)
-	for s := range 24 {
-		var q float64
-		for i := range dayQuiet {
-			q += float64(st.Hours[(s+i)%24])
-		}
-		if q < least {
-			best, least = s, q
-		}
+	middle := math.Atan2(s, c) * 24 / (2 * math.Pi) // the hour, -12 to 12, of the items' mean
+	start := int(math.Round(middle+12)+24) % 24     // twelve hours from it
+	var night float64
+	for i := range dayQuiet {
+		night += float64(st.Hours[(start-dayQuiet/2+i+24)%24])
 	}
-	if least > dayQuietShare*sh {
+	if night > dayQuietShare*sh {
 		return
 	}
-	start := (best + dayQuiet/2) % 24
-	shift := (start - st.DayStart + 24) % 24 // hours the days' start moves later
-	if min(shift, 24-shift) < dayStartMove {
+	if d := (start - st.DayStart + 24) % 24; min(d, 24-d) < dayStartMove {
 		return
 	}
-	// A day of the new start holds the last 24-shift hours of an old day
-	// and the first shift hours of the next, as far as the hours profile
-	// says how a day's items spread over its hours. Its name is the old
-	// day's, or the next one's when the new start is past midnight.
-	var moved float64
-	for i := range shift {
-		moved += float64(st.Hours[(st.DayStart+i)%24])
-	}
-	phi := float32(moved / sh)
-	next := 0
-	if st.DayStart+shift >= 24 {
-		next = 1
+	// A day of the new start holds parts of two old days: as much of each
+	// as the hours profile says a day's items spread over those hours.
+	share := func(from, n int) float32 { // of the items, in n hours from UTC hour from
+		var x float64
+		for i := range n {
+			x += float64(st.Hours[(from+i+48)%24])
+		}
+		return float32(x / sh)
 	}
 	old := st.Days
-	for d := range 7 {
-		st.Days[(d+next)%7] = old[d]*(1-phi) + old[(d+1)%7]*phi
+	switch shift := signedHour(start) - signedHour(st.DayStart); {
+	case shift > 0: // later: the first shift hours of the next old day join it
+		phi := share(st.DayStart, shift)
+		for d := range 7 {
+			st.Days[d] = old[d]*(1-phi) + old[(d+1)%7]*phi
+		}
+	case shift < 0: // earlier: the last -shift hours of the old day before
+		psi := share(start, -shift)
+		for d := range 7 {
+			st.Days[d] = old[(d+6)%7]*psi + old[d]*(1-psi)
+		}
 	}
 	st.DayStart = start
 }

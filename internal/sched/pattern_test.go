@@ -172,7 +172,10 @@ func TestDayOf(t *testing.T) {
 		{time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 0, time.Monday},
 		{time.Date(2026, 6, 1, 3, 59, 0, 0, time.UTC), 4, time.Sunday}, // before the day starts: the day before
 		{time.Date(2026, 6, 1, 4, 0, 0, 0, time.UTC), 4, time.Monday},
-		{time.Date(2026, 6, 7, 23, 0, 0, 0, time.UTC), 23, time.Sunday},
+		{time.Date(2026, 6, 7, 23, 0, 0, 0, time.UTC), 23, time.Monday}, // a day from 23:00 is the next date's
+		{time.Date(2026, 6, 7, 22, 59, 0, 0, time.UTC), 23, time.Sunday},
+		{time.Date(2026, 6, 1, 11, 59, 0, 0, time.UTC), 12, time.Monday},
+		{time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), 12, time.Tuesday},
 		{time.Date(1969, 12, 31, 12, 0, 0, 0, time.UTC), 0, time.Wednesday},
 		{time.Date(1970, 1, 1, 2, 0, 0, 0, time.UTC), 5, time.Wednesday},
 	} {
@@ -184,7 +187,7 @@ func TestDayOf(t *testing.T) {
 
 // A publisher's day starts in its night: Sydney's newsroom, 23:00 to
 // 08:00 UTC on its weekdays, gets days that hold each of its working days
-// whole, and its weekend is two days without items. A feed that posts at
+// whole, named as in Sydney, and its weekend is two days without items. A feed that posts at
 // every hour, or one without a clear day, keeps UTC days.
 func TestDayStart(t *testing.T) {
 	p := Defaults()
@@ -201,7 +204,7 @@ func TestDayStart(t *testing.T) {
 		start []int // acceptable day starts: its night
 		days  string
 	}{
-		{"Sydney", sydney, []int{9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, "Sun-Thu"},
+		{"Sydney", sydney, []int{13, 14, 15, 16, 17, 18, 19}, "Mon-Fri"},
 		{"London", hoursUTC(8, 17, weekdays...), []int{18, 19, 20, 21, 22, 23, 0, 1, 2, 3, 4, 5, 6}, "Mon-Fri"},
 		{"around the clock", always, []int{0}, "Sun-Sat"},
 	}
@@ -221,8 +224,8 @@ func TestDayStart(t *testing.T) {
 // of a day held is the day before's now, and no item is lost.
 func TestMoveDayStartKeepsCounts(t *testing.T) {
 	var st State
-	// Items at 23:00-06:00 UTC, a quiet 07:00-22:00: the middle of its
-	// quietest 8 hours is 11:00 to 19:00 or so.
+	// Items at 23:00-06:59 UTC, their middle at 03:00: the day starts
+	// twelve hours later, at 15:00, in the quiet 07:00-22:00.
 	for h := range 24 {
 		if h >= 23 || h < 7 {
 			st.Hours[h] = 10
@@ -242,11 +245,11 @@ func TestMoveDayStartKeepsCounts(t *testing.T) {
 	if math.Abs(float64(a-b)) > 1e-3 {
 		t.Errorf("days %v → %v: %v items became %v", before, st.Days, a, b)
 	}
-	// Seven of each day's 80 items were at 23:00 and after, in the day
-	// before; the rest came after midnight, which now counts as the day
-	// before too.
-	if st.Days[0] < 15 || st.Days[4] > 5 {
-		t.Errorf("days %v, want most of Monday's items on Sunday's day", st.Days)
+	// A day from 15:00 is named after the next date, which holds most of
+	// it: Monday's items after midnight stay Monday's, its items at 23:00
+	// (one in eight) are Tuesday's now.
+	if st.Days[0] > 1 || st.Days[1] < 16 || st.Days[1] > 19 || st.Days[5] < 1 || st.Days[5] > 4 {
+		t.Errorf("days %v, want Monday's items on Monday but for an eighth on Tuesday", st.Days)
 	}
 	// Once moved, it stays.
 	d := st.DayStart
@@ -255,18 +258,19 @@ func TestMoveDayStartKeepsCounts(t *testing.T) {
 		t.Errorf("day start moved again, %d → %d", d, st.DayStart)
 	}
 
-	// A start that moves past midnight: from 18:00 to 00:00 UTC, for a
-	// feed posting 06:00-19:59 UTC, Monday to Friday. Its days as counted
-	// from 18:00 hold Monday's items mostly on Sunday's day; counted from
-	// midnight, they are Monday's again.
+	// A start that moves past midnight: from 18:00 to about 01:00 UTC, for
+	// a feed posting 06:00-19:59 UTC, Monday to Friday. Its days as counted
+	// from 18:00 hold each weekday's last two hours on the next day, and
+	// Saturday's day holds Friday's; counted from 01:00, Saturday and
+	// Sunday hold no more than an hour or two of the days beside them.
 	st = State{DayStart: 18, RateT: 1e9}
 	for h := 6; h < 20; h++ {
 		st.Hours[h] = 30
 	}
-	st.Days = [7]float32{360, 420, 420, 420, 420, 60, 0}
+	st.Days = [7]float32{0, 360, 420, 420, 420, 420, 60}
 	st.moveDayStart(Defaults())
-	if st.DayStart != 0 {
-		t.Fatalf("day start %d, want 0", st.DayStart)
+	if st.DayStart != 0 && st.DayStart != 1 {
+		t.Fatalf("day start %d, want 0 or 1", st.DayStart)
 	}
 	for wd, n := range st.Days {
 		if weekend := wd == 0 || wd == 6; weekend && n > 75 || !weekend && n < 300 {
@@ -359,7 +363,7 @@ func TestHistoryTeachesAtOnce(t *testing.T) {
 		u := t0.Add(time.Duration(h) * time.Hour).Unix()
 		return pt.gh[hourOf(u)] * pt.gd[dayOf(u, pt.dayStart)]
 	}
-	if night, day := at(1), at(10); day < 4*night || d.Inputs.PollWeight != math.Round(night*100)/100 {
+	if night, day := at(1), at(10); day < 2.5*night || d.Inputs.PollWeight != math.Round(night*100)/100 {
 		t.Errorf("poll weights %.2f at 01:00, %.2f at 10:00; decision %+v", night, day, d.Inputs)
 	}
 	for _, want := range []string{"Pattern: posts mostly at 08-16 UTC, Mon-Fri", "polls follow it"} {
