@@ -41,8 +41,8 @@ import (
 // 23:00 to 08:00 UTC, and its weekdays counted from UTC midnight would cut
 // each of its days in two. Entries carry their times in UTC (pkg/ndjson),
 // without the publisher's offset, so the state learns the publisher's day
-// from the pattern: its days start in the middle of the quietest hours of
-// its day (DayStart), once the hours alone make a clear pattern.
+// from the pattern: its days start twelve hours from the middle of its
+// working day (DayStart), once the hours alone make a clear pattern.
 
 const (
 	// patternGain is the gain at which a pattern is clear: polls placed
@@ -66,10 +66,9 @@ const (
 	// posts around the clock, if at fixed hours, has no day to start.
 	dayQuiet      = 8
 	dayQuietShare = 0.1
-	// dayStartMove is how far, in hours, the middle of the quietest hours
-	// must have moved before a feed's day start follows it: noise does
-	// not make it wander, and an hour of daylight saving time does not
-	// move the days' counts.
+	// dayStartMove is how far, in hours, the start must have moved before
+	// a feed's day start follows it: noise does not make it wander, and an
+	// hour of daylight saving time does not move the days' counts.
 	dayStartMove = 3
 	// maxDispersion bounds dispersion.
 	maxDispersion = 50

@@ -87,8 +87,9 @@ type State struct {
 	Hours [24]float32 `json:"hours,omitzero"`
 	Days  [7]float32  `json:"days,omitzero"`
 	// DayStart is the UTC hour the publisher's day starts at, which Days
-	// are counted from: the middle of the quietest hours of a feed with a
-	// clear daily pattern (pattern.go); 0, UTC midnight, for the others.
+	// are counted from, twelve hours from the middle of the day of a feed
+	// with a clear daily pattern (pattern.go); 0, UTC midnight, for the
+	// others. A day is named after the UTC date that holds most of it.
 	DayStart int `json:"day_start,omitempty"`
 	// Peak is the fastest the feed has posted in a burst lately, items a
 	// day, decayed; with Window it caps the interval so that a burst does

@@ -497,9 +497,8 @@
 //	    pattern_days         string  the publisher's days on which it posts
 //	                                 at least half its average, "Mon-Fri";
 //	                                 "" until it has been watched 14 days
-//	    day_start            int     the UTC hour its days start at (the
-//	                                 middle of its quietest hours); 0 is
-//	                                 midnight
+//	    day_start            int     the UTC hour its days start at, in its
+//	                                 night; 0 is midnight
 //	    poll_weight          number  the rate of polls at the fetch, times
 //	                                 that of evenly spaced polls at the
 //	                                 feed's rate
