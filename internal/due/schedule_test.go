@@ -177,3 +177,54 @@ func TestExplainOneRate(t *testing.T) {
 		t.Errorf("a 304's window called 0-item:\n%s", out)
 	}
 }
+
+// TestExplainPattern: --explain says what the feed's posting pattern is,
+// and why the decision placed the next fetch where it did; a feed without
+// one says so.
+func TestExplainPattern(t *testing.T) {
+	st := fill(t, []ndjson.Subscription{sub("office", false), sub("young", false)})
+	// Two months of items at 09:00-16:59 UTC, Monday to Friday, as its
+	// first fetch shows them: 200 of them.
+	at := time.Date(2026, 11, 20, 11, 0, 0, 0, time.UTC) // a Friday
+	var pub []time.Time
+	for d := at.AddDate(0, 0, -60).Truncate(24 * time.Hour); len(pub) < 200 && d.Before(at); d = d.Add(24 * time.Hour) {
+		if wd := d.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			continue
+		}
+		for h := 9; h < 17; h++ {
+			pub = append(pub, d.Add(time.Duration(h)*time.Hour+17*time.Minute))
+		}
+	}
+	p := sched.Params{Jitter: -1}
+	out := sched.Outcome{At: at, Status: 200, NewEntries: len(pub), Items: len(pub), Parsed: true, Published: pub}
+	s, d := sched.Next(sched.State{}, out, p, sched.Overrides{}, at, nil)
+	if d.Inputs.PatternGain == 0 {
+		t.Fatalf("the fixture wants a clear pattern: %+v", d.Inputs)
+	}
+	fs := catalog.FeedState{FeedID: testids.Feed("office"), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+	fs.SetSched(s, d)
+	// Three items: no pattern yet.
+	s2, d2 := sched.Next(sched.State{}, sched.Outcome{At: at, Status: 200, NewEntries: 3, Items: 3, Parsed: true, Published: pub[len(pub)-3:]}, p, sched.Overrides{}, at, nil)
+	fs2 := catalog.FeedState{FeedID: testids.Feed("young"), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+	fs2.SetSched(s2, d2)
+	putStates(t, st, fs, fs2)
+	for _, tc := range []struct {
+		ref  string
+		want []string
+	}{
+		{"office", []string{"Pattern: posts mostly at 09-16 UTC, Mon-Fri", "polls follow it",
+			"posting pattern posts mostly at 09-16 UTC, Mon-Fri", "; clear: polls follow it, for ×",
+			`pattern gain`, `hours "09-16" UTC, days "Mon-Fri"`}},
+		{"young", []string{"posting pattern not known yet: too few items"}},
+	} {
+		var b bytes.Buffer
+		if err := Explain(Config{Store: st, Now: at.Add(time.Minute), Sched: p}, testids.Feed(tc.ref), &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: explanation lacks %q:\n%s", tc.ref, w, b.String())
+			}
+		}
+	}
+}

@@ -171,7 +171,7 @@ func SimulateAll(ctx context.Context, w *Workload, names []string, cfg Config) (
 		if err != nil {
 			return nil, err
 		}
-		if (p.Base == "adaptive" || p.Base == "oracle") && p.Budget == 0 && p.Of == "" {
+		if p.budgeted() && p.Budget == 0 && p.Of == "" {
 			p.Budget, p.Of = cfg.Budget, cfg.BudgetOf
 			if p.Of != "" {
 				if err := CheckBudgetOf(p.Of); err != nil {

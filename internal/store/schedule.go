@@ -46,8 +46,9 @@ func DecisionRecord(feedID, fetchID string, d sched.Decision) *ndjson.Decision {
 			ErrorClass: in.ErrorClass, ErrorCode: in.ErrorCode, NewEntries: in.NewEntries, Items: in.Items,
 			IntervalBeforeSec: in.IntervalBeforeSec, IntervalAfterSec: in.IntervalAfterSec, MinSec: in.MinSec, MaxSec: in.MaxSec,
 			EWMASecs: in.EWMASecs, RatePerDay: in.RatePerDay, Scale: in.Scale, BaseSec: in.BaseSec,
-			ProfileFactor: in.ProfileFactor, TailCapSec: in.TailCapSec, WindowCapSec: in.WindowCapSec, Slot: in.Slot,
-			CronNextAt: in.CronNextAt, CronError: in.CronError,
+			ProfileFactor: in.ProfileFactor, TailCapSec: in.TailCapSec, WindowCapSec: in.WindowCapSec,
+			PatternGain: in.PatternGain, PatternHours: in.PatternHours, PatternDays: in.PatternDays, DayStart: in.DayStart, PollWeight: in.PollWeight,
+			Slot: in.Slot, CronNextAt: in.CronNextAt, CronError: in.CronError,
 			TTLSec: in.TTLSec, MaxAgeSec: in.MaxAgeSec, FloorSec: in.FloorSec, RetryAfterSecs: in.RetryAfterSecs,
 			// Always lists, never null: a consumer reads them without a check.
 			SkipHours: append([]int{}, in.SkipHours...), SkipDays: append([]string{}, in.SkipDays...),

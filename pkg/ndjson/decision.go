@@ -69,6 +69,11 @@ type DecisionInputs struct {
 	ProfileFactor float64 `json:"profile_factor"`
 	TailCapSec    int     `json:"tail_cap_sec"`
 	WindowCapSec  int     `json:"window_cap_sec"`
+	PatternGain   float64 `json:"pattern_gain"`
+	PatternHours  string  `json:"pattern_hours"`
+	PatternDays   string  `json:"pattern_days"`
+	DayStart      int     `json:"day_start"`
+	PollWeight    float64 `json:"poll_weight"`
 	Slot          string  `json:"slot"`
 	CronNextAt    string  `json:"cron_next_at"`
 	CronError     string  `json:"cron_error"`

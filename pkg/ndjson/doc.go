@@ -496,6 +496,22 @@
 //	    window_cap_sec       int     adaptive: the cap that keeps items
 //	                                 from leaving the feed's window unseen,
 //	                                 when it bound
+//	    pattern_gain         number  adaptive, a clear posting pattern:
+//	                                 the share of the mean delay of evenly
+//	                                 spaced polls that polls placed by the
+//	                                 pattern promise; 0 without one (and
+//	                                 the four fields below empty or 0)
+//	    pattern_hours        string  the UTC hours in which the feed posts
+//	                                 above its average rate, "08-12,14-17";
+//	                                 "" until it has been watched 3 days
+//	    pattern_days         string  the publisher's days on which it posts
+//	                                 at least half its average, "Mon-Fri";
+//	                                 "" until it has been watched 14 days
+//	    day_start            int     the UTC hour its days start at, in its
+//	                                 night; 0 is midnight
+//	    poll_weight          number  the rate of polls at the fetch, times
+//	                                 that of evenly spaced polls at the
+//	                                 feed's rate
 //	    slot                 string  adaptive, reason daily_slot: the time
 //	                                 of day ("15:04" UTC) by which the
 //	                                 feed's items have appeared on its last
