@@ -56,7 +56,12 @@ budget: --budget N requests per feed-day, --budget-of POLICY (that
 policy's spend in this run), or per policy after @: adaptive@24,
 adaptive@fixed:1h, adaptive@0.4*fixed:15m. Default: as fixed 1h, 24.
 --targets runs ` + strings.Join(sim.TargetPolicies, ",") + `
-and checks the targets of issue 4; it exits 1 if one is not met.
+and checks the adaptive policy's targets: at fixed 1h's request budget it
+spends within 1% of it, with a p50 delay at most 0.5x fixed 1h's, a mean
+at most 0.6x and a p95 no worse; its mean at most 1.3x the oracle's; its
+missed share at most fixed 15m's; at 0.4x fixed 15m's budget, a p50 no
+worse than fixed 15m's; no poll a publisher's hint forbids. It exits 1 if
+one is not met.
 
 ` + sim.TraceFormat + `
 
