@@ -184,7 +184,7 @@ func (d Decision) ExplainAt(now time.Time) string {
 	case Backoff:
 		delay := fmtDur(time.Duration(in.BackoffSec) * time.Second)
 		if d.Reason == ReasonRefused {
-			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: --allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it. Not the feed's failure: none counted, no error budget spent.",
+			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: feed-sub set FEED --allow-private permits it. Not the feed's failure: none counted, no error budget spent.",
 				when(next), failure(in))
 			break
 		}
