@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/version"
 )
 
 // TestHelpDefaults: --help gives each flag's default as the issue and the
@@ -37,7 +37,7 @@ func TestHelpDefaults(t *testing.T) {
 		"host-concurrency":   "1",
 		"host-rps":           "1",
 		"max-body-bytes":     "10485760", // 10 MiB
-		"user-agent":         `"feedpipe/` + httpx.Version + ` (+https://github.com/feedpipe/feedpipe)"`,
+		"user-agent":         `"feedpipe/` + version.Short() + ` (+https://github.com/feedpipe/feedpipe)"`,
 		"allow-private":      "false",
 	} {
 		re := regexp.MustCompile(`(?m)^ +--` + flag + `( value)? .*\(default: ` + regexp.QuoteMeta(def) + `\)`)
