@@ -162,11 +162,15 @@ func Usagef(format string, args ...any) error { return Usage(fmt.Errorf(format, 
 
 // Main runs app with the process's arguments and exits with its status,
 // profiling the run when ProfileEnv asks for it.
-func Main(app *cli.App) {
+func Main(app *cli.App) { os.Exit(RunMain(app, os.Args)) }
+
+// RunMain is Main without the exit: it runs app with args, profiled when
+// ProfileEnv asks for it, and returns the exit status (the feedpipe
+// binary runs the command its name says with it).
+func RunMain(app *cli.App, args []string) int {
 	stop := startProfile(app.Name)
-	code := Run(app, os.Args)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return Run(app, args)
 }
 
 // Run runs app and returns its exit status, having reported any error on

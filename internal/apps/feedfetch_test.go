@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestHelpDefaults(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	a := app()
+	a := FeedFetch()
 	a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader("")
 	if status := cmdkit.Run(a, []string{"feed-fetch", "--help"}); status != 0 {
 		t.Fatalf("status %d; stderr:\n%s", status, stderr.String())

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"bytes"
@@ -60,7 +60,7 @@ func TestFlags(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			a := app()
+			a := FeedParse()
 			a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader("")
 			status := cmdkit.Run(a, append([]string{"feed-parse", "--store", store}, tt.args...))
 			if _, err := os.Stat(store); err == nil {
