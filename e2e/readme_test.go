@@ -80,6 +80,7 @@ func TestREADMEQuickStart(t *testing.T) {
 			}
 			if cmdline == "./scripts/demo" {
 				for _, want := range []string{"== cycle 1", "new entries", "== cycle 2", "6 of 6 requests answered 304; 0 new entries", "subscriptions.ndjson",
+					"feed-loop: cycle 1: feeds=6", "feed-loop: cycle 2: feeds=6",
 					"FEEDPIPE_HOST_RPS=0: they all come from that one server"} {
 					if !strings.Contains(string(out), want) {
 						t.Errorf("demo output lacks %q:\n%s", want, out)
