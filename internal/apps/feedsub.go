@@ -54,7 +54,7 @@ flags, or both.`,
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
 					&cli.BoolFlag{Name: "check", Usage: "fetch URL first: subscribe only if it is a feed; for a web page, list the feeds it links to"},
 				), fetchFlags()[1:2]...), // --timeout: --allow-private is a setting here
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("add takes one URL, got %d arguments", c.NArg())
 					}
@@ -62,29 +62,38 @@ flags, or both.`,
 					if err != nil {
 						return err
 					}
-					url := c.Args().First()
+					spec := sub.Spec{
+						URL: c.Args().First(), Name: c.String("name"), Labels: labelsOf(c, "label"),
+						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
+						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
+						Scrape: scrape, Fulltext: c.Bool("fulltext"), AllowPrivate: c.Bool("allow-private"),
+					}
+					// Everything is checked before the store is opened: a
+					// command that fails makes none.
 					switch {
 					case c.Bool("check") && c.Bool("discover"):
 						return cmdkit.Usagef("--check and --discover: choose one (--discover fetches the page anyway)")
 					case c.Bool("check") && strings.EqualFold(c.String("type"), "website"):
 						return cmdkit.Usagef("--check checks a feed: a website is a page, read as it is")
+					}
+					if err := sub.Check(spec); err != nil {
+						return cmdkit.UsageIf(err, sub.ErrInvalid)
+					}
+					switch {
 					case c.Bool("check"):
-						if url, err = checked(c, url); err != nil {
+						if spec.URL, err = checked(c, spec.URL); err != nil {
 							return err
 						}
 					case c.Bool("discover"):
-						if url, err = discovered(c, url); err != nil {
+						if spec.URL, err = discovered(c, spec.URL); err != nil {
 							return err
 						}
 					}
-					_, _, err = sub.Add(cfg, sub.Spec{
-						URL: url, Name: c.String("name"), Labels: labelsOf(c, "label"),
-						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
-						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
-						Scrape: scrape, Fulltext: c.Bool("fulltext"), AllowPrivate: c.Bool("allow-private"),
-					})
-					return cmdkit.UsageIf(err, sub.ErrInvalid)
-				}),
+					return withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+						_, _, err := sub.Add(cfg, spec)
+						return cmdkit.UsageIf(err, sub.ErrInvalid)
+					})(c)
+				},
 			},
 			discoverCommand(),
 			{
@@ -152,7 +161,7 @@ already subscribed, or repeated in the file, are skipped and counted.`,
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "label", Usage: "add this label to every imported feed (repeatable)"},
 				},
-				Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return cmdkit.Usagef("import takes one FILE (or - for stdin), got %d arguments", c.NArg())
 					}
@@ -169,9 +178,17 @@ already subscribed, or repeated in the file, are skipped and counted.`,
 						defer f.Close()
 						r = f
 					}
-					_, err := sub.Import(cfg, r, name, labelsOf(c, "label"))
-					return err
-				}),
+					// The file is read and recognised before the store is
+					// opened: one that is not a list of feeds makes none.
+					src, err := sub.ReadImport(r, name)
+					if err != nil {
+						return err
+					}
+					return withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+						_, err := sub.ImportFrom(cfg, src, labelsOf(c, "label"))
+						return err
+					})(c)
+				},
 			},
 			{
 				Name:  "export",
@@ -244,11 +261,12 @@ func pickFlags(label string) []cli.Flag {
 	}
 }
 
-// withPicked runs action, in a store opened to write, on the references
+// withPicked runs action, in a store that exists, opened to write, on the
+// references
 // of the feeds the command names or picks (pickFlags, by the label flag
 // label); a reference or a pick that finds no feed is a usage error.
 func withPicked(label string, action func(c *cli.Context, cfg sub.Config, refs []string) error) cli.ActionFunc {
-	return withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+	return withConfig(cmdkit.Changes, func(c *cli.Context, cfg sub.Config) error {
 		refs, err := sub.Resolve(cfg, sub.Selection{Refs: c.Args().Slice(), All: c.Bool("all"), Label: c.String(label), State: c.String("state")})
 		if err == nil {
 			err = action(c, cfg, refs)

@@ -73,6 +73,10 @@ const (
 	ReadOnly Access = iota
 	// Writes: a store that does not exist is created, with a note.
 	Writes
+	// Changes: a command that changes what the store holds (feed-sub rm,
+	// feed-read mark): the store must exist, as for ReadOnly, since there
+	// is nothing to change in none, and be writable, as for Writes.
+	Changes
 	// ReadsInPipeline: a stage that only reads the store but runs in a
 	// pipeline that writes it (feed-parse, feed-dedup): a store that does
 	// not exist is created, as feed-store downstream will create it, so
@@ -86,7 +90,7 @@ const (
 // learns at once if it cannot be written; a reader needs it to exist.
 func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	root := c.String(storeFlag)
-	if access == ReadOnly {
+	if access == ReadOnly || access == Changes {
 		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 			return nil, Usagef("no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one", root)
 		}
@@ -98,7 +102,7 @@ func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	if st.Created {
 		fmt.Fprintf(c.App.ErrWriter, "%s: note: created a new, empty store at %s\n", c.App.Name, st.Root)
 	}
-	if access == Writes {
+	if access == Writes || access == Changes {
 		if err := st.CheckWritable(); err != nil {
 			return nil, Usage(err)
 		}

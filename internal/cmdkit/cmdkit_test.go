@@ -185,6 +185,7 @@ func TestReadOnlyNeedsAStore(t *testing.T) {
 		{ReadOnly, ExitUsage, "feed-test: error: no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one\n", false},
 		{ReadsInPipeline, ExitOK, "feed-test: note: created a new, empty store at %s\n", true},
 		{Writes, ExitOK, "feed-test: note: created a new, empty store at %s\n", true},
+		{Changes, ExitUsage, "feed-test: error: no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one\n", false},
 	} {
 		store := filepath.Join(t.TempDir(), "typo")
 		var stderr bytes.Buffer

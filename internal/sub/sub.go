@@ -247,6 +247,13 @@ func cleanLabels(labels []string) []string {
 	return out
 }
 
+// Check validates spec as Add does, before a store is opened: a command
+// that fails it makes none.
+func Check(spec Spec) error {
+	_, err := newSubscription(spec, time.Time{}, func(string) {})
+	return err
+}
+
 // Add subscribes to one feed. Adding a URL that is already subscribed
 // changes nothing and is not an error: added is false.
 func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error) {
