@@ -83,7 +83,8 @@ Reader API user reads as their name).`,
 			if c.NArg() > 0 {
 				return cmdkit.Usagef("unknown command %q: feed-read lists entries; its commands are show and mark (see feed-read --help)", c.Args().First())
 			}
-			cfg, err := config(c)
+			// --new keeps the reader's place: it writes the store.
+			cfg, err := config(c, map[bool]cmdkit.Access{false: cmdkit.ReadOnly, true: cmdkit.Changes}[c.Bool("new")])
 			if err != nil {
 				return err
 			}
@@ -119,7 +120,8 @@ Reader API user reads as their name).`,
 					&cli.BoolFlag{Name: "keep-unread", Usage: "do not mark the entries read"},
 				},
 				Action: func(c *cli.Context) error {
-					cfg, err := config(c)
+					// It marks what it shows read, unless --keep-unread.
+					cfg, err := config(c, map[bool]cmdkit.Access{false: cmdkit.Changes, true: cmdkit.ReadOnly}[c.Bool("keep-unread")])
 					if err != nil {
 						return err
 					}
@@ -142,7 +144,7 @@ it is given.`,
 					&cli.BoolFlag{Name: "all", Usage: "mark read the entries of every feed"},
 				),
 				Action: func(c *cli.Context) error {
-					cfg, err := config(c)
+					cfg, err := config(c, cmdkit.Changes)
 					if err != nil {
 						return err
 					}
@@ -175,10 +177,10 @@ func readerFlag() cli.Flag {
 	return &cli.StringFlag{Name: "reader", Usage: "whose marks: a `NAME` of a-z, 0-9, '.', '_', '-'", EnvVars: []string{"FEEDPIPE_READER"}, Value: catalog.DefaultReader}
 }
 
-// config is the Config of every command: the store, the reader, the
-// output and its width.
-func config(c *cli.Context) (read.Config, error) {
-	log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
+// config is the Config of every command: the store, opened for access,
+// the reader, the output and its width.
+func config(c *cli.Context, access cmdkit.Access) (read.Config, error) {
+	log, st, err := cmdkit.Setup(c, access)
 	if err != nil {
 		return read.Config{}, err
 	}

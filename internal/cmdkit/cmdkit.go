@@ -102,6 +102,10 @@ func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	if st.Created {
 		fmt.Fprintf(c.App.ErrWriter, "%s: note: created a new, empty store at %s\n", c.App.Name, st.Root)
 	}
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	c.App.Metadata[metaStore] = st.Root
 	if access == Writes || access == Changes {
 		if err := st.CheckWritable(); err != nil {
 			return nil, Usage(err)
@@ -208,6 +212,7 @@ func Run(app *cli.App, args []string) int {
 	if err == nil {
 		err = envError(app.RunContext(ctx, args))
 	}
+	err = readOnlyError(app, err)
 	code := status(err)
 	if err != nil {
 		fmt.Fprintf(app.ErrWriter, "%s: error: %s\n", app.Name, oneLine(err.Error()))
@@ -236,6 +241,27 @@ func envError(err error) error {
 		want = "a " + m[2]
 	}
 	return Usagef("%s=%q: want %s (the variable of --%s)", m[3], m[1], want, m[4])
+}
+
+// metaStore is the key of App.Metadata holding the store's path, once
+// opened.
+const metaStore = "cmdkit.store"
+
+// sqliteReadOnly is SQLite's SQLITE_READONLY, the primary result code of
+// a write to a database that cannot be written (its file, its directory
+// or its file system read-only).
+const sqliteReadOnly = 8
+
+// readOnlyError words a write that SQLite refused as every writer words a
+// store it cannot write (storage.CheckWritable), a usage error: a command
+// that found out only when it wrote says what the others say first.
+func readOnlyError(app *cli.App, err error) error {
+	var coded interface{ Code() int }
+	if err == nil || !errors.As(err, &coded) || coded.Code()&0xff != sqliteReadOnly {
+		return err
+	}
+	root, _ := app.Metadata[metaStore].(string)
+	return Usagef("storage: cannot write to the store %s: SQLite may not write its catalog there (%v), which every command needs, one that only reads too (the catalog's WAL index)", root, coded)
 }
 
 // status is the exit status err calls for.
