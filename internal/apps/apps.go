@@ -42,6 +42,25 @@ var standaloneFlags = map[string][]string{
 		"targets", "json", "write-trace", "show", "by-kind"},
 }
 
+func init() {
+	// The configuration file's top level is checked against every
+	// binary's flags.
+	cmdkit.Binaries = func() map[string]*cli.App {
+		all := map[string]*cli.App{}
+		for name, app := range table {
+			all[name] = app()
+		}
+		for name, flags := range standaloneFlags {
+			app := &cli.App{Name: name}
+			for _, f := range flags {
+				app.Flags = append(app.Flags, &cli.BoolFlag{Name: f})
+			}
+			all[name] = app
+		}
+		return all
+	}
+}
+
 // Names are the commands of the feedpipe binary, sorted.
 func Names() []string {
 	var names []string
