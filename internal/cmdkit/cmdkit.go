@@ -24,6 +24,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -131,16 +132,42 @@ func Logger(c *cli.Context) (*slog.Logger, error) {
 		return nil, Usage(fmt.Errorf("--%s: %q is not one of debug, info, warn, error", logLvlFlag, c.String(logLvlFlag)))
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var w io.Writer = c.App.ErrWriter
+	if line := terminalLine(c); line != nil {
+		w = line // each record clears the progress line first
+	}
 	var h slog.Handler
 	switch c.String(logFmtFlag) {
 	case "text":
-		h = slog.NewTextHandler(c.App.ErrWriter, opts)
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		h = slog.NewJSONHandler(c.App.ErrWriter, opts)
+		h = slog.NewJSONHandler(w, opts)
 	default:
 		return nil, Usage(fmt.Errorf("--%s: %q is not text or json", logFmtFlag, c.String(logFmtFlag)))
 	}
 	return slog.New(h).With("component", c.App.Name), nil
+}
+
+// metaLine is the key of App.Metadata holding the status line of a run
+// on a terminal (terminalLine).
+const metaLine = "cmdkit.line"
+
+// terminalLine is the run's status line when stderr is a terminal, else
+// nil: the one Progress gives and the logs are written through, so that a
+// log line never runs into the status.
+func terminalLine(c *cli.Context) *progress.Line {
+	if !IsTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	if l, ok := c.App.Metadata[metaLine].(*progress.Line); ok {
+		return l
+	}
+	l := progress.New(c.App.ErrWriter)
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	c.App.Metadata[metaLine] = l
+	return l
 }
 
 // IsTerminal reports whether w is a terminal.
