@@ -1,11 +1,16 @@
 package apps
 
 import (
+	"log/slog"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/due"
 	"github.com/feedpipe/feedpipe/internal/fetch"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/storage"
 )
 
 // FeedFetch is feed-fetch, which fetches the feeds named by due records,
@@ -52,6 +57,7 @@ types pass through.`,
 				return cmdkit.Usagef("--redirect-threshold %d: it must be at least 1", c.Int("redirect-threshold"))
 			}
 			opts.TotalTimeout, opts.MaxRedirects = c.Duration("total-timeout"), new(c.Int("max-redirects"))
+			defer allowPrivateRecorded(c, st, log, opts.AllowPrivate)
 			return fetch.Run(c.Context, fetch.Config{
 				In: c.App.Reader, Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
 				Concurrency:       c.Int("concurrency"),
@@ -61,5 +67,23 @@ types pass through.`,
 				Progress:          cmdkit.Progress(c),
 			})
 		},
+	}
+}
+
+// allowPrivateRecorded keeps in the catalog whether this run let every
+// feed reach private addresses (due.RecordAllowPrivate): the next
+// feed-due with FEEDPIPE_ALLOW_PRIVATE=1 lists the feeds refused before
+// only until a feed-fetch with it has run.
+func allowPrivateRecorded(c *cli.Context, st *storage.Store, log *slog.Logger, allow bool) {
+	if c.Context.Err() != nil {
+		return // stopped: it may not have fetched what was due
+	}
+	cat, err := catalog.Open(c.Context, st, log)
+	if err == nil {
+		err = due.RecordAllowPrivate(c.Context, cat, allow)
+		cat.Close()
+	}
+	if err != nil {
+		log.Warn("cannot record FEEDPIPE_ALLOW_PRIVATE in the catalog", "error", err)
 	}
 }

@@ -33,7 +33,7 @@ record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
 A subscription is named on the command line by its feed id, a unique prefix
 of it (as ls shows), or its URL. rm, enable, disable, refetch, set, pause and
 resume also pick feeds by --all, --label L (set: --with-label L) and --state
-S (enabled, failing, paused or disabled, as ls's STATUS begins), which
+S (enabled, failing, refused, paused or disabled, as ls's STATUS begins), which
 narrow each other, and say how many feeds they changed.`,
 		Flags: cmdkit.CommonFlags(),
 		Commands: []*cli.Command{
@@ -257,7 +257,7 @@ func pickFlags(label string) []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "all", Usage: "every subscription (--" + label + " and --state narrow it)"},
 		&cli.StringFlag{Name: label, Usage: "the subscriptions with this `LABEL`"},
-		&cli.StringFlag{Name: "state", Usage: "the subscriptions in this `STATE`, as ls's STATUS begins: enabled, failing, paused or disabled"},
+		&cli.StringFlag{Name: "state", Usage: "the subscriptions in this `STATE`, as ls's STATUS begins: enabled, failing, refused, paused or disabled"},
 	}
 }
 

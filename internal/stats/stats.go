@@ -28,9 +28,10 @@ type Row struct {
 	FeedID          string      `json:"feed_id"`
 	Name            string      `json:"name"`
 	URL             string      `json:"url"`
-	State           string      `json:"state"`  // enabled, failing, paused or disabled (StatusOf); "" for the total
-	Status          string      `json:"status"` // the same for people, as feed-sub ls says it; "" for the total
-	Fetches         int         `json:"fetches"`
+	State           string      `json:"state"`             // enabled, failing, refused, paused or disabled (StatusOf); "" for the total
+	Status          string      `json:"status"`            // the same for people, as feed-sub ls says it; "" for the total
+	Fetches         int         `json:"fetches"`           // made: those this machine refused to make are Refused, not fetches
+	Refused         int         `json:"refused"`           // fetches refused by this machine (a private address): no failure of the feed
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
 	ErrorRate       float64     `json:"error_rate"`
@@ -53,10 +54,13 @@ const TypeStats = "feed_stats"
 // Totals are the figures of the whole store.
 type Totals struct {
 	// Subscriptions by status (StatusOf): Enabled are those in service,
-	// not disabled (by hand or by the scheduler), Failing and Paused
-	// among them.
-	Enabled, Failing, Paused, Disabled int
-	Counts                             catalog.FeedCounts
+	// not disabled (by hand or by the scheduler), Failing, Refused and
+	// Paused among them.
+	Enabled, Failing, Refused, Paused, Disabled int
+	// Counts are the fetches made (Attempted): without Refusals, the
+	// fetches this machine refused to make (an address refused).
+	Counts   catalog.FeedCounts
+	Refusals int
 	// Heartbeat is feed-loop's last cycle; nil when it never ran one.
 	Heartbeat *Heartbeat
 }
@@ -79,13 +83,17 @@ func (t *Totals) add(f *catalog.Feed, st Status) {
 	case StateFailing:
 		t.Failing++
 		t.Enabled++
+	case StateRefused:
+		t.Refused++
+		t.Enabled++
 	case StatePaused:
 		t.Paused++
 		t.Enabled++
 	default:
 		t.Enabled++
 	}
-	c := f.State.Counts
+	c, refused := Attempted(f.State.Counts)
+	t.Refusals += refused
 	t.Counts.Fetches += c.Fetches
 	t.Counts.OK += c.OK
 	t.Counts.NotModified += c.NotModified
@@ -98,6 +106,32 @@ func (t *Totals) add(f *catalog.Feed, st Status) {
 	for code, n := range c.ErrorCodes {
 		t.Counts.ErrorCodes[code] += n
 	}
+}
+
+// refusedCode is the error code of a fetch this machine refused to make
+// (httpx.CodeAddressRefused).
+const refusedCode = "address_refused"
+
+// Attempted are the counts of the fetches made of c: without those this
+// machine refused to make (an address it refuses), which asked nothing of
+// the publisher and are no failure of the feed, as the scheduler counts
+// none; refused is how many there were. feed-stats's rates and the
+// metrics count so, and so should any other count of failures.
+func Attempted(c catalog.FeedCounts) (attempted catalog.FeedCounts, refused int) {
+	refused = c.ErrorCodes[refusedCode]
+	if refused == 0 {
+		return c, 0
+	}
+	c.Fetches -= refused
+	c.Errors -= refused
+	codes := make(map[string]int, len(c.ErrorCodes))
+	for code, n := range c.ErrorCodes {
+		if code != refusedCode {
+			codes[code] = n
+		}
+	}
+	c.ErrorCodes = codes
+	return c, refused
 }
 
 // Format is how Run writes its rows.
@@ -141,7 +175,9 @@ func Run(cfg Config) error {
 		s, st := f.Sub, f.State
 		status := StatusOf(s, st, cfg.Now)
 		t.add(f, status)
-		r := row(st.Counts, heldDays(s, cfg.Now, cfg.Days), recent[s.FeedID])
+		c, refused := Attempted(st.Counts)
+		r := row(c, heldDays(s, cfg.Now, cfg.Days), recent[s.FeedID])
+		r.Refused = refused
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
 		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
 		if status.Listed {
@@ -163,7 +199,7 @@ func Run(cfg Config) error {
 	}
 	all.sizes = allSizes
 	total := row(t.Counts, float64(cfg.Days), all)
-	total.FeedID = "total"
+	total.FeedID, total.Refused = "total", t.Refusals
 	// The store's rate is its feeds' together, each over its own days.
 	total.NewPerDay = 0
 	for _, r := range rows {
@@ -252,11 +288,11 @@ func write(cfg Config, rows []Row) error {
 	case CSV:
 		w := csv.NewWriter(cfg.Out)
 		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
-			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status"})
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status", "refused"})
 		for _, r := range rows {
 			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
 				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
-				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status})
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status, strconv.Itoa(r.Refused)})
 		}
 		w.Flush()
 		return w.Error()

@@ -254,3 +254,47 @@ func TestHeartbeat(t *testing.T) {
 		t.Error("feeds=x read as a count")
 	}
 }
+
+// TestRefusalsAreNoFailures: a fetch this machine refused to make (its
+// address private) asked nothing of the publisher: feed-stats's rates and
+// the metrics count it apart, not as a failed fetch, as the scheduler
+// counts no failure of it.
+func TestRefusalsAreNoFailures(t *testing.T) {
+	st, cat := testenv.Store(t)
+	id := "cccccccc-0000-4000-8000-000000000003"
+	cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: id, URL: "http://127.0.0.1:8000/feed.xml"}}, nil
+	})
+	err := cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.PutStates(catalog.FeedState{FeedID: id, Counts: catalog.FeedCounts{Fetches: 5, OK: 1, NotModified: 1, Errors: 3,
+			ErrorCodes: map[string]int{"address_refused": 2, "http_500": 1}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Run(Config{Out: &out, Store: st, Catalog: cat, Now: now, Format: NDJSON}); err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsOf(t, &out)
+	if r := rows[id]; r.Fetches != 3 || r.Refused != 2 || r.ErrorRate != 1.0/3 || r.OKRate != 1.0/3 {
+		t.Errorf("row: %+v", r)
+	}
+	if r := rows["total"]; r.Fetches != 3 || r.Refused != 2 || r.ErrorRate != 1.0/3 {
+		t.Errorf("total: %+v", r)
+	}
+	tot, err := Compute(context.Background(), cat, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	WriteMetrics(&metrics, tot, &Histogram{})
+	for _, want := range []string{"\nsources_failed_total 1\n", "feedpipe_fetches_total{result=\"error\"} 1\n", "sources_total{state=\"failing\"} 0\n"} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
+		}
+	}
+	if strings.Contains(metrics.String(), "address_refused") {
+		t.Errorf("refusals among the fetch errors:\n%s", metrics.String())
+	}
+}

@@ -15,9 +15,16 @@ const (
 	// StateEnabled: the feed answers (or has not been fetched yet) and is
 	// polled at its policy's pace; cooling down after failures too.
 	StateEnabled = "enabled"
-	// StateFailing: its fetches fail: backing off, its circuit open (the
-	// error budget spent), or its address refused by this machine.
+	// StateFailing: its fetches fail: backing off, or its circuit open
+	// (the error budget spent).
 	StateFailing = "failing"
+	// StateRefused: this machine refused its address, a loopback or
+	// private one, without asking the publisher: no failure of the feed
+	// (the scheduler counts none), but nothing is fetched until the feed
+	// (feed-sub set --allow-private) or every feed
+	// (FEEDPIPE_ALLOW_PRIVATE=1) is allowed such addresses; it is due at
+	// once then (feed-due).
+	StateRefused = "refused"
 	// StatePaused: paused by hand (feed-sub pause), or for a Retry-After
 	// that still runs.
 	StatePaused = "paused"
@@ -26,11 +33,21 @@ const (
 	StateDisabled = "disabled"
 )
 
+// RefusedText is the status of a feed whose address this machine refused;
+// RefusedHint says what allows it, once for all such feeds (feed-sub ls
+// says it below its table).
+const (
+	RefusedText = "refused: a private address"
+	RefusedHint = "a loopback, private or link-local address, which feedpipe refuses unless allowed: " +
+		"feed-sub set FEED --allow-private allows one feed, FEEDPIPE_ALLOW_PRIVATE=1 every feed; " +
+		"either makes it due at once (no feed-sub refetch needed)"
+)
+
 // Status is a feed's status at a time, as every command shows it: feed-sub
 // ls, feed-stats, the metrics, feed-due --explain. StatusOf computes it;
 // no command works it out for itself.
 type Status struct {
-	State string // StateEnabled, StateFailing, StatePaused or StateDisabled
+	State string // StateEnabled, StateFailing, StateRefused, StatePaused or StateDisabled
 	// Text says it for people, the STATUS column of feed-sub ls:
 	// "enabled (cooling down)", "failing (2): http_503", "paused for a
 	// Retry-After until 2026-11-26 10:30Z", "disabled: permanent error
@@ -77,7 +94,7 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 		}
 		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", sc.DisabledReason, probe)
 	case sc.Reason == sched.ReasonRefused:
-		st.State, st.Text = StateFailing, "refused: a private address (feed-sub set --allow-private permits it)"
+		st.State, st.Text = StateRefused, RefusedText
 	case sc.Lifecycle == sched.StateBackoff:
 		failing(sc.Failures)
 	case sc.Lifecycle == sched.StatePaused && sc.Reason == sched.ReasonBudgetExceeded:

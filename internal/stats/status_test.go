@@ -85,7 +85,9 @@ func statusCases() []statusCase {
 			now.Add(59 * time.Minute)},
 		// It was "paused (retry_after)", due now, in feed-sub ls.
 		{"Retry-After over", ndjson.Subscription{FeedID: "limited-over"}, limitedOver, StateEnabled, "enabled (Retry-After over)", true, now.Add(-time.Hour)},
-		{"address refused", ndjson.Subscription{FeedID: "refused"}, refused, StateFailing, "refused: a private address (feed-sub set --allow-private permits it)", false,
+		// It was "failing", counted as such by feed-stats and the metrics,
+		// though the scheduler counts no failure.
+		{"address refused", ndjson.Subscription{FeedID: "refused"}, refused, StateRefused, "refused: a private address", false,
 			refused.NextFetchAt.Time},
 		{"disabled by hand", ndjson.Subscription{FeedID: "by-hand", Disabled: true}, ok, StateDisabled, "disabled by hand", false, time.Time{}},
 		{"paused by hand", ndjson.Subscription{FeedID: "paused", PausedUntil: ndjson.At(now.Add(5 * time.Hour))}, ok, StatePaused,

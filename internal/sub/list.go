@@ -63,10 +63,17 @@ func List(cfg Config, o ListOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	refused := 0
 	for _, s := range subs {
 		if e := states[s.FeedID].LastError; e != nil && e.Code == notAFeed {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is not a feed (a web page?): feed-sub discover %s lists the feeds it links to\n", s.URL, s.URL)
 		}
+		if stats.StatusOf(s, states[s.FeedID], now).State == stats.StateRefused {
+			refused++
+		}
+	}
+	if refused > 0 {
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: %s refused: %s\n", count(refused, "feed is", "feeds are"), stats.RefusedHint)
 	}
 	return nil
 }
@@ -80,7 +87,7 @@ const notAFeed = "not_a_feed"
 type listing struct {
 	ndjson.Subscription
 	// Status and StatusText are the feed's status as every command says
-	// it (stats.StatusOf): enabled, failing, paused or disabled; and the
+	// it (stats.StatusOf): enabled, failing, refused, paused or disabled; and the
 	// STATUS column.
 	Status     string `json:"status"`
 	StatusText string `json:"status_text"`

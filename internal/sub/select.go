@@ -15,7 +15,7 @@ import (
 // Selection picks the subscriptions a command works on: those it names
 // (Refs: feed ids, id prefixes or URLs), or those All, Label and State
 // pick together: every one (All), narrowed to a label and to a status as
-// feed-sub ls shows it (enabled, failing, paused or disabled).
+// feed-sub ls shows it (enabled, failing, refused, paused or disabled).
 type Selection struct {
 	Refs  []string
 	All   bool
@@ -28,7 +28,7 @@ type Selection struct {
 func (s Selection) Selects() bool { return s.All || s.Label != "" || s.State != "" }
 
 // States are the statuses a Selection's State may name.
-var States = []string{stats.StateEnabled, stats.StateFailing, stats.StatePaused, stats.StateDisabled}
+var States = []string{stats.StateEnabled, stats.StateFailing, stats.StateRefused, stats.StatePaused, stats.StateDisabled}
 
 // Resolve returns the references a selection stands for: its Refs as they
 // are, or the feed ids of the subscriptions it picks, in the list's order.
