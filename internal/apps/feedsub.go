@@ -267,7 +267,9 @@ func pickFlags(label string) []cli.Flag {
 // label); a reference or a pick that finds no feed is a usage error.
 func withPicked(label string, action func(c *cli.Context, cfg sub.Config, refs []string) error) cli.ActionFunc {
 	return withConfig(cmdkit.Changes, func(c *cli.Context, cfg sub.Config) error {
-		refs, err := sub.Resolve(cfg, sub.Selection{Refs: c.Args().Slice(), All: c.Bool("all"), Label: c.String(label), State: c.String("state")})
+		sel := sub.Selection{Refs: c.Args().Slice(), All: c.Bool("all"), Label: c.String(label), State: c.String("state")}
+		cfg.Bulk = sel.Selects()
+		refs, err := sub.Resolve(cfg, sel)
 		if err == nil {
 			err = action(c, cfg, refs)
 		}

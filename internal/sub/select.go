@@ -3,7 +3,6 @@ package sub
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -132,15 +131,23 @@ func (r *report) note(format string, args ...any) {
 	r.lines = append(r.lines, fmt.Sprintf(format, args...))
 }
 
-// write says it to w, each line after "feed-sub: "; with more than one
-// feed, total says how many changed (and were left as they were).
-func (r *report) write(w io.Writer, total func(changed, unchanged int) string) {
-	if r.feeds <= maxFeedLines {
+// write says it to cfg.Msg, each line after "feed-sub: "; with more than
+// one feed, total says how many changed (and were left as they were). Of
+// feeds picked in bulk (cfg.Bulk: --all, --label, --state) it says only
+// the total, the line of each feed going to the log at debug.
+func (r *report) write(cfg Config, total func(changed, unchanged int) string) {
+	w := cfg.Msg
+	switch {
+	case cfg.Bulk && total != nil:
+		for _, l := range r.lines {
+			cfg.Log.Debug(l)
+		}
+	case r.feeds <= maxFeedLines:
 		for _, l := range r.lines {
 			fmt.Fprintf(w, "feed-sub: %s\n", l)
 		}
 	}
-	if r.feeds > 1 && total != nil {
+	if (r.feeds > 1 || cfg.Bulk) && total != nil {
 		fmt.Fprintf(w, "feed-sub: %s\n", total(r.changed, r.feeds-r.changed))
 	}
 }

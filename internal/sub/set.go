@@ -127,7 +127,7 @@ func refetchRefused(cfg Config, refs []string, p sched.Params) error {
 		return true
 	})
 	if err == nil {
-		r.write(cfg.Msg, nil)
+		r.write(cfg, nil)
 	}
 	return err
 }
@@ -355,6 +355,6 @@ func editEach(cfg Config, refs []string, change func(*ndjson.Subscription) (stri
 	if err != nil {
 		return err
 	}
-	r.write(cfg.Msg, counted("changed", "they have these settings already"))
+	r.write(cfg, counted("changed", "they have these settings already"))
 	return nil
 }

@@ -39,7 +39,11 @@ type Config struct {
 	Out     io.Writer        // data: ls and export output, ids of added feeds
 	Msg     io.Writer        // messages for the person at the terminal
 	Log     *slog.Logger
-	Now     func() time.Time
+	// Bulk says the feeds were picked by --all, --label or --state, not
+	// named: what is done to each is logged at debug, and only how many
+	// were changed is said.
+	Bulk bool
+	Now  func() time.Time
 }
 
 func (cfg *Config) defaults() {
@@ -365,7 +369,7 @@ func edit(cfg Config, refs []string, v verbs, change func(*ndjson.Subscription) 
 		return err
 	}
 	if v.done != "" {
-		r.write(cfg.Msg, counted(v.done, "as they were already"))
+		r.write(cfg, counted(v.done, "as they were already"))
 	}
 	return nil
 }
