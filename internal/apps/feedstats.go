@@ -21,7 +21,8 @@ func FeedStats() *cli.App {
 entries) and prints, per feed and in total: fetches; the share that
 succeeded, answered 304 and failed; bytes received and bytes conditional GET
 saved; new entries in all and per day; the median article size; the current
-interval and state; the last error. A table on a terminal; with --json,
+interval and status, with the code of the last error. A table, fitted to a
+terminal's width (piped, its lines are whole); with --json,
 "feed_stats" records (NDJSON, the total last, feed_id "total"); with --csv, a
 header line and a row per feed. --prometheus prints the metrics feed-store
 writes with --metrics-file.`,
@@ -63,7 +64,7 @@ writes with --metrics-file.`,
 			if c.Int("days") < 1 {
 				return cmdkit.Usagef("--days %d: it must be at least 1", c.Int("days"))
 			}
-			return stats.Run(stats.Config{Out: c.App.Writer, Store: st, Now: time.Now(), Days: c.Int("days"), Format: format})
+			return stats.Run(stats.Config{Out: c.App.Writer, Store: st, Now: time.Now(), Days: c.Int("days"), Format: format, Width: cmdkit.TerminalWidth(c.App.Writer)})
 		},
 	}
 }

@@ -108,15 +108,20 @@ flags, or both.`,
 			{
 				Name:  "ls",
 				Usage: "list subscriptions with their state",
+				Description: `A table, fitted to a terminal's width (names, labels, statuses and URLs
+cut to fit, a URL in its middle); piped, its lines are whole. --json writes
+the records instead.`,
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "write subscription records (NDJSON), with the state the table shows, instead of a table"},
 					&cli.StringFlag{Name: "label", Usage: "only subscriptions with this label"},
+					&cli.StringFlag{Name: "state", Usage: "only subscriptions in this `STATE`, as STATUS begins: enabled, failing, refused, paused or disabled"},
 				},
 				Action: withConfig(cmdkit.ReadOnly, func(c *cli.Context, cfg sub.Config) error {
 					if c.NArg() > 0 {
-						return cmdkit.Usagef("ls takes no arguments (to pick feeds by label: --label)")
+						return cmdkit.Usagef("ls takes no arguments (to pick feeds: --label, --state)")
 					}
-					return sub.List(cfg, sub.ListOptions{JSON: c.Bool("json"), Label: c.String("label")})
+					err := sub.List(cfg, sub.ListOptions{JSON: c.Bool("json"), Label: c.String("label"), State: c.String("state"), Width: cmdkit.TerminalWidth(c.App.Writer)})
+					return cmdkit.UsageIf(err, sub.ErrInvalid)
 				}),
 			},
 			{

@@ -170,6 +170,19 @@ func terminalLine(c *cli.Context) *progress.Line {
 	return l
 }
 
+// TerminalWidth is the width of the terminal w is, 0 when w is no
+// terminal: the tables for people fit it.
+func TerminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+		return width
+	}
+	return 120
+}
+
 // IsTerminal reports whether w is a terminal.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -12,13 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	tablefmt "github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -31,7 +30,6 @@ type Row struct {
 	State           string      `json:"state"`             // enabled, failing, refused, paused or disabled (StatusOf); "" for the total
 	Status          string      `json:"status"`            // the same for people, as feed-sub ls says it; "" for the total
 	Fetches         int         `json:"fetches"`           // made: those this machine refused to make are Refused, not fetches
-	Refused         int         `json:"refused"`           // fetches refused by this machine (a private address): no failure of the feed
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
 	ErrorRate       float64     `json:"error_rate"`
@@ -43,6 +41,9 @@ type Row struct {
 	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
 	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
+	// Refused are the fetches this machine refused to make (a private
+	// address): no failure of the feed, and not among Fetches.
+	Refused int `json:"refused"`
 	// LastCycle is feed-loop's last cycle (the heartbeat), on the total
 	// row; null on a feed's, and when feed-loop never ran one.
 	LastCycle *Heartbeat `json:"last_cycle"`
@@ -151,6 +152,9 @@ type Config struct {
 	Now     time.Time
 	Days    int // window of new_per_day and median_article_bytes
 	Format  Format
+	// Width, when set, is the terminal's: the table fits it, its names
+	// and statuses cut to fit.
+	Width int
 }
 
 // Run writes a row per subscription and a total row.
@@ -297,18 +301,11 @@ func write(cfg Config, rows []Row) error {
 		w.Flush()
 		return w.Error()
 	}
-	// Numbers right-aligned, words left: the word columns are padded to
-	// one width, which right-aligns as left.
-	names, states, errs := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
-	for i, r := range rows {
-		code, _, _ := strings.Cut(r.LastError, ":")
-		names[i], states[i], errs[i] = safetext.Cell(r.Name, 30), safetext.Cell(r.Status, 60), safetext.Cell(code, 24)
-	}
-	names, states, errs = padded("NAME", names), padded("STATE", states), padded("LAST ERROR", errs)
-	var table strings.Builder
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-8s\t%s\tFETCHES\tOK\t304\tERR\tIN\tSAVED\tNEW\tNEW/DAY\tMEDIAN\tINTERVAL\t%s\t%s\t\n", "FEED ID", names[0], states[0], errs[0])
-	for i, r := range rows {
+	// Numbers right-aligned, words left; to fit a terminal, the name and
+	// the status are cut. The status ends with the last error's code when
+	// it does not say it (--json and --csv have the whole last_error).
+	table := [][]string{{"FEED ID", "NAME", "FETCHES", "OK", "304", "ERR", "IN", "SAVED", "NEW", "NEW/DAY", "MEDIAN", "INTERVAL", "STATUS"}}
+	for _, r := range rows {
 		id := r.FeedID
 		if len(id) > 8 {
 			id = id[:8]
@@ -317,39 +314,46 @@ func write(cfg Config, rows []Row) error {
 		if r.IntervalSec > 0 {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%-8s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", id, names[i+1], r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, states[i+1], errs[i+1])
+		status := r.Status
+		if code, _, _ := strings.Cut(r.LastError, ":"); code != "" && !strings.Contains(status, code) {
+			status += ", last error " + code
+		}
+		table = append(table, []string{id, safetext.Cell(r.Name, 30), strconv.Itoa(r.Fetches), pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
+			size(r.BytesIn), size(r.BytesSaved), strconv.Itoa(r.NewEntries), fmt.Sprintf("%.1f", r.NewPerDay), size(int64(r.MedianArticle)), interval,
+			safetext.Cell(status, 80)})
 	}
-	if err := tw.Flush(); err != nil {
+	num := tablefmt.Col{Right: true}
+	cols := []tablefmt.Col{{}, {Min: 12}, num, num, num, num, num, num, num, num, num, num, {Min: 16}}
+	if err := tablefmt.Write(cfg.Out, table, cols, cfg.Width); err != nil {
 		return err
 	}
-	// Right alignment pads every cell on its left, the first column's
-	// too, and the padded word columns on their right.
-	for _, line := range strings.SplitAfter(strings.TrimSuffix(table.String(), "\n"), "\n") {
-		line = strings.TrimRight(strings.TrimPrefix(line, "  "), " \n") + "\n"
-		if _, err := io.WriteString(cfg.Out, line); err != nil {
-			return err
-		}
-	}
 	if hb := rows[len(rows)-1].LastCycle; hb != nil {
-		_, err := fmt.Fprintln(cfg.Out, hb.Text(cfg.Now))
+		_, err := io.WriteString(cfg.Out, wrap(hb.Text(cfg.Now), cfg.Width))
 		return err
 	}
 	return nil
 }
 
-// padded is the column's heading then its cells, each padded with spaces
-// to the widest.
-func padded(heading string, cells []string) []string {
-	all := append([]string{heading}, cells...)
-	width := 0
-	for _, c := range all {
-		width = max(width, utf8.RuneCountInString(c))
+// wrap breaks s at spaces into lines of at most width columns (0: one
+// line), the lines after the first indented by two.
+func wrap(s string, width int) string {
+	if width <= 0 || tablefmt.Width(s) <= width {
+		return s + "\n"
 	}
-	for i, c := range all {
-		all[i] = c + strings.Repeat(" ", width-utf8.RuneCountInString(c))
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && tablefmt.Width(line)+1+tablefmt.Width(w) > width {
+			b.WriteString(line + "\n")
+			line = "  " + w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
 	}
-	return all
+	return b.String() + line + "\n"
 }
 
 func ratio(f float64) string { return strconv.FormatFloat(f, 'f', 4, 64) }

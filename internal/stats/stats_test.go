@@ -185,10 +185,49 @@ func TestTableNamesAndRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
-	if !regexp.MustCompile(`^FEED ID +NAME +FETCHES .* STATE +LAST ERROR *$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^aaaaaaaa +A +10 .* enabled +- *$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^bbbbbbbb +B's title +2 .* disabled by hand +http_404 *$`).MatchString(lines[2]) {
+	if !regexp.MustCompile(`^FEED ID +NAME +FETCHES .* INTERVAL +STATUS$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^aaaaaaaa +A +10 .* enabled$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^bbbbbbbb +B's title +2 .* disabled by hand, last error http_404$`).MatchString(lines[2]) {
 		t.Errorf("table:\n%q", lines)
+	}
+}
+
+// TestTableFits: on a terminal of 120 columns the table fits it, however
+// long the names and statuses (it was 143 columns and more), the last
+// cycle's line too; piped, it is whole.
+func TestTableFits(t *testing.T) {
+	st, cat := fixture(t)
+	ctx := context.Background()
+	cat.EditSubscriptions(ctx, func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		subs[0].Name = "A feed with a name far longer than any column should have to hold"
+		return subs, nil
+	})
+	cat.Update(ctx, func(tx *catalog.Tx) error {
+		fs, _, err := tx.State("bbbbbbbb-0000-4000-8000-000000000002")
+		if err != nil {
+			return err
+		}
+		fs.LastError = &ndjson.Error{Code: "http_404_with_a_long_code", Message: "gone"}
+		return tx.PutStates(fs)
+	})
+	RecordCycle(ctx, cat, Cycle{Start: ndjson.At(now.Add(-time.Minute)), End: ndjson.At(now), Counts: map[string]int64{"feeds": 40000, "not_modified": 31000, "same_body": 2000, "errors": 100, "new": 17000, "updated": 200, "bytes_saved": 1843221000}})
+	for _, width := range []int{120, 0} {
+		var out bytes.Buffer
+		if err := Run(Config{Out: &out, Store: st, Catalog: cat, Now: now, Format: Table, Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		long := 0
+		for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			long = max(long, len([]rune(l)))
+		}
+		switch {
+		case width > 0 && long > width:
+			t.Errorf("width %d: a line of %d:\n%s", width, long, out.String())
+		case width == 0 && (long <= 120 || !strings.Contains(out.String(), "A feed with a name far longer")):
+			t.Errorf("piped: cut:\n%s", out.String())
+		case !strings.Contains(out.String(), "A feed with") || !strings.Contains(out.String(), "bytes_saved="):
+			t.Errorf("width %d:\n%s", width, out.String())
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -51,7 +52,7 @@ type Status struct {
 	// Text says it for people, the STATUS column of feed-sub ls:
 	// "enabled (cooling down)", "failing (2): http_503", "paused for a
 	// Retry-After until 2026-11-26 10:30Z", "disabled: permanent error
-	// permanent/http_404 (probe in 23h)".
+	// http_404 (probe in 23h)".
 	Text string
 	// Next is when feed-due lists the feed next (a time past: due now);
 	// Listed is false when it does not by itself: disabled by hand, or by
@@ -92,7 +93,7 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 		if !sc.NextAt.IsZero() {
 			probe = "probe " + Until(now, sc.NextAt.Time)
 		}
-		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", sc.DisabledReason, probe)
+		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", errorClass.ReplaceAllString(sc.DisabledReason, ""), probe)
 	case sc.Reason == sched.ReasonRefused:
 		st.State, st.Text = StateRefused, RefusedText
 	case sc.Lifecycle == sched.StateBackoff:
@@ -137,6 +138,11 @@ func nextFetch(s ndjson.Subscription, fs catalog.FeedState, now time.Time) (at t
 	}
 	return at, ok
 }
+
+// errorClass is the class before an error's code in the scheduler's
+// reasons ("permanent error permanent/http_404"): the status says the
+// code, which says the class (and "permanent" once).
+var errorClass = regexp.MustCompile(`\b(transient|permanent|rate_limited|blocked|parse)/`)
 
 func errorCode(e *ndjson.Error) string {
 	if e == nil {

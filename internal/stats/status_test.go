@@ -78,7 +78,7 @@ func statusCases() []statusCase {
 			decided("circuit", circuit...).NextFetchAt.Time},
 		// It was "failing (1)" with interval 15m in feed-stats, and not
 		// disabled in the metrics.
-		{"disabled for a 404", ndjson.Subscription{FeedID: "gone"}, gone, StateDisabled, "disabled: permanent error permanent/http_404 (probe in 23h)", false,
+		{"disabled for a 404", ndjson.Subscription{FeedID: "gone"}, gone, StateDisabled, "disabled: permanent error http_404 (probe in 23h)", false,
 			now.Add(23 * time.Hour)},
 		// It was "failing (1)" in feed-stats.
 		{"Retry-After running", ndjson.Subscription{FeedID: "limited"}, limited, StatePaused, "paused for a Retry-After until 2026-11-21 12:59Z", false,

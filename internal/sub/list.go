@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -13,6 +13,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -20,6 +21,10 @@ import (
 type ListOptions struct {
 	JSON  bool   // NDJSON subscription records, with the state the table shows, instead of a table
 	Label string // only subscriptions with this label
+	State string // only subscriptions in this state, as STATUS begins (States)
+	// Width, when set, is the terminal's: the table fits it, its wide
+	// columns (names, labels, statuses, URLs) cut to fit.
+	Width int
 }
 
 // List writes the subscriptions, as a table for people or as NDJSON.
@@ -30,11 +35,17 @@ func List(cfg Config, o ListOptions) error {
 		return err
 	}
 	defer done()
+	if o.State != "" && !slices.Contains(States, o.State) {
+		return fmt.Errorf("%w: state %q is not one of %s", ErrInvalid, o.State, strings.Join(States, ", "))
+	}
 	subs, states, err := feeds(cat, o.Label)
 	if err != nil {
 		return err
 	}
 	now := cfg.Now()
+	if o.State != "" {
+		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return stats.StatusOf(s, states[s.FeedID], now).State != o.State })
+	}
 	if o.JSON {
 		out := ndjson.NewWriter(cfg.Out)
 		for _, s := range subs {
@@ -45,8 +56,7 @@ func List(cfg Config, o ListOptions) error {
 		}
 		return out.Flush()
 	}
-	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
+	rows := [][]string{{"FEED ID", "NAME", "LABELS", "STATUS", "LAST FETCH", "NEXT", "URL"}}
 	for _, s := range subs {
 		st := states[s.FeedID]
 		status := stats.StatusOf(s, st, now)
@@ -57,10 +67,14 @@ func List(cfg Config, o ListOptions) error {
 		if status.Listed {
 			next = stats.Until(now, status.Next)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
-			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
+		rows = append(rows, []string{s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
+			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, safetext.Cell(s.URL, 2048)})
 	}
-	if err := tw.Flush(); err != nil {
+	// To fit a terminal, the name, the labels, the status and the URL
+	// (in its middle: its host and its end stay) are cut, the longest
+	// beyond its minimum first.
+	cols := []table.Col{{}, {Min: 12}, {Min: 8}, {Min: 16}, {}, {}, {Min: 24, Middle: true}}
+	if err := table.Write(cfg.Out, rows, cols, o.Width); err != nil {
 		return err
 	}
 	refused := 0

@@ -267,6 +267,47 @@ func TestList(t *testing.T) {
 	}
 }
 
+// TestListFitsAndStates: ls --state lists the feeds of one state, as
+// STATUS begins; on a terminal of 120 columns the table fits it, the URL
+// cut in its middle first (it was 181 columns); piped, lines are whole.
+func TestListFitsAndStates(t *testing.T) {
+	e := newEnv(t)
+	long := "https://feeds.example.org/some/very/long/path/to/a/feed/that/is/long/indeed.xml"
+	a, _, _ := Add(e.cfg, Spec{URL: long, Name: "A feed with a rather long name indeed", Labels: []string{"news", "technology", "science"}})
+	Add(e.cfg, Spec{URL: "https://example.org/b"})
+	SetDisabled(e.cfg, []string{"https://example.org/b"}, true)
+	e.putStates(t, catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-5 * time.Minute)), NextFetchAt: ndjson.At(now.Add(55 * time.Minute)),
+		ConsecutiveFailures: 3, LastError: &ndjson.Error{Code: "http_500"}})
+	for _, width := range []int{120, 0} {
+		e.out.Reset()
+		if err := List(e.cfg, ListOptions{Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		widest := 0
+		for _, l := range strings.Split(strings.TrimSpace(e.out.String()), "\n") {
+			widest = max(widest, len([]rune(l)))
+		}
+		switch {
+		case width > 0 && (widest > width || !strings.Contains(e.out.String(), "https://feeds.e") || !strings.Contains(e.out.String(), "indeed.xml")):
+			t.Errorf("width %d: %d columns:\n%s", width, widest, e.out.String())
+		case width == 0 && !strings.Contains(e.out.String(), long):
+			t.Errorf("piped: the URL is cut:\n%s", e.out.String())
+		}
+	}
+	for state, want := range map[string]string{"failing": "feeds.example.org", "disabled": "example.org/b"} {
+		e.out.Reset()
+		if err := List(e.cfg, ListOptions{State: state}); err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Split(strings.TrimSpace(e.out.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], want) {
+			t.Errorf("--state %s:\n%s", state, e.out.String())
+		}
+	}
+	if err := List(e.cfg, ListOptions{State: "asleep"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("--state asleep: %v", err)
+	}
+}
+
 const opmlDoc = `<?xml version="1.0"?>
 <opml version="2.0"><head><title>mine</title></head><body>
 <outline text="Tech">
