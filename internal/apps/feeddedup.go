@@ -24,8 +24,8 @@ only once feed-store has stored it. Records of other types pass through.
 With --cross-feed, a new entry whose canonical link (compared without its
 scheme, normalized) was stored first from another feed goes on with status
 "alias" and "alias_of" {feed_id, entry_uid} naming that entry; feed-store
-then records an "alias" record instead of storing it again (seed 001 §6: the
-same URL from two sources is added once). An alias recorded already is
+then records an "alias" record instead of storing it again: the same URL
+from two sources is added once. An alias recorded already is
 dropped as unchanged. The "dedup" section counts aliases too.`,
 		Flags: append(cmdkit.CommonFlags(),
 			&cli.BoolFlag{Name: "cross-feed", Usage: "mark a new entry whose canonical link was stored from another feed as an alias of that entry", EnvVars: []string{"FEEDPIPE_CROSS_FEED"}},

@@ -19,10 +19,10 @@ func FeedDue() *cli.App {
 		Usage:                     "list the subscriptions due for a fetch, as due records",
 		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store\n   feed-due --explain ID",
 		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
-writes one "due" record (see pkg/ndjson) for each enabled subscription that
+writes one "due" record (feedpipe-ndjson(5)) for each enabled subscription that
 was never fetched or whose next fetch time has passed, most overdue first.
 A first fetch, or one after more than 15 days, carries item_limit 20.
-The next fetch time is the scheduler's (docs/scheduler.md): a feed the
+The next fetch time is the scheduler's (scheduler.md in share/doc/feedpipe): a feed the
 scheduler disabled for errors is still due for its probes, a feed paused
 with feed-sub pause is not, and feed-sub refetch makes one due now. A
 feed whose private address was refused is due at once when allowed it:
@@ -31,7 +31,7 @@ FEEDPIPE_ALLOW_PRIVATE=1 in feed-due's environment.
 --explain ID prints, for people, a feed's scheduler state, the inputs of
 its last decision and the decision in words.
 The scheduler's flags (below, each with its variables) are those of
-docs/scheduler.md §5.`,
+scheduler.md §5.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every subscription in service, due or not: enabled, failing or refused, as feed-sub ls says (not paused, not disabled; a Retry-After still holds)"},
 			&cli.BoolFlag{Name: "include-paused", Usage: "with --all: the paused subscriptions too (by hand or by the scheduler)"},

@@ -42,7 +42,7 @@ unless --limit says. Piped, a TSV line per entry (every entry unless
 where a field's backslashes, tabs, newlines and carriage returns are
 written \\, \t, \n and \r and other control characters are dropped. With
 --json, a JSON object a line: {"entry": the entry's record as entries/
-holds its latest version (pkg/ndjson "entry"), "feed_name": ...,
+holds its latest version (feedpipe-ndjson(5), "entry"), "feed_name": ...,
 "reader": ..., "read": true|false, "starred": true|false}; it is no
 record of the pipeline's, its "entry" is.
 

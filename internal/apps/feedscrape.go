@@ -19,7 +19,7 @@ func FeedScrape() *cli.App {
    cat STORE/fetches/2026-11-20.ndjson | feed-parse | feed-scrape | feed-dedup | feed-store   (replay)`,
 		Description: `Reads the records of feed-parse. A "fetch" record of a website
 (source_type website, subscribed with feed-sub add --type website) is
-scraped by its scraper configuration (see pkg/ndjson, "scrape
+scraped by its scraper configuration (feedpipe-ndjson(5), "scrape
 configuration"): in direct mode its page is the article; in list mode the
 articles it links to are fetched, those not stored yet only, following
 pagination up to max_pages, at most item_limit (20) articles on a first or

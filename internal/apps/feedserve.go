@@ -27,8 +27,8 @@ func FeedServe() *cli.App {
 		UsageText: `feed-serve [--listen 127.0.0.1:8080] [--auth reads] [--cors ORIGIN]
    curl -s http://127.0.0.1:8080/feeds
    feed-serve publish /var/www/feeds --base-url https://example.org/feeds`,
-		Description: `A JSON API of the store (docs/serve.md; GET /openapi.json describes every
-route): the subscriptions and their state (GET, POST, PATCH, DELETE /feeds,
+		Description: `A JSON API of the store (serve.md in share/doc/feedpipe; GET
+/openapi.json describes every route): the subscriptions and their state (GET, POST, PATCH, DELETE /feeds,
 POST /feeds/ID/refetch: what feed-sub does, through the same functions),
 entries by feed, label, time or full-text search (/entries?q=), an entry's
 versions, fetch records and payloads as served (/fetches/ID, /raw/ID),
@@ -45,7 +45,7 @@ TOKEN), which is in the file --token-file names: made in the store with
 mode 0600 on first start and printed then, once; feed-serve token rotate
 makes a new one. --auth reads makes reads need it too. On an address beyond
 loopback it starts only with --auth reads, or --public to say that anyone
-who reaches it may read the store. docs/serve.md, "Security", says what it
+who reaches it may read the store. serve.md, "Security", says what it
 promises.
 
 A web page for people is at / (no JavaScript, no network): the feeds, a

@@ -26,7 +26,8 @@ goes to entries/YYYY-MM-DD.ndjson (synced), then into the index, and a
 stdout, with the feed's name and labels. Each fetch record updates its
 feed's state: cache validators, last fetch and success, consecutive
 failures, its format and publisher, and the scheduler's state and decision
-(docs/scheduler.md): a "feed_disabled" or "feed_reenabled" event follows
+(scheduler.md in share/doc/feedpipe): a "feed_disabled" or
+"feed_reenabled" event follows
 when a feed leaves or re-enters service, and a "decision" record goes to
 decisions/YYYY-MM-DD.ndjson (and to stdout with --decisions). An alias
 record (feed-dedup --cross-feed) goes to aliases/YYYY-MM-DD.ndjson. So
@@ -34,7 +35,7 @@ stdout carries events only.
 Records of other types pass through. One feed-store writes to a store at a
 time: a second one waits for the first (or, with --no-wait, exits).
 The scheduler's flags (below, each with its variables) are those of
-docs/scheduler.md §5.`,
+scheduler.md §5.`,
 		Flags: append([]cli.Flag{
 			// Not EnvVars: urfave/cli would read the variables as Go
 			// durations, and the environment speaks whole seconds.

@@ -29,7 +29,8 @@ func FeedSub() *cli.App {
    feed-sub set 1b4e28ba --fulltext --name Example --label news,tech
    feed-sub export > backup.opml`,
 		Description: `Subscriptions live in the store's subscriptions.ndjson, one "subscription"
-record per feed (see pkg/ndjson); the feed id is derived from the feed's URL.
+record per feed (feedpipe-ndjson(5)); the feed id is derived from the feed's
+URL.
 A subscription is named on the command line by its feed id, a unique prefix
 of it (as ls shows), or its URL. rm, enable, disable, refetch, set, pause and
 resume also pick feeds by --all, --label L (set: --with-label L) and --state
@@ -46,7 +47,7 @@ if it is one (a web page's feeds are listed instead); with --discover, a
 page whose feed is found as feed-sub discover finds it; with --type website, a page to scrape (feed-scrape): in
 direct mode (the default) the page is the article, in list mode it links to
 the articles. The scraper configuration comes from --scrape-config FILE
-(JSON, see pkg/ndjson "scrape configuration" and README), the selector
+(JSON: feedpipe-ndjson(5), "scrape configuration"), the selector
 flags, or both.`,
 				Flags: append(append(settingFlags(false),
 					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
