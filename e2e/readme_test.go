@@ -168,6 +168,11 @@ func TestREADMEExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a README command failed: %v\n%s", err, out)
 	}
+	// The healthz wait printed "curl: (7) Failed to connect" while
+	// feed-serve was starting.
+	if strings.Contains(string(out), "curl: (") {
+		t.Errorf("a README command printed a curl error:\n%s", out)
+	}
 	// What the examples should have left behind.
 	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "subscriptions.opml", "saved-entries.ndjson", "one-off.ndjson", "news.atom"} {
 		if st, err := os.Stat(filepath.Join(work, f)); err != nil {

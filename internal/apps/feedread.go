@@ -69,7 +69,7 @@ or read on every entry of --feed, --label or --all, first seen before
 Marks are kept per reader (--reader, "default" unless given; a Google
 Reader API user reads as their name).`,
 		Flags: append(append(entryPickFlags(),
-			&cli.StringFlag{Name: "since", Usage: "entries at or after `TIME` (RFC 3339, a day, or a duration back: 24h)"},
+			&cli.StringFlag{Name: "since", Usage: "entries at or after `TIME` (RFC 3339, a day, or a duration back: 24h): published, or first seen with --order first_seen"},
 			&cli.StringFlag{Name: "grep", Usage: "entries with every one of these `WORDS` in title, summary or content"},
 			&cli.BoolFlag{Name: "unread", Usage: "only the entries the reader has not read"},
 			&cli.BoolFlag{Name: "starred", Usage: "only the entries the reader starred"},
@@ -169,7 +169,7 @@ func entryPickFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "feed", Usage: "the entries of this `FEED`: its feed id (or a prefix), URL or name"},
 		&cli.StringFlag{Name: "label", Usage: "the entries of the feeds with this `LABEL`"},
-		&cli.StringFlag{Name: "until", Usage: "entries before `TIME` (RFC 3339, a day, or a duration back: 24h)"},
+		&cli.StringFlag{Name: "until", Usage: "entries before `TIME` (RFC 3339, a day, or a duration back: 24h): published, or first seen with --order first_seen; mark read: first seen"},
 	}
 }
 
