@@ -81,6 +81,7 @@ func TestREADMEQuickStart(t *testing.T) {
 			}
 			if cmdline == "./scripts/demo" {
 				for _, want := range []string{"== cycle 1", "new entries", "== cycle 2", "6 of 6 requests answered 304; 0 new entries", "subscriptions.ndjson",
+					"feed-loop: cycle 1: feeds=6", "feed-loop: cycle 2: feeds=6",
 					"FEEDPIPE_HOST_RPS=0: they all come from that one server"} {
 					if !strings.Contains(string(out), want) {
 						t.Errorf("demo output lacks %q:\n%s", want, out)
@@ -167,6 +168,11 @@ func TestREADMEExamples(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("a README command failed: %v\n%s", err, out)
+	}
+	// The healthz wait printed "curl: (7) Failed to connect" while
+	// feed-serve was starting.
+	if strings.Contains(string(out), "curl: (") {
+		t.Errorf("a README command printed a curl error:\n%s", out)
 	}
 	// What the examples should have left behind.
 	for _, f := range []string{"new-entries.ndjson", "fetched.ndjson", "parsed.ndjson", "events.ndjson", "subscriptions.opml", "saved-entries.ndjson", "one-off.ndjson", "news.atom"} {

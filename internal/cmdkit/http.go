@@ -58,8 +58,5 @@ func HTTPSettings(c *cli.Context) (httpx.Options, *httpx.Limiter, error) {
 
 // Progress is a status line on stderr when it is a terminal, else nil.
 func Progress(c *cli.Context) *progress.Line {
-	if IsTerminal(c.App.ErrWriter) {
-		return progress.New(c.App.ErrWriter)
-	}
-	return nil
+	return terminalLine(c) // the logs' writer too
 }

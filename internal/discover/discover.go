@@ -77,6 +77,11 @@ func Discover(ctx context.Context, cfg Config, rawURL string) ([]Feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discover: %s", strings.TrimPrefix(err.Error(), "urlnorm: "))
 	}
+	// An address the client refuses is said to be, of the URL given: its
+	// robots.txt and the common paths would all be refused too.
+	if err := cfg.Client.Refused(ctx, pageURL); err != nil {
+		return nil, fmt.Errorf("discover: %s: %w", pageURL, err)
+	}
 	d := &discoverer{cfg: cfg, ctx: ctx, seen: map[string]bool{}}
 
 	allowed, err := cfg.Client.RobotsAllowed(ctx, pageURL, cfg.Limiter)

@@ -33,8 +33,17 @@ type Config struct {
 	Store   *storage.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Now     time.Time        // the moment to decide for
-	All     bool             // every enabled subscription, due or not
-	Feeds   []string         // these subscriptions (ids, id prefixes or URLs), due or not
+	// All lists every subscription in service, due or not: enabled,
+	// failing or refused, as feed-sub ls says (stats.StatusOf), not
+	// paused or disabled; IncludePaused adds the paused ones (by hand, or
+	// by the scheduler). A disabled one is listed only by name (Feeds).
+	All           bool
+	IncludePaused bool
+	Feeds         []string // these subscriptions (ids, id prefixes or URLs), due or not
+	// AllowPrivate says every feed may be on a private address
+	// (FEEDPIPE_ALLOW_PRIVATE=1): a feed whose address was refused is
+	// due at once, as is one allowed such addresses by its subscription.
+	AllowPrivate bool
 	// Sched are the scheduler's parameters, for the decision on a feed
 	// never fetched (and for Explain).
 	Sched sched.Params
@@ -74,7 +83,7 @@ func Run(cfg Config) error {
 			forced[subs[i].FeedID] = true
 		}
 		filter = catalog.FeedFilter{Brief: true}
-	} else if cfg.All {
+	} else if cfg.All || cfg.allowedSince(ctx, cat) {
 		filter = catalog.FeedFilter{Brief: true}
 	}
 	// Each due record is kept encoded, as the line it is written as: a
@@ -118,6 +127,36 @@ func Run(cfg Config) error {
 		return cfg.sayNext(ctx, cat)
 	}
 	return nil
+}
+
+// metaAllowPrivate is the catalog's record of whether the last feed-fetch
+// let every feed reach private addresses (RecordAllowPrivate).
+const metaAllowPrivate = "fetch:allow_private"
+
+// RecordAllowPrivate keeps in the catalog whether feed-fetch ran letting
+// every feed reach private addresses (FEEDPIPE_ALLOW_PRIVATE=1), when that
+// changed: feed-fetch calls it after its run, so that the next feed-due
+// knows the feeds refused before were fetched since.
+func RecordAllowPrivate(ctx context.Context, cat *catalog.Catalog, allow bool) error {
+	var was bool
+	if _, err := cat.Meta(ctx, metaAllowPrivate, &was); err != nil || was == allow {
+		return err
+	}
+	return cat.Update(ctx, func(t *catalog.Tx) error { return t.SetMeta(metaAllowPrivate, allow) })
+}
+
+// allowedSince says whether every feed is allowed private addresses
+// (AllowPrivate) since the last feed-fetch, which ran without
+// (RecordAllowPrivate): the feeds it refused are due now, and only a look
+// at every feed finds them, as the catalog keeps a refused feed's next
+// fetch (after its interval), not its refusal.
+func (cfg *Config) allowedSince(ctx context.Context, cat *catalog.Catalog) bool {
+	var was bool
+	if !cfg.AllowPrivate {
+		return false
+	}
+	_, err := cat.Meta(ctx, metaAllowPrivate, &was)
+	return err == nil && !was
 }
 
 // sayNext tells cfg.Msg that nothing is due, and which feed is due next
@@ -228,7 +267,7 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 	case len(cfg.Feeds) > 0 || sub.Disabled:
 		return d, false
 	case pausedByHand(*sub, cfg.Now):
-		if !cfg.All {
+		if !cfg.All || !cfg.IncludePaused {
 			return d, false
 		}
 		d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
@@ -236,13 +275,19 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 		d.Reason, d.ScheduledAt = ndjson.ReasonManual, st.Sched.NextAt
 	case !fetched:
 		d.Reason, d.ScheduledAt = ndjson.ReasonNew, sub.CreatedAt
+	case st.Sched != nil && st.Sched.Reason == sched.ReasonRefused && st.Sched.Lifecycle != sched.StateDisabled && (sub.AllowPrivate || cfg.AllowPrivate):
+		// Its address was refused, and is allowed now: due at once, not
+		// after the interval the refusal left it. The refused fetch's
+		// time names the run, the same in every feed-due until it is
+		// fetched.
+		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.LastFetchAt
 	case st.Sched != nil && st.Sched.Due(cfg.Now):
 		// A feed the scheduler disabled for errors is due too: its
 		// probes are how it comes back.
 		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.Sched.NextAt
 	case st.Sched == nil && !cfg.Now.Before(st.NextFetchAt.Time):
 		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.NextFetchAt
-	case cfg.All:
+	case cfg.All && cfg.allLists(sub, st):
 		d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
 	default:
 		return d, false
@@ -254,6 +299,19 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 		d.ItemLimit = FirstFetchItemLimit
 	}
 	return d, true
+}
+
+// allLists says whether --all lists the feed of sub and st, not due:
+// one in service (enabled, failing or refused), or paused with
+// IncludePaused; never a disabled one.
+func (cfg *Config) allLists(sub *ndjson.Subscription, st *catalog.FeedState) bool {
+	switch stats.StatusOf(*sub, *st, cfg.Now).State {
+	case stats.StateEnabled, stats.StateFailing, stats.StateRefused:
+		return true
+	case stats.StatePaused:
+		return cfg.IncludePaused
+	}
+	return false
 }
 
 // pausedByHand reports whether feed-sub pause holds the feed at now.

@@ -2,6 +2,7 @@ package due
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,7 +62,10 @@ func TestRunSched(t *testing.T) {
 		want string
 	}{
 		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
-		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced dead:forced"}, // the forced by feed id,
+		// --all lists every feed in service: not the paused, nor the
+		// disabled ("every enabled subscription", as its help said).
+		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual waiting:forced"}, // the forced by feed id,
+		{name: "all and the paused", cfg: Config{All: true, IncludePaused: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced"},
 		{name: "by name", cfg: Config{Feeds: []string{testids.Feed("waiting"), testids.Feed("limited")}}, want: "waiting:forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +91,7 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
 		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z (in 10m)", "next fetch      2026-11-21T12:10:00Z (in 10m)", "fixed:1h"}},
@@ -225,6 +229,66 @@ func TestExplainPattern(t *testing.T) {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("%s: explanation lacks %q:\n%s", tc.ref, w, b.String())
 			}
+		}
+	}
+}
+
+// TestRefusedDueWhenAllowed: a feed whose private address was refused is
+// not due until its interval ends; once every feed is allowed such
+// addresses (FEEDPIPE_ALLOW_PRIVATE=1), the first feed-due lists it at
+// once (as it lists one its subscription allows them: feed-sub set
+// --allow-private nudges it too), the refused fetch's time naming the
+// run, until a feed-fetch with the setting fetched them
+// (RecordAllowPrivate).
+func TestRefusedDueWhenAllowed(t *testing.T) {
+	refusedAt := now.Add(-time.Minute)
+	st, d := sched.Next(sched.State{}, sched.Outcome{ErrorClass: "blocked", ErrorCode: sched.CodeAddressRefused}, sched.Params{}, sched.Overrides{}, refusedAt, nil)
+	if d.Reason != sched.ReasonRefused || !st.NextAt.After(now) {
+		t.Fatalf("the scheduler's refusal: %+v, next %s", d, st.NextAt)
+	}
+	fs := func(id string) catalog.FeedState {
+		s := st
+		return catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(refusedAt), Sched: &s, Decision: &d, NextFetchAt: s.NextAt}
+	}
+	allowed := sub("allowed", false)
+	allowed.AllowPrivate = true
+	store := fill(t, []ndjson.Subscription{sub("refused", false), allowed}, fs("refused"), fs("allowed"))
+	for _, tc := range []struct {
+		fetched, allowed bool // RecordAllowPrivate(allowed) first
+		cfg              Config
+		want             string
+	}{
+		{cfg: Config{}, want: ""},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"}, // not fetched yet
+		{fetched: true, allowed: true, cfg: Config{AllowPrivate: true}, want: ""},
+		{fetched: true, allowed: false, cfg: Config{}, want: ""},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"},
+	} {
+		if tc.fetched {
+			cat, err := catalog.Open(context.Background(), store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := RecordAllowPrivate(context.Background(), cat, tc.allowed); err != nil {
+				t.Fatal(err)
+			}
+			cat.Close()
+		}
+		tc.cfg.Store = store
+		dues, err := run(t, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, due := range dues {
+			got = append(got, testids.Name(due.FeedID)+":"+due.Reason)
+			if !due.ScheduledAt.Equal(refusedAt) {
+				t.Errorf("%s: scheduled_at %s, want the refused fetch's %s", testids.Name(due.FeedID), due.ScheduledAt, refusedAt)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("AllowPrivate %t: got %s, want %s", tc.cfg.AllowPrivate, strings.Join(got, " "), tc.want)
 		}
 	}
 }

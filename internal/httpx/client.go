@@ -19,14 +19,13 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/internal/version"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Version is feedpipe's version, as it appears in the User-Agent.
-const Version = "0.1.0"
-
-// DefaultUserAgent names feedpipe and where a publisher can learn about it.
-const DefaultUserAgent = "feedpipe/" + Version + " (+https://github.com/feedpipe/feedpipe)"
+// DefaultUserAgent names feedpipe, its version (the number --version
+// prints) and where a publisher can learn about it.
+var DefaultUserAgent = "feedpipe/" + version.Short() + " (+https://github.com/feedpipe/feedpipe)"
 
 // Defaults for Options (docs/design.md#fetching and #security).
 const (

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,6 +135,9 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 			text.Map.TextChanged()
 		}
 		if err != nil {
+			if binaryErr := binaryBody(body, src.ContentType, text.Charset); binaryErr != nil && !errors.Is(err, errTooDeep) && !errors.Is(err, errTooMany) {
+				return nil, binaryErr
+			}
 			return nil, p.xmlError(err, body)
 		}
 	}
@@ -197,6 +202,31 @@ func (p *Parser) parseXMLWith(text []byte, base *url.URL, w *warnings, count boo
 	}
 	return xp.feed, xp.z.refs, counted, nil
 }
+
+// ErrBinary marks a body that is not text at all (an image, an archive):
+// an ErrNotAFeed of its own, which no web page's feed list can mend.
+var ErrBinary = errors.New("a binary payload")
+
+// binaryBody is the error of a body that failed to parse and is no text: its
+// first bytes are those of a binary format (WHATWG MIME sniffing, as
+// http.DetectContentType does it), not a text in UTF-16 or UTF-32. It
+// says what the server called it, what it looks like and how it starts,
+// escaped. nil for a text.
+func binaryBody(body []byte, contentType, charset string) error {
+	sniffed := http.DetectContentType(body)
+	if strings.HasPrefix(sniffed, "text/") || strings.HasPrefix(charset, "utf-16") || strings.HasPrefix(charset, "utf-32") {
+		return nil
+	}
+	served := "no Content-Type"
+	if ct := strings.TrimSpace(contentType); ct != "" {
+		served = "Content-Type " + safeQuote([]byte(ct[:min(len(ct), 80)]))
+	}
+	return fmt.Errorf("parse: %w: %w (%s, it looks like %s), starting %s", ErrNotAFeed, ErrBinary, served, sniffed, safeQuote(body[:min(len(body), 24)]))
+}
+
+// safeQuote quotes b in ASCII, any other byte escaped (\x89, \u00e9), so
+// that no byte of a payload reaches a terminal or a log as it is.
+func safeQuote(b []byte) string { return strconv.QuoteToASCII(string(b)) }
 
 // xmlError words a failed XML parse.
 func (p *Parser) xmlError(err error, body []byte) error {

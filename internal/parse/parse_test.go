@@ -459,6 +459,37 @@ func TestParseFeedErrors(t *testing.T) {
 	}
 }
 
+// TestBinaryPayload: a body that is no text (an image, an archive, served
+// under a feed's URL) is not_a_feed, said to be binary, with its
+// Content-Type, what it looks like and its first bytes escaped: never an
+// XML error quoting raw bytes.
+func TestBinaryPayload(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, contentType, want string
+	}{
+		{"PNG", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00<\x9a\xff\xfe", "image/png",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (Content-Type "image/png", it looks like image/png), starting "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00<\x9a\xff\xfe"`},
+		{"a zip with a tag inside", "PK\x03\x04\x14\x00\x00\x00\x08\x00<xml", "application/rss+xml",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (Content-Type "application/rss+xml", it looks like application/zip), starting "PK\x03\x04\x14\x00\x00\x00\b\x00<xml"`},
+		{"bytes of no format", "<\x00\x01\x02\x03\x04\xfe\xfd", "",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (no Content-Type, it looks like application/octet-stream), starting "<\x00\x01\x02\x03\x04\xfe\xfd"`},
+	} {
+		_, err := ParseFeed([]byte(tc.body), Source{FeedID: "x", BaseURL: "https://example.org/feed", ContentType: tc.contentType})
+		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrNotAFeed) || !errors.Is(err, ErrBinary) || errorCode(err) != "not_a_feed" {
+			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+	// A text in UTF-16 without a byte order mark has zero bytes, and
+	// stays a text: a feed.
+	utf16 := []byte{}
+	for _, r := range `<?xml version="1.0" encoding="UTF-16"?><rss version="2.0"><channel><title>T</title><item><title>I</title></item></channel></rss>` {
+		utf16 = append(utf16, byte(r), 0)
+	}
+	if f, err := ParseFeed(utf16, testSource("x")); err != nil || len(f.Entries) != 1 {
+		t.Errorf("UTF-16 without a BOM: %v", err)
+	}
+}
+
 // TestParseFeedRegressions holds documents that once broke an invariant
 // (found by FuzzParseFeed or by probing), with the invariant they broke.
 func TestParseFeedRegressions(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -393,7 +394,7 @@ func (l *lister) terminal(lines []line) error {
 	feedW, titleW, linkW := 0, 0, 0
 	for _, ln := range lines {
 		feedW = max(feedW, displayWidth(clean(ln.feed)))
-		titleW = max(titleW, displayWidth(clean(ln.entry.Title)))
+		titleW = max(titleW, displayWidth(clean(entrytext.Title(&ln.entry))))
 		linkW = max(linkW, displayWidth(clean(ln.entry.CanonicalLink)))
 	}
 	if feedW+gap+titleW > rest {
@@ -422,10 +423,7 @@ func (l *lister) terminal(lines []line) error {
 		if ln.row.Starred {
 			marks[1] = '*'
 		}
-		title := clean(ln.entry.Title)
-		if title == "" {
-			title = "(no title)"
-		}
+		title := clean(entrytext.Title(&ln.entry)) // as feed-serve's page says it
 		s := string(marks) + " " + l.date(ln.row).In(l.cfg.loc()).Format(dateLayout) + " " + ln.row.UID + strings.Repeat(" ", gap) +
 			pad(clean(ln.feed), feedW) + strings.Repeat(" ", gap)
 		if linkW > 0 {

@@ -54,6 +54,14 @@ func testStore(t *testing.T) *catalog.Catalog {
 		entry("plain", "p2", t0.Add(4*time.Hour), "Searchable words: aardvark zebra", "https://plain.example/animals",
 			`<h2>Animals</h2><p>An aardvark met a zebra.<br>The end.</p><blockquote>quoted</blockquote><p><img src="https://plain.example/a.png" alt="aardvark"></p>`),
 	}
+	storeEntries(t, cat, entries...)
+	return cat
+}
+
+// storeEntries stores entries as feed-store does.
+func storeEntries(t *testing.T, cat *catalog.Catalog, entries ...*ndjson.Entry) {
+	t.Helper()
+	st := cat.Store()
 	for _, e := range entries {
 		b, err := ndjson.Marshal(e)
 		if err != nil {
@@ -70,7 +78,22 @@ func testStore(t *testing.T) *catalog.Catalog {
 			t.Fatal(err)
 		}
 	}
-	return cat
+}
+
+// TestUntitled: an entry without a title (a JSON Feed item needs none)
+// is shown by the start of its text, on a terminal and by show, as
+// feed-serve's page shows it (entrytext.Title); it was "(no title)".
+func TestUntitled(t *testing.T) {
+	cat := testStore(t)
+	storeEntries(t, cat, entry("plain", "p3", t0.Add(5*time.Hour), "", "https://plain.example/note", "<p>Just a <b>note</b>, posted without a title.</p>"))
+	out, _, err := run(t, cat, Config{Format: Terminal, Width: 120, Limit: 1}, list)
+	if err != nil || !strings.HasSuffix(out, "  Just a note, posted without a title.\n") {
+		t.Errorf("terminal: %v\n%s", err, out)
+	}
+	out, _, err = run(t, cat, Config{}, func(cfg Config) error { return Show(ctx, cfg, []string{testids.UID("p3"), testids.UID("p1")}, true) })
+	if err != nil || !strings.HasPrefix(out, "Just a note, posted without a title.\n") || !strings.Contains(out, "\n(untitled)\n") {
+		t.Errorf("show: %v\n%s", err, out)
+	}
 }
 
 func entry(feed, uid string, seen time.Time, title, link, content string) *ndjson.Entry {
@@ -336,7 +359,7 @@ func TestShowGolden(t *testing.T) {
 		t.Errorf("show marks read unless keepUnread:\n%s", unread)
 	}
 	out, _, err = run(t, cat, Config{}, show(false, testids.UID("p1"), "0000000000000000"))
-	if !errors.Is(err, ErrNoEntry) || !strings.Contains(err.Error(), "no entry 0000000000000000 in the store") || !strings.Contains(out, "(no title)") {
+	if !errors.Is(err, ErrNoEntry) || !strings.Contains(err.Error(), "no entry 0000000000000000 in the store") || !strings.Contains(out, "(untitled)") {
 		t.Errorf("an unknown uid: %v\n%s", err, out)
 	}
 	for _, uids := range [][]string{nil, {"xyz"}, {strings.ToUpper(testids.UID("t1"))}} {

@@ -28,9 +28,6 @@ type caller struct {
 	role  string // the user's role; "" for none
 }
 
-// admin reports whether the caller may change the subscriptions.
-func (c caller) admin() bool { return c.token || c.role == catalog.RoleAdmin }
-
 // mayRead reports whether the caller may see the marks of reader.
 func (c caller) mayRead(reader string) bool {
 	return reader == "" || reader == catalog.DefaultReader || c.token || c.user != "" && c.user == reader

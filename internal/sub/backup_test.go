@@ -161,3 +161,28 @@ func TestExportOPMLKeepsFeedpipeSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestOPMLSeveralLabels: the OPML export puts a feed with several labels
+// in the folder of each (a label with a comma, which category cannot
+// hold, too), and import gives it back as one subscription with them all.
+func TestOPMLSeveralLabels(t *testing.T) {
+	e := newEnv(t)
+	Add(e.cfg, Spec{URL: "https://a.example/feed", Name: "A", Labels: []string{"news", "World, Politics", "tech"}})
+	e.out.Reset()
+	if err := Export(e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	doc := e.out.String()
+	if n := strings.Count(doc, `xmlUrl="https://a.example/feed"`); n != 3 {
+		t.Errorf("the feed is in %d folders, want 3:\n%s", n, doc)
+	}
+	back := newEnv(t)
+	res, err := Import(back.cfg, strings.NewReader(doc), "export.opml", nil)
+	if err != nil || res.Added != 1 || res.Duplicates != 0 {
+		t.Fatalf("%+v %v\n%s", res, err, back.msg)
+	}
+	subs := back.subs(t)
+	if len(subs) != 1 || strings.Join(subs[0].Labels, "|") != "news|tech|World, Politics" && strings.Join(subs[0].Labels, "|") != "news|World, Politics|tech" {
+		t.Errorf("%+v", subs)
+	}
+}

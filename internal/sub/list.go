@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -14,6 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -21,6 +22,10 @@ import (
 type ListOptions struct {
 	JSON  bool   // NDJSON subscription records, with the state the table shows, instead of a table
 	Label string // only subscriptions with this label
+	State string // only subscriptions in this state, as STATUS begins (States)
+	// Width, when set, is the terminal's: the table fits it, its wide
+	// columns (names, labels, statuses, URLs) cut to fit.
+	Width int
 }
 
 // List writes the subscriptions, as a table for people or as NDJSON.
@@ -31,11 +36,17 @@ func List(cfg Config, o ListOptions) error {
 		return err
 	}
 	defer done()
+	if o.State != "" && !slices.Contains(States, o.State) {
+		return fmt.Errorf("%w: state %q is not one of %s", ErrInvalid, o.State, strings.Join(States, ", "))
+	}
 	subs, states, err := feeds(cat, o.Label)
 	if err != nil {
 		return err
 	}
 	now := cfg.Now()
+	if o.State != "" {
+		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return stats.StatusOf(s, states[s.FeedID], now).State != o.State })
+	}
 	if o.JSON {
 		out := ndjson.NewWriter(cfg.Out)
 		for _, s := range subs {
@@ -46,8 +57,7 @@ func List(cfg Config, o ListOptions) error {
 		}
 		return out.Flush()
 	}
-	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
+	rows := [][]string{{"FEED ID", "NAME", "LABELS", "STATUS", "LAST FETCH", "NEXT", "URL"}}
 	for _, s := range subs {
 		st := states[s.FeedID]
 		status := stats.StatusOf(s, st, now)
@@ -58,16 +68,27 @@ func List(cfg Config, o ListOptions) error {
 		if status.Listed {
 			next = stats.Until(now, status.Next)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
-			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
+		rows = append(rows, []string{s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
+			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, safetext.Cell(s.URL, 2048)})
 	}
-	if err := tw.Flush(); err != nil {
+	// To fit a terminal, the name, the labels, the status and the URL
+	// (in its middle: its host and its end stay) are cut, the longest
+	// beyond its minimum first.
+	cols := []table.Col{{}, {Min: 12}, {Min: 8}, {Min: 16}, {}, {}, {Min: 24, Middle: true}}
+	if err := table.Write(cfg.Out, rows, cols, o.Width); err != nil {
 		return err
 	}
+	refused := 0
 	for _, s := range subs {
 		if e := states[s.FeedID].LastError; e != nil && e.Code == notAFeed {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is not a feed (a web page?): feed-sub discover %s lists the feeds it links to\n", s.URL, s.URL)
 		}
+		if stats.StatusOf(s, states[s.FeedID], now).State == stats.StateRefused {
+			refused++
+		}
+	}
+	if refused > 0 {
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: %s refused: %s\n", plural.Count(refused, "feed is", "feeds are"), stats.RefusedHint)
 	}
 	return nil
 }
@@ -81,7 +102,7 @@ const notAFeed = "not_a_feed"
 type listing struct {
 	ndjson.Subscription
 	// Status and StatusText are the feed's status as every command says
-	// it (stats.StatusOf): enabled, failing, paused or disabled; and the
+	// it (stats.StatusOf): enabled, failing, refused, paused or disabled; and the
 	// STATUS column.
 	Status     string `json:"status"`
 	StatusText string `json:"status_text"`

@@ -93,7 +93,7 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 		return true
 	})
 	if err == nil {
-		r.write(cfg.Msg, func(due, held int) string {
+		r.write(cfg, func(due, held int) string {
 			s := "made " + plural.Count(due, "feed", "feeds") + " due now"
 			if held > 0 {
 				s += fmt.Sprintf("; %d held back by a Retry-After from their server", held)
@@ -109,7 +109,11 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 func nudge(cfg Config, s ndjson.Subscription, fs *catalog.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
 	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
 	fs.SetSched(st, d)
-	sched.LogDecision(cfg.Log, slog.LevelInfo, s.FeedID, "", d)
+	level := slog.LevelInfo
+	if cfg.Bulk {
+		level = slog.LevelDebug
+	}
+	sched.LogDecision(cfg.Log, level, s.FeedID, "", d)
 	return d
 }
 
@@ -169,7 +173,7 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		return true
 	})
 	if err == nil {
-		r.write(cfg.Msg, counted("enabled", "enabled already"))
+		r.write(cfg, counted("enabled", "enabled already"))
 	}
 	return err
 }

@@ -181,7 +181,7 @@ func TestDisabledShownThenEnabled(t *testing.T) {
 	disabledState(t, e, a.FeedID)
 	e.out.Reset()
 	List(e.cfg, ListOptions{})
-	if !strings.Contains(e.out.String(), "disabled: permanent error permanent/http_404 (probe in 23h)") {
+	if !strings.Contains(e.out.String(), "disabled: permanent error http_404 (probe in 23h)") {
 		t.Errorf("ls:\n%s", e.out)
 	}
 	if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {

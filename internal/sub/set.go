@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -34,6 +36,9 @@ type Changes struct {
 	// Scrape makes the new scraper configuration from the current one (nil
 	// for none); it returns nil for none.
 	Scrape func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig
+	// Sched are the scheduler's parameters, for a feed the change makes
+	// due: one whose private address was refused, allowed it now.
+	Sched sched.Params
 }
 
 func (c Changes) empty() bool {
@@ -98,6 +103,31 @@ func Set(cfg Config, refs []string, c Changes) error {
 		for _, n := range notes {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s\n", n)
 		}
+	}
+	if err == nil && c.AllowPrivate != nil && *c.AllowPrivate {
+		err = refetchRefused(cfg, refs, c.Sched)
+	}
+	return err
+}
+
+// refetchRefused makes due now the feeds refs name whose address was
+// refused (a private one), now that they are allowed it: not after the
+// interval the refusal left them.
+func refetchRefused(cfg Config, refs []string, p sched.Params) error {
+	now := cfg.Now()
+	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 2))
+	var r report
+	err := changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
+		if fs.Sched == nil || fs.Sched.Reason != sched.ReasonRefused {
+			return false
+		}
+		if d := nudge(cfg, s, fs, fs.SchedState(), p, now, rnd); d.Kind == sched.FetchNow {
+			r.feed(true, "due now: %s (its address was refused; it is allowed now)", s.URL)
+		}
+		return true
+	})
+	if err == nil {
+		r.write(cfg, nil)
 	}
 	return err
 }
@@ -325,6 +355,6 @@ func editEach(cfg Config, refs []string, change func(*ndjson.Subscription) (stri
 	if err != nil {
 		return err
 	}
-	r.write(cfg.Msg, counted("changed", "they have these settings already"))
+	r.write(cfg, counted("changed", "they have these settings already"))
 	return nil
 }

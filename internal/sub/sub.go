@@ -39,7 +39,11 @@ type Config struct {
 	Out     io.Writer        // data: ls and export output, ids of added feeds
 	Msg     io.Writer        // messages for the person at the terminal
 	Log     *slog.Logger
-	Now     func() time.Time
+	// Bulk says the feeds were picked by --all, --label or --state, not
+	// named: what is done to each is logged at debug, and only how many
+	// were changed is said.
+	Bulk bool
+	Now  func() time.Time
 }
 
 func (cfg *Config) defaults() {
@@ -247,6 +251,13 @@ func cleanLabels(labels []string) []string {
 	return out
 }
 
+// Check validates spec as Add does, before a store is opened: a command
+// that fails it makes none.
+func Check(spec Spec) error {
+	_, err := newSubscription(spec, time.Time{}, func(string) {})
+	return err
+}
+
 // Add subscribes to one feed. Adding a URL that is already subscribed
 // changes nothing and is not an error: added is false.
 func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error) {
@@ -358,7 +369,7 @@ func edit(cfg Config, refs []string, v verbs, change func(*ndjson.Subscription) 
 		return err
 	}
 	if v.done != "" {
-		r.write(cfg.Msg, counted(v.done, "as they were already"))
+		r.write(cfg, counted(v.done, "as they were already"))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ it, and no stored entry comes from it (its raw_ref), unless
 gone is dropped, so the next entry with it is stored, not made an alias
 of nothing), --metadata-keep those of events/, aliases/ and decisions/, the fetch
 records of fetches/ no stored entry points at, and the run ledger lines
-of the fetch records it deleted (docs/design.md#retention). --seen-keep is its
+of the fetch records it deleted: the metadata's TTL. --seen-keep is its
 seen-ids TTL: an entry whose latest version was last seen longer ago
 leaves its feed's index (and would be stored as new if it came back),
 unless the feed's latest payload, parsed again, still holds it; a feed

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestFlags(t *testing.T) {
 			[]string{`"canonical_link":"https://example.org/a?utm_source=x&ref=y"`}, ""},
 		{"more tracking parameters", map[string]string{"FEEDPIPE_TRACKING_PARAMS": "ref, other_*"}, []string{"--base-url", "https://example.org/feed", feed}, 0,
 			[]string{`"canonical_link":"https://example.org/a"`}, ""},
-		{"depth from the seed's variable", map[string]string{"MAX_XML_DEPTH": "6"}, []string{"--base-url", "https://example.org/feed", feed}, 1,
+		{"depth from the older variable", map[string]string{"MAX_XML_DEPTH": "6"}, []string{"--base-url", "https://example.org/feed", feed}, 1,
 			nil, "nests elements more than 6 deep"},
 		{"depth flag over the variable", map[string]string{"MAX_XML_DEPTH": "6"}, []string{"--max-xml-depth", "100", "--base-url", "https://example.org/feed", feed}, 0,
 			[]string{`"title":"deep"`}, ""},
@@ -60,7 +60,7 @@ func TestFlags(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			a := app()
+			a := FeedParse()
 			a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader("")
 			status := cmdkit.Run(a, append([]string{"feed-parse", "--store", store}, tt.args...))
 			if _, err := os.Stat(store); err == nil {

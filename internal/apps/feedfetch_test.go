@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/version"
 )
 
 // TestHelpDefaults: --help gives each flag's default as docs/design.md sets
@@ -23,7 +23,7 @@ func TestHelpDefaults(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	a := app()
+	a := FeedFetch()
 	a.Writer, a.ErrWriter, a.Reader = &stdout, &stderr, strings.NewReader("")
 	if status := cmdkit.Run(a, []string{"feed-fetch", "--help"}); status != 0 {
 		t.Fatalf("status %d; stderr:\n%s", status, stderr.String())
@@ -37,7 +37,7 @@ func TestHelpDefaults(t *testing.T) {
 		"host-concurrency":   "1",
 		"host-rps":           "1",
 		"max-body-bytes":     "10485760", // 10 MiB
-		"user-agent":         `"feedpipe/` + httpx.Version + ` (+https://github.com/feedpipe/feedpipe)"`,
+		"user-agent":         `"feedpipe/` + version.Short() + ` (+https://github.com/feedpipe/feedpipe)"`,
 		"allow-private":      "false",
 	} {
 		re := regexp.MustCompile(`(?m)^ +--` + flag + `( value)? .*\(default: ` + regexp.QuoteMeta(def) + `\)`)

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"errors"
@@ -181,7 +181,7 @@ and title. A URL that is a feed itself is listed alone.`,
 			}
 			feeds, err := discover.Discover(c.Context, cfg, c.Args().First())
 			if err != nil {
-				return err
+				return refusedHint(err, "feed-sub discover --allow-private "+c.Args().First()+" reads it (and feed-sub add --allow-private FEED subscribes to a feed there)")
 			}
 			return discover.Print(c.App.Writer, feeds)
 		},
@@ -196,7 +196,7 @@ func discovered(c *cli.Context, pageURL string) (string, error) {
 	}
 	f, more, err := sub.Discovered(c.Context, cfg, pageURL)
 	if err != nil {
-		return "", err
+		return "", refusedHint(err, "feed-sub add --discover --allow-private "+pageURL+" allows this feed (kept with it)")
 	}
 	fmt.Fprintf(c.App.ErrWriter, "feed-sub: found %s (%s, %q)", f.URL, f.Format, f.Title)
 	if more > 0 {
@@ -220,7 +220,7 @@ func checked(c *cli.Context, pageURL string) (string, error) {
 		return "", fmt.Errorf("not subscribed: %s is not a feed, and links to none", pageURL)
 	}
 	if err != nil {
-		return "", fmt.Errorf("not subscribed: %w", err)
+		return "", fmt.Errorf("not subscribed: %w", refusedHint(err, "feed-sub add --check --allow-private "+pageURL+" allows this feed (kept with it)"))
 	}
 	if f := feeds[0]; f.Found == discover.FoundURL {
 		fmt.Fprintf(c.App.ErrWriter, "feed-sub: checked: %s is a feed (%s %s, %d items, %q)\n", pageURL, f.Format, f.Version, f.Items, f.Title)
@@ -233,4 +233,14 @@ func checked(c *cli.Context, pageURL string) (string, error) {
 	}
 	fmt.Fprintf(w, "feed-sub: feed-sub add FEED subscribes to one of them (feed-sub add --discover %s to the first)\n", pageURL)
 	return "", fmt.Errorf("not subscribed: %s is a web page, not a feed", pageURL)
+}
+
+// refusedHint adds to the error of an address the client refused what
+// allows it: allow, for this URL, and FEEDPIPE_ALLOW_PRIVATE for every
+// feed. Other errors are left as they are.
+func refusedHint(err error, allow string) error {
+	if !errors.Is(err, httpx.ErrAddressRefused) {
+		return err
+	}
+	return fmt.Errorf("%w, a loopback, private or link-local one: %s; FEEDPIPE_ALLOW_PRIVATE=1 allows every feed", err, allow)
 }

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"fmt"
@@ -30,7 +30,9 @@ the metrics (feed-store --metrics-file, FEEDPIPE_METRICS_FILE, which this
 rewrites at once) have feedpipe_last_cycle_* and
 feedpipe_last_completed_cycle_end_timestamp_seconds, the end of the last
 cycle that ran to its end (status 0 or 1): a monitor alerts when it is
-old. Times are RFC 3339 or Unix seconds (a fraction allowed).`,
+old. Times are RFC 3339 or Unix seconds (a fraction allowed). It prints
+the number of cycles recorded, this one included: feed-loop numbers its
+cycles by it.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "start", Usage: "when the cycle started", Required: true},
 			&cli.StringFlag{Name: "end", Usage: "when it ended", Required: true},
@@ -64,7 +66,12 @@ old. Times are RFC 3339 or Unix seconds (a fraction allowed).`,
 				return err
 			}
 			defer cat.Close()
-			if _, err := stats.RecordCycle(c.Context, cat, cycle); err != nil {
+			h, err := stats.RecordCycle(c.Context, cat, cycle)
+			if err != nil {
+				return err
+			}
+			// Its number, which feed-loop's line for the cycle says.
+			if _, err := fmt.Fprintln(c.App.Writer, h.Cycles); err != nil {
 				return err
 			}
 			// The metrics file feed-store wrote during the cycle has the

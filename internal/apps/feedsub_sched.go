@@ -1,11 +1,13 @@
-package main
+package apps
 
 import (
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
 
@@ -62,6 +64,13 @@ max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
 				ch, err := changes(c)
 				if err != nil {
 					return err
+				}
+				// A feed refused for its private address, allowed it now,
+				// is made due as refetch would, with the scheduler's
+				// parameters from the environment (set's own --interval,
+				// --min-interval and --max-interval are the feed's).
+				if ch.Sched, err = sched.ParamsFromEnv(os.LookupEnv); err != nil {
+					return cmdkit.Usage(err)
 				}
 				return sub.Set(cfg, refs, ch)
 			}),
