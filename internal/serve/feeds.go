@@ -54,7 +54,7 @@ func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time, full bo
 }
 
 // The states GET /feeds?state= selects (stats.StatusOf).
-var feedStates = []string{stats.StateEnabled, stats.StateFailing, stats.StatePaused, stats.StateDisabled}
+var feedStates = []string{stats.StateEnabled, stats.StateFailing, stats.StateRefused, stats.StatePaused, stats.StateDisabled}
 
 // errPageFull ends a scan of the feeds once a page is full.
 var errPageFull = errors.New("page full")

@@ -33,8 +33,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv := s.HTTPServer()
 	addr := ln.Addr().String()
-	fmt.Fprintf(cfg.Msg, "feed-serve: listening on http://%s\n", addr)
-	cfg.Log.Info("listening", "addr", addr)
+	shown := addr
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && host != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		shown = net.JoinHostPort(host, port) // as given (0.0.0.0), not as Go listens for it ([::])
+	}
+	fmt.Fprintf(cfg.Msg, "feed-serve: listening on http://%s\n", shown)
+	cfg.Log.Info("listening", "addr", shown)
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
 	}

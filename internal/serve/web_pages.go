@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -271,7 +272,7 @@ func (s *Server) entryViews(ctx context.Context, page catalog.EntryPage, names m
 		}
 		v := viewOf(row, &e, names[row.FeedID])
 		text := catalog.TextOf(cmp.Or(e.Summary, e.Content))
-		v.Snippet = cut(text, 280)
+		v.Snippet = entrytext.Cut(text, 280)
 		l.Entries = append(l.Entries, v)
 		l.Keys = append(l.Keys, row.FeedID+"/"+row.UID)
 		if !row.Read {
@@ -282,16 +283,9 @@ func (s *Server) entryViews(ctx context.Context, page catalog.EntryPage, names m
 }
 
 func viewOf(row catalog.EntryRow, e *ndjson.Entry, feedName string) entryView {
-	v := entryView{FeedID: row.FeedID, UID: row.UID, FeedName: cmp.Or(feedName, row.FeedID[:8]), Title: strings.TrimSpace(e.Title),
+	return entryView{FeedID: row.FeedID, UID: row.UID, FeedName: cmp.Or(feedName, row.FeedID[:8]), Title: entrytext.Title(e),
 		Link: httpURL(e.CanonicalLink), Published: row.Published, FirstSeen: row.FirstSeen, Read: row.Read, Starred: row.Starred,
 		Versions: row.Versions}
-	if v.Title == "" {
-		v.Title = cut(catalog.TextOf(cmp.Or(e.Summary, e.Content)), 80)
-	}
-	if v.Title == "" {
-		v.Title = "(untitled)"
-	}
-	return v
 }
 
 // riverData is the river's.

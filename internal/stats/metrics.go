@@ -87,8 +87,9 @@ func Families(t Totals, h *Histogram) []Family {
 	}
 	out := []Family{
 		{Name: "sources_total", Type: "gauge", Label: "state",
-			Help:    "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).",
-			Samples: []Sample{{"enabled", float64(t.Enabled)}, {"disabled", float64(t.Disabled)}, {"failing", float64(t.Failing)}, {"paused", float64(t.Paused)}}},
+			Help:    "Subscriptions, by state: enabled (in service; failing, refused and paused ones too), failing, refused (a private address not allowed), paused, disabled (by hand or by the scheduler).",
+			Samples: []Sample{{"enabled", float64(t.Enabled)}, {"disabled", float64(t.Disabled)}, {"failing", float64(t.Failing)}, {"refused", float64(t.Refused)},
+				{"paused", float64(t.Paused)}}},
 		one("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).", float64(c.OK+c.NotModified)),
 		one("sources_failed_total", "counter", "Fetches that failed.", float64(c.Errors)),
 		one("items_discovered_total", "counter", "Entries stored for the first time.", float64(c.NewEntries)),
@@ -96,6 +97,7 @@ func Families(t Totals, h *Histogram) []Family {
 		{Name: "feedpipe_fetches_total", Type: "counter", Help: "Fetches, by result.", Label: "result",
 			Samples: []Sample{{"ok", float64(c.OK)}, {"not_modified", float64(c.NotModified)}, {"error", float64(c.Errors)}}},
 		errs,
+		one("feedpipe_fetches_refused_total", "counter", "Fetches this machine refused to make: a private address of a feed not allowed one (no fetch, no failure).", float64(t.Refusals)),
 		one("feedpipe_bytes_in_total", "counter", "Body bytes received, decoded.", float64(c.BytesIn)),
 		one("feedpipe_bytes_saved_total", "counter", "Body bytes that conditional GET (304) spared.", float64(c.BytesSaved)),
 		{Name: "fetch_duration_seconds", Type: "histogram", Help: "How long fetches took, body included.", Hist: h},
