@@ -1,0 +1,136 @@
+package catalog
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite schema.sql from the migrations")
+
+// schemaFile is the schema every migration makes, as SQLite keeps it: a
+// golden file, so that a change of the schema shows in review as a diff of
+// SQL, and docs/store.md is checked against it (TestStoreDoc).
+const schemaFile = "schema.sql"
+
+// dumpSchema is the schema of c as schemaFile holds it: each table
+// followed by its indexes and triggers, by name.
+func dumpSchema(t *testing.T, c *Catalog) []byte {
+	t.Helper()
+	rows, err := c.db.Query(`SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL
+		ORDER BY tbl_name, CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var version int
+	if err := c.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "-- The catalog's schema at version %d (PRAGMA user_version), as SQLite\n", version)
+	b.WriteString("-- keeps it: what the migrations make. Written by\n")
+	b.WriteString("-- go test ./internal/catalog -run TestSchema -update; do not edit.\n")
+	for rows.Next() {
+		var sql string
+		if err := rows.Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("\n" + sql + ";\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSchema: the migrations make the schema schema.sql holds.
+func TestSchema(t *testing.T) {
+	got := dumpSchema(t, openTemp(t))
+	if *update {
+		if err := os.WriteFile(schemaFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the migrations make another schema than %s holds (go test ./internal/catalog -run TestSchema -update writes it anew; review its diff):\n%s",
+			schemaFile, got)
+	}
+}
+
+// TestStoreDoc: docs/store.md has a section for every table of the schema
+// (schema.sql, which TestSchema holds to what the migrations make), whose
+// tables of columns name every column, and no section for a table there
+// is not.
+func TestStoreDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/store.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, catalog, ok := strings.Cut(string(doc), "\n## The catalog\n")
+	if !ok {
+		t.Fatal(`docs/store.md has no section "The catalog"`)
+	}
+	catalog, _, _ = strings.Cut(catalog, "\n## ")
+	// sections: the text of each "### a, b" heading, by each table it names.
+	sections := map[string]string{}
+	for _, part := range strings.Split(catalog, "\n### ")[1:] {
+		heading, text, _ := strings.Cut(part, "\n")
+		for name := range strings.SplitSeq(heading, ",") {
+			sections[strings.TrimSpace(name)] = text
+		}
+	}
+	// A column is named by the first cell of a row of a table: "col",
+	// "table.col", or a list of them ("day, offset, length").
+	firstCell := regexp.MustCompile("(?m)^\\| *([^|]+?) *\\|")
+	c := openTemp(t)
+	rows, err := c.db.Query(`SELECT t.name, c.name FROM pragma_table_list t, pragma_table_info(t.name) c
+		WHERE t.schema = 'main' AND t.type IN ('table', 'virtual') AND t.name NOT LIKE 'sqlite_%' ORDER BY t.name, c.cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	tables := map[string]bool{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			t.Fatal(err)
+		}
+		text, ok := sections[table]
+		if !tables[table] && !ok {
+			t.Errorf("docs/store.md has no section for the table %s", table)
+		}
+		tables[table] = true
+		if !ok {
+			continue
+		}
+		named := false
+		for _, m := range firstCell.FindAllStringSubmatch(text, -1) {
+			for item := range strings.SplitSeq(m[1], ",") {
+				item = strings.Trim(strings.TrimSpace(item), "`")
+				named = named || item == col || item == table+"."+col
+			}
+		}
+		if !named {
+			t.Errorf("docs/store.md does not name the column %s.%s", table, col)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name := range sections {
+		if !tables[name] {
+			t.Errorf("docs/store.md has a section for %s, which is no table of the schema (%v)", name, slices.Sorted(maps.Keys(tables)))
+		}
+	}
+}
