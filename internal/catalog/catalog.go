@@ -141,7 +141,13 @@ func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger)
 	db.SetMaxOpenConns(MaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
 	c := &Catalog{db: db, path: path, st: st, log: log}
-	if err := c.migrate(ctx); err != nil {
+	if err := c.migrate(ctx, len(migrations)); err != nil {
+		db.Close()
+		return nil, c.damaged(err)
+	}
+	// Entries stored before the search index existed (migration 4) or
+	// was keyed by time (migration 8).
+	if err := c.backfillFTS(ctx); err != nil {
 		db.Close()
 		return nil, c.damaged(err)
 	}

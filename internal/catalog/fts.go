@@ -36,24 +36,9 @@ import (
 // every entry has is found after a page of rows, not after the whole
 // list (searchWalk). An entry without a key (NULL) is not in the index.
 
-// ftsSchema is migration 4. A catalog that had entries before it gets
-// their words from entries/ once, after the migration (backfillFTS): the
-// migration marks where that starts.
-const ftsSchema = `
-CREATE VIRTUAL TABLE entries_fts USING fts5(title, summary, content,
-	content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2');
-INSERT INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
-`
-
-// searchKeySchema is migration 8: the index's rowids become search keys.
-// The index, keyed by the entries' ids until then, is emptied and filled
-// again from entries/ once (backfillFTS), giving each entry its key.
-const searchKeySchema = `
-ALTER TABLE entries ADD COLUMN search_key INTEGER;
-CREATE INDEX entries_search ON entries(search_key);
-INSERT INTO entries_fts (entries_fts) VALUES ('delete-all');
-INSERT OR REPLACE INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
-`
+// The index is made by migration 4 and keyed by time by migration 8
+// (migrations/0004_entries_fts.sql, 0008_search_key.sql); each marks the
+// entries already stored for backfillFTS, after it, when there are some.
 
 // metaFTSBackfill holds the id of the last entry whose words were indexed
 // by backfillFTS; absent when there is nothing left to do.

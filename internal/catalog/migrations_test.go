@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 var update = flag.Bool("update", false, "rewrite schema.sql from the migrations")
@@ -131,6 +132,37 @@ func TestStoreDoc(t *testing.T) {
 	for name := range sections {
 		if !tables[name] {
 			t.Errorf("docs/store.md has a section for %s, which is no table of the schema (%v)", name, slices.Sorted(maps.Keys(tables)))
+		}
+	}
+}
+
+// TestLoadMigrations: the migrations are the files of migrations/ in
+// order, numbered from 1 without a gap, each step with its file.
+func TestLoadMigrations(t *testing.T) {
+	if len(migrations) < 11 || migrations[5].step == nil || migrations[5].name != "0006_pack_states" {
+		t.Fatalf("%d migrations; the sixth %q, with a step: %v", len(migrations), migrations[5].name, migrations[5].step != nil)
+	}
+	for i, m := range migrations {
+		if (m.step != nil) != (i+1 == 6) {
+			t.Errorf("migration %s: step %v", m.name, m.step != nil)
+		}
+	}
+	step := map[int]func(*Tx) error{2: packStates}
+	for name, files := range map[string][]string{
+		"ok":            {"0001_a.sql", "0002_b.sql"},
+		"a gap":         {"0001_a.sql", "0003_b.sql"},
+		"no name":       {"0001_a.sql", "0002.sql"},
+		"three digits":  {"0001_a.sql", "002_b.sql"},
+		"not from 1":    {"0002_a.sql", "0003_b.sql"},
+		"step, no file": {"0001_a.sql"},
+	} {
+		fsys := fstest.MapFS{}
+		for _, f := range files {
+			fsys["migrations/"+f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
+		}
+		m, err := loadMigrations(fsys, step)
+		if ok := err == nil; ok != (name == "ok") || ok && (len(m) != 2 || m[1].step == nil || m[1].sql != "SELECT 1;") {
+			t.Errorf("%s: %+v, %v", name, m, err)
 		}
 	}
 }
