@@ -119,7 +119,27 @@ const MaxConns = 4
 // catalogLock is held while a catalog is made for a store that has none.
 const catalogLock = "lock.catalog"
 
+// open opens the catalog at path and brings its schema up to date.
 func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
+	c, err := connect(st, path, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.migrate(ctx, len(migrations)); err != nil {
+		c.Close()
+		return nil, c.damaged(err)
+	}
+	// Entries stored before the search index existed (migration 4) or
+	// was keyed by time (migration 8).
+	if err := c.backfillFTS(ctx); err != nil {
+		c.Close()
+		return nil, c.damaged(err)
+	}
+	return c, nil
+}
+
+// connect opens the database at path, as it is.
+func connect(st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
 	// WAL: readers never block the writer nor it them. synchronous FULL:
 	// a commit is on disk when it returns, as every write of the store's
 	// files is. _txlock=immediate: a write transaction takes the write
@@ -140,18 +160,7 @@ func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger)
 	}
 	db.SetMaxOpenConns(MaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
-	c := &Catalog{db: db, path: path, st: st, log: log}
-	if err := c.migrate(ctx, len(migrations)); err != nil {
-		db.Close()
-		return nil, c.damaged(err)
-	}
-	// Entries stored before the search index existed (migration 4) or
-	// was keyed by time (migration 8).
-	if err := c.backfillFTS(ctx); err != nil {
-		db.Close()
-		return nil, c.damaged(err)
-	}
-	return c, nil
+	return &Catalog{db: db, path: path, st: st, log: log}, nil
 }
 
 // Close closes the catalog.

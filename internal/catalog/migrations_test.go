@@ -2,15 +2,21 @@ package catalog
 
 import (
 	"bytes"
+	"database/sql"
 	"flag"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var update = flag.Bool("update", false, "rewrite schema.sql from the migrations")
@@ -164,5 +170,87 @@ func TestLoadMigrations(t *testing.T) {
 		if ok := err == nil; ok != (name == "ok") || ok && (len(m) != 2 || m[1].step == nil || m[1].sql != "SELECT 1;") {
 			t.Errorf("%s: %+v, %v", name, m, err)
 		}
+	}
+}
+
+// openAtVersion makes a catalog in a new store as a feedpipe of schema
+// version n left it: the first n migrations, run as Open runs them. A
+// test of a later migration writes rows of that version's tables into
+// it (c.db), closes it, and opens its store with Open.
+func openAtVersion(t *testing.T, n int) *Catalog {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := connect(st, st.Path(File), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.migrate(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// reopen closes c and opens its store's catalog with Open, which runs the
+// migrations after c's version.
+func reopen(t *testing.T, c *Catalog) *Catalog {
+	t.Helper()
+	c.Close()
+	c, err := Open(ctx, c.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// storeOld stores es as a catalog of a version before migration 8 did: the
+// lines in entries/ day, the rows of feeds, entries (numbered by feed) and
+// entry_versions as migration 1 made them, without search keys.
+func storeOld(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
+	t.Helper()
+	var lines []byte
+	for _, e := range es {
+		b, err := ndjson.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b...)
+	}
+	off, err := c.st.AppendLines("entries/"+day+".ndjson", lines, storage.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, e := range es {
+		length := int64(bytes.IndexByte(lines, '\n') + 1)
+		lines = lines[length:]
+		for _, q := range []string{
+			`INSERT OR IGNORE INTO feeds (feed_id) VALUES (:feed)`,
+			`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length)
+				SELECT coalesce((SELECT max(id) FROM entries WHERE feed_key = f.key), f.key * :per) + 1,
+					f.key, :uid, :hash, 1, :first, :last, 1, :published, :day, :offset, :length FROM feeds f WHERE f.feed_id = :feed`,
+			`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length)
+				SELECT e.id, 1, :hash, :last, :day, :offset, :length FROM entries e JOIN feeds f ON f.key = e.feed_key
+				WHERE f.feed_id = :feed AND e.entry_uid = :uid`,
+		} {
+			if _, err := tx.Exec(q, sql.Named("feed", e.FeedID), sql.Named("per", int64(entriesPerFeed)), sql.Named("uid", e.EntryUID),
+				sql.Named("hash", e.ContentHash), sql.Named("first", unixMS(e.FirstSeen.Time)), sql.Named("last", unixMS(e.LastSeen.Time)),
+				sql.Named("published", unixMS(publishedOr(e))), sql.Named("day", day), sql.Named("offset", off),
+				sql.Named("length", length)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		off += length
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
