@@ -20,6 +20,15 @@ const (
 	TapFetches       = "tap:fetches"
 )
 
+// The meta keys of what the store's stages keep in the catalog besides
+// their tables.
+const (
+	MetaBudget    = "budget"    // the scheduler's budget loop (feed-store)
+	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
+	MetaHeartbeat = "heartbeat" // feed-loop's last cycle (feed-store heartbeat; feed-stats, metrics)
+	MetaScale     = "scale"     // the adaptive scale, as last computed (feed-store)
+)
+
 // Checkpoint is a position in a log: a file (a store key) and an offset in
 // it; past it come that file's later lines and the later day files.
 type Checkpoint struct {

@@ -124,6 +124,75 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	return sum, nil
 }
 
+// buildFromFiles fills a new catalog from the store's files, when the
+// store has some: a store written before the catalog (imported once:
+// importOldStore; its old files then go), or one whose catalog was deleted
+// (the feed states rebuilt from the fetch records, as feed-store reindex
+// does). Then the subscription log, and the entries, aliases and fetch
+// records of the logs, as a catch-up from their start.
+func (c *Catalog) buildFromFiles(ctx context.Context) error {
+	st := c.st
+	old, files := c.hasOldStore(), false
+	for _, dir := range []string{storage.DirEntries, storage.DirFetches} {
+		if names, _ := st.DayFiles(dir); len(names) > 0 {
+			files = true
+		}
+	}
+	if _, err := st.Stat(SubscriptionsFile); err == nil {
+		files = true
+	}
+	if !old && !files {
+		return nil // a new store
+	}
+	start := time.Now()
+	if old {
+		c.log.Info("migrating the store to its catalog, once: the subscriptions, feed states and indexes move into " + c.path)
+	} else {
+		c.log.Info("the store has no catalog: building " + c.path + " from the store's files")
+	}
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		return err
+	}
+	if !old {
+		if _, err := c.rebuildStates(ctx); err != nil {
+			return err
+		}
+	}
+	events, ok, err := c.importOldStore(ctx)
+	if err != nil {
+		return err
+	}
+	// The logs, from their start. Every stored entry's event was written
+	// (an old store's checkpoint says how far; what a crash left is
+	// announced by feed-store's next run, as the old store did).
+	if !ok {
+		if events.File, events.Offset, err = st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil }); err != nil {
+			return err
+		}
+	}
+	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
+		return err
+	}
+	idx := c.logIndex()
+	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+		_, _, err := t.indexEntry(ctx, idx, loc, l)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+		return err
+	}
+	if err := c.CatchUpFetches(ctx); err != nil {
+		return err
+	}
+	if err := c.removeOldStore(); err != nil {
+		return err
+	}
+	c.log.Info("the catalog is built", "elapsed_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
 // rebuildStates makes each fetched feed's state from its fetch records, in
 // the order they were fetched: counts, the last fetch, success and error,
 // the last run. No validators (whether a body was read is not in the
