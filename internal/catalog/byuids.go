@@ -24,10 +24,10 @@ func (c *Catalog) EntriesByUIDs(ctx context.Context, uids []string, reader strin
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM json_each(?) u
+	rows, err := c.read(ctx, once, `SELECT `+entryColumns+` FROM json_each(?) u
 		JOIN entries e ON e.entry_uid = u.value JOIN feeds f ON f.key = e.feed_key ORDER BY u.key, e.id`, string(list))
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
+		return nil, err
 	}
 	var out []EntryRow
 	seen := map[int64]bool{}
@@ -35,7 +35,7 @@ func (c *Catalog) EntriesByUIDs(ctx context.Context, uids []string, reader strin
 		var r EntryRow
 		if err := scanEntry(rows.Scan, &r); err != nil {
 			rows.Close()
-			return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
+			return nil, err
 		}
 		if !seen[r.ID] { // a uid given twice
 			seen[r.ID] = true
@@ -44,7 +44,7 @@ func (c *Catalog) EntriesByUIDs(ctx context.Context, uids []string, reader strin
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
+		return nil, err
 	}
 	if reader != "" {
 		if err := CheckReader(reader); err != nil {

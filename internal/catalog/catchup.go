@@ -217,7 +217,7 @@ func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		if _, err := t.exec(`DELETE FROM fetches WHERE day = ?`, dayOf(key)); err != nil {
+		if _, err := t.write(once, `DELETE FROM fetches WHERE day = ?`, dayOf(key)); err != nil {
 			return err
 		}
 		for i := range lines {

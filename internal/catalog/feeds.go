@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -79,9 +78,9 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY s.position, s.feed_key`
-	rows, err := c.query(ctx, q, args...) // a few texts, by the filter's fields
+	rows, err := c.read(ctx, kept, q, args...) // a few texts, by the filter's fields
 	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+		return err
 	}
 	defer rows.Close()
 	var (
@@ -92,19 +91,19 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 	targets := append(append(sr.targets(), &feed.Stored), st.targets()...)
 	for rows.Next() {
 		if err := rows.Scan(targets...); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := sr.decode(&feed.Sub); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := st.decode(&feed.State); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := fn(&feed); err != nil {
 			return err
 		}
 	}
-	return c.damaged(rows.Err())
+	return rows.Err()
 }
 
 // mayBeDue returns, as a JSON list, the keys of the enabled subscriptions
@@ -113,27 +112,23 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 // feeds their rows are 200 MB, the index 2 MB. (Feeds then reads the
 // states of these and decides as FeedFilter.DueBy says.)
 func (c *Catalog) mayBeDue(ctx context.Context, at int64) (string, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
+	rows, err := c.read(ctx, kept, `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
 		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?1)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= ?1)`)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= ?1)`, at)
 	if err != nil {
 		return "", err
-	}
-	rows, err := st.QueryContext(ctx, at)
-	if err != nil {
-		return "", c.damaged(fmt.Errorf("catalog: feeds due: %w", err))
 	}
 	defer rows.Close()
 	list := []byte{'['}
 	for rows.Next() {
 		var key int64
 		if err := rows.Scan(&key); err != nil {
-			return "", c.damaged(fmt.Errorf("catalog: feeds due: %w", err))
+			return "", err
 		}
 		if len(list) > 1 {
 			list = append(list, ',')
 		}
 		list = strconv.AppendInt(list, key, 10)
 	}
-	return string(append(list, ']')), c.damaged(rows.Err())
+	return string(append(list, ']')), rows.Err()
 }

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -65,9 +64,9 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 	last, cached := t.searchKeys[group]
 	if !cached {
 		var k sql.NullInt64
-		err := t.queryRow(`SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
+		err := t.readRow(kept, `SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
 		if err != nil {
-			return 0, false, fmt.Errorf("catalog: search key: %w", err)
+			return 0, false, err
 		}
 		last = max(group-1, 0) // 0 is no key
 		if k.Valid {
@@ -113,7 +112,7 @@ func (t *Tx) indexText(id, old int64, fresh bool, e *ndjson.Entry) error {
 		if ok {
 			set = key
 		}
-		if _, err := t.exec(`UPDATE entries SET search_key = ? WHERE id = ?`, set, id); err != nil {
+		if _, err := t.write(once, `UPDATE entries SET search_key = ? WHERE id = ?`, set, id); err != nil {
 			return err
 		}
 		if !ok {
@@ -205,12 +204,12 @@ func (b *ftsBatch) flush(t *Tx) error {
 	for _, k := range keys {
 		o := b.ops[k]
 		if o.drop {
-			if _, err := t.run(`DELETE FROM entries_fts WHERE rowid = ?`, k); err != nil {
+			if _, err := t.write(kept, `DELETE FROM entries_fts WHERE rowid = ?`, k); err != nil {
 				return err
 			}
 		}
 		if o.put {
-			if _, err := t.run(`INSERT INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
+			if _, err := t.write(kept, `INSERT INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
 				k, o.text[0], o.text[1], o.text[2]); err != nil {
 				return err
 			}
@@ -353,7 +352,7 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 			}
 			if len(chunk) == 0 {
 				done = true
-				_, err := t.exec(`DELETE FROM meta WHERE key = ?`, metaFTSBackfill)
+				_, err := t.write(once, `DELETE FROM meta WHERE key = ?`, metaFTSBackfill)
 				return err
 			}
 			for _, r := range chunk {
@@ -391,17 +390,17 @@ type backfillRow struct {
 
 // unindexed returns the next backfillChunk entries after the id from.
 func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
+	rows, err := t.read(once, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
 		from, backfillChunk)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: search index: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var chunk []backfillRow
 	for rows.Next() {
 		var r backfillRow
 		if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length, &r.indexed); err != nil {
-			return nil, fmt.Errorf("catalog: search index: %w", err)
+			return nil, err
 		}
 		chunk = append(chunk, r)
 	}
@@ -411,6 +410,6 @@ func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
 // clearFTS empties the full-text index (reindex builds it again).
 func (t *Tx) clearFTS() error {
 	t.fts = ftsBatch{} // nothing pending is left to make
-	_, err := t.exec(`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
+	_, err := t.write(once, `INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
 	return err
 }

@@ -126,7 +126,7 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 		feeds := map[string]bool{}
 		for _, k := range keys {
 			feeds[k.FeedID] = true
-			r, err := t.run(`INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
+			r, err := t.write(kept, `INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
 				SELECT ?1, e.feed_key, e.entry_uid, `+read+`, `+starred+`, ?2 FROM entries e
 				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?3) AND e.entry_uid = ?4
 				ON CONFLICT DO UPDATE SET `+col+` = excluded.`+col+`, changed_at = excluded.changed_at`,
@@ -137,7 +137,7 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 			m, _ := r.RowsAffected()
 			n += int(m)
 			// The row goes when it says nothing the feed's mark does not.
-			if _, err := t.run(`DELETE FROM marks WHERE reader = ?1 AND feed_key = (SELECT key FROM feeds WHERE feed_id = ?2) AND entry_uid = ?3
+			if _, err := t.write(kept, `DELETE FROM marks WHERE reader = ?1 AND feed_key = (SELECT key FROM feeds WHERE feed_id = ?2) AND entry_uid = ?3
 				AND NOT starred AND read = (SELECT e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ?1 AND w.feed_key = e.feed_key), 0)
 					FROM entries e WHERE e.feed_key = marks.feed_key AND e.entry_uid = marks.entry_uid)`,
 				reader, k.FeedID, k.UID); err != nil {
@@ -172,11 +172,11 @@ func (t *Tx) raiseReadUntil(reader, feedID string) error {
 		return err
 	}
 	var old int64
-	if err := t.queryRow(`SELECT coalesce((SELECT until FROM read_until WHERE reader = ? AND feed_key = ?), 0)`, reader, key).Scan(&old); err != nil {
+	if err := t.readRow(kept, `SELECT coalesce((SELECT until FROM read_until WHERE reader = ? AND feed_key = ?), 0)`, reader, key).Scan(&old); err != nil {
 		return err
 	}
 	u := int64(math.MaxInt64) // every entry is read: up to just after the newest
-	err = t.queryRow(`SELECT e.first_seen FROM entries e INDEXED BY entries_feed_first_seen
+	err = t.readRow(kept, `SELECT e.first_seen FROM entries e INDEXED BY entries_feed_first_seen
 		WHERE e.feed_key = ?2 AND e.first_seen >= ?3
 			AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = ?2 AND m.entry_uid = e.entry_uid), 0)
 		ORDER BY e.first_seen LIMIT 1`, reader, key, old).Scan(&u)
@@ -249,24 +249,24 @@ func (t *Tx) markReadUntil(reader string, sc feedScope, u int64) (n int, err err
 	// Unread before: the entries between the old mark and the new
 	// without a row, and the rows saying unread below the new.
 	var span, rowsSpan, unreadRows int
-	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
+	if err := t.readRow(once, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
 		WHERE x.feed_key = p.k AND x.first_seen >= p.old AND x.first_seen < p.new)), 0) FROM p WHERE p.new > p.old`, args...).Scan(&span); err != nil {
-		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+		return 0, err
 	}
-	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
+	if err := t.readRow(once, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
 		coalesce(sum(NOT m.read AND x.first_seen < p.new), 0) FROM `+rows, args...).Scan(&rowsSpan, &unreadRows); err != nil {
-		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+		return 0, err
 	}
 	n = span - rowsSpan + unreadRows
-	if _, err := t.exec(plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
+	if _, err := t.write(once, plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
 		WHERE NOT m.starred AND (x.first_seen < p.new OR m.read AND x.first_seen < max(p.old, p.new)))`, args...); err != nil {
 		return 0, err
 	}
-	if _, err := t.exec(plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
+	if _, err := t.write(once, plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
 		SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, append(args, now)...); err != nil {
 		return 0, err
 	}
-	_, err = t.exec(plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
+	_, err = t.write(once, plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
 		ON CONFLICT DO UPDATE SET until = max(until, excluded.until)`, args...)
 	return n, err
 }
@@ -289,12 +289,12 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 	// CROSS JOIN keeps the page's ids the outer loop: left to itself,
 	// SQLite walked all of the reader's marks (13 s a page for a reader
 	// who has read a million entries).
-	q, err := c.db.QueryContext(ctx, `SELECT e.id, coalesce(m.read, e.first_seen < coalesce(w.until, 0)), coalesce(m.starred, 0) FROM json_each(?1) j
+	q, err := c.read(ctx, once, `SELECT e.id, coalesce(m.read, e.first_seen < coalesce(w.until, 0)), coalesce(m.starred, 0) FROM json_each(?1) j
 		CROSS JOIN entries e LEFT JOIN marks m ON m.reader = ?2 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid
 		LEFT JOIN read_until w ON w.reader = ?2 AND w.feed_key = e.feed_key
 		WHERE e.id = j.value`, jsonInts(ids), reader)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
+		return nil, err
 	}
 	defer q.Close()
 	marks := map[int64]Marks{}
@@ -302,13 +302,13 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 		var id int64
 		var m Marks
 		if err := q.Scan(&id, &m.Read, &m.Starred); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
+			return nil, err
 		}
 		if m.Read || m.Starred {
 			marks[id] = m
 		}
 	}
-	return marks, c.damaged(q.Err())
+	return marks, q.Err()
 }
 
 // UnreadCounts returns, for reader, how many entries of each feed first
@@ -329,7 +329,7 @@ func (c *Catalog) FeedUnread(ctx context.Context, reader, feedID string) (Unread
 
 // unreadCounts is UnreadCounts of the feeds of sc.
 func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Time, sc feedScope) (map[string]Unread, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
 		LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
 		CROSS JOIN entries e ON e.feed_key = f.key AND e.first_seen >= max(?2, coalesce(w.until, 0))
 		WHERE `+sc.in("f.key")+` AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
@@ -342,7 +342,7 @@ func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Ti
 		WHERE m.reader = ?1 AND `+sc.in("m.feed_key")+` AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= ?2
 		GROUP BY m.feed_key`, append(append([]any{reader, unixMS(since)}, sc.args...), sc.args...)...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	counts := map[string]Unread{}
@@ -351,7 +351,7 @@ func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Ti
 		var n int
 		var newest int64
 		if err := rows.Scan(&id, &n, &newest); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
+			return nil, err
 		}
 		u := counts[id]
 		u.Count += n
@@ -360,7 +360,7 @@ func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Ti
 		}
 		counts[id] = u
 	}
-	return counts, c.damaged(rows.Err())
+	return counts, rows.Err()
 }
 
 // Unread is how many entries of a feed are unread, and when the newest of

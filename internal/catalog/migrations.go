@@ -76,7 +76,7 @@ func loadMigrations(fsys fs.FS, steps map[int]func(*Tx) error) ([]migration, err
 // newest); a catalog newer than this binary knows is refused.
 func (c *Catalog) migrate(ctx context.Context, to int) error {
 	var version int
-	if err := c.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+	if err := c.readRow(ctx, once, `PRAGMA user_version`).Scan(&version); err != nil {
 		return fmt.Errorf("catalog: open %s: %w", c.path, err)
 	}
 	if version > len(migrations) {
@@ -88,14 +88,14 @@ func (c *Catalog) migrate(ctx context.Context, to int) error {
 			// A second process may have migrated it meanwhile: look again
 			// inside the write transaction.
 			var now int
-			if err := t.tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&now); err != nil {
+			if err := t.readRow(once, `PRAGMA user_version`).Scan(&now); err != nil {
 				return err
 			}
 			if now > v {
 				return nil
 			}
 			t.unrecorded = v+1 < changesSchema
-			if _, err := t.exec(m.sql); err != nil {
+			if _, err := t.write(once, m.sql); err != nil {
 				return err
 			}
 			if m.step != nil {
@@ -103,7 +103,7 @@ func (c *Catalog) migrate(ctx context.Context, to int) error {
 					return err
 				}
 			}
-			_, err := t.exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1))
+			_, err := t.write(once, fmt.Sprintf(`PRAGMA user_version = %d`, v+1))
 			return err
 		})
 		if err != nil {

@@ -99,7 +99,7 @@ func TestStoreDoc(t *testing.T) {
 	}
 	// A column is named by the first cell of a row of a table: "col",
 	// "table.col", or a list of them ("day, offset, length").
-	firstCell := regexp.MustCompile("(?m)^\\| *([^|]+?) *\\|")
+	firstCell := regexp.MustCompile(`(?m)^\| *([^|]+?) *\|`)
 	c := openTemp(t)
 	rows, err := c.db.Query(`SELECT t.name, c.name FROM pragma_table_list t, pragma_table_info(t.name) c
 		WHERE t.schema = 'main' AND t.type IN ('table', 'virtual') AND t.name NOT LIKE 'sqlite_%' ORDER BY t.name, c.cid`)

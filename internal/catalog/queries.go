@@ -205,12 +205,9 @@ func (l *labelCache) put(version, label string, keys []any) {
 // and the log file's size and time.
 func (c *Catalog) subscriptionsVersion(ctx context.Context) (string, error) {
 	var cp sql.NullString
-	row, err := c.queryRow(ctx, `SELECT value FROM meta WHERE key = ?`, TapSubscriptions)
-	if err == nil {
-		err = row.Scan(&cp)
-	}
+	err := c.readRow(ctx, kept, `SELECT value FROM meta WHERE key = ?`, TapSubscriptions).Scan(&cp)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", c.damaged(fmt.Errorf("catalog: subscriptions' checkpoint: %w", err))
+		return "", err
 	}
 	v := cp.String + ";"
 	if fi, err := c.st.Stat(SubscriptionsFile); err == nil {
@@ -221,20 +218,20 @@ func (c *Catalog) subscriptionsVersion(ctx context.Context) (string, error) {
 
 // queryLabelFeeds is labelFeeds from the catalog.
 func (c *Catalog) queryLabelFeeds(ctx context.Context, label string) ([]any, error) {
-	rows, err := c.query(ctx, `SELECT feed_key FROM subscription_labels WHERE label = ? ORDER BY feed_key`, label)
+	rows, err := c.read(ctx, kept, `SELECT feed_key FROM subscription_labels WHERE label = ? ORDER BY feed_key`, label)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+		return nil, err
 	}
 	defer rows.Close()
 	var keys []any
 	for rows.Next() {
 		var k int64
 		if err := rows.Scan(&k); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: label %q: %w", label, err))
+			return nil, err
 		}
 		keys = append(keys, k)
 	}
-	return keys, c.damaged(rows.Err())
+	return keys, rows.Err()
 }
 
 // jsonInts is a JSON array of integer keys.
@@ -373,24 +370,20 @@ func (c *Catalog) entries(ctx context.Context, sc feedScope, where string, args 
 // query (the conditions given; a label of many feeds is one shape), not
 // parsed at each page.
 func (c *Catalog) queryEntries(ctx context.Context, query string, args []any) ([]EntryRow, error) {
-	st, err := c.stmts.get(ctx, c.db, query)
+	rows, err := c.read(ctx, kept, query, args...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var found []EntryRow
 	for rows.Next() {
 		var r EntryRow
 		if err := scanEntry(rows.Scan, &r); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: entries: %w", err))
+			return nil, err
 		}
 		found = append(found, r)
 	}
-	return found, c.damaged(rows.Err())
+	return found, rows.Err()
 }
 
 // unreadLow is the first_seen no unread entry of q is before: q.Since
@@ -409,17 +402,17 @@ func unreadLow(q EntryQuery, col string) int64 {
 // then the unread filter walks the index by time.
 func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col string) (ids string, ok bool, err error) {
 	var has int
-	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM read_until WHERE reader = ? LIMIT 1)`, q.Reader).Scan(&has)
+	err = c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM read_until WHERE reader = ? LIMIT 1)`, q.Reader).Scan(&has)
 	if err != nil || has == 0 {
-		return "", false, c.damaged(err)
+		return "", false, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT x.id FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+	rows, err := c.read(ctx, once, `SELECT x.id FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
 		CROSS JOIN entries x ON x.feed_key = f.key AND x.first_seen >= max(coalesce(w.until, 0), ?2) WHERE `+sc.in("f.key")+`
 		UNION ALL SELECT x.id FROM marks m INDEXED BY marks_unread CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid
 		WHERE m.reader = ?1 AND NOT m.read AND `+sc.in("m.feed_key")+` LIMIT ?`,
 		append(append(append([]any{q.Reader, unreadLow(q, col)}, sc.args...), sc.args...), unreadFewAt)...)
 	if err != nil {
-		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+		return "", false, err
 	}
 	defer rows.Close()
 	b := []byte{'['}
@@ -427,7 +420,7 @@ func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+			return "", false, err
 		}
 		if n > 0 {
 			b = append(b, ',')
@@ -436,7 +429,7 @@ func (c *Catalog) unreadFew(ctx context.Context, sc feedScope, q EntryQuery, col
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		return "", false, c.damaged(fmt.Errorf("catalog: unread entries: %w", err))
+		return "", false, err
 	}
 	return string(append(b, ']')), n < unreadFewAt, nil
 }
@@ -457,22 +450,22 @@ func parseCursor(s string) (at, id int64, err error) {
 // for a collision of two feeds' uids), each with its versions, oldest
 // first.
 func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
-	rows, err := c.query(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	rows, err := c.read(ctx, kept, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
 	if err != nil {
-		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+		return nil, nil, err
 	}
 	var found []EntryRow
 	for rows.Next() {
 		var r EntryRow
 		if err := scanEntry(rows.Scan, &r); err != nil {
 			rows.Close()
-			return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+			return nil, nil, err
 		}
 		found = append(found, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, c.damaged(fmt.Errorf("catalog: entry %s: %w", uid, err))
+		return nil, nil, err
 	}
 	versions := make([][]Version, len(found))
 	for i, r := range found {
@@ -486,9 +479,9 @@ func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][
 }
 
 func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
-	rows, err := c.query(ctx, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	rows, err := c.read(ctx, kept, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var out []Version
@@ -496,12 +489,12 @@ func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error
 		var v Version
 		var at int64
 		if err := rows.Scan(&v.Version, &v.Hash, &at, &v.Day, &v.Offset, &v.Length); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: versions: %w", err))
+			return nil, err
 		}
 		v.StoredAt = time.UnixMilli(at).UTC()
 		out = append(out, v)
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // Line reads the line at loc in the day files of dir (storage.DirEntries,
@@ -571,8 +564,8 @@ func (c *Catalog) Sizes(ctx context.Context) (map[string]int, error) {
 	sizes := map[string]int{}
 	for _, table := range []string{"feeds", "subscriptions", "feed_state", "entries", "entry_versions", "links", "aliases", "fetches", "runs"} {
 		var n int
-		if err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: %w", err))
+		if err := c.readRow(ctx, once, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			return nil, err
 		}
 		sizes[table] = n
 	}

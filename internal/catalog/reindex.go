@@ -66,14 +66,14 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	}
 	defer unlock()
 	var states int
-	if err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM feed_state`).Scan(&states); err != nil {
-		return sum, c.damaged(err)
+	if err := c.readRow(ctx, once, `SELECT count(*) FROM feed_state`).Scan(&states); err != nil {
+		return sum, err
 	}
 	sum.StatesRebuilt = states == 0 || missing
 	err = c.Update(ctx, func(t *Tx) error {
 		for _, q := range []string{`DELETE FROM subscriptions`, `DELETE FROM entries`, `DELETE FROM entry_versions`, `DELETE FROM links`,
 			`DELETE FROM aliases`, `DELETE FROM fetches`, `DELETE FROM runs`, `DELETE FROM meta WHERE key LIKE 'tap:%'`} {
-			if _, err := t.exec(q); err != nil {
+			if _, err := t.write(once, q); err != nil {
 				return err
 			}
 		}
@@ -117,8 +117,8 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	}{{`SELECT count(*) FROM subscriptions`, &sum.Subscriptions}, {`SELECT count(*) FROM aliases`, &sum.Aliases},
 		{`SELECT count(*) FROM entries`, &sum.Entries}, {`SELECT count(*) FROM entry_versions`, &sum.Versions},
 		{`SELECT count(*) FROM fetches`, &sum.Fetches}, {`SELECT count(*) FROM feed_state`, &sum.States}} {
-		if err := c.db.QueryRowContext(ctx, q.sql).Scan(q.n); err != nil {
-			return sum, c.damaged(err)
+		if err := c.readRow(ctx, once, q.sql).Scan(q.n); err != nil {
+			return sum, err
 		}
 	}
 	return sum, nil

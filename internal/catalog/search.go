@@ -113,9 +113,9 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 		upTo = searchManyAt
 	}
 	var matches int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, upTo).Scan(&matches)
+	err := c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, upTo).Scan(&matches)
 	if err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return 0, err
 	}
 	switch {
 	case matches < upTo:
@@ -126,15 +126,15 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 	// The walk reads about limit × feeds / the scope's feeds matches before
 	// it has a page; the check looks up at most every entry of the scope.
 	var feeds int64
-	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(max(key), 0) FROM feeds`).Scan(&feeds); err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+	if err := c.readRow(ctx, once, `SELECT coalesce(max(key), 0) FROM feeds`).Scan(&feeds); err != nil {
+		return 0, err
 	}
 	walk := int64(b.limit+1) * feeds / int64(sc.feeds)
 	var entries int64
-	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries e WHERE `+sc.in("e.feed_key")+` LIMIT ?)`,
+	err = c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM entries e WHERE `+sc.in("e.feed_key")+` LIMIT ?)`,
 		append(sc.args, walk/checkCost+1)...).Scan(&entries)
 	if err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return 0, err
 	}
 	if entries*checkCost <= walk {
 		return searchCheck, nil
@@ -148,15 +148,12 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 // last one's millisecond; it returns them in the order of entries (time,
 // then id).
 func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m, dir string, b searchBounds) ([]EntryRow, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT `+entryColumns+`, s.rowid FROM entries_fts s CROSS JOIN entries e ON e.search_key = s.rowid
+	rows, err := c.read(ctx, kept, `SELECT `+entryColumns+`, s.rowid FROM entries_fts s CROSS JOIN entries e ON e.search_key = s.rowid
 		JOIN feeds f ON f.key = e.feed_key
-		WHERE `+strings.Join(conds, " AND ")+` AND s.entries_fts MATCH ? AND s.rowid BETWEEN ? AND ? ORDER BY s.rowid `+dir)
+		WHERE `+strings.Join(conds, " AND ")+` AND s.entries_fts MATCH ? AND s.rowid BETWEEN ? AND ? ORDER BY s.rowid `+dir,
+		append(args, m, searchGroup(b.from), searchGroup(b.to)+searchKeyLast)...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
-	}
-	rows, err := st.QueryContext(ctx, append(args, m, searchGroup(b.from), searchGroup(b.to)+searchKeyLast)...)
-	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var found []EntryRow
@@ -165,7 +162,7 @@ func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m,
 		var r EntryRow
 		var key int64
 		if err := scanEntry(func(dest ...any) error { return rows.Scan(append(dest, &key)...) }, &r); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+			return nil, err
 		}
 		// The keys of one millisecond are in the order they were given,
 		// not by id: the page ends after the whole millisecond.
@@ -176,7 +173,7 @@ func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m,
 		found, lastGroup = append(found, r), group
 	}
 	if err := rows.Err(); err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return nil, err
 	}
 	slices.SortFunc(found, func(x, y EntryRow) int {
 		o := cmp.Or(x.Published.Compare(y.Published), cmp.Compare(x.ID, y.ID))

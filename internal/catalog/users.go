@@ -155,7 +155,7 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.T
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
+		r, err := t.write(once, `INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func (c *Catalog) SetPassword(ctx context.Context, name, pw string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`UPDATE users SET password = ? WHERE name = ?`, h, name)
+		r, err := t.write(once, `UPDATE users SET password = ? WHERE name = ?`, h, name)
 		if err != nil {
 			return err
 		}
@@ -194,7 +194,7 @@ func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`UPDATE users SET role = ? WHERE name = ?`, role, name)
+		r, err := t.write(once, `UPDATE users SET role = ? WHERE name = ?`, role, name)
 		if err != nil {
 			return err
 		}
@@ -208,10 +208,10 @@ func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
 // endSessions ends every session of the user name: the Google Reader
 // API's and the web page's.
 func (t *Tx) endSessions(name string) error {
-	if _, err := t.exec(`DELETE FROM sessions WHERE user = ?`, name); err != nil {
+	if _, err := t.write(once, `DELETE FROM sessions WHERE user = ?`, name); err != nil {
 		return err
 	}
-	_, err := t.exec(`DELETE FROM web_sessions WHERE user = ?`, name)
+	_, err := t.write(once, `DELETE FROM web_sessions WHERE user = ?`, name)
 	return err
 }
 
@@ -219,7 +219,7 @@ func (t *Tx) endSessions(name string) error {
 // (they are the reader's, which feed-read may still use).
 func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`DELETE FROM users WHERE name = ?`, name)
+		r, err := t.write(once, `DELETE FROM users WHERE name = ?`, name)
 		if err != nil {
 			return err
 		}
@@ -232,9 +232,9 @@ func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 
 // Users returns the users, by name.
 func (c *Catalog) Users(ctx context.Context) ([]User, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT name, role, created_at FROM users ORDER BY name`)
+	rows, err := c.read(ctx, once, `SELECT name, role, created_at FROM users ORDER BY name`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var out []User
@@ -242,20 +242,20 @@ func (c *Catalog) Users(ctx context.Context) ([]User, error) {
 		var u User
 		var at int64
 		if err := rows.Scan(&u.Name, &u.Role, &at); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+			return nil, err
 		}
 		u.Created = time.UnixMilli(at).UTC()
 		out = append(out, u)
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // HasUsers reports whether there is a user at all: the Google Reader API
 // is off until there is.
 func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 	var n int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
-	return n > 0, c.damaged(err)
+	err := c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
+	return n > 0, err
 }
 
 // CheckPassword returns nil when pw is the password of the user name,
@@ -264,9 +264,9 @@ func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 // hash too).
 func (c *Catalog) CheckPassword(ctx context.Context, name, pw string) error {
 	var stored string
-	err := c.db.QueryRowContext(ctx, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
+	err := c.readRow(ctx, once, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return c.damaged(fmt.Errorf("catalog: user: %w", err))
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		stored = dummyHash()
@@ -299,7 +299,7 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	err := c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
+		r, err := t.write(once, `INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
 			tokenHash(token), kind, now.UnixMilli(), name)
 		if err != nil {
 			return err
@@ -307,7 +307,7 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 		if n, _ := r.RowsAffected(); n == 0 {
 			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
+		_, err = t.write(once, `DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
 			(SELECT token_hash FROM sessions WHERE user = ? AND kind = ? ORDER BY created_at DESC LIMIT ?)`,
 			name, kind, name, kind, MaxSessions)
 		return err
@@ -324,13 +324,13 @@ func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (u User, 
 	if token == "" || len(token) > 256 {
 		return User{}, false, nil
 	}
-	err = c.db.QueryRowContext(ctx, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
+	err = c.readRow(ctx, once, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
 		tokenHash(token), kind).Scan(&u.Name, &u.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, false, nil
 	}
 	if err != nil {
-		return User{}, false, c.damaged(fmt.Errorf("catalog: session: %w", err))
+		return User{}, false, err
 	}
 	return u, true, nil
 }
