@@ -167,6 +167,20 @@ func (c *Catalog) Check(ctx context.Context) error {
 	return nil
 }
 
+// Sizes counts the rows of the catalog's tables, by table: what feed-stats
+// reports of the catalog, and how tests see that a reader wrote nothing.
+func (c *Catalog) Sizes(ctx context.Context) (map[string]int, error) {
+	sizes := map[string]int{}
+	for _, table := range []string{"feeds", "subscriptions", "feed_state", "entries", "entry_versions", "links", "aliases", "fetches", "runs"} {
+		var n int
+		if err := c.readRow(ctx, once, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			return nil, err
+		}
+		sizes[table] = n
+	}
+	return sizes, nil
+}
+
 // pageSize is the page size of a catalog made now; one made before keeps
 // its own (4096 before schema version 6; docs/store.md says how to change
 // it). SQLite writes a changed

@@ -2,7 +2,7 @@ package catalog
 
 import (
 	"context"
-	"strconv"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -50,23 +50,20 @@ var briefStateColumns = strings.NewReplacer(`coalesce(st.counts, '{}')`, `'{}'`,
 // state, in the list's order. It streams: 100,000 feeds are never all in
 // memory at once. fn must not keep the *Feed, which is reused.
 func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error) error {
-	var (
-		where []string
-		args  []any
-	)
+	var w where
 	if !f.DueBy.IsZero() {
 		at := unixMS(f.DueBy)
 		keys, err := c.mayBeDue(ctx, at)
 		if err != nil {
 			return err
 		}
-		where = append(where, `s.feed_key IN (SELECT value FROM json_each(?))`, `s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= ? OR st.next_fetch_at IS NULL AND st.sched IS NULL)`)
-		args = append(args, keys, at, at)
+		w.and(`s.feed_key IN (SELECT value FROM json_each(:due))`, sql.Named("due", keys))
+		w.and(`s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= :at)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= :at OR st.next_fetch_at IS NULL AND st.sched IS NULL)`,
+			sql.Named("at", at))
 	}
 	if f.Label != "" {
-		where = append(where, `s.feed_key IN (SELECT feed_key FROM subscription_labels WHERE label = ?)`)
-		args = append(args, f.Label)
+		w.and(`s.feed_key IN (SELECT feed_key FROM subscription_labels WHERE label = :label)`, sql.Named("label", f.Label))
 	}
 	cols := nullStateColumns
 	if f.Brief {
@@ -74,11 +71,11 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 	}
 	q := `SELECT ` + subColumns + `, st.feed_key IS NOT NULL, f.feed_id, ` + cols + `
 		FROM subscriptions s JOIN feeds f ON f.key = s.feed_key LEFT JOIN feed_state st ON st.feed_key = s.feed_key`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if len(w.conds) > 0 {
+		q += ` WHERE ` + w.sql()
 	}
 	q += ` ORDER BY s.position, s.feed_key`
-	rows, err := c.read(ctx, kept, q, args...) // a few texts, by the filter's fields
+	rows, err := c.read(ctx, kept, q, w.args...) // a few texts, by the filter's fields
 	if err != nil {
 		return err
 	}
@@ -113,22 +110,19 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 // states of these and decides as FeedFilter.DueBy says.)
 func (c *Catalog) mayBeDue(ctx context.Context, at int64) (string, error) {
 	rows, err := c.read(ctx, kept, `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
-		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?1)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= ?1)`, at)
+		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= :at)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= :at)`, sql.Named("at", at))
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
-	list := []byte{'['}
+	var list jsonInts
 	for rows.Next() {
 		var key int64
 		if err := rows.Scan(&key); err != nil {
 			return "", err
 		}
-		if len(list) > 1 {
-			list = append(list, ',')
-		}
-		list = strconv.AppendInt(list, key, 10)
+		list.add(key)
 	}
-	return string(append(list, ']')), rows.Err()
+	return list.String(), rows.Err()
 }

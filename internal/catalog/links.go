@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -91,9 +92,9 @@ func (x *Index) LoadLinks(ctx context.Context, hashes []string) error {
 		return err
 	}
 	rows, err := x.c.read(ctx, kept, `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
-			WHERE l.link_hash IN (SELECT value FROM json_each(?1))
+			WHERE l.link_hash IN (SELECT value FROM json_each(:links))
 		UNION ALL SELECT 1, a.link_hash, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key
-			WHERE a.link_hash IN (SELECT value FROM json_each(?1))`, string(list))
+			WHERE a.link_hash IN (SELECT value FROM json_each(:links))`, sql.Named("links", string(list)))
 	if err != nil {
 		return err
 	}
@@ -145,8 +146,8 @@ func (x *Index) AddLink(hash string, o LinkOwners, ref ndjson.EntryRef, alias bo
 // link).
 func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, error) {
 	var o LinkOwners
-	rows, err := c.read(ctx, kept, `SELECT 0, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = ?1
-		UNION ALL SELECT 1, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = ?1`, hash)
+	rows, err := c.read(ctx, kept, `SELECT 0, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = :link
+		UNION ALL SELECT 1, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = :link`, sql.Named("link", hash))
 	if err != nil {
 		return o, err
 	}

@@ -104,15 +104,6 @@ func (c *Catalog) feedIDs(ctx context.Context, query string, args ...any) ([]str
 	return ids, rows.Err()
 }
 
-// starredIDs keeps the entries a reader starred, found from the reader's
-// starred marks (marks_starred) and each entry's row by its feed and uid:
-// testing every entry newest first for a star finds a reader's few stars
-// only at the end of the table (6 s at a million entries). The index is
-// named: SQLite took the marks' primary key instead, and read every mark
-// of a reader who had read a million entries (280 ms).
-const starredIDs = `e.id IN (SELECT s.id FROM marks m INDEXED BY marks_starred JOIN entries s ON s.feed_key = m.feed_key AND s.entry_uid = m.entry_uid
-	WHERE m.reader = ? AND m.starred)`
-
 // ReaderEntries returns a page of the entries of the feed feedID, or of
 // the feeds with label, or of every feed (both ""), as q selects them.
 func (c *Catalog) ReaderEntries(ctx context.Context, feedID, label string, q EntryQuery) (EntryPage, error) {

@@ -37,8 +37,9 @@ func (c *Catalog) NewWebSession(ctx context.Context, user string, now time.Time)
 			return err
 		}
 		r, err := t.write(once, `INSERT INTO web_sessions (token_hash, user, created_at, expires_at)
-			SELECT ?1, ?2, ?3, ?4 WHERE ?2 = '' OR EXISTS (SELECT 1 FROM users WHERE name = ?2)`,
-			tokenHash(token), user, now.UnixMilli(), now.Add(WebSessionTTL).UnixMilli())
+			SELECT :token, :user, :at, :expires WHERE :user = '' OR EXISTS (SELECT 1 FROM users WHERE name = :user)`,
+			sql.Named("token", tokenHash(token)), sql.Named("user", user), sql.Named("at", now.UnixMilli()),
+			sql.Named("expires", now.Add(WebSessionTTL).UnixMilli()))
 		if err != nil {
 			return err
 		}
