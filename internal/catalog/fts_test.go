@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +53,7 @@ func FuzzFTSMatch(f *testing.F) {
 	for _, s := range []string{"golang", `"a b" c*`, `NEAR(a b)`, `x:y`, `"`, `*`, "\x00", "é*"} {
 		f.Add(s)
 	}
-	c := openTempF(f)
+	c := openTemp(f)
 	f.Fuzz(func(t *testing.T, q string) {
 		_, err := c.AllEntries(ctx, EntryQuery{Text: q})
 		if err != nil && !errors.Is(err, ErrBadQuery) {
@@ -257,19 +256,6 @@ func TestSearchKeyMigration(t *testing.T) {
 			t.Errorf("%s: %q, want %q", q, got, want)
 		}
 	}
-}
-
-func openTempF(f *testing.F) *Catalog {
-	st, err := storage.Open(filepath.Join(f.TempDir(), "store"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	c, err := Open(ctx, st, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { c.Close() })
-	return c
 }
 
 // TestLabelEntriesManyFeeds: a label of many feeds reads the index by

@@ -184,9 +184,21 @@ func scanState(scan func(...any) error, fs *FeedState) error {
 	return r.decode(fs)
 }
 
+// stateOf is the state of a feed.
+const stateOf = `SELECT f.feed_id, ` + stateColumns + ` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`
+
 // State returns the state of feedID; ok is false for a feed never stored.
 func (c *Catalog) State(ctx context.Context, feedID string) (fs FeedState, ok bool, err error) {
-	row := c.readRow(ctx, kept, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
+	return scanStateOf(c.readRow(ctx, kept, stateOf, feedID), feedID)
+}
+
+// State is Catalog.State inside the transaction.
+func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
+	return scanStateOf(t.readRow(kept, stateOf, feedID), feedID)
+}
+
+// scanStateOf reads the row of stateOf.
+func scanStateOf(row row, feedID string) (fs FeedState, ok bool, err error) {
 	switch err := scanState(row.Scan, &fs); {
 	case errors.Is(err, sql.ErrNoRows):
 		return FeedState{FeedID: feedID}, false, nil
@@ -295,18 +307,6 @@ func (t *Tx) putState(r EncodedState) error {
 	}
 	_, err = t.write(kept, putStateSQL, append([]any{key}, r.values...)...)
 	return err
-}
-
-// State is Catalog.State inside the transaction.
-func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
-	row := t.readRow(kept, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
-	switch err := scanState(row.Scan, &fs); {
-	case errors.Is(err, sql.ErrNoRows):
-		return FeedState{FeedID: feedID}, false, nil
-	case err != nil:
-		return fs, false, err
-	}
-	return fs, true, nil
 }
 
 // Demands calls fn with the scheduling settings and the demand inputs of

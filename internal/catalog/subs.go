@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -368,7 +369,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 	_, err = t.write(kept, `INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
 		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		key, position, s.URL, s.Name, string(labels), cmpOr(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
+		key, position, s.URL, s.Name, string(labels), cmp.Or(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
 		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate)
 	return err
 }
@@ -478,13 +479,6 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
 	}
 	return s
 }

@@ -117,6 +117,15 @@ func hashPassword(pw string, iter int) (string, error) {
 	return "pbkdf2-sha256$" + strconv.Itoa(iter) + "$" + enc.EncodeToString(salt) + "$" + enc.EncodeToString(key), nil
 }
 
+// newPasswordHash checks the password pw (checkPassword) and returns the
+// hash it is kept as.
+func newPasswordHash(pw string) (string, error) {
+	if err := checkPassword(pw); err != nil {
+		return "", err
+	}
+	return hashPassword(pw, int(passwordIterations.Load()))
+}
+
 // passwordMatches reports whether pw hashes to stored (hashPassword's
 // form), comparing in constant time.
 func passwordMatches(stored, pw string) bool {
@@ -147,10 +156,7 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.T
 	if err := checkRole(role); err != nil {
 		return err
 	}
-	if err := checkPassword(pw); err != nil {
-		return err
-	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
@@ -169,20 +175,13 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.T
 // SetPassword changes the password of the user name, and ends their
 // sessions: every client logs in again.
 func (c *Catalog) SetPassword(ctx context.Context, name, pw string) error {
-	if err := checkPassword(pw); err != nil {
-		return err
-	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.write(once, `UPDATE users SET password = ? WHERE name = ?`, h, name)
-		if err != nil {
+		if err := t.writeUser(name, `UPDATE users SET password = ? WHERE name = ?`, h, name); err != nil {
 			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
 		return t.endSessions(name)
 	})
@@ -194,15 +193,21 @@ func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.write(once, `UPDATE users SET role = ? WHERE name = ?`, role, name)
-		if err != nil {
-			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		return nil
+		return t.writeUser(name, `UPDATE users SET role = ? WHERE name = ?`, role, name)
 	})
+}
+
+// writeUser runs q, which writes the row of the user name, or a row of
+// theirs: an error wraps ErrNoSuchUser when it writes none.
+func (t *Tx) writeUser(name, q string, args ...any) error {
+	r, err := t.write(once, q, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
+	}
+	return nil
 }
 
 // endSessions ends every session of the user name: the Google Reader
@@ -219,12 +224,8 @@ func (t *Tx) endSessions(name string) error {
 // (they are the reader's, which feed-read may still use).
 func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.write(once, `DELETE FROM users WHERE name = ?`, name)
-		if err != nil {
+		if err := t.writeUser(name, `DELETE FROM users WHERE name = ?`, name); err != nil {
 			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
 		return t.endSessions(name)
 	})
@@ -299,13 +300,10 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	err := c.Update(ctx, func(t *Tx) error {
-		r, err := t.write(once, `INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
+		err := t.writeUser(name, `INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
 			tokenHash(token), kind, now.UnixMilli(), name)
 		if err != nil {
 			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
 		_, err = t.write(once, `DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
 			(SELECT token_hash FROM sessions WHERE user = ? AND kind = ? ORDER BY created_at DESC LIMIT ?)`,

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -36,17 +35,10 @@ func (c *Catalog) NewWebSession(ctx context.Context, user string, now time.Time)
 		if _, err := t.write(once, `DELETE FROM web_sessions WHERE expires_at <= ?`, now.UnixMilli()); err != nil {
 			return err
 		}
-		r, err := t.write(once, `INSERT INTO web_sessions (token_hash, user, created_at, expires_at)
+		return t.writeUser(user, `INSERT INTO web_sessions (token_hash, user, created_at, expires_at)
 			SELECT :token, :user, :at, :expires WHERE :user = '' OR EXISTS (SELECT 1 FROM users WHERE name = :user)`,
 			sql.Named("token", tokenHash(token)), sql.Named("user", user), sql.Named("at", now.UnixMilli()),
 			sql.Named("expires", now.Add(WebSessionTTL).UnixMilli()))
-		if err != nil {
-			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, user)
-		}
-		return nil
 	})
 	if err != nil {
 		return "", err
