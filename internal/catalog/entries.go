@@ -14,7 +14,7 @@ import (
 )
 
 // Seen is what the entry index holds of an entry: its latest version and
-// its lineage (seed 000 §4.4).
+// its lineage (docs/design.md#deduplication).
 type Seen struct {
 	UID  string
 	Hash string // the latest version's content_hash

@@ -76,7 +76,8 @@ func (c *Catalog) SeenBefore(ctx context.Context, t time.Time) (map[string][]str
 
 // ForgetEntries drops entries of a feed from the index, with their
 // versions and the links they were the first with: if one comes back, it
-// is stored as new (the seen-ids TTL, seed 004 §4).
+// is stored as new (the seen ids of docs/design.md#retention: feed-store
+// prune --seen-keep).
 func (c *Catalog) ForgetEntries(ctx context.Context, feedID string, uids []string) error {
 	return c.Update(ctx, func(t *Tx) error {
 		key, err := t.feedKey(feedID)

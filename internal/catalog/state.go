@@ -48,7 +48,7 @@ type FeedState struct {
 	Sched *sched.State `json:"sched,omitempty"`
 	// Decision is the scheduler's last decision, for feed-due --explain.
 	Decision *sched.Decision `json:"decision,omitempty"`
-	// What the feed is, as its last body read says (seed 003 §2.3.1):
+	// What the feed is, as its last body read says (docs/design.md#mapping):
 	// rss, atom, json (with the version the document states) or html (a
 	// website); the Content-Type it was served with; its publisher.
 	Format        string `json:"format,omitempty"`
