@@ -24,8 +24,10 @@ import (
 // write notes what it changed for the changes table (Tx.wrote): a
 // statement writes because it is run by a write helper, whatever its
 // text. Nothing else in the package holds the database (Catalog.db) or a
-// transaction (Tx.tx). Callers return the helpers' errors as they are
-// (Update and open map again what was wrapped on the way).
+// transaction (Tx.tx) but Update, which begins and ends transactions, and
+// bulkUpdate, which holds a connection of its own for the bulk load's
+// settings (TestOneWayToTheDatabase). Callers return the helpers' errors as
+// they are (Update and open map again what was wrapped on the way).
 
 // prep is how a statement is prepared.
 type prep bool
