@@ -791,7 +791,7 @@ func TestSubscriptionLabels(t *testing.T) {
 		if _, err := c.db.Exec(`INSERT INTO feeds (feed_id) VALUES (?)`, s.FeedID); err != nil {
 			t.Fatal(err)
 		}
-		labels, _ := json.Marshal(nonNil(s.Labels))
+		labels, _ := json.Marshal(ndjson.NonNil(s.Labels))
 		if _, err := c.db.Exec(`INSERT INTO subscriptions (feed_key, position, url, name, labels) SELECT key, ?, ?, ?, ? FROM feeds WHERE feed_id = ?`,
 			i, s.URL, s.Name, string(labels), s.FeedID); err != nil {
 			t.Fatal(err)

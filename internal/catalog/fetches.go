@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -258,7 +256,7 @@ func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) er
 		var end Checkpoint
 		for i, f := range records {
 			p := placed[i]
-			if err := t.IndexFetch(f, Location{Day: dayOf(p.Key), Offset: p.Offset, Length: p.Length}); err != nil {
+			if err := t.IndexFetch(f, Location{Day: storage.KeyDay(p.Key), Offset: p.Offset, Length: p.Length}); err != nil {
 				return err
 			}
 			if p.Key > end.File || p.Key == end.File && p.Offset+p.Length > end.Offset {
@@ -268,7 +266,3 @@ func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) er
 		return t.setCheckpoint(TapFetches, end)
 	})
 }
-
-// dayOf is the day of a day file's key: "2026-11-21" of
-// "fetches/2026-11-21.ndjson".
-func dayOf(key string) string { return strings.TrimSuffix(path.Base(key), ".ndjson") }

@@ -344,7 +344,7 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 			return err
 		}
 	}
-	labels, err := json.Marshal(nonNil(s.Labels))
+	labels, err := json.Marshal(ndjson.NonNil(s.Labels))
 	if err != nil {
 		return err
 	}
@@ -474,13 +474,6 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 		}
 		return t.setCheckpoint(TapSubscriptions, Checkpoint{File: SubscriptionsFile, Offset: end})
 	})
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // PrivateFeeds returns the ids of the subscriptions that may be fetched
