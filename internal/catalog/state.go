@@ -48,7 +48,7 @@ type FeedState struct {
 	Sched *sched.State `json:"sched,omitempty"`
 	// Decision is the scheduler's last decision, for feed-due --explain.
 	Decision *sched.Decision `json:"decision,omitempty"`
-	// What the feed is, as its last body read says (seed 003 §2.3.1):
+	// What the feed is, as its last body read says (docs/design.md#mapping):
 	// rss, atom, json (with the version the document states) or html (a
 	// website); the Content-Type it was served with; its publisher.
 	Format        string `json:"format,omitempty"`
@@ -149,11 +149,11 @@ func (r *stateRow) decode(dst *FeedState) error {
 		err = ndjson.Unmarshal(counts, &fs.Counts)
 	}
 	if err != nil {
-		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
+		return fmt.Errorf("catalog: counts of %s: %w", fs.FeedID, err)
 	}
 	if r.lastErr.Valid {
 		if err := ndjson.Unmarshal([]byte(r.lastErr.String), &fs.LastError); err != nil {
-			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
 		}
 	}
 	for _, v := range []struct {
@@ -168,7 +168,7 @@ func (r *stateRow) decode(dst *FeedState) error {
 			err = ndjson.Unmarshal(b, v.dst)
 		}
 		if err != nil {
-			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
 		}
 	}
 	*dst = fs
@@ -184,37 +184,46 @@ func scanState(scan func(...any) error, fs *FeedState) error {
 	return r.decode(fs)
 }
 
+// stateOf is the state of a feed.
+const stateOf = `SELECT f.feed_id, ` + stateColumns + ` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`
+
 // State returns the state of feedID; ok is false for a feed never stored.
 func (c *Catalog) State(ctx context.Context, feedID string) (fs FeedState, ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
-	if err != nil {
-		return fs, false, err
-	}
+	return scanStateOf(c.readRow(ctx, kept, stateOf, feedID), feedID)
+}
+
+// State is Catalog.State inside the transaction.
+func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
+	return scanStateOf(t.readRow(kept, stateOf, feedID), feedID)
+}
+
+// scanStateOf reads the row of stateOf.
+func scanStateOf(row row, feedID string) (fs FeedState, ok bool, err error) {
 	switch err := scanState(row.Scan, &fs); {
 	case errors.Is(err, sql.ErrNoRows):
 		return FeedState{FeedID: feedID}, false, nil
 	case err != nil:
-		return fs, false, c.damaged(fmt.Errorf("catalog: state of %s: %w", feedID, err))
+		return fs, false, err
 	}
 	return fs, true, nil
 }
 
 // States returns the state of every feed that has one.
 func (c *Catalog) States(ctx context.Context) (map[string]FeedState, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key`)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	states := map[string]FeedState{}
 	for rows.Next() {
 		var fs FeedState
 		if err := scanState(rows.Scan, &fs); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+			return nil, err
 		}
 		states[fs.FeedID] = fs
 	}
-	return states, c.damaged(rows.Err())
+	return states, rows.Err()
 }
 
 // PutStates writes feed states, each replacing the feed's last.
@@ -296,20 +305,8 @@ func (t *Tx) putState(r EncodedState) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(putStateSQL, append([]any{key}, r.values...)...)
+	_, err = t.write(kept, putStateSQL, append([]any{key}, r.values...)...)
 	return err
-}
-
-// State is Catalog.State inside the transaction.
-func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
-	row := t.queryRow(`SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
-	switch err := scanState(row.Scan, &fs); {
-	case errors.Is(err, sql.ErrNoRows):
-		return FeedState{FeedID: feedID}, false, nil
-	case err != nil:
-		return fs, false, fmt.Errorf("catalog: state of %s: %w", feedID, err)
-	}
-	return fs, true, nil
 }
 
 // Demands calls fn with the scheduling settings and the demand inputs of
@@ -318,11 +315,11 @@ func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
 // projection of each feed's scheduler state (feed_state.demand), not the
 // state itself: 100,000 feeds take a fraction of a second.
 func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *sched.DemandInputs)) error {
-	rows, err := c.db.QueryContext(ctx, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
+	rows, err := c.read(ctx, once, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
 		FROM subscriptions s LEFT JOIN feed_state st ON st.feed_key = s.feed_key
 		WHERE s.disabled = 0 ORDER BY s.position, s.feed_key`)
 	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+		return err
 	}
 	defer rows.Close()
 	none := sched.State{}.DemandInputs()
@@ -333,7 +330,7 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 	)
 	for rows.Next() {
 		if err := rows.Scan(&sub.IntervalSec, &sub.Cron, &sub.MinIntervalSec, &sub.MaxIntervalSec, &paused, &demand); err != nil {
-			return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+			return err
 		}
 		sub.PausedUntil = ndjson.At(fromMS(paused))
 		o := sched.OverridesOf(sub)
@@ -343,7 +340,7 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 		}
 		fn(&o, &in)
 	}
-	return c.damaged(rows.Err())
+	return rows.Err()
 }
 
 // The demand projection, field by field, fixed-size: decoding it for

@@ -117,6 +117,15 @@ func hashPassword(pw string, iter int) (string, error) {
 	return "pbkdf2-sha256$" + strconv.Itoa(iter) + "$" + enc.EncodeToString(salt) + "$" + enc.EncodeToString(key), nil
 }
 
+// newPasswordHash checks the password pw (checkPassword) and returns the
+// hash it is kept as.
+func newPasswordHash(pw string) (string, error) {
+	if err := checkPassword(pw); err != nil {
+		return "", err
+	}
+	return hashPassword(pw, int(passwordIterations.Load()))
+}
+
 // passwordMatches reports whether pw hashes to stored (hashPassword's
 // form), comparing in constant time.
 func passwordMatches(stored, pw string) bool {
@@ -147,15 +156,12 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.T
 	if err := checkRole(role); err != nil {
 		return err
 	}
-	if err := checkPassword(pw); err != nil {
-		return err
-	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
+		r, err := t.write(once, `INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -169,20 +175,13 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.T
 // SetPassword changes the password of the user name, and ends their
 // sessions: every client logs in again.
 func (c *Catalog) SetPassword(ctx context.Context, name, pw string) error {
-	if err := checkPassword(pw); err != nil {
-		return err
-	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`UPDATE users SET password = ? WHERE name = ?`, h, name)
-		if err != nil {
+		if err := t.writeUser(name, `UPDATE users SET password = ? WHERE name = ?`, h, name); err != nil {
 			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
 		return t.endSessions(name)
 	})
@@ -194,24 +193,30 @@ func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`UPDATE users SET role = ? WHERE name = ?`, role, name)
-		if err != nil {
-			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		return nil
+		return t.writeUser(name, `UPDATE users SET role = ? WHERE name = ?`, role, name)
 	})
+}
+
+// writeUser runs q, which writes the row of the user name, or a row of
+// theirs: an error wraps ErrNoSuchUser when it writes none.
+func (t *Tx) writeUser(name, q string, args ...any) error {
+	r, err := t.write(once, q, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
+	}
+	return nil
 }
 
 // endSessions ends every session of the user name: the Google Reader
 // API's and the web page's.
 func (t *Tx) endSessions(name string) error {
-	if _, err := t.exec(`DELETE FROM sessions WHERE user = ?`, name); err != nil {
+	if _, err := t.write(once, `DELETE FROM sessions WHERE user = ?`, name); err != nil {
 		return err
 	}
-	_, err := t.exec(`DELETE FROM web_sessions WHERE user = ?`, name)
+	_, err := t.write(once, `DELETE FROM web_sessions WHERE user = ?`, name)
 	return err
 }
 
@@ -219,12 +224,8 @@ func (t *Tx) endSessions(name string) error {
 // (they are the reader's, which feed-read may still use).
 func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`DELETE FROM users WHERE name = ?`, name)
-		if err != nil {
+		if err := t.writeUser(name, `DELETE FROM users WHERE name = ?`, name); err != nil {
 			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
 		}
 		return t.endSessions(name)
 	})
@@ -232,9 +233,9 @@ func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 
 // Users returns the users, by name.
 func (c *Catalog) Users(ctx context.Context) ([]User, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT name, role, created_at FROM users ORDER BY name`)
+	rows, err := c.read(ctx, once, `SELECT name, role, created_at FROM users ORDER BY name`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var out []User
@@ -242,20 +243,20 @@ func (c *Catalog) Users(ctx context.Context) ([]User, error) {
 		var u User
 		var at int64
 		if err := rows.Scan(&u.Name, &u.Role, &at); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+			return nil, err
 		}
 		u.Created = time.UnixMilli(at).UTC()
 		out = append(out, u)
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // HasUsers reports whether there is a user at all: the Google Reader API
 // is off until there is.
 func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 	var n int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
-	return n > 0, c.damaged(err)
+	err := c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
+	return n > 0, err
 }
 
 // CheckPassword returns nil when pw is the password of the user name,
@@ -264,9 +265,9 @@ func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 // hash too).
 func (c *Catalog) CheckPassword(ctx context.Context, name, pw string) error {
 	var stored string
-	err := c.db.QueryRowContext(ctx, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
+	err := c.readRow(ctx, once, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return c.damaged(fmt.Errorf("catalog: user: %w", err))
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		stored = dummyHash()
@@ -299,15 +300,12 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	err := c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
+		err := t.writeUser(name, `INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
 			tokenHash(token), kind, now.UnixMilli(), name)
 		if err != nil {
 			return err
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
+		_, err = t.write(once, `DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
 			(SELECT token_hash FROM sessions WHERE user = ? AND kind = ? ORDER BY created_at DESC LIMIT ?)`,
 			name, kind, name, kind, MaxSessions)
 		return err
@@ -324,13 +322,13 @@ func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (u User, 
 	if token == "" || len(token) > 256 {
 		return User{}, false, nil
 	}
-	err = c.db.QueryRowContext(ctx, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
+	err = c.readRow(ctx, once, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
 		tokenHash(token), kind).Scan(&u.Name, &u.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, false, nil
 	}
 	if err != nil {
-		return User{}, false, c.damaged(fmt.Errorf("catalog: session: %w", err))
+		return User{}, false, err
 	}
 	return u, true, nil
 }

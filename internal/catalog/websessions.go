@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -33,19 +32,13 @@ func (c *Catalog) NewWebSession(ctx context.Context, user string, now time.Time)
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	err := c.Update(ctx, func(t *Tx) error {
-		if _, err := t.exec(`DELETE FROM web_sessions WHERE expires_at <= ?`, now.UnixMilli()); err != nil {
+		if _, err := t.write(once, `DELETE FROM web_sessions WHERE expires_at <= ?`, now.UnixMilli()); err != nil {
 			return err
 		}
-		r, err := t.exec(`INSERT INTO web_sessions (token_hash, user, created_at, expires_at)
-			SELECT ?1, ?2, ?3, ?4 WHERE ?2 = '' OR EXISTS (SELECT 1 FROM users WHERE name = ?2)`,
-			tokenHash(token), user, now.UnixMilli(), now.Add(WebSessionTTL).UnixMilli())
-		if err != nil {
-			return err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, user)
-		}
-		return nil
+		return t.writeUser(user, `INSERT INTO web_sessions (token_hash, user, created_at, expires_at)
+			SELECT :token, :user, :at, :expires WHERE :user = '' OR EXISTS (SELECT 1 FROM users WHERE name = :user)`,
+			sql.Named("token", tokenHash(token)), sql.Named("user", user), sql.Named("at", now.UnixMilli()),
+			sql.Named("expires", now.Add(WebSessionTTL).UnixMilli()))
 	})
 	if err != nil {
 		return "", err
@@ -59,7 +52,7 @@ func (c *Catalog) WebSessionOf(ctx context.Context, token string, now time.Time)
 	if token == "" || len(token) > 256 {
 		return WebSession{}, false, nil
 	}
-	err = c.db.QueryRowContext(ctx, `SELECT w.user, CASE WHEN w.user = '' THEN 'admin' ELSE u.role END
+	err = c.readRow(ctx, once, `SELECT w.user, CASE WHEN w.user = '' THEN 'admin' ELSE u.role END
 		FROM web_sessions w LEFT JOIN users u ON u.name = w.user
 		WHERE w.token_hash = ? AND w.expires_at > ? AND (w.user = '' OR u.name IS NOT NULL)`,
 		tokenHash(token), now.UnixMilli()).Scan(&s.User, &s.Role)
@@ -67,7 +60,7 @@ func (c *Catalog) WebSessionOf(ctx context.Context, token string, now time.Time)
 		return WebSession{}, false, nil
 	}
 	if err != nil {
-		return WebSession{}, false, c.damaged(fmt.Errorf("catalog: web session: %w", err))
+		return WebSession{}, false, err
 	}
 	return s, true, nil
 }
@@ -75,7 +68,7 @@ func (c *Catalog) WebSessionOf(ctx context.Context, token string, now time.Time)
 // EndWebSession ends the session of token (signing out).
 func (c *Catalog) EndWebSession(ctx context.Context, token string) error {
 	return c.Update(ctx, func(t *Tx) error {
-		_, err := t.exec(`DELETE FROM web_sessions WHERE token_hash = ?`, tokenHash(token))
+		_, err := t.write(once, `DELETE FROM web_sessions WHERE token_hash = ?`, tokenHash(token))
 		return err
 	})
 }
@@ -84,7 +77,7 @@ func (c *Catalog) EndWebSession(ctx context.Context, token string) error {
 // changed (feed-serve token rotate).
 func (c *Catalog) EndTokenSessions(ctx context.Context) error {
 	return c.Update(ctx, func(t *Tx) error {
-		_, err := t.exec(`DELETE FROM web_sessions WHERE user = ''`)
+		_, err := t.write(once, `DELETE FROM web_sessions WHERE user = ''`)
 		return err
 	})
 }
