@@ -40,7 +40,7 @@ const nullStateColumns = `coalesce(st.title, ''), coalesce(st.etag, ''), coalesc
 	coalesce(st.interval_sec, 0), st.next_fetch_at, coalesce(st.last_body_sha256, ''), coalesce(st.last_content_length, 0),
 	coalesce(st.new_entries_last_fetch, 0), coalesce(st.moved_to, ''), coalesce(st.moved_count, 0), coalesce(st.counts, '{}'),
 	st.sched, st.decision, coalesce(st.format, ''), coalesce(st.format_version, ''), coalesce(st.content_type, ''),
-	coalesce(st.publisher, '')`
+	coalesce(st.publisher, ''), coalesce(st.link, ''), coalesce(st.warnings, '')`
 
 // briefStateColumns are nullStateColumns without the counts and the
 // decision (FeedFilter.Brief).

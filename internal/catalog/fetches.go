@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -43,6 +44,21 @@ func (t *Tx) IndexFetch(f *ndjson.Fetch, loc Location) error {
 		return nil
 	}
 	_, err = t.write(kept, `UPDATE runs SET fetch_id = ? WHERE feed_key = ? AND scheduled_at = ?`, f.FetchID, key, unixMS(f.Due.ScheduledAt.Time))
+	return err
+}
+
+// IndexParse keeps the parse section of the fetch record f (what feed-store
+// receives: fetches/ holds the record as written before its parse).
+func (t *Tx) IndexParse(f *ndjson.Fetch) error {
+	if f.Parse == nil {
+		return nil
+	}
+	defer t.within(f.Due.FeedID)()
+	b, err := ndjson.Marshal(f.Parse)
+	if err != nil {
+		return err
+	}
+	_, err = t.write(kept, `UPDATE fetches SET parse = ? WHERE fetch_id = ?`, string(bytes.TrimSpace(b)), f.FetchID)
 	return err
 }
 

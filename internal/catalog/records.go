@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +54,17 @@ func (c *Catalog) FetchRecord(ctx context.Context, fetchID string) (f ndjson.Fet
 	}
 	if err := ndjson.Unmarshal(b, &f); err != nil || f.FetchID != fetchID {
 		return f, false, fmt.Errorf("catalog: the line of fetch %s in fetches/%s.ndjson is not its record: rebuild the catalog with feed-store reindex", fetchID, ref.Day)
+	}
+	if f.Parse == nil {
+		var parse sql.NullString
+		if err := c.readRow(ctx, kept, `SELECT parse FROM fetches WHERE fetch_id = ?`, fetchID).Scan(&parse); err != nil {
+			return f, false, err
+		}
+		if parse.Valid {
+			if err := ndjson.Unmarshal([]byte(parse.String), &f.Parse); err != nil {
+				return f, false, fmt.Errorf("catalog: the parse of fetch %s: %w", fetchID, err)
+			}
+		}
 	}
 	return f, true, nil
 }

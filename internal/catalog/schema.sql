@@ -1,4 +1,4 @@
--- The catalog's schema at version 11 (PRAGMA user_version), as SQLite
+-- The catalog's schema at version 12 (PRAGMA user_version), as SQLite
 -- keeps it: what the migrations make. Written by
 -- go test ./internal/catalog -run TestSchema -update; do not edit.
 
@@ -95,7 +95,7 @@ CREATE TABLE feed_state (
 	sched                  TEXT,
 	decision               TEXT,
 	demand                 BLOB
-, format TEXT NOT NULL DEFAULT '', format_version TEXT NOT NULL DEFAULT '', content_type TEXT NOT NULL DEFAULT '', publisher TEXT NOT NULL DEFAULT '');
+, format TEXT NOT NULL DEFAULT '', format_version TEXT NOT NULL DEFAULT '', content_type TEXT NOT NULL DEFAULT '', publisher TEXT NOT NULL DEFAULT '', link TEXT NOT NULL DEFAULT '', warnings TEXT NOT NULL DEFAULT '');
 
 CREATE INDEX feed_state_due ON feed_state(feed_key, next_fetch_at, last_fetch_at);
 
@@ -113,7 +113,7 @@ CREATE TABLE fetches (
 	day         TEXT NOT NULL,
 	offset      INTEGER NOT NULL,
 	length      INTEGER NOT NULL
-) WITHOUT ROWID;
+, parse TEXT) WITHOUT ROWID;
 
 CREATE INDEX fetches_feed ON fetches(feed_key, fetched_at);
 

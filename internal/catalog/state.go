@@ -55,6 +55,10 @@ type FeedState struct {
 	FormatVersion string `json:"format_version,omitempty"`
 	ContentType   string `json:"content_type,omitempty"`
 	Publisher     string `json:"publisher,omitempty"`
+	// Link is the site the feed links to (its home page); Warnings are
+	// what its last body's parse said it repaired or left out.
+	Link     string   `json:"link,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // TypeFeedState is the record type of the state log of stores written
@@ -116,7 +120,7 @@ func (fs *FeedState) SetSched(st sched.State, d sched.Decision) {
 const stateColumns = `st.title, st.etag, st.last_modified, st.last_fetch_at, st.last_success_at, st.last_run_at, st.last_status,
 	st.last_error, st.consecutive_failures, st.interval_sec, st.next_fetch_at, st.last_body_sha256, st.last_content_length,
 	st.new_entries_last_fetch, st.moved_to, st.moved_count, st.counts, st.sched, st.decision, st.format, st.format_version,
-	st.content_type, st.publisher`
+	st.content_type, st.publisher, st.link, st.warnings`
 
 // stateRow receives a row of f.feed_id and stateColumns (targets), then
 // decodes it.
@@ -124,6 +128,7 @@ type stateRow struct {
 	fs                          FeedState
 	fetched, success, run, next sql.NullInt64
 	lastErr                     sql.NullString
+	warnings                    string // JSON list, or ""
 	// JSON, or JSON packJSON compressed; nil for NULL.
 	counts, schedJSON, decJSON []byte
 }
@@ -133,7 +138,7 @@ func (r *stateRow) targets() []any {
 	return []any{&fs.FeedID, &fs.Title, &fs.Validators.ETag, &fs.Validators.LastModified, &r.fetched, &r.success, &r.run, &fs.LastStatus,
 		&r.lastErr, &fs.ConsecutiveFailures, &fs.IntervalSec, &r.next, &fs.LastBodySHA256, &fs.LastContentLength,
 		&fs.NewEntriesLastFetch, &fs.MovedTo, &fs.MovedCount, &r.counts, &r.schedJSON, &r.decJSON, &fs.Format, &fs.FormatVersion,
-		&fs.ContentType, &fs.Publisher}
+		&fs.ContentType, &fs.Publisher, &fs.Link, &r.warnings}
 }
 
 func (r *stateRow) decode(dst *FeedState) error {
@@ -154,6 +159,12 @@ func (r *stateRow) decode(dst *FeedState) error {
 	if r.lastErr.Valid {
 		if err := ndjson.Unmarshal([]byte(r.lastErr.String), &fs.LastError); err != nil {
 			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
+		}
+	}
+	fs.Warnings = nil
+	if r.warnings != "" {
+		if err := ndjson.Unmarshal([]byte(r.warnings), &fs.Warnings); err != nil {
+			return fmt.Errorf("catalog: warnings of %s: %w", fs.FeedID, err)
 		}
 	}
 	for _, v := range []struct {
@@ -276,18 +287,26 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 			return EncodedState{}, err
 		}
 	}
+	var warnings string
+	if len(fs.Warnings) > 0 {
+		b, err := json.Marshal(fs.Warnings)
+		if err != nil {
+			return EncodedState{}, err
+		}
+		warnings = string(b)
+	}
 	st := fs.SchedState()
 	return EncodedState{fs.FeedID, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
 		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
-		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher}}, nil
+		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher, fs.Link, warnings}}, nil
 }
 
 const putStateSQL = `INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
-		format, format_version, content_type, publisher)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		format, format_version, content_type, publisher, link, warnings)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // PutEncodedStates writes feed states EncodeState encoded.
 func (t *Tx) PutEncodedStates(rows ...EncodedState) error {

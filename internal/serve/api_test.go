@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -542,4 +544,49 @@ func TestFeedIDPrefixes(t *testing.T) {
 	w.get("/feeds/abc").problem(t, 400)
 	w.get("/feeds/ffffffff-ffff").problem(t, 404)
 	w.get("/feeds/NOT-HEX").problem(t, 400)
+}
+
+// TestParseWarningsKept: a feed read with warnings (cut short, a bare
+// '&') says so in its state, its status and on its page, and its fetch
+// record has its parse; a reader app's htmlUrl is the site it links to.
+func TestParseWarningsKept(t *testing.T) {
+	t.Cleanup(catalog.SetTestIterations(1000))
+	w := newWorld(t)
+	os.WriteFile(filepath.Join(w.www, "cut.rss"), []byte(`<?xml version="1.0"?><rss version="2.0"><channel><title>Cut & dried</title>
+<link>https://cut.example/home</link>
+<item><title>One</title><link>https://cut.example/1</link></item>
+<item><title>Two</title><link>https://cut.example/2</link></item>
+<item><title>Thr`), 0o644)
+	s, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard}, sub.Spec{URL: w.feeds.URL + "/cut.rss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(t0.Add(time.Hour))
+	var f FeedOut
+	w.get("/feeds/"+s.FeedID).json(t, &f)
+	if len(f.Warnings) == 0 || !strings.Contains(f.StatusText, "parse warning") || f.Link != "https://cut.example/home" {
+		t.Fatalf("the feed: status %q, warnings %q, link %q", f.StatusText, f.Warnings, f.Link)
+	}
+	fetchID := w.firstFetchID(s.FeedID)
+	var rec ndjson.Fetch
+	w.get("/fetches/"+fetchID).json(t, &rec)
+	if rec.Parse == nil || !slices.Equal(rec.Parse.Warnings, f.Warnings) || rec.Parse.Entries != 2 {
+		t.Errorf("the fetch record's parse: %+v", rec.Parse)
+	}
+	if p := w.page("/web/feeds/"+s.FeedID, 200); !strings.Contains(p, "read with warnings") || !strings.Contains(p, "parse warning") {
+		t.Errorf("the feed's page says nothing of its warnings")
+	}
+	if err := w.cat.AddUser(context.Background(), "alice", "alice's password", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, auth := w.login(t, "alice", "alice's password")
+	var list struct {
+		Subscriptions []grSubscription `json:"subscriptions"`
+	}
+	w.gr(auth, "GET", "/reader/api/0/subscription/list", "").json(t, &list)
+	for _, sb := range list.Subscriptions {
+		if sb.ID == "feed/"+s.FeedID && sb.HTMLURL != "https://cut.example/home" {
+			t.Errorf("htmlUrl %q, want the site's link", sb.HTMLURL)
+		}
+	}
 }

@@ -72,7 +72,7 @@ func (g *greq) feedInfo(cache map[string]feedInfo, id string) feedInfo {
 	var fi feedInfo
 	if sb, ok, err := g.s.cat.Subscription(g.ctx(), id); err == nil && ok {
 		fs, _, _ := g.s.cat.State(g.ctx(), id)
-		fi = feedInfo{title: feedTitle(sb, fs.Title), url: sb.URL}
+		fi = feedInfo{title: feedTitle(sb, fs.Title), url: siteOf(sb, fs)}
 		for _, l := range sb.Labels {
 			if labelProblem(l) == "" {
 				fi.labels = append(fi.labels, l)

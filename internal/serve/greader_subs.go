@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"strconv"
 	"strings"
@@ -42,6 +43,11 @@ func feedTitle(sb ndjson.Subscription, title string) string {
 	return sb.URL
 }
 
+// siteOf is a feed's htmlUrl: the site it links to, else the feed itself.
+func siteOf(sb ndjson.Subscription, fs catalog.FeedState) string {
+	return cmp.Or(webLink(fs.Link), sb.URL)
+}
+
 // subscriptionList is GET /reader/api/0/subscription/list.
 func (g *greq) subscriptionList() {
 	out := []grSubscription{}
@@ -53,7 +59,7 @@ func (g *greq) subscriptionList() {
 			}
 		}
 		out = append(out, grSubscription{ID: "feed/" + f.Sub.FeedID, Title: feedTitle(f.Sub, f.State.Title), Categories: cats,
-			SortID: f.Sub.FeedID[:8], FirstItemMsec: "0", URL: f.Sub.URL, HTMLURL: f.Sub.URL})
+			SortID: f.Sub.FeedID[:8], FirstItemMsec: "0", URL: f.Sub.URL, HTMLURL: siteOf(f.Sub, f.State)})
 		return nil
 	})
 	if err != nil {

@@ -43,6 +43,7 @@ type feedRow struct {
 	LastFetch, NextFetch time.Time
 	Listed               bool
 	LastError            string
+	Warnings             []string // of the last body's parse
 	IntervalSec          int
 	Unread               int
 	New                  int // in the sparkline's days
@@ -56,7 +57,7 @@ func feedRowOf(f *catalog.Feed, now time.Time, full bool) feedRow {
 	st := stats.StatusOf(f.Sub, f.State, now)
 	row := feedRow{ID: f.Sub.FeedID, Name: cmp.Or(f.Sub.Name, f.State.Title, f.Sub.URL), URL: f.Sub.URL, Title: f.State.Title,
 		Labels: slices.Clone(f.Sub.Labels), State: st.State, StatusText: st.Text, LastFetch: f.State.LastFetchAt.Time,
-		Listed: st.Listed, IntervalSec: st.IntervalSec, Counts: f.State.Counts}
+		Listed: st.Listed, IntervalSec: st.IntervalSec, Counts: f.State.Counts, Warnings: f.State.Warnings}
 	if st.Listed {
 		row.NextFetch = st.Next
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -117,6 +118,10 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 		st.State, st.Text, st.IntervalSec = StateEnabled, "enabled (cooling down)", sc.IntervalSec
 	default: // healthy, or a pause by hand that is over
 		st.State, st.Text, st.IntervalSec = StateEnabled, "enabled", sc.IntervalSec
+	}
+	if n := len(fs.Warnings); n > 0 && st.State == StateEnabled {
+		// Read, but repaired or cut short: healthy is not the word.
+		st.Text += ", " + plural.Count(n, "parse warning", "parse warnings")
 	}
 	return st
 }

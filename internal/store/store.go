@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -272,7 +273,8 @@ type batchWrites struct {
 	decisions []*ndjson.Decision
 	states    []catalog.FeedState
 	sighted   []sighting
-	released  []catalog.Run // runs whose fetch is committed
+	released  []catalog.Run   // runs whose fetch is committed
+	parsed    []*ndjson.Fetch // fetches whose parse the catalog keeps (IndexParse)
 }
 
 type staged struct {
@@ -392,6 +394,9 @@ func (c *committer) commit(batch []item) error {
 				}
 			}
 			w.sighted = append(w.sighted, c.sightings(f)...)
+			if f.Parse != nil && bodyRead(f) && !f.Unchanged {
+				w.parsed = append(w.parsed, f)
+			}
 		default:
 			out = append(out, it.raw)
 		}
@@ -521,6 +526,11 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 		for _, r := range w.released {
 			if err := t.ReleaseRuns(r.FeedID, r.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		for _, f := range w.parsed {
+			if err := t.IndexParse(f); err != nil {
 				return err
 			}
 		}
@@ -702,8 +712,8 @@ func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedS
 }
 
 // describe keeps what the fetch f says the feed is (docs/design.md#mapping): the
-// format and publisher its body was read as, and the Content-Type it came
-// with. A fetch that brought no body read (a 304, an error, the same body)
+// format, publisher and site its body was read as, the warnings of its
+// parse, and the Content-Type it came with. A fetch that brought no body read (a 304, an error, the same body)
 // leaves them as they were.
 func describe(st *catalog.FeedState, f *ndjson.Fetch) {
 	if !bodyRead(f) || f.Unchanged {
@@ -713,8 +723,9 @@ func describe(st *catalog.FeedState, f *ndjson.Fetch) {
 	switch {
 	case f.Parse != nil:
 		st.Format, st.FormatVersion, st.Publisher = f.Parse.Format, f.Parse.Version, f.Parse.Publisher
+		st.Link, st.Warnings = f.Parse.Link, slices.Clone(f.Parse.Warnings)
 	case f.Scrape != nil:
-		st.Format, st.FormatVersion, st.Publisher = "html", "", ""
+		st.Format, st.FormatVersion, st.Publisher, st.Link, st.Warnings = "html", "", "", f.Due.URL, nil
 	}
 }
 

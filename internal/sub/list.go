@@ -121,13 +121,18 @@ type listing struct {
 	FormatVersion string `json:"format_version"`
 	ContentType   string `json:"content_type"`
 	Publisher     string `json:"publisher"`
+	// Link is the site the feed links to; Warnings what its last body's
+	// parse repaired or left out ([] for none).
+	Link     string   `json:"link"`
+	Warnings []string `json:"warnings"`
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
 	status := stats.StatusOf(s, fs, now)
 	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
 		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt,
-		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher}
+		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher,
+		Link: fs.Link, Warnings: ndjson.NonNil(fs.Warnings)}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {

@@ -126,6 +126,13 @@
 //	content_type  string  the Content-Type that body was served with
 //	publisher     string  who publishes it, as parse.publisher says
 //	                      (docs/design.md#mapping); "" when unknown
+//	link          string  the site it links to (its home page), as
+//	                      parse.link says of its last body read; ""
+//	                      when unknown
+//	warnings      [string] what the parse of its last body read
+//	                      repaired or left out (parse.warnings); [] for
+//	                      none. A feed with warnings is read, not healthy:
+//	                      its status_text says how many
 //
 // # due (feed-due)
 //
