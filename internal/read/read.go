@@ -17,6 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -393,9 +394,9 @@ func (l *lister) terminal(lines []line) error {
 	rest := max(w-fixed, 20)
 	feedW, titleW, linkW := 0, 0, 0
 	for _, ln := range lines {
-		feedW = max(feedW, displayWidth(clean(ln.feed)))
-		titleW = max(titleW, displayWidth(clean(entrytext.Title(&ln.entry))))
-		linkW = max(linkW, displayWidth(clean(ln.entry.CanonicalLink)))
+		feedW = max(feedW, table.Width(clean(ln.feed)))
+		titleW = max(titleW, table.Width(clean(entrytext.Title(&ln.entry))))
+		linkW = max(linkW, table.Width(clean(ln.entry.CanonicalLink)))
 	}
 	if feedW+gap+titleW > rest {
 		feedW = min(feedW, max(10, rest/4), 24)
@@ -427,9 +428,9 @@ func (l *lister) terminal(lines []line) error {
 		s := string(marks) + " " + l.date(ln.row).In(l.cfg.loc()).Format(dateLayout) + " " + ln.row.UID + strings.Repeat(" ", gap) +
 			pad(clean(ln.feed), feedW) + strings.Repeat(" ", gap)
 		if linkW > 0 {
-			s += pad(title, titleW) + strings.Repeat(" ", gap) + truncate(clean(ln.entry.CanonicalLink), linkW)
+			s += pad(title, titleW) + strings.Repeat(" ", gap) + table.Cut(clean(ln.entry.CanonicalLink), linkW, false)
 		} else {
-			s += truncate(title, titleW)
+			s += table.Cut(title, titleW, false)
 		}
 		l.out.WriteString(strings.TrimRight(s, " ") + "\n")
 	}

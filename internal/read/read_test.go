@@ -13,6 +13,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -152,7 +153,7 @@ func TestListGolden(t *testing.T) {
 			}
 			if tc.cfg.Format == Terminal {
 				for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-					if w := displayWidth(l); w > tc.cfg.Width && tc.cfg.Width >= 80 {
+					if w := table.Width(l); w > tc.cfg.Width && tc.cfg.Width >= 80 {
 						t.Errorf("%d columns: %q", w, l)
 					}
 				}
@@ -407,8 +408,8 @@ func TestWidth(t *testing.T) {
 		{"e\u0301te\u0301", 3, "e\u0301te\u0301"},
 		{"abc", 0, ""},
 	} {
-		if got := truncate(tc.in, tc.w); got != tc.want || displayWidth(got) > max(tc.w, 0) {
-			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		if got := table.Cut(tc.in, tc.w, false); got != tc.want || table.Width(got) > max(tc.w, 0) {
+			t.Errorf("table.Cut(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
 		}
 	}
 	if got := pad("日本", 6); got != "日本  " {

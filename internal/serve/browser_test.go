@@ -16,21 +16,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/feedpipe/feedpipe/internal/browsertest"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
-
-// chromium returns a headless browser to run, or skips the test saying
-// how to get one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: the browser tests are skipped (Debian: apt-get install chromium; ./scripts/test installs it when it can)")
-	return ""
-}
 
 // browse runs a headless Chromium on url until ctx is done.
 func browse(ctx context.Context, t *testing.T, bin, url string, extra ...string) *exec.Cmd {
@@ -65,7 +53,7 @@ es.onerror = () => { if (n == 0) report("events", "blocked"); };
 // (reads, a write with its preflight, the event stream) and is refused from
 // another; an HTML payload is served by /raw as a download.
 func TestBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Binary(t)
 	var (
 		mu                sync.Mutex
 		pageAPI, pageFeed string                           // the addresses the page calls, set once the servers run
@@ -167,7 +155,7 @@ func mustReadFile(t *testing.T, name string) []byte {
 // time stays to the right of the name. The same line without isolation
 // (unicode-bidi: normal, set by the test) shows the check can fail.
 func TestBidiIsolated(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Binary(t)
 	w := newWorld(t)
 	os.WriteFile(filepath.Join(w.www, "bidi.rss"), []byte(`<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>
 <title>Evil&#x202e;eman and more</title><link>https://evil.example/</link>
@@ -176,13 +164,7 @@ func TestBidiIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.cycle(t0.Add(time.Hour))
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelT := context.WithTimeout(browsertest.Start(t, bin), 60*time.Second)
 	defer cancelT()
 	if err := chromedp.Do(ctx, chromedp.Navigate(w.api.URL+"/web/river")); err != nil {
 		t.Fatal(err)

@@ -75,9 +75,8 @@ func (g *greq) state(tag string) string {
 // or the reading list; ts= only what was first seen up to then
 // (microseconds; seconds and milliseconds taken too).
 func (g *greq) markAllRead() {
-	id := g.form.get("s")
-	if id == "" {
-		badParam(g.w, g.r, "s", "s is missing: the stream to mark read")
+	id, ok := g.requiredStream("the stream to mark read")
+	if !ok {
 		return
 	}
 	st, ok := g.streamID(id)

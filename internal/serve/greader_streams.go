@@ -175,6 +175,31 @@ func (g *greq) streamID(id string) (stream, bool) {
 	return st, true
 }
 
+// streamPage reads the stream id and its query's parameters, and runs it;
+// false when the request is answered.
+func (g *greq) streamPage(id string) (stream, catalog.EntryPage, bool) {
+	st, ok := g.streamID(id)
+	if !ok {
+		return st, catalog.EntryPage{}, false
+	}
+	q, ok := g.streamQuery(st)
+	if !ok {
+		return st, catalog.EntryPage{}, false
+	}
+	page, err := g.page(st, q)
+	return st, page, !g.queryError(err)
+}
+
+// requiredStream is s=, which the request must give (what says what
+// for); false when it is missing and the request answered.
+func (g *greq) requiredStream(what string) (string, bool) {
+	id := g.form.get("s")
+	if id == "" {
+		badParam(g.w, g.r, "s", "s is missing: "+what)
+	}
+	return id, id != ""
+}
+
 // page runs a stream's query.
 func (g *greq) page(st stream, q catalog.EntryQuery) (catalog.EntryPage, error) {
 	switch st.Kind {
@@ -195,17 +220,8 @@ func (g *greq) streamAtom() { g.streamContents(true) }
 // streamContents answers with the items of the request's stream: the
 // path's, else s=, else the reading list.
 func (g *greq) streamContents(atom bool) {
-	id := cmp.Or(g.r.PathValue("stream"), g.form.get("s"), stateReadingList)
-	st, ok := g.streamID(id)
+	st, page, ok := g.streamPage(cmp.Or(g.r.PathValue("stream"), g.form.get("s"), stateReadingList))
 	if !ok {
-		return
-	}
-	q, ok := g.streamQuery(st)
-	if !ok {
-		return
-	}
-	page, err := g.page(st, q)
-	if g.queryError(err) {
 		return
 	}
 	items := g.items(page.Entries)
@@ -257,21 +273,12 @@ func (g *greq) streamTitle(st stream) string {
 // itemIDs is GET /reader/api/0/stream/items/ids?s=STREAM: the ids (short
 // form) of a stream's items.
 func (g *greq) itemIDs() {
-	id := g.form.get("s")
-	if id == "" {
-		badParam(g.w, g.r, "s", "s is missing: the stream whose item ids to list")
-		return
-	}
-	st, ok := g.streamID(id)
+	id, ok := g.requiredStream("the stream whose item ids to list")
 	if !ok {
 		return
 	}
-	q, ok := g.streamQuery(st)
+	_, page, ok := g.streamPage(id)
 	if !ok {
-		return
-	}
-	page, err := g.page(st, q)
-	if g.queryError(err) {
 		return
 	}
 	type ref struct {
