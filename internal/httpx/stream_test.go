@@ -109,7 +109,7 @@ func TestStreamResumes(t *testing.T) {
 func TestStreamRefusesOtherRanges(t *testing.T) {
 	for _, tc := range []struct {
 		name, contentRange string
-		from                 int64
+		from               int64
 	}{
 		{"another start", "bytes 10-19/100", 50},
 		{"not asked for", "bytes 0-9/100", 0},
