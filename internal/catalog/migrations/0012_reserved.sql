@@ -1,0 +1,3 @@
+-- Reserved: the number of a migration of another branch (the catalog's),
+-- which takes its place when the branches are merged. Until then it changes
+-- nothing, so that 0014 follows a migration numbered 0013.
