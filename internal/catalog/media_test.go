@@ -125,7 +125,9 @@ func TestMediaQueue(t *testing.T) {
 
 	// Prune: e1 leaves the index; its rows go, the file stays while e2's
 	// row names it.
-	if err := c.Update(ctx, func(t *Tx) error { return t.StoreVersion(entry("A", "e2", "h", t0), Location{Day: "2026-11-21", Length: 10}) }); err != nil {
+	if err := c.Update(ctx, func(t *Tx) error {
+		return t.StoreVersion(entry("A", "e2", "h", t0), Location{Day: "2026-11-21", Length: 10})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.PruneMedia(ctx, true); err != nil || n != 2 {
