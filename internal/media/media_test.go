@@ -25,10 +25,10 @@ import (
 	"github.com/feedpipe/feedpipe/internal/due"
 	"github.com/feedpipe/feedpipe/internal/fetch"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
-	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/store"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -196,7 +196,9 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.feed = ids.FeedID(u)
-	w.edit(func(s *ndjson.Subscription) { *s = ndjson.Subscription{FeedID: w.feed, URL: u, SourceType: ndjson.SourceAuto, CreatedAt: ndjson.At(t0)} })
+	w.edit(func(s *ndjson.Subscription) {
+		*s = ndjson.Subscription{FeedID: w.feed, URL: u, SourceType: ndjson.SourceAuto, CreatedAt: ndjson.At(t0)}
+	})
 	return w
 }
 
@@ -560,5 +562,3 @@ func TestImages(t *testing.T) {
 		t.Errorf("max: %q", got)
 	}
 }
-
-
