@@ -89,7 +89,11 @@ func Drain(ctx context.Context, cfg Config) (DrainSummary, error) {
 	if ctx.Err() == nil {
 		sum.Halted = r.halted
 	}
-	cfg.Log.Info("media run done", "stored", sum.Stored, "refused", sum.Refused, "failed", sum.Failed, "retrying", sum.Retrying,
+	log := cfg.Log.Info
+	if sum == (DrainSummary{}) {
+		log = cfg.Log.Debug // an empty queue: the loop looks every cycle
+	}
+	log("media run done", "stored", sum.Stored, "refused", sum.Refused, "failed", sum.Failed, "retrying", sum.Retrying,
 		"dropped", sum.Dropped, "bytes", sum.Bytes, "halted", sum.Halted)
 	return sum, err
 }
