@@ -222,7 +222,7 @@ func entryFiles(ctx context.Context, cat *catalog.Catalog, ev *ndjson.Event, m *
 		}
 	}
 	for _, enc := range e.Enclosures {
-		u := absolute(enc.URL, e.CanonicalLink)
+		u := Absolute(enc.URL, e.CanonicalLink)
 		switch {
 		case u == "":
 		case len(m.Types) == 0, !Generic(enc.Type) && !Allowed(m.Types, enc.Type):
@@ -239,9 +239,10 @@ func entryFiles(ctx context.Context, cat *catalog.Catalog, ev *ndjson.Event, m *
 	return out, skipped, nil
 }
 
-// absolute is ref made absolute against base, when it is an http or https
-// URL; "" otherwise.
-func absolute(ref, base string) string {
+// Absolute is the URL of a file an entry names, as its row keeps it: ref
+// made absolute against base (the entry's link), without its fragment,
+// when it is an http or https URL; "" otherwise.
+func Absolute(ref, base string) string {
 	ref = strings.TrimSpace(ref)
 	if ref == "" || strings.HasPrefix(ref, "data:") {
 		return ""
@@ -282,7 +283,7 @@ func Images(htmlText, base string, max int) []string {
 			for {
 				k, v, more := z.TagAttr()
 				if string(k) == "src" {
-					if u := absolute(string(v), base); u != "" && !seen[u] {
+					if u := Absolute(string(v), base); u != "" && !seen[u] {
 						seen[u] = true
 						out = append(out, u)
 					}
