@@ -324,32 +324,38 @@ func (c *Catalog) EntryOf(ctx context.Context, feedID, uid string) (r EntryRow, 
 }
 
 // mediaGone selects the rows of files whose entry is no longer in the
-// index: prune took it.
-const mediaGone = `SELECT g.id FROM media g WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.feed_key = g.feed_key AND e.entry_uid = g.entry_uid)`
+// index (prune took it), or whose latest version is in an entries/ file
+// before the day :before (one a prune is about to take; '' for none).
+const mediaGone = `SELECT g.id FROM media g WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.feed_key = g.feed_key AND e.entry_uid = g.entry_uid AND e.day >= :before)`
 
 // PruneMedia forgets the rows of files whose entry is no longer in the
-// index, and returns how many; with dry it only counts. The caller holds
-// the store's lock and storage.MediaLock.
-func (c *Catalog) PruneMedia(ctx context.Context, dry bool) (int, error) {
+// index, and returns how many; with dry it only counts, and counts too
+// those of the entries whose latest version is in an entries/ file before
+// the day before (which the prune would take). The caller holds the
+// store's lock and storage.MediaLock.
+func (c *Catalog) PruneMedia(ctx context.Context, dry bool, before string) (int, error) {
+	if !dry {
+		before = ""
+	}
 	var n int
-	if err := c.readRow(ctx, once, `SELECT count(*) FROM media WHERE id IN (`+mediaGone+`)`).Scan(&n); err != nil || dry || n == 0 {
+	if err := c.readRow(ctx, once, `SELECT count(*) FROM media WHERE id IN (`+mediaGone+`)`, sql.Named("before", before)).Scan(&n); err != nil || dry || n == 0 {
 		return n, err
 	}
 	return n, c.Update(ctx, func(t *Tx) error {
-		_, err := t.write(once, `DELETE FROM media WHERE id IN (`+mediaGone+`)`)
+		_, err := t.write(once, `DELETE FROM media WHERE id IN (`+mediaGone+`)`, sql.Named("before", ""))
 		return err
 	})
 }
 
 // MediaInUse returns the SHA-256 of every stored file a row names, and the
 // ids of the rows queued (whose partial files are downloads to resume);
-// butGone leaves out the rows PruneMedia would forget (a dry run's).
-func (c *Catalog) MediaInUse(ctx context.Context, butGone bool) (sums map[string]bool, queued map[int64]bool, err error) {
-	where := ""
-	if butGone {
-		where = ` AND id NOT IN (` + mediaGone + `)`
+// with dry, but for the rows PruneMedia(dry, before) counts.
+func (c *Catalog) MediaInUse(ctx context.Context, dry bool, before string) (sums map[string]bool, queued map[int64]bool, err error) {
+	where, args := "", []any{}
+	if dry {
+		where, args = ` AND id NOT IN (`+mediaGone+`)`, []any{sql.Named("before", before)}
 	}
-	rows, err := c.read(ctx, once, `SELECT id, state, coalesce(sha256, '') FROM media WHERE (sha256 IS NOT NULL OR state = 'queued')`+where)
+	rows, err := c.read(ctx, once, `SELECT id, state, coalesce(sha256, '') FROM media WHERE (sha256 IS NOT NULL OR state = 'queued')`+where, args...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -130,20 +130,20 @@ func TestMediaQueue(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.PruneMedia(ctx, true); err != nil || n != 2 {
+	if n, err := c.PruneMedia(ctx, true, ""); err != nil || n != 2 {
 		t.Fatalf("dry prune: %d, %v", n, err)
 	}
-	sums, queued, err := c.MediaInUse(ctx, true)
+	sums, queued, err := c.MediaInUse(ctx, true, "")
 	if err != nil || !sums[sum] || len(queued) != 0 {
 		t.Fatalf("in use but the gone: %v %v %v", sums, queued, err)
 	}
-	if n, err := c.PruneMedia(ctx, false); err != nil || n != 2 {
+	if n, err := c.PruneMedia(ctx, false, ""); err != nil || n != 2 {
 		t.Fatalf("prune: %d, %v", n, err)
 	}
 	if got := states(t, c, "A", "e1"); got != "" {
 		t.Fatalf("e1 after prune: %s", got)
 	}
-	if sums, _, _ := c.MediaInUse(ctx, false); !sums[sum] {
+	if sums, _, _ := c.MediaInUse(ctx, false, ""); !sums[sum] {
 		t.Fatal("the file e2 has is no longer in use")
 	}
 }
