@@ -78,7 +78,9 @@ func TestPruneMedia(t *testing.T) {
 	w.serve("b.xml", podcastFeed("b1", w.srv.URL+"/shared.mp3"))
 	on := func(feed string) {
 		err := sub.Set(sub.Config{Store: w.st, Out: io.Discard, Msg: io.Discard}, []string{feed},
-			sub.Changes{Media: func(*ndjson.MediaSettings) *ndjson.MediaSettings { return &ndjson.MediaSettings{Types: []string{"audio/*"}} }})
+			sub.Changes{Media: func(*ndjson.MediaSettings) *ndjson.MediaSettings {
+				return &ndjson.MediaSettings{Types: []string{"audio/*"}}
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
