@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (StageSummary, error) {
 	if err := cfg.Out.Flush(); err != nil {
 		return sum, fmt.Errorf("write stdout: %w", err)
 	}
-	if sum.Events > 0 {
+	if sum.Entries > 0 {
 		cfg.Log.Info("queued media", "files", sum.Queued, "entries", sum.Entries, "events", sum.Events, "enclosures_skipped", sum.Skipped)
 	}
 	return sum, fails.Err("event", "events")
