@@ -55,8 +55,10 @@ type Config struct {
 	Follow bool
 	Poll   time.Duration
 	// SyncEvery is how many bytes of a download are written between two
-	// syncs of its partial file, each recorded as where a resume starts.
-	SyncEvery int64
+	// syncs of its partial file, each recorded as where a resume starts;
+	// SyncInterval the longest time between two, for a slow download.
+	SyncEvery    int64
+	SyncInterval time.Duration
 }
 
 // Defaults of Config.
@@ -68,6 +70,7 @@ const (
 	DefaultFileTimeout  = 2 * time.Hour
 	DefaultPoll         = 30 * time.Second
 	DefaultSyncEvery    = 16 << 20
+	DefaultSyncInterval = 2 * time.Second
 	// MaxImages is how many images of one entry are taken at most.
 	MaxImages = 20
 )
@@ -99,6 +102,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.SyncEvery <= 0 {
 		cfg.SyncEvery = DefaultSyncEvery
+	}
+	if cfg.SyncInterval <= 0 {
+		cfg.SyncInterval = DefaultSyncInterval
 	}
 	if cfg.Client == nil {
 		cfg.Client = httpx.New(httpx.Options{})

@@ -222,7 +222,7 @@ func (r *runner) receive(ctx context.Context, job catalog.MediaJob, sub ndjson.S
 		o.message = fmt.Sprintf("%s, over the feed's cap of %s a file", FormatSize(s.Size), FormatSize(limit))
 		return o, nil
 	}
-	synced := at
+	synced, syncedAt := at, r.now()
 	sync := func() error {
 		if validator == "" || synced == at {
 			return nil
@@ -230,7 +230,7 @@ func (r *runner) receive(ctx context.Context, job catalog.MediaJob, sub ndjson.S
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("media: sync %s: %w", f.Name(), err)
 		}
-		synced = at
+		synced, syncedAt = at, r.now()
 		if err := r.cat.MediaProgress(context.WithoutCancel(ctx), job.ID, at, validator); err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func (r *runner) receive(ctx context.Context, job catalog.MediaJob, sub ndjson.S
 				o.reason, o.message, o.next = reasonBudget, "the day's byte budget is spent (--daily-budget): resumed the next UTC day", nextDay(r.now())
 				return held(o)
 			}
-			if at-synced >= r.cfg.SyncEvery {
+			if at-synced >= r.cfg.SyncEvery || r.now().Sub(syncedAt) >= r.cfg.SyncInterval {
 				if r.belowFloor() {
 					o.reason, o.message, o.next = reasonDisk, "the store's disk is below its floor (--disk-floor): resumed when there is room", r.now().Add(r.cfg.Poll)
 					return held(o)
