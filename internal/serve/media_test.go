@@ -140,6 +140,29 @@ func TestMedia(t *testing.T) {
 	}
 }
 
+// TestMediaSettingsThroughTheAPI: PATCH /feeds/{id} sets a feed's media
+// settings as feed-sub set does, checked alike; null turns them off.
+func TestMediaSettingsThroughTheAPI(t *testing.T) {
+	w := newWorld(t)
+	id := w.ids["TechCrunch.xml"]
+	var f struct {
+		Media *ndjson.MediaSettings `json:"media"`
+	}
+	r := w.write("PATCH", "/feeds/"+id, `{"media": {"types": ["Video/*"], "max_bytes": 1048576}}`)
+	r.json(t, &f)
+	if r.status != 200 || f.Media == nil || f.Media.Types[0] != "video/*" || f.Media.MaxBytes != 1<<20 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	w.write("PATCH", "/feeds/"+id, `{"media": {"types": ["video"]}}`).problem(t, 422)
+	w.write("PATCH", "/feeds/"+id, `{"media": {"kinds": []}}`).problem(t, 400)
+	r = w.write("PATCH", "/feeds/"+id, `{"media": null}`)
+	f.Media = nil
+	r.json(t, &f)
+	if r.status != 200 || f.Media != nil {
+		t.Fatalf("off: %d %s", r.status, r.body)
+	}
+}
+
 // TestMediaWithoutURL: without --media-url the meta-feeds keep the
 // publisher's enclosures.
 func TestMediaWithoutURL(t *testing.T) {

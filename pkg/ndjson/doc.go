@@ -593,9 +593,12 @@
 //	                      too_large, wrong_type, no_type, address_refused,
 //	                      robots_disallowed, invalid_url, the codes of a
 //	                      fetch's error (timeout, connection_reset, ...),
+//	                      short_body (the body ended before its length),
+//	                      bad_range (a 206 not of the rest asked for),
 //	                      budget (the day's byte budget is spent), disk_floor
 //	                      (the disk is too full), stopped (feed-media was
-//	                      stopped); "" when stored
+//	                      stopped), storage (the store could not be
+//	                      written); "" when stored
 //	message       string  the reason for people, one line
 //	http_status   int     the final response's status; 0 if none
 //	key           string  media/<2 hex digits>/<sha256>: where the file is
