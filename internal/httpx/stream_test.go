@@ -222,25 +222,41 @@ func TestStreamHoldsTheTurn(t *testing.T) {
 	}
 }
 
+var contentRanges = []struct {
+	v           string
+	first, size int64
+	ok          bool
+}{
+	{"bytes 0-9/10", 0, 10, true},
+	{"bytes 40000-99999/100000", 40000, 100000, true},
+	{"bytes 5-9/*", 5, -1, true},
+	{"bytes 5-9/9", 0, 0, false},
+	{"bytes 9-5/10", 0, 0, false},
+	{"bytes */10", 0, 0, false},
+	{"items 0-9/10", 0, 0, false},
+	{"bytes -1-9/10", 0, 0, false},
+	{"", 0, 0, false},
+}
+
 func TestContentRange(t *testing.T) {
-	for _, tc := range []struct {
-		v           string
-		first, size int64
-		ok          bool
-	}{
-		{"bytes 0-9/10", 0, 10, true},
-		{"bytes 40000-99999/100000", 40000, 100000, true},
-		{"bytes 5-9/*", 5, -1, true},
-		{"bytes 5-9/9", 0, 0, false},
-		{"bytes 9-5/10", 0, 0, false},
-		{"bytes */10", 0, 0, false},
-		{"items 0-9/10", 0, 0, false},
-		{"bytes -1-9/10", 0, 0, false},
-		{"", 0, 0, false},
-	} {
+	for _, tc := range contentRanges {
 		first, size, ok := contentRange(tc.v)
 		if ok != tc.ok || ok && (first != tc.first || size != tc.size) {
 			t.Errorf("%q: %d, %d, %v", tc.v, first, size, ok)
 		}
 	}
+}
+
+// FuzzContentRange: a Content-Range read is a range that can be: a first
+// byte at 0 or more, inside the complete length when one is said.
+func FuzzContentRange(f *testing.F) {
+	for _, tc := range contentRanges {
+		f.Add(tc.v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		first, size, ok := contentRange(v)
+		if ok && (first < 0 || size < -1 || size >= 0 && first >= size) {
+			t.Fatalf("%q: first %d, size %d", v, first, size)
+		}
+	})
 }

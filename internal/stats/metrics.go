@@ -87,7 +87,7 @@ func Families(t Totals, h *Histogram) []Family {
 	}
 	out := []Family{
 		{Name: "sources_total", Type: "gauge", Label: "state",
-			Help:    "Subscriptions, by state: enabled (in service; failing, refused and paused ones too), failing, refused (a private address not allowed), paused, disabled (by hand or by the scheduler).",
+			Help: "Subscriptions, by state: enabled (in service; failing, refused and paused ones too), failing, refused (a private address not allowed), paused, disabled (by hand or by the scheduler).",
 			Samples: []Sample{{"enabled", float64(t.Enabled)}, {"disabled", float64(t.Disabled)}, {"failing", float64(t.Failing)}, {"refused", float64(t.Refused)},
 				{"paused", float64(t.Paused)}}},
 		one("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).", float64(c.OK+c.NotModified)),
