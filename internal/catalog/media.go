@@ -325,7 +325,7 @@ func (c *Catalog) EntryOf(ctx context.Context, feedID, uid string) (r EntryRow, 
 
 // mediaGone selects the rows of files whose entry is no longer in the
 // index (prune took it), or whose latest version is in an entries/ file
-// before the day :before (one a prune is about to take; ” for none).
+// before the day :before (one a prune is about to take; empty for none).
 const mediaGone = `SELECT g.id FROM media g WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.feed_key = g.feed_key AND e.entry_uid = g.entry_uid AND e.day >= :before)`
 
 // PruneMedia forgets the rows of files whose entry is no longer in the
