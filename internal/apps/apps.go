@@ -25,6 +25,7 @@ var table = map[string]func() *cli.App{
 	"feed-dedup":  FeedDedup,
 	"feed-due":    FeedDue,
 	"feed-fetch":  FeedFetch,
+	"feed-media":  FeedMedia,
 	"feed-parse":  FeedParse,
 	"feed-read":   FeedRead,
 	"feed-scrape": FeedScrape,

@@ -62,6 +62,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "the address or `CIDR` of a proxy in front of the server, whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable)", DefaultText: "none", EnvVars: []string{"FEEDPIPE_SERVE_TRUSTED_PROXIES"}},
 			&cli.BoolFlag{Name: "public", Usage: "listening beyond loopback without --auth reads is meant: anyone who reaches the server may read the store", EnvVars: []string{"FEEDPIPE_SERVE_PUBLIC"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
+			mediaURLFlag("the meta-feeds"),
 			&cli.DurationFlag{Name: "unread-window", Usage: "how far back the Google Reader API and GET /feeds?reader= count unread entries; older ones count as read", Value: serve.DefaultUnreadWindow, EnvVars: []string{"FEEDPIPE_SERVE_UNREAD_WINDOW"}},
 			&cli.IntFlag{Name: "cpus", Usage: "CPUs feed-serve runs on at once (GOMAXPROCS), leaving the others to the pipeline that writes the store on this machine", DefaultText: "all but one, at least one; GOMAXPROCS when set", EnvVars: []string{"FEEDPIPE_SERVE_CPUS"}},
 			&cli.IntFlag{Name: "max-reads", Usage: "requests that read the catalog at once; the others wait in line, first come first served", DefaultText: "one a CPU it runs on (--cpus), 4 at most", EnvVars: []string{"FEEDPIPE_SERVE_MAX_READS"}},
@@ -117,6 +118,9 @@ search, dashboards, and marking entries read after signing in with the token.`,
 					return cmdkit.Usagef("--base-url %q: an absolute http or https URL, such as https://feeds.example.org", b)
 				}
 			}
+			if err := checkMediaURL(c); err != nil {
+				return err
+			}
 			// The settings are checked before the token is made.
 			tokenFile := c.String("token-file")
 			if tokenFile == "" {
@@ -133,7 +137,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 				Store: st, Listen: c.String("listen"), Token: token, TokenFile: tokenFile, AuthReads: auth == "reads", CORS: c.String("cors"),
 				BaseURL: c.String("base-url"), AllowedHosts: c.StringSlice("allowed-host"), TrustedProxies: proxies,
 				Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"), UnreadWindow: c.Duration("unread-window"),
-				MaxReads: c.Int("max-reads"), AllowPrivate: c.Bool("allow-private"),
+				MaxReads: c.Int("max-reads"), AllowPrivate: c.Bool("allow-private"), MediaURL: c.String("media-url"),
 				// Discovery reaches private addresses only for a request that
 				// may (Client.Private), never by this switch alone.
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), Timeout: c.Duration("timeout")}), Log: log},
@@ -230,6 +234,7 @@ be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
 			&cli.StringFlag{Name: "base-url", Usage: "the URL DIR is served at, for each feed's self link", EnvVars: []string{"FEEDPIPE_PUBLISH_BASE_URL"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
 			&cli.IntFlag{Name: "limit", Usage: "entries per feed", Value: serve.FeedLimit},
+			mediaURLFlag("the feeds"),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -238,13 +243,16 @@ be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
 			if c.Int("limit") < 1 || c.Int("limit") > serve.MaxFeedLimit {
 				return cmdkit.Usagef("--limit %d: it is 1 to %d", c.Int("limit"), serve.MaxFeedLimit)
 			}
+			if err := checkMediaURL(c); err != nil {
+				return err
+			}
 			log, cat, err := cmdkit.SetupCatalog(c, cmdkit.ReadOnly)
 			if err != nil {
 				return err
 			}
 			defer cat.Close()
 			sum, err := serve.Publish(c.Context, serve.PublishConfig{Catalog: cat, Dir: c.Args().First(), BaseURL: c.String("base-url"),
-				Hub: c.String("websub-hub"), Limit: c.Int("limit"), Msg: c.App.ErrWriter})
+				Hub: c.String("websub-hub"), Limit: c.Int("limit"), Msg: c.App.ErrWriter, MediaURL: c.String("media-url")})
 			if err != nil {
 				return err
 			}
@@ -253,4 +261,20 @@ be a file name (a slash, a leading dot) is skipped and named. scripts/feed-loop
 			return nil
 		},
 	}
+}
+
+// mediaURLFlag is --media-url: where the stored media are served, which
+// the feeds of what point their enclosures at.
+func mediaURLFlag(what string) cli.Flag {
+	return &cli.StringFlag{Name: "media-url", Usage: "the URL the stored media (feed-media) are served at, such as https://feeds.example.org/media (feed-serve's GET /media/SHA256): " +
+		what + " point the enclosures whose files are stored at URL/SHA256", DefaultText: "none: the publishers' URLs", EnvVars: []string{"FEEDPIPE_MEDIA_URL"}}
+}
+
+func checkMediaURL(c *cli.Context) error {
+	if b := c.String("media-url"); b != "" {
+		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return cmdkit.Usagef("--media-url %q: an absolute http or https URL without a query, such as https://feeds.example.org/media", b)
+		}
+	}
+	return nil
 }

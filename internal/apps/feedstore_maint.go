@@ -38,8 +38,12 @@ it, and no stored entry comes from it (its raw_ref), unless
 (and with them their versions; a link of the URL index whose entry is
 gone is dropped, so the next entry with it is stored, not made an alias
 of nothing), --metadata-keep those of events/, aliases/ and decisions/, the fetch
-records of fetches/ no stored entry points at, and the run ledger lines
-of the fetch records it deleted: the metadata's TTL. --seen-keep is its
+records of fetches/ no stored entry points at, the media records of files
+not stored, and the run ledger lines
+of the fetch records it deleted: the metadata's TTL. The media of the
+entries --articles-keep or --seen-keep take go with them (feed-media: a
+file that entries of several feeds share goes when none is left), with
+the partial files of downloads no entry asks for. --seen-keep is its
 seen-ids TTL: an entry whose latest version was last seen longer ago
 leaves its feed's index (and would be stored as new if it came back),
 unless the feed's latest payload, parsed again, still holds it; a feed

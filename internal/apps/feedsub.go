@@ -9,7 +9,9 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
+	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/sub"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // FeedSub is feed-sub, which manages the subscriptions of a store.
@@ -63,11 +65,18 @@ flags, or both.`,
 					if err != nil {
 						return err
 					}
+					edit, err := mediaEdit(c)
+					if err != nil {
+						return err
+					}
 					spec := sub.Spec{
 						URL: c.Args().First(), Name: c.String("name"), Labels: labelsOf(c, "label"),
 						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
 						Scrape: scrape, Fulltext: c.Bool("fulltext"), AllowPrivate: c.Bool("allow-private"),
+					}
+					if edit != nil {
+						spec.Media = edit(nil)
 					}
 					// Everything is checked before the store is opened: a
 					// command that fails makes none.
@@ -250,7 +259,48 @@ func settingFlags(set bool) []cli.Flag {
 		// Not FEEDPIPE_ALLOW_PRIVATE: that lets every feed through while it
 		// is set, and is kept by none.
 		&cli.BoolFlag{Name: "allow-private", Usage: "this feed may be on a loopback, private or link-local address (an intranet, a server of your own), kept with it" + map[bool]string{true: "; --allow-private=false takes it back"}[set]},
+		&cli.StringFlag{Name: "media", Usage: `download the enclosures of its new entries of these media types into the store (feed-media): type/subtype or type/*, comma-separated, such as "audio/*,video/mp4"` + map[bool]string{true: `; "" takes none`}[set]},
+		&cli.StringFlag{Name: "media-max", Usage: "with --media or --media-images: the most bytes of one file, such as 500M or 2GB", DefaultText: "feed-media's --max-file-size"},
+		&cli.BoolFlag{Name: "media-images", Usage: "download the images its new entries' content links to as well" + map[bool]string{true: "; --media-images=false stops it"}[set]},
 	}, scrapeFlags()...)
+}
+
+// mediaEdit is the change the media flags make to a feed's media
+// settings; nil when none is given.
+func mediaEdit(c *cli.Context) (func(*ndjson.MediaSettings) *ndjson.MediaSettings, error) {
+	if !c.IsSet("media") && !c.IsSet("media-max") && !c.IsSet("media-images") {
+		return nil, nil
+	}
+	var types []string
+	if c.IsSet("media") {
+		var err error
+		if types, err = media.ParseTypes(c.String("media")); err != nil {
+			return nil, cmdkit.Usagef("--media: %s", strings.TrimPrefix(err.Error(), media.ErrSetting.Error()+": "))
+		}
+	}
+	var limit int64
+	if c.IsSet("media-max") {
+		var err error
+		if limit, err = media.ParseSize(c.String("media-max")); err != nil {
+			return nil, cmdkit.Usagef("--media-max: %s", strings.TrimPrefix(err.Error(), media.ErrSetting.Error()+": "))
+		}
+	}
+	return func(cur *ndjson.MediaSettings) *ndjson.MediaSettings {
+		m := ndjson.MediaSettings{Types: []string{}}
+		if cur != nil {
+			m = *cur
+		}
+		if c.IsSet("media") {
+			m.Types = types
+		}
+		if c.IsSet("media-max") {
+			m.MaxBytes = limit
+		}
+		if c.IsSet("media-images") {
+			m.Images = c.Bool("media-images")
+		}
+		return &m
+	}, nil
 }
 
 // pickArgs is the arguments of the commands that work on feeds.

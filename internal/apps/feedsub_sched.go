@@ -152,5 +152,9 @@ func changes(c *cli.Context) (sub.Changes, error) {
 	}
 	scrape, err := scrapeEdit(c)
 	ch.Scrape = scrape
+	if err != nil {
+		return ch, err
+	}
+	ch.Media, err = mediaEdit(c)
 	return ch, err
 }

@@ -32,7 +32,7 @@ type ReindexSummary struct {
 }
 
 // Reindex rebuilds the store's catalog from the store's files alone: the
-// subscription log, entries/, aliases/ and fetches/. Feed states, which
+// subscription log, entries/, aliases/, fetches/ and media/. Feed states, which
 // the files do not hold whole, are kept when the catalog can be read, and
 // rebuilt from the fetch records when it cannot (deleted, or damaged: then
 // it is moved aside, with a log line, and a new one made). The caller
@@ -96,6 +96,9 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 		return sum, err
 	}
 	if err := c.CatchUpFetches(ctx); err != nil {
+		return sum, err
+	}
+	if err := c.CatchUpMedia(ctx); err != nil { // the rows of the queue stay; the records' files follow them
 		return sum, err
 	}
 	// Every stored entry's event was written, or was announced since.
@@ -184,6 +187,9 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 		return err
 	}
 	if err := c.CatchUpFetches(ctx); err != nil {
+		return err
+	}
+	if err := c.CatchUpMedia(ctx); err != nil {
 		return err
 	}
 	if err := c.removeOldStore(); err != nil {

@@ -1,4 +1,4 @@
--- The catalog's schema at version 12 (PRAGMA user_version), as SQLite
+-- The catalog's schema at version 14 (PRAGMA user_version), as SQLite
 -- keeps it: what the migrations make. Written by
 -- go test ./internal/catalog -run TestSchema -update; do not edit.
 
@@ -137,6 +137,31 @@ CREATE INDEX marks_starred ON marks(reader, changed_at) WHERE starred;
 
 CREATE INDEX marks_unread ON marks(reader, feed_key) WHERE NOT read;
 
+CREATE TABLE media (
+	id                INTEGER PRIMARY KEY,
+	feed_key          INTEGER NOT NULL,
+	entry_uid         TEXT NOT NULL,
+	url               TEXT NOT NULL,
+	kind              TEXT NOT NULL,
+	state             TEXT NOT NULL,
+	queued_at         INTEGER NOT NULL,
+	attempts          INTEGER NOT NULL DEFAULT 0,
+	next_try_at       INTEGER,
+	partial_bytes     INTEGER NOT NULL DEFAULT 0,
+	partial_validator TEXT NOT NULL DEFAULT '',
+	sha256            TEXT,
+	bytes             INTEGER NOT NULL DEFAULT 0,
+	content_type      TEXT NOT NULL DEFAULT '',
+	reason            TEXT NOT NULL DEFAULT '',
+	message           TEXT NOT NULL DEFAULT '',
+	finished_at       INTEGER,
+	UNIQUE (feed_key, entry_uid, url)
+);
+
+CREATE INDEX media_queue ON media (next_try_at, id) WHERE state = 'queued';
+
+CREATE INDEX media_sha256 ON media (sha256) WHERE sha256 IS NOT NULL;
+
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
@@ -200,7 +225,7 @@ CREATE TABLE subscriptions (
 	min_interval_sec INTEGER NOT NULL DEFAULT 0,
 	max_interval_sec INTEGER NOT NULL DEFAULT 0,
 	paused_until     INTEGER
-, allow_private INTEGER NOT NULL DEFAULT 0);
+, allow_private INTEGER NOT NULL DEFAULT 0, media TEXT);
 
 CREATE INDEX subscriptions_position ON subscriptions(position);
 

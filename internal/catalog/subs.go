@@ -28,7 +28,7 @@ const subsLock = ".subscriptions.lock"
 
 // subColumns are the subscription columns, in the order scanSub reads them.
 const subColumns = `f.feed_id, s.url, s.name, s.labels, s.source_type, s.interval_sec, s.cron, s.disabled, s.created_at,
-	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private`
+	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private, s.media`
 
 // subRow receives a row of subColumns (targets), then decodes it.
 type subRow struct {
@@ -36,19 +36,20 @@ type subRow struct {
 	labels                string
 	scrape, headers, auth sql.NullString
 	created, paused       sql.NullInt64
+	media                 sql.NullString
 }
 
 func (r *subRow) targets() []any {
 	s := &r.s
 	return []any{&s.FeedID, &s.URL, &s.Name, &r.labels, &s.SourceType, &s.IntervalSec, &s.Cron, &s.Disabled, &r.created,
-		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate}
+		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate, &r.media}
 }
 
 func (r *subRow) decode(dst *ndjson.Subscription) error {
 	s := r.s
 	s.Header = ndjson.Head(ndjson.TypeSubscription)
 	s.CreatedAt, s.PausedUntil = ndjson.At(fromMS(r.created)), ndjson.At(fromMS(r.paused))
-	s.Labels, s.Scrape, s.Headers, s.Auth = nil, nil, nil, nil
+	s.Labels, s.Scrape, s.Headers, s.Auth, s.Media = nil, nil, nil, nil, nil
 	if err := ndjson.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
 		return fmt.Errorf("catalog: labels of %s: %w", s.FeedID, err)
 	}
@@ -64,6 +65,12 @@ func (r *subRow) decode(dst *ndjson.Subscription) error {
 		s.Auth = new(ndjson.Auth)
 		if err := json.Unmarshal([]byte(r.auth.String), s.Auth); err != nil {
 			return fmt.Errorf("catalog: auth of %s: %w", s.FeedID, err)
+		}
+	}
+	if r.media.Valid {
+		s.Media = new(ndjson.MediaSettings)
+		if err := json.Unmarshal([]byte(r.media.String), s.Media); err != nil {
+			return fmt.Errorf("catalog: media settings of %s: %w", s.FeedID, err)
 		}
 	}
 	*dst = s
@@ -303,6 +310,9 @@ func normalSub(s ndjson.Subscription) ndjson.Subscription {
 	if len(s.Scrape) == 0 || string(s.Scrape) == "null" {
 		s.Scrape = nil
 	}
+	if !s.Media.On() {
+		s.Media = nil
+	}
 	s.Header = ndjson.Header{}
 	return s
 }
@@ -348,7 +358,14 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 	if err != nil {
 		return err
 	}
-	var scrape, headers, auth any
+	var scrape, headers, auth, media any
+	if s.Media.On() {
+		b, err := json.Marshal(s.Media)
+		if err != nil {
+			return err
+		}
+		media = string(b)
+	}
 	if len(s.Scrape) > 0 && string(s.Scrape) != "null" {
 		scrape = string(s.Scrape)
 	}
@@ -367,10 +384,10 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		auth = string(b)
 	}
 	_, err = t.write(kept, `INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
-		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private, media)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, position, s.URL, s.Name, string(labels), cmp.Or(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
-		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate)
+		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate, media)
 	return err
 }
 

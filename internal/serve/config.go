@@ -52,6 +52,11 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Hub is the WebSub hub the meta-feeds name (rel=hub); "" names none.
 	Hub string
+	// MediaURL is where the stored media are served, such as
+	// https://feeds.example/media (this server's GET /media/{sha256}): the
+	// meta-feeds point the enclosures whose files are stored there (MEDIA_URL/SHA256);
+	// "": at the publisher's.
+	MediaURL string
 	// Sched are the scheduler's parameters of refetch and enable, as
 	// feed-store's.
 	Sched sched.Params

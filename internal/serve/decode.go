@@ -32,6 +32,8 @@ type FeedSpec struct {
 	// AllowPrivate lets the feed be on a private address: only where
 	// feed-serve runs with --allow-private.
 	AllowPrivate bool `json:"allow_private"`
+	// Media are the feed's media settings (feed-sub add --media).
+	Media *ndjson.MediaSettings `json:"media"`
 }
 
 // FeedPatch is the body of PATCH /feeds/{id}: what feed-sub set, enable,
@@ -53,6 +55,9 @@ type FeedPatch struct {
 	Cron           *string   `json:"cron"`
 	// Scrape replaces the scraper configuration; null removes it.
 	Scrape json.RawMessage `json:"scrape"`
+	// Media replaces the media settings (feed-sub set --media); null turns
+	// media off.
+	Media json.RawMessage `json:"media"`
 	// Disabled disables (true) or enables (false) the feed.
 	Disabled *bool `json:"disabled"`
 	// PausedUntil pauses the feed until a time; null resumes it.
@@ -182,4 +187,22 @@ func (p *FeedPatch) scrape() (c *ndjson.ScrapeConfig, set bool, err error) {
 		return nil, true, &errBody{Field: "scrape", Msg: `member "scrape" must be a scraper configuration (pkg/ndjson, "scrape configuration"), or null to remove it: ` + err.Error()}
 	}
 	return c, true, nil
+}
+
+// media reads the media member: set says it is there; nil settings turn
+// media off.
+func (p *FeedPatch) media() (m *ndjson.MediaSettings, set bool, err error) {
+	if p.Media == nil {
+		return nil, false, nil
+	}
+	if string(bytes.TrimSpace(p.Media)) == "null" {
+		return nil, true, nil
+	}
+	m = &ndjson.MediaSettings{}
+	dec := json.NewDecoder(bytes.NewReader(p.Media))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return nil, true, &errBody{Field: "media", Msg: `member "media" must be media settings {"types": ["audio/*"], "max_bytes": 0, "images": false}, or null to turn media off: ` + err.Error()}
+	}
+	return m, true, nil
 }

@@ -321,7 +321,7 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, added, err := sub.Add(s.subConfig(&msg), sub.Spec{URL: u, Name: spec.Name, Labels: spec.Labels, Type: spec.Type,
 		Interval: time.Duration(spec.IntervalSec) * time.Second, Cron: spec.Cron, UserAgent: spec.UserAgent, Headers: spec.Headers,
-		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate})
+		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate, Media: spec.Media})
 	if err != nil {
 		s.subError(w, r, err)
 		return
@@ -365,6 +365,11 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, r, err)
 		return
 	}
+	mediaSettings, setMedia, err := p.media()
+	if err != nil {
+		bodyError(w, r, err)
+		return
+	}
 	if p.AllowPrivate != nil && *p.AllowPrivate && !s.privateAllowed(w, r) {
 		return
 	}
@@ -374,7 +379,10 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 	if setScrape {
 		c.Scrape = func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig { return scrape }
 	}
-	settings := setScrape || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
+	if setMedia {
+		c.Media = func(*ndjson.MediaSettings) *ndjson.MediaSettings { return mediaSettings }
+	}
+	settings := setScrape || setMedia || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
 		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || c.AllowPrivate != nil || p.IntervalSec != nil ||
 		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil
 	if !settings && p.Disabled == nil && !pause {

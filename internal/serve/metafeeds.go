@@ -131,6 +131,9 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		problem(w, r, http.StatusNotFound, "no such label", strings.TrimPrefix(err.Error(), errNoLabel.Error()+": "))
 		return
 	}
+	if err == nil {
+		err = pointEnclosures(r.Context(), s.cat, f, s.cfg.MediaURL)
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return

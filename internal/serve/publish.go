@@ -27,6 +27,10 @@ type PublishConfig struct {
 	Hub     string // WebSub hub the feeds name; "" none
 	Limit   int    // entries per feed; 0: FeedLimit
 	Msg     io.Writer
+	// MediaURL is where the stored media are served (feed-serve's /media,
+	// or a web server's): an enclosure whose file is stored points there;
+	// "": at the publisher's.
+	MediaURL string
 }
 
 // PublishSummary counts what Publish did.
@@ -90,6 +94,9 @@ func Publish(ctx context.Context, cfg PublishConfig) (PublishSummary, error) {
 			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + url.PathEscape(name) // a label's spaces and '#'s
 		}
 		f, _, err := buildFeed(ctx, cfg.Catalog.Entry, colls[name], catalog.EntryQuery{Limit: cfg.Limit}, "")
+		if err == nil {
+			err = pointEnclosures(ctx, cfg.Catalog, f, cfg.MediaURL)
+		}
 		if err != nil {
 			return sum, err
 		}

@@ -46,6 +46,9 @@ var (
 	ungatedRead = policy{}
 	// streamed is the event stream: it lasts as long as its client.
 	streamed = policy{stream: true}
+	// file is a stored file (/media), sent as it is read, in ranges: never
+	// compressed, never kept, waiting at no gate.
+	file = policy{stream: true}
 	// health must answer when the server is busiest, and to anyone.
 	health = policy{open: true}
 )
@@ -82,6 +85,7 @@ var routes = []route{
 	{method: "GET", pattern: "/entries/{uid}", policy: catalogRead, handle: (*Server).getEntry},
 	{method: "GET", pattern: "/fetches/{id}", policy: catalogRead, handle: (*Server).getFetch},
 	{method: "GET", pattern: "/raw/{id}", policy: ungatedRead, handle: (*Server).getRaw},
+	{method: "GET", pattern: "/media/{sha256}", policy: file, handle: (*Server).getMedia},
 	{method: "GET", pattern: "/events", policy: gatedRead, handle: (*Server).listEvents},
 	{method: "GET", pattern: "/events/stream", policy: streamed, handle: (*Server).streamEvents},
 	{method: "GET", pattern: "/healthz", policy: health, handle: (*Server).healthz},

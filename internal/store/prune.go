@@ -74,6 +74,9 @@ type PruneSummary struct {
 	URLs           int   // links dropped from the index, their first entry gone
 	SeenForgotten  int   // entries forgotten by the seen-ids TTL
 	SeenFeedsKept  int   // feeds with entries past the TTL kept: their latest payload unreadable
+	MediaForgotten int   // media rows forgotten with their entries
+	MediaFiles     int   // media files (stored and partial) deleted
+	MediaRecords   int   // media records deleted
 	Bytes          int64 // bytes freed
 	DryRun         bool
 }
@@ -83,9 +86,13 @@ func (s PruneSummary) String() string {
 	if s.DryRun {
 		verb = "would delete"
 	}
-	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d decisions files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
+	media := ""
+	if s.MediaForgotten+s.MediaFiles+s.MediaRecords > 0 {
+		media = fmt.Sprintf(", %d media files (%d of entries gone), %d media records", s.MediaFiles, s.MediaForgotten, s.MediaRecords)
+	}
+	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d decisions files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable)%s; %s bytes freed",
 		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.Entries, s.URLs, s.EventFiles, s.AliasFiles, s.DecisionFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
-		s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
+		s.SeenForgotten, s.SeenFeedsKept, media, strconv.FormatInt(s.Bytes, 10))
 }
 
 // ParseAge reads an age such as 30d, 2w, 36h or 90m: a Go duration, or a
@@ -194,6 +201,19 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 			return sum, err
 		}
 	}
+	// The media of the entries gone go with them.
+	if cfg.ArticlesKeep > 0 || cfg.SeenKeep > 0 {
+		cutoff := ""
+		if cfg.ArticlesKeep > 0 {
+			cutoff = min(before(now, cfg.ArticlesKeep), today)
+			if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
+				cutoff = storage.KeyDay(entriesFrom)
+			}
+		}
+		if err := pruneMedia(ctx, cfg, &sum, cutoff); err != nil {
+			return sum, err
+		}
+	}
 	if ctx.Err() != nil {
 		return sum, ctx.Err()
 	}
@@ -256,6 +276,9 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 			return sum, err
 		}
 		if err := pruneFetches(ctx, cfg, &sum, referenced, cutoff, today, del); err != nil {
+			return sum, err
+		}
+		if err := pruneMediaRecords(ctx, cfg, &sum, cutoff, today); err != nil {
 			return sum, err
 		}
 	}

@@ -17,7 +17,8 @@ func backupFixture(t *testing.T) *env {
 	for _, s := range []Spec{
 		{URL: "https://example.org/all", Name: "All", Labels: []string{"news", "LEA, GOV"}, Type: "rss", Interval: time.Hour, Cron: "@hourly",
 			UserAgent: "my agent", Headers: []string{"X-Token: s3cret", "Accept: application/rss+xml"}, BasicAuth: "me:pw", Fulltext: true,
-			Scrape: &ndjson.ScrapeConfig{ArticleConfig: ndjson.ArticleConfig{ContentSelector: "div.body"}}},
+			Scrape: &ndjson.ScrapeConfig{ArticleConfig: ndjson.ArticleConfig{ContentSelector: "div.body"}},
+			Media:  &ndjson.MediaSettings{Types: []string{"audio/*"}, MaxBytes: 100 << 20, Images: true}},
 		{URL: "https://blog.example.org/", Type: "website", Labels: []string{"blogs"},
 			Scrape: &ndjson.ScrapeConfig{DiscoveryMode: "list", ListConfig: ndjson.ListConfig{ArticleSelector: "ul.posts a", MaxPages: 3}}},
 		{URL: "https://example.org/plain"},
@@ -70,6 +71,9 @@ func restore(t *testing.T, data string) ([]ndjson.Subscription, string) {
 func TestExportNDJSONRoundTrip(t *testing.T) {
 	e := backupFixture(t)
 	want := records(t, e.subs(t))
+	if !strings.Contains(want, `"media":{"types":["audio/*"],"max_bytes":104857600,"images":true}`) {
+		t.Fatalf("the fixture lost its media settings:\n%s", want)
+	}
 	e.out.Reset()
 	if err := ExportNDJSON(e.cfg, true); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -36,6 +37,9 @@ type Changes struct {
 	// Scrape makes the new scraper configuration from the current one (nil
 	// for none); it returns nil for none.
 	Scrape func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig
+	// Media makes the new media settings from the current ones (nil for
+	// none); nil or settings that ask for nothing turn media off.
+	Media func(cur *ndjson.MediaSettings) *ndjson.MediaSettings
 	// Sched are the scheduler's parameters, for a feed the change makes
 	// due: one whose private address was refused, allowed it now.
 	Sched sched.Params
@@ -45,7 +49,7 @@ func (c Changes) empty() bool {
 	o := c.Overrides
 	return o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil &&
 		c.Name == nil && c.Labels == nil && len(c.AddLabels) == 0 && len(c.RmLabels) == 0 && c.Type == nil &&
-		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil
+		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil && c.Media == nil
 }
 
 // Set changes the settings of the subscriptions refs name, in one atomic
@@ -87,6 +91,7 @@ func Set(cfg Config, refs []string, c Changes) error {
 			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
 		s.Name, s.Labels, s.SourceType, s.Fulltext, s.Scrape, s.Access = n.Name, n.Labels, n.SourceType, n.Fulltext, n.Scrape, n.Access
+		s.Media = n.Media
 		s.IntervalSec, s.Cron = n.IntervalSec, n.Cron
 		if o.Min != nil {
 			s.MinIntervalSec = int(*o.Min / time.Second)
@@ -177,6 +182,11 @@ func specOf(s ndjson.Subscription) (Spec, error) {
 		Interval: time.Duration(s.IntervalSec) * time.Second, Cron: s.Cron,
 		UserAgent: s.UserAgent, Fulltext: s.Fulltext, AllowPrivate: s.AllowPrivate,
 	}
+	if s.Media != nil {
+		m := *s.Media
+		m.Types = slices.Clone(m.Types)
+		spec.Media = &m
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		spec.Headers = append(spec.Headers, k+": "+s.Headers[k])
 	}
@@ -227,6 +237,9 @@ func (c Changes) apply(spec *Spec) {
 	if c.Scrape != nil {
 		spec.Scrape = c.Scrape(spec.Scrape)
 	}
+	if c.Media != nil {
+		spec.Media = c.Media(spec.Media)
+	}
 }
 
 // describeChanges says what differs from old to s, for a person: secrets
@@ -243,6 +256,7 @@ func describeChanges(old, s ndjson.Subscription) string {
 	diff("type", old.SourceType, s.SourceType)
 	diff("fulltext", fmt.Sprint(old.Fulltext), fmt.Sprint(s.Fulltext))
 	diff("allow private", fmt.Sprint(old.AllowPrivate), fmt.Sprint(s.AllowPrivate))
+	diff("media", mediaText(old.Media), mediaText(s.Media))
 	diff("interval", seconds(old.IntervalSec), seconds(s.IntervalSec))
 	diff("min interval", seconds(old.MinIntervalSec), seconds(s.MinIntervalSec))
 	diff("max interval", seconds(old.MaxIntervalSec), seconds(s.MaxIntervalSec))
@@ -271,6 +285,24 @@ func describeChanges(old, s ndjson.Subscription) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// mediaText says what media settings take.
+func mediaText(m *ndjson.MediaSettings) string {
+	if !m.On() {
+		return "none"
+	}
+	var parts []string
+	if len(m.Types) > 0 {
+		parts = append(parts, strings.Join(m.Types, ","))
+	}
+	if m.Images {
+		parts = append(parts, "images")
+	}
+	if m.MaxBytes > 0 {
+		parts = append(parts, "up to "+media.FormatSize(m.MaxBytes)+" a file")
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func seconds(n int) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -95,6 +96,9 @@ type Spec struct {
 	// AllowPrivate lets the feed be fetched from a loopback, private or
 	// link-local address (ndjson.Access.AllowPrivate).
 	AllowPrivate bool
+	// Media are the files of its new entries feed-media downloads; nil
+	// for none.
+	Media *ndjson.MediaSettings
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
@@ -151,7 +155,12 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	if err != nil {
 		return ndjson.Subscription{}, err
 	}
+	mediaSettings, err := media.Settings(spec.Media)
+	if err != nil {
+		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), media.ErrSetting.Error()+": "))
+	}
 	return ndjson.Subscription{
+		Media:       mediaSettings,
 		Scrape:      scrape,
 		Fulltext:    spec.Fulltext,
 		Access:      access,

@@ -43,6 +43,10 @@
 //	            stdout carries. A decision for each fetch goes to
 //	            decisions/YYYY-MM-DD.ndjson (stdout too with --decisions),
 //	            an alias to aliases/YYYY-MM-DD.ndjson
+//	feed-media: passes the events on, queueing the files of new entries
+//	            of feeds with media settings; feed-media run writes a
+//	            media record per try at a file (also appended to the
+//	            store's media/YYYY-MM-DD.ndjson)
 //
 // Within one feed the entry records come before the fetch record that
 // closes the group.
@@ -96,6 +100,16 @@
 //	max_interval_sec int  the longest; 0 means the global one
 //	paused_until  time    no fetch before this time (feed-sub pause); null
 //	                      when not paused
+//	media         object  which files of its new entries feed-media
+//	                      downloads (feed-sub set --media); left out of
+//	                      the line when the feed has no media settings:
+//	    types             [string] the media types taken, type/subtype or
+//	                              type/* (audio/*, video/mp4), lower case;
+//	                              [] for no enclosure
+//	    max_bytes         int     the most bytes of one file; 0 means
+//	                              feed-media's --max-file-size
+//	    images            bool    also the images the entries' content
+//	                              links to (img src)
 //
 // feed-sub ls --json adds what its table shows of each feed's state, from
 // the store's feed state (feed-store keeps it):
@@ -561,6 +575,59 @@
 //	                         (see fetch); null for feed_reenabled
 //	next_at          time    the next fetch (a probe of a disabled feed);
 //	                         null when it is not probed
+//
+// # media (feed-media)
+//
+// One try at one file of an entry: an enclosure, or an image its content
+// links to, of a feed with media settings. feed-media run writes one to
+// stdout and to the store's media/YYYY-MM-DD.ndjson for each try, by the
+// day it ended; a file stored is at media/<2 hex digits>/<sha256>, never
+// visible before it is whole and checked.
+//
+//	feed_id       string  the feed of the entry
+//	entry_uid     string  the entry the file belongs to
+//	kind          string  enclosure or image
+//	url           string  the file's URL as the entry gives it
+//	final_url     string  the URL it was fetched from, after redirects;
+//	                      "" when no request was answered
+//	status        string  stored (the file is in the store), refused (it
+//	                      breaks the feed's settings or feedpipe's rules:
+//	                      not tried again), failed (it cannot be had, or
+//	                      failed too often: not tried again), retrying
+//	                      (cut short or failed for now: tried again later,
+//	                      resumed where it can be)
+//	reason        string  why, when not stored: a short code: http_NNN,
+//	                      too_large, wrong_type, no_type, address_refused,
+//	                      robots_disallowed, invalid_url, the codes of a
+//	                      fetch's error (timeout, connection_reset, ...),
+//	                      short_body (the body ended before its length),
+//	                      bad_range (a 206 not of the rest asked for),
+//	                      budget (the day's byte budget is spent), disk_floor
+//	                      (the disk is too full), stopped (feed-media was
+//	                      stopped), storage (the store could not be
+//	                      written); "" when stored
+//	message       string  the reason for people, one line
+//	http_status   int     the final response's status; 0 if none
+//	key           string  media/<2 hex digits>/<sha256>: where the file is
+//	                      in the store; "" unless stored
+//	sha256        string  hex SHA-256 of the file; "" unless stored
+//	bytes         int     stored: the file's size; retrying: the bytes
+//	                      held for a resume; refused: those received
+//	                      before the cut
+//	content_type  string  the file's media type, as served (or, when the
+//	                      server says only application/octet-stream,
+//	                      as its first bytes show it); "" if unknown
+//	resumed_from  int     where in the file this try resumed, with a Range
+//	                      request checked by If-Range; 0 from the start
+//	restarted     bool    the bytes held from an earlier try were dropped:
+//	                      the file changed since (its ETag or
+//	                      Last-Modified), or the server would not resume
+//	attempt       int     which try at the file this is, from 1
+//	started_at    time    when the try began
+//	at            time    when it ended
+//	duration_ms   int     how long it took
+//	stored_in     string  the media file holding this record, such as
+//	                      "media/2026-11-29.ndjson"
 //
 // # scrape configuration
 //

@@ -75,6 +75,12 @@ func appendRecord(b []byte, v any) (_ []byte, ok bool) {
 		}
 	case Alias:
 		return appendAlias(b, &v), true
+	case *Media:
+		if v != nil {
+			return appendMedia(b, v), true
+		}
+	case Media:
+		return appendMedia(b, &v), true
 	}
 	return b, false
 }
@@ -347,6 +353,31 @@ func appendAlias(b []byte, x *Alias) []byte {
 	b = appendRawRef(append(b, `,"raw_ref":`...), &x.RawRef)
 	b = appendEntryRef(append(b, `,"alias_of":`...), &x.AliasOf)
 	b = appendTime(b, `,"recorded_at":`, x.RecordedAt)
+	b = appendStr(b, `,"stored_in":`, x.StoredIn)
+	return append(b, '}')
+}
+
+func appendMedia(b []byte, x *Media) []byte {
+	b = appendHeader(append(b, '{'), x.Header)
+	b = appendStr(b, `,"feed_id":`, x.FeedID)
+	b = appendStr(b, `,"entry_uid":`, x.EntryUID)
+	b = appendStr(b, `,"kind":`, x.Kind)
+	b = appendStr(b, `,"url":`, x.URL)
+	b = appendStr(b, `,"final_url":`, x.FinalURL)
+	b = appendStr(b, `,"status":`, x.Status)
+	b = appendStr(b, `,"reason":`, x.Reason)
+	b = appendStr(b, `,"message":`, x.Message)
+	b = appendInt(b, `,"http_status":`, x.HTTPStatus)
+	b = appendStr(b, `,"key":`, x.Key)
+	b = appendStr(b, `,"sha256":`, x.SHA256)
+	b = appendInt64(b, `,"bytes":`, x.Bytes)
+	b = appendStr(b, `,"content_type":`, x.ContentType)
+	b = appendInt64(b, `,"resumed_from":`, x.ResumedFrom)
+	b = appendBool(b, `,"restarted":`, x.Restarted)
+	b = appendInt(b, `,"attempt":`, x.Attempt)
+	b = appendTime(b, `,"started_at":`, x.StartedAt)
+	b = appendTime(b, `,"at":`, x.At)
+	b = appendInt64(b, `,"duration_ms":`, x.DurationMS)
 	b = appendStr(b, `,"stored_in":`, x.StoredIn)
 	return append(b, '}')
 }

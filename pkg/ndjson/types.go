@@ -75,6 +75,10 @@ type Subscription struct {
 	MinIntervalSec int  `json:"min_interval_sec"`
 	MaxIntervalSec int  `json:"max_interval_sec"`
 	PausedUntil    Time `json:"paused_until"`
+	// Media are its media settings (feed-sub set --media); nil: none,
+	// and then left out of the line, as a subscription was written
+	// before them.
+	Media *MediaSettings `json:"media,omitempty"`
 }
 
 // TypeSubscriptionRemoved is the record type of a SubscriptionRemoved.
