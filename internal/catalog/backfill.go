@@ -123,10 +123,11 @@ func (t *Tx) SetArchiveHead(feedID, head, kind string) error {
 	return err
 }
 
-// ArchiveHeads are the heads recorded, by feed id: what feed-store
-// compares a poll's links with before it writes.
+// ArchiveHeads are the heads recorded, by feed id, as "KIND URL" ("" for
+// none): what feed-store compares a poll's links with before it writes.
 func (c *Catalog) ArchiveHeads(ctx context.Context) (map[string]string, error) {
-	rows, err := c.read(ctx, once, `SELECT f.feed_id, b.head_kind || ' ' || b.head FROM backfill b JOIN feeds f ON f.key = b.feed_key`)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, CASE WHEN b.head = '' THEN '' ELSE b.head_kind || ' ' || b.head END
+		FROM backfill b JOIN feeds f ON f.key = b.feed_key`)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@ import (
 // (pushes), which feed-serve counts and feed-store marks when a poll finds
 // what no push brought.
 
+// PushSafetyPoll is how often a feed whose push is live (PushOnly
+// aside) is polled all the same: a daily check that the pushes bring
+// everything (docs/design.md#push).
+const PushSafetyPoll = 24 * time.Hour
+
 // The states of a WebSub subscription (WebSub.State).
 const (
 	// WebSubRequested: asked of the hub, which has not verified it yet.
@@ -36,6 +41,9 @@ type WebSub struct {
 	// CallbackID is the callback URL's last segment: 32 random hex digits,
 	// unique to the subscription and unguessable.
 	CallbackID string
+	// Callback is the callback URL given to the hub: the public URL then,
+	// WebSubPath, CallbackID.
+	Callback   string
 	FeedID     string
 	Hub, Topic string
 	// Secret is the hub.secret the hub signs distributions with.
@@ -64,13 +72,13 @@ func (w WebSub) Live(now time.Time) bool {
 	return w.State == WebSubVerified && now.Before(w.LeaseEnd)
 }
 
-const webSubColumns = `w.callback_id, f.feed_id, w.hub, w.topic, w.secret, w.mode, w.state, w.asked_at, w.tries, w.verified_at,
+const webSubColumns = `w.callback_id, w.callback, f.feed_id, w.hub, w.topic, w.secret, w.mode, w.state, w.asked_at, w.tries, w.verified_at,
 	w.lease_sec, w.lease_end, w.reason`
 
 func scanWebSub(scan func(...any) error, w *WebSub) error {
 	var asked int64
 	var verified, leaseEnd sql.NullInt64
-	if err := scan(&w.CallbackID, &w.FeedID, &w.Hub, &w.Topic, &w.Secret, &w.Mode, &w.State, &asked, &w.Tries, &verified,
+	if err := scan(&w.CallbackID, &w.Callback, &w.FeedID, &w.Hub, &w.Topic, &w.Secret, &w.Mode, &w.State, &asked, &w.Tries, &verified,
 		&w.LeaseSec, &leaseEnd, &w.Reason); err != nil {
 		return err
 	}
@@ -115,9 +123,9 @@ func (c *Catalog) PutWebSub(ctx context.Context, w WebSub) error {
 		if err != nil {
 			return err
 		}
-		_, err = t.write(kept, `INSERT OR REPLACE INTO websub (callback_id, feed_key, hub, topic, secret, mode, state, asked_at, tries,
-			verified_at, lease_sec, lease_end, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.CallbackID, key, w.Hub, w.Topic, w.Secret, w.Mode, w.State, unixMS(w.AskedAt), w.Tries, ms(w.VerifiedAt),
+		_, err = t.write(kept, `INSERT OR REPLACE INTO websub (callback_id, callback, feed_key, hub, topic, secret, mode, state, asked_at, tries,
+			verified_at, lease_sec, lease_end, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.CallbackID, w.Callback, key, w.Hub, w.Topic, w.Secret, w.Mode, w.State, unixMS(w.AskedAt), w.Tries, ms(w.VerifiedAt),
 			w.LeaseSec, ms(w.LeaseEnd), w.Reason)
 		return err
 	})
@@ -158,6 +166,9 @@ func (c *Catalog) VerifyWebSub(ctx context.Context, id, mode, topic string, leas
 	}
 	if mode == websub.ModeUnsubscribe {
 		return VerifyUnsubscribed, c.RemoveWebSub(ctx, w)
+	}
+	if lease <= 0 { // the hub did not say: the lease asked for
+		lease = time.Duration(w.LeaseSec) * time.Second
 	}
 	w.State, w.VerifiedAt, w.Tries, w.Reason = WebSubVerified, now, 0, ""
 	w.LeaseSec, w.LeaseEnd = int(lease/time.Second), now.Add(lease)
@@ -203,6 +214,42 @@ func (t *Tx) MissedPush(feedID string, at time.Time) error {
 	}
 	_, err = t.write(kept, `INSERT INTO pushes (feed_key, missed_at) VALUES (?, ?)
 		ON CONFLICT (feed_key) DO UPDATE SET missed_at = excluded.missed_at`, key, unixMS(at))
+	return err
+}
+
+// PushTarget is the hub and topic a feed's last body read named (W3C
+// WebSub §4: its HTTP Link header first, then the document's links).
+type PushTarget struct{ Hub, Topic string }
+
+// PushTargets are the targets recorded, by feed id.
+func (c *Catalog) PushTargets(ctx context.Context) (map[string]PushTarget, error) {
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, p.hub, p.topic FROM pushes p JOIN feeds f ON f.key = p.feed_key WHERE p.hub != '' OR p.topic != ''`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]PushTarget{}
+	for rows.Next() {
+		var id string
+		var pt PushTarget
+		if err := rows.Scan(&id, &pt.Hub, &pt.Topic); err != nil {
+			return nil, err
+		}
+		out[id] = pt
+	}
+	return out, rows.Err()
+}
+
+// SetPushTarget records the hub and topic feedID's last body read named
+// (feed-store, storing a poll); a hub "" says it names none now.
+func (t *Tx) SetPushTarget(feedID string, pt PushTarget) error {
+	defer t.within(feedID)()
+	key, err := t.feedKey(feedID)
+	if err != nil {
+		return err
+	}
+	_, err = t.write(kept, `INSERT INTO pushes (feed_key, hub, topic) VALUES (?, ?, ?)
+		ON CONFLICT (feed_key) DO UPDATE SET hub = excluded.hub, topic = excluded.topic`, key, pt.Hub, pt.Topic)
 	return err
 }
 

@@ -18,13 +18,13 @@ func TestWebSubVerification(t *testing.T) {
 	c := openTemp(t)
 	feed := testids.Feed("a")
 	t0 := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
-	w := WebSub{CallbackID: "cb1", FeedID: feed, Hub: "https://hub.example/", Topic: "https://a.example/feed", Secret: "s",
+	w := WebSub{CallbackID: "cb1", Callback: "https://feeds.example/websub/cb1", FeedID: feed, Hub: "https://hub.example/", Topic: "https://a.example/feed", Secret: "s",
 		Mode: websub.ModeSubscribe, State: WebSubRequested, AskedAt: t0}
 	if err := c.PutWebSub(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ id, mode, topic string }{
-		{"cb2", websub.ModeSubscribe, w.Topic},                   // no such callback
+		{"cb2", websub.ModeSubscribe, w.Topic},                  // no such callback
 		{"cb1", websub.ModeSubscribe, "https://evil.example/x"}, // a topic never asked for
 		{"cb1", websub.ModeUnsubscribe, w.Topic},                // a mode never asked for
 	} {

@@ -168,6 +168,8 @@ CREATE TABLE meta (
 
 CREATE TABLE pushes (
 	feed_key     INTEGER PRIMARY KEY,
+	hub          TEXT NOT NULL DEFAULT '',
+	topic        TEXT NOT NULL DEFAULT '',
 	last_push_at INTEGER,
 	pushes       INTEGER NOT NULL DEFAULT 0,
 	missed_at    INTEGER
@@ -266,6 +268,7 @@ CREATE TABLE web_sessions (
 
 CREATE TABLE websub (
 	callback_id TEXT PRIMARY KEY,
+	callback    TEXT NOT NULL,
 	feed_key    INTEGER NOT NULL,
 	hub         TEXT NOT NULL,
 	topic       TEXT NOT NULL,

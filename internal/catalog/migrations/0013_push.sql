@@ -1,7 +1,7 @@
 -- Push and history (push.go, backfill.go; docs/design.md#push, #backfill):
 -- the subscriptions' push mode, backfill switch and webhook secret; the
--- WebSub subscriptions asked of hubs, one row per callback; what was
--- pushed to each feed; and the archive walks (RFC 5005) with the pages
+-- WebSub subscriptions asked of hubs, one row per callback; the hub each
+-- feed names and what was pushed to it; and the archive walks (RFC 5005) with the pages
 -- they read.
 
 ALTER TABLE subscriptions ADD COLUMN push TEXT NOT NULL DEFAULT '';
@@ -9,6 +9,7 @@ ALTER TABLE subscriptions ADD COLUMN backfill INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT;
 CREATE TABLE websub (
 	callback_id TEXT PRIMARY KEY,
+	callback    TEXT NOT NULL,
 	feed_key    INTEGER NOT NULL,
 	hub         TEXT NOT NULL,
 	topic       TEXT NOT NULL,
@@ -25,6 +26,8 @@ CREATE TABLE websub (
 CREATE INDEX websub_feed ON websub (feed_key);
 CREATE TABLE pushes (
 	feed_key     INTEGER PRIMARY KEY,
+	hub          TEXT NOT NULL DEFAULT '',
+	topic        TEXT NOT NULL DEFAULT '',
 	last_push_at INTEGER,
 	pushes       INTEGER NOT NULL DEFAULT 0,
 	missed_at    INTEGER
