@@ -281,6 +281,7 @@ func recordCandidates(data []byte) ([]candidate, []string) {
 		rec := s
 		c := candidate{spec: spec, where: where, err: err, restore: func(n *ndjson.Subscription) {
 			n.Disabled, n.MinIntervalSec, n.MaxIntervalSec, n.PausedUntil = rec.Disabled, rec.MinIntervalSec, rec.MaxIntervalSec, rec.PausedUntil
+			n.Push, n.Backfill, n.WebhookSecret = rec.Push, rec.Backfill, rec.WebhookSecret
 			if !rec.CreatedAt.IsZero() {
 				n.CreatedAt = rec.CreatedAt
 			}
@@ -321,6 +322,9 @@ func redacted(s *ndjson.Subscription) bool {
 			delete(s.Headers, k)
 			found = true
 		}
+	}
+	if s.WebhookSecret == redactedValue {
+		s.WebhookSecret, found = "", true // feed-sub set --new-secret makes one
 	}
 	return found
 }
