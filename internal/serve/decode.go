@@ -32,6 +32,10 @@ type FeedSpec struct {
 	// AllowPrivate lets the feed be on a private address: only where
 	// feed-serve runs with --allow-private.
 	AllowPrivate bool `json:"allow_private"`
+	// Push is the push mode (off, preferred, only); Backfill walks the
+	// feed's archive (docs/design.md#push, #backfill).
+	Push     string `json:"push"`
+	Backfill bool   `json:"backfill"`
 }
 
 // FeedPatch is the body of PATCH /feeds/{id}: what feed-sub set, enable,
@@ -57,6 +61,12 @@ type FeedPatch struct {
 	Disabled *bool `json:"disabled"`
 	// PausedUntil pauses the feed until a time; null resumes it.
 	PausedUntil json.RawMessage `json:"paused_until"`
+	// Push and Backfill set the push mode and the archive walk;
+	// NewSecret gives a webhook source a new secret (in the answer's
+	// notes, once).
+	Push      *string `json:"push"`
+	Backfill  *bool   `json:"backfill"`
+	NewSecret bool    `json:"new_secret"`
 }
 
 // errBody is a request body the API cannot take; its Field names the
