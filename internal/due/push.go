@@ -33,7 +33,7 @@ import (
 // pushHeld reports whether a push that lives holds back the due d of the
 // feed f at now, and why.
 func (cfg *Config) pushHeld(f *catalog.Feed, d *ndjson.Due, p *catalog.PushStatus) (bool, string) {
-	if d.Reason != ndjson.ReasonScheduled || p == nil || !p.Live || f.Sub.Push == ndjson.PushOff {
+	if cfg.All || len(cfg.Feeds) > 0 || d.Reason != ndjson.ReasonScheduled || p == nil || !p.Live || f.Sub.Push == ndjson.PushOff {
 		return false, ""
 	}
 	if f.Sub.Push == ndjson.PushOnly {

@@ -98,7 +98,8 @@ var errHubRequest = errors.New("not a hub's request")
 // subscribe or unsubscribe with hub.topic and hub.challenge (and, for
 // subscribe, hub.lease_seconds), or denied with hub.topic (and
 // hub.reason). The challenge is echoed back, so it must be printable
-// text of a sane length; a reason loses its control characters.
+// text of a sane length; a reason is one line without control
+// characters.
 func parseHubQuery(q url.Values) (hubRequest, error) {
 	h := hubRequest{Mode: q.Get("hub.mode"), Topic: q.Get("hub.topic"), Challenge: q.Get("hub.challenge")}
 	fail := func(why string) (hubRequest, error) { return hubRequest{}, fmt.Errorf("%w: %s", errHubRequest, why) }
@@ -122,7 +123,7 @@ func parseHubQuery(q url.Values) (hubRequest, error) {
 		}
 	case websub.ModeDenied:
 		h.Challenge = ""
-		r := strings.TrimSpace(safetext.StripControls(strings.ToValidUTF8(q.Get("hub.reason"), "\uFFFD")))
+		r := strings.Join(strings.Fields(safetext.StripControls(strings.ToValidUTF8(q.Get("hub.reason"), "\uFFFD"))), " ")
 		if len(r) > maxReason {
 			r = strings.ToValidUTF8(r[:maxReason], "")
 		}
