@@ -425,3 +425,18 @@ func (s *Server) withPush(ctx context.Context, outs ...*FeedOut) error {
 	}
 	return nil
 }
+
+// pushOfFeed is the push and walk of the feed of sb and fs, as its page
+// shows them.
+func (s *Server) pushOfFeed(ctx context.Context, sb ndjson.Subscription, fs catalog.FeedState, now time.Time) (*catalog.PushStatus, *catalog.Walk, error) {
+	push, err := s.cat.PushStatuses(ctx, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	walks, err := s.cat.Walks(ctx, now.UTC().Truncate(24*time.Hour))
+	if err != nil {
+		return nil, nil, err
+	}
+	l := sub.WithPush(sub.ListingOf(sb, fs, now), push, walks)
+	return l.PushState, l.Walk, nil
+}

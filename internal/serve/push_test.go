@@ -177,6 +177,9 @@ func TestWebSub(t *testing.T) {
 	if p := w.pushOf(s.FeedID, clk.Now()); p.Pushes != 1 || !p.LastPushAt.Equal(clk.Now()) {
 		t.Errorf("push %+v", p)
 	}
+	if page := w.page("/web/feeds/"+s.FeedID, 200); !strings.Contains(page, "preferred: verified at") || !strings.Contains(page, "last push") {
+		t.Errorf("the feed's page says nothing of its push:\n%s", page)
+	}
 	hub.Publish(self, "application/atom+xml", body)
 	if events := w.pushCycle(clk.Now()); events != "" {
 		t.Errorf("a replayed distribution stored: %s", events)
@@ -370,6 +373,22 @@ func TestWebhook(t *testing.T) {
 		if w.spooled() != 0 {
 			t.Errorf("%s: spooled", tc.name)
 		}
+	}
+	// A feed's walk shows on its page too.
+	tc := w.ids["TechCrunch.xml"]
+	if err := w.cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.SetArchiveHead(tc, "https://techcrunch.example/archive/1", catalog.WalkArchive)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.write("POST", "/feeds/"+tc+"/backfill", ""); r.status != 200 || !strings.Contains(string(r.body), `"walk":{"state":"asked"`) {
+		t.Errorf("POST /feeds/ID/backfill: %d %s", r.status, r.body)
+	}
+	if page := w.page("/web/feeds/"+tc, 200); !strings.Contains(page, "<dt>backfill</dt><dd>asked") {
+		t.Errorf("the feed's page says nothing of its walk")
+	}
+	if page := w.page("/web/feeds/"+s.FeedID, 200); !strings.Contains(page, "a webhook source: POSTed to "+path) || strings.Contains(page, s.WebhookSecret) {
+		t.Errorf("the source's page:\n%s", page)
 	}
 	// The API shows the source with its endpoint, its secret redacted.
 	var f FeedOut
