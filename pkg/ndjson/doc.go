@@ -143,6 +143,55 @@
 //	content_type  string  the Content-Type that body was served with
 //	publisher     string  who publishes it, as parse.publisher says
 //	                      (docs/design.md#mapping); "" when unknown
+//	push_state    object  the feed's push (docs/design.md#push), left out
+//	                      when it has none:
+//	    mode              string  off, preferred or only (push above);
+//	                              only for a webhook source
+//	    hub, topic        string  the WebSub hub subscribed at, and the
+//	                              topic; "" for a webhook source, or a feed
+//	                              whose hub is known but not asked yet
+//	    state             string  requested (asked, not verified),
+//	                              verified, denied (by the hub: reason),
+//	                              failed (the hub refused or could not be
+//	                              reached: reason; asked again later); ""
+//	                              when not asked
+//	    live              bool    pushes come: verified, the lease running,
+//	                              and no poll since the last push found
+//	                              what pushes had missed; feed-due then
+//	                              polls the feed once a day (none with
+//	                              push only). A webhook source that is
+//	                              not disabled
+//	    verified_at       time    the hub's last verification; null before
+//	    lease_end         time    when the lease ends; null before one
+//	    last_push_at      time    the last body feed-serve took for the
+//	                              feed; null before one
+//	    pushes            int     bodies taken
+//	    missed_at         time    the last poll that found entries no push
+//	                              had brought; null for none
+//	    reason            string  the hub's reason for a denial, or its
+//	                              answer to a refused request; "" for none
+//	    endpoint          string  a webhook source's path on feed-serve,
+//	                              /webhooks/FEED_ID; left out otherwise
+//	walk          object  the feed's archive walk (RFC 5005,
+//	                      docs/design.md#backfill), left out when the
+//	                      feed names no archive and none was asked for:
+//	    state             string  "" (never walked), asked (feed-sub
+//	                              backfill), walking, done, stopped
+//	    kind              string  the relation the walk follows:
+//	                              prev-archive (§4) or next (§3)
+//	    head, head_kind   string  the current document's first link to its
+//	                              history, and its relation
+//	    head_read         bool    the head's page was read
+//	    next_url          string  walking: the page read next; stopped by
+//	                              a broken link: that page; "" otherwise
+//	    pages, entries    int     pages the walk read, entries it stored
+//	    pages_today       int     pages claimed since 00:00 UTC (20 a day
+//	                              at most)
+//	    started_at, ended_at
+//	                      time    when the walk started and ended; null
+//	                              before
+//	    reason            string  why it ended: "end: ...", "caught up:
+//	                              ...", "loop: ...", "broken link: ..."
 //	link          string  the site it links to (its home page), as
 //	                      parse.link says of its last body read; ""
 //	                      when unknown
@@ -201,9 +250,11 @@
 // to a webhook source) gets a fetch record too, written by feed-serve to
 // the store's spool/ and handed on by the next feed-fetch, which appends
 // it to fetches/ as its own: origin websub or webhook, due {feed_id, url,
-// source_type, name, labels, reason "push"}, requested_url the URL it was
-// POSTed to (without its host: /websub/ID, /webhooks/FEED_ID), url the
-// topic (the feed's URL), fetched_at when it arrived, http_status 200,
+// source_type, name, labels, fulltext, scrape, reason "push"}, requested_url
+// and url the topic (the distribution's Link rel=self, else the
+// subscription's topic) or the webhook source's URL (webhook:NAME; the
+// callback's secret id is recorded nowhere), fetched_at when it arrived,
+// http_status 200,
 // response_headers the POST's (its signature left out), request_headers
 // {}, content_type, body_ref, body_sha256 and content_length of the body
 // kept in the raw store. feed-store stores its entries as any, but takes
