@@ -36,44 +36,45 @@ func pushChanges(c *cli.Context, ch *sub.Changes) {
 	ch.NewSecret = c.Bool("new-secret")
 }
 
-// pushCommand is feed-sub push.
+// pushCommand is feed-sub push sync. (sync is an argument, not a
+// subcommand: the configuration file reaches a binary's commands, and
+// their flags, one level down.)
 func pushCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "push",
-		Usage: "WebSub subscriptions: sync subscribes, renews and unsubscribes them (feed-loop runs it after each cycle)",
-		Subcommands: []*cli.Command{{
-			Name:  "sync",
-			Usage: "bring the WebSub subscriptions in line with the feeds, once",
-			Description: `Subscribes each feed that names a WebSub hub (its last body's Link header,
-else its document's hub link) and whose push is not off, at that hub, with a
-callback of its own under --public-url (where feed-serve answers) and a
-random secret; renews a subscription before its lease lapses; unsubscribes
-a feed removed, disabled or set to push off; subscribes anew when the hub,
-the topic or --public-url changed. Without --public-url it subscribes
-nothing (and ends the subscriptions there are). A hub on a private address
-is asked only for a feed allowed such addresses, or with
-FEEDPIPE_ALLOW_PRIVATE=1.`,
-			Flags: []cli.Flag{
-				cmdkit.PublicURLFlag(),
-				&cli.DurationFlag{Name: "lease", Usage: "the lease asked of hubs (hub.lease_seconds)", Value: sub.DefaultLease},
-				fetchFlags()[0], fetchFlags()[1], fetchFlags()[2],
-			},
-			Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
-				if c.NArg() > 0 {
-					return cmdkit.Usagef("push sync takes no arguments")
-				}
-				public, err := cmdkit.PublicURL(c)
-				if err != nil {
-					return err
-				}
-				if c.Duration("lease") < 0 || c.Duration("timeout") <= 0 {
-					return cmdkit.Usagef("--lease %s, --timeout %s: a lease of 0 or more, a timeout of more than 0", c.Duration("lease"), c.Duration("timeout"))
-				}
-				client := httpx.New(httpx.Options{UserAgent: c.String("user-agent"), Timeout: c.Duration("timeout"), AllowPrivate: c.Bool("allow-private")})
-				_, err = sub.PushSync(c.Context, cfg, sub.PushOptions{PublicURL: public, Lease: c.Duration("lease"), Client: client})
-				return cmdkit.UsageIf(err, sub.ErrInvalid)
-			}),
-		}},
+		Name:      "push",
+		Usage:     "push sync: subscribe, renew and end the WebSub subscriptions (feed-loop runs it after each cycle)",
+		ArgsUsage: "sync",
+		UsageText: "feed-sub push sync --public-url https://feeds.example.org",
+		Description: `push sync brings the WebSub subscriptions in line with the feeds, once:
+it subscribes each feed that names a WebSub hub (its last body's Link
+header, else its document's hub link) and whose push is not off, at that
+hub, with a callback of its own under --public-url (where feed-serve
+answers) and a random secret; renews a subscription before its lease
+lapses; unsubscribes a feed removed, disabled or set to push off;
+subscribes anew when the hub, the topic or --public-url changed. Without
+--public-url it subscribes nothing (and ends the subscriptions there are).
+A hub on a private address is asked only for a feed allowed such
+addresses, or with FEEDPIPE_ALLOW_PRIVATE=1.`,
+		Flags: []cli.Flag{
+			cmdkit.PublicURLFlag(),
+			&cli.DurationFlag{Name: "lease", Usage: "the lease asked of hubs (hub.lease_seconds)", Value: sub.DefaultLease},
+			fetchFlags()[0], fetchFlags()[1], fetchFlags()[2],
+		},
+		Action: withConfig(cmdkit.Writes, func(c *cli.Context, cfg sub.Config) error {
+			if c.NArg() != 1 || c.Args().First() != "sync" {
+				return cmdkit.Usagef("push takes one argument, sync: feed-sub push sync")
+			}
+			public, err := cmdkit.PublicURL(c)
+			if err != nil {
+				return err
+			}
+			if c.Duration("lease") < 0 || c.Duration("timeout") <= 0 {
+				return cmdkit.Usagef("--lease %s, --timeout %s: a lease of 0 or more, a timeout of more than 0", c.Duration("lease"), c.Duration("timeout"))
+			}
+			client := httpx.New(httpx.Options{UserAgent: c.String("user-agent"), Timeout: c.Duration("timeout"), AllowPrivate: c.Bool("allow-private")})
+			_, err = sub.PushSync(c.Context, cfg, sub.PushOptions{PublicURL: public, Lease: c.Duration("lease"), Client: client})
+			return cmdkit.UsageIf(err, sub.ErrInvalid)
+		}),
 	}
 }
 
