@@ -54,7 +54,7 @@ lapses; unsubscribes a feed removed, disabled or set to push off;
 subscribes anew when the hub, the topic or --public-url changed. Without
 --public-url it subscribes nothing (and ends the subscriptions there are).
 A hub on a private address is asked only for a feed allowed such
-addresses, or with FEEDPIPE_ALLOW_PRIVATE=1.`,
+addresses, or when every feed may (--allow-private).`,
 		Flags: []cli.Flag{
 			cmdkit.PublicURLFlag(),
 			&cli.DurationFlag{Name: "lease", Usage: "the lease asked of hubs (hub.lease_seconds)", Value: sub.DefaultLease},
