@@ -140,6 +140,9 @@ func ImportFrom(cfg Config, f *ImportSource, labels []string) (ImportResult, err
 		if err == nil && c.restore != nil {
 			c.restore(&s)
 		}
+		if err == nil && s.SourceType == ndjson.SourceWebhook && s.WebhookSecret == "" {
+			note("webhook source " + s.URL + " comes without its secret: feed-sub set " + s.URL + " --new-secret makes one (until then its POSTs are refused)")
+		}
 		if err != nil {
 			res.Invalid++
 			if res.Invalid <= maxFeedLines {
