@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -395,5 +396,82 @@ func TestWebhook(t *testing.T) {
 	w.get("/feeds/"+s.FeedID).json(t, &f)
 	if f.PushState == nil || f.PushState.Endpoint != path || f.PushState.Pushes != 4 || f.WebhookSecret != "(redacted)" {
 		t.Errorf("GET /feeds/ID: %+v", f.PushState)
+	}
+}
+
+// TestWebSubHubMoves: a feed that names another hub, or another topic,
+// is unsubscribed at the old and subscribed at the new; a changed public
+// URL subscribes anew too.
+func TestWebSubHubMoves(t *testing.T) {
+	a, b := websubtest.New(), websubtest.New()
+	defer a.Close()
+	defer b.Close()
+	clk := &clock{now: t0.Add(time.Hour)}
+	w := newWorld(t, func(c *Config) { c.Now = clk.Now })
+	cfg := sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard, Now: clk.Now}
+	off := ndjson.PushOff
+	for _, id := range w.ids {
+		if err := sub.Set(cfg, []string{id}, sub.Changes{Push: &off}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self := w.feeds.URL + "/moving.xml"
+	serveFeed := func(hub string) {
+		if err := os.WriteFile(filepath.Join(w.www, "moving.xml"), []byte(hubbedFeed(hub, self, "one")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveFeed(a.URL)
+	if _, _, err := sub.Add(cfg, sub.Spec{URL: self}); err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(clk.Now())
+	opts := sub.PushOptions{PublicURL: w.api.URL, Client: httpx.New(httpx.Options{AllowPrivate: true})}
+	sync := func() sub.PushReport {
+		t.Helper()
+		rep, err := sub.PushSync(context.Background(), cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	expect := func(h *websubtest.Hub, kind string) {
+		t.Helper()
+		if e, err := h.Next(5 * time.Second); err != nil || e.Kind != kind {
+			t.Fatalf("hub event %+v, %v; want %s", e, err, kind)
+		}
+	}
+	sync()
+	expect(a, "verified")
+	// The feed names hub b now: unsubscribed at a, subscribed at b.
+	serveFeed(b.URL)
+	clk.set(clk.Now().Add(2 * time.Hour))
+	w.cycle(clk.Now())
+	if rep := sync(); rep.Unsubscribed != 1 || rep.Subscribed != 1 {
+		t.Fatalf("after the move: %+v", rep)
+	}
+	expect(a, "unsubscribed")
+	expect(b, "verified")
+	if len(a.Subs(self)) != 0 || len(b.Subs(self)) != 1 {
+		t.Errorf("subscriptions at a %v, at b %v", a.Subs(self), b.Subs(self))
+	}
+	// A public URL of another name: subscribed anew under it.
+	opts.PublicURL = strings.Replace(w.api.URL, "127.0.0.1", "localhost", 1)
+	if rep := sync(); rep.Unsubscribed != 1 || rep.Subscribed != 1 {
+		t.Fatalf("after the public URL changed: %+v", rep)
+	}
+	var kinds []string // the two verifications come in either order
+	for range 2 {
+		e, err := b.Next(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if slices.Sort(kinds); strings.Join(kinds, " ") != "unsubscribed verified" {
+		t.Errorf("hub b: %v", kinds)
+	}
+	if subs := b.Subs(self); len(subs) != 1 || !strings.HasPrefix(subs[0].Callback, opts.PublicURL+"/websub/") {
+		t.Errorf("at b: %+v", subs)
 	}
 }
