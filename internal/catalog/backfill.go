@@ -44,6 +44,9 @@ const MaxArchivePagesPerDay = 20
 // (pkg/ndjson's doc, "backfill").
 type Walk struct {
 	FeedID string `json:"-"`
+	// Wanted is the subscription's backfill setting (false for a feed no
+	// longer subscribed).
+	Wanted bool `json:"-"`
 	State  string `json:"state"`
 	Kind   string `json:"kind"`
 	// Head is the current document's link to its history (prev-archive,
@@ -88,8 +91,9 @@ func (c *Catalog) Walks(ctx context.Context, day time.Time) (map[string]*Walk, e
 	rows, err := c.read(ctx, kept, `SELECT f.feed_id, b.state, b.kind, b.head, b.head_kind,
 		EXISTS (SELECT 1 FROM archive_pages p WHERE p.feed_key = b.feed_key AND p.url = b.head AND p.stored),
 		b.next_url, b.pages, b.entries, b.walk, b.ended_at, b.reason,
-		(SELECT count(*) FROM archive_pages p WHERE p.feed_key = b.feed_key AND p.claimed_at >= :day)
-		FROM backfill b JOIN feeds f ON f.key = b.feed_key`, sql.Named("day", unixMS(day)))
+		(SELECT count(*) FROM archive_pages p WHERE p.feed_key = b.feed_key AND p.claimed_at >= :day),
+		coalesce(s.backfill, 0)
+		FROM backfill b JOIN feeds f ON f.key = b.feed_key LEFT JOIN subscriptions s ON s.feed_key = b.feed_key`, sql.Named("day", unixMS(day)))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +103,7 @@ func (c *Catalog) Walks(ctx context.Context, day time.Time) (map[string]*Walk, e
 		w := &Walk{}
 		var started, ended sql.NullInt64
 		if err := rows.Scan(&w.FeedID, &w.State, &w.Kind, &w.Head, &w.HeadKind, &w.HeadRead, &w.NextURL, &w.Pages, &w.Entries,
-			&started, &ended, &w.Reason, &w.PagesToday); err != nil {
+			&started, &ended, &w.Reason, &w.PagesToday, &w.Wanted); err != nil {
 			return nil, err
 		}
 		w.StartedAt, w.EndedAt = ndjson.At(fromMS(started)), ndjson.At(fromMS(ended))

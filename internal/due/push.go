@@ -62,8 +62,8 @@ func (cfg *Config) archiveDues(ctx context.Context, cat *catalog.Catalog, forced
 	var out []ndjson.Due
 	for _, id := range slices.Sorted(maps.Keys(walks)) {
 		w := walks[id]
-		if forced != nil && !forced[id] {
-			continue
+		if forced != nil && !forced[id] || w.Next(w.Wanted) == "" {
+			continue // most feeds with a head: read, or not wanted
 		}
 		sub, ok, err := cat.Subscription(ctx, id)
 		if err != nil {
