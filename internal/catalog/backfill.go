@@ -46,7 +46,7 @@ type Walk struct {
 	FeedID string `json:"-"`
 	// Wanted is the subscription's backfill setting (false for a feed no
 	// longer subscribed).
-	Wanted bool `json:"-"`
+	Wanted bool   `json:"-"`
 	State  string `json:"state"`
 	Kind   string `json:"kind"`
 	// Head is the current document's link to its history (prev-archive,
