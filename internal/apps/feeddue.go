@@ -28,8 +28,13 @@ with feed-sub pause is not, and feed-sub refetch makes one due now. A
 feed whose private address was refused is due at once when allowed it:
 by its subscription (feed-sub set --allow-private), or every feed by
 FEEDPIPE_ALLOW_PRIVATE=1 in feed-due's environment.
+While a feed's WebSub push lives, its scheduled fetches are held to one a
+day (none with push only); a webhook source is never due. The next page of
+each archive walk (RFC 5005) comes after the feeds, as a due record of
+reason archive: one a run, 20 a day, none while the feed backs off or is
+paused.
 --explain ID prints, for people, a feed's scheduler state, the inputs of
-its last decision and the decision in words.
+its last decision and the decision in words, and its push and walk.
 The scheduler's flags (below, each with its variables) are those of
 scheduler.md §5.`,
 		Flags: append([]cli.Flag{

@@ -30,7 +30,14 @@ stdout. Failures (timeouts, 404, 429, 500, ...) become a classified error
 inside the fetch record; the run goes on and exits 1. A feed moved
 permanently on --redirect-threshold fetches in a row gets its new URL
 proposed in the record (new_url), which feed-store saves. Records of other
-types pass through.`,
+types pass through.
+
+First, every run hands on the fetch records feed-serve spooled for bodies
+pushed to it (WebSub, webhooks: STORE/spool), as its own: appended to
+fetches/, written out, then removed from the spool. A due record of reason
+archive (a page of a feed's archive walk) is claimed by its URL first: a
+page is fetched once, whoever asks (design.md in share/doc/feedpipe,
+"push" and "backfill").`,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "feeds fetched at once, in all", Value: fetch.DefaultConcurrency, EnvVars: []string{"FEEDPIPE_CONCURRENCY", "NEWSFED_CONCURRENCY"}},
 			&cli.DurationFlag{Name: "total-timeout", Usage: "per feed, redirects included", Value: httpx.DefaultTotalTimeout, EnvVars: []string{"FEEDPIPE_TOTAL_TIMEOUT", "NEWSFED_FETCH_TIMEOUT"}},

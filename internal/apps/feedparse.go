@@ -36,7 +36,9 @@ fetched) and records of other types pass through unchanged. A payload that is no
 in its fetch record; the run goes on and exits 1. Payloads are parsed
 --workers at a time; the output keeps the order of the input.
 
-Reads RSS 0.90-0.94, 1.0 and 2.0, Atom 0.3 and 1.0 and JSON Feed 1.0 and 1.1,
+Reads RSS 0.90-0.94, 1.0 and 2.0, Atom 0.3 and 1.0 and JSON Feed 1.0 and 1.1
+(and a body of NDJSON entry records, one a line, as a webhook source may
+POST: each taken as an item of the feed, its ids made again),
 told apart by their content, in any character set (byte order mark, then the
 Content-Type's charset, then the XML declaration; a body that is valid UTF-8
 is read as UTF-8). What it recovers from (illegal characters, HTML entities,

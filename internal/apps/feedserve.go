@@ -48,6 +48,13 @@ loopback it starts only with --auth reads, or --public to say that anyone
 who reaches it may read the store. serve.md, "Security", says what it
 promises.
 
+Push (design.md in share/doc/feedpipe, "push"): /websub/ID is the WebSub
+callback of each subscription feed-sub push sync asked for, /webhooks/FEED_ID
+the endpoint of each webhook source; both are open (each checks its own
+secret) and take bodies of 10 MiB at most, which go to the raw store and
+the spool, for the next feed-fetch (feed-loop runs one at once). Hubs and
+senders call it at --public-url, whose host it answers to.
+
 A web page for people is at / (no JavaScript, no network): the feeds, a
 feed's scheduler decisions and fetches, the river of entries by label with
 search, dashboards, and marking entries read after signing in with the token.`,
@@ -63,6 +70,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			&cli.BoolFlag{Name: "public", Usage: "listening beyond loopback without --auth reads is meant: anyone who reaches the server may read the store", EnvVars: []string{"FEEDPIPE_SERVE_PUBLIC"}},
 			&cli.StringFlag{Name: "websub-hub", Usage: "a WebSub hub's URL for the meta-feeds' rel=hub links", EnvVars: []string{"FEEDPIPE_WEBSUB_HUB"}},
 			mediaURLFlag("the meta-feeds"),
+			cmdkit.PublicURLFlag(),
 			&cli.DurationFlag{Name: "unread-window", Usage: "how far back the Google Reader API and GET /feeds?reader= count unread entries; older ones count as read", Value: serve.DefaultUnreadWindow, EnvVars: []string{"FEEDPIPE_SERVE_UNREAD_WINDOW"}},
 			&cli.IntFlag{Name: "cpus", Usage: "CPUs feed-serve runs on at once (GOMAXPROCS), leaving the others to the pipeline that writes the store on this machine", DefaultText: "all but one, at least one; GOMAXPROCS when set", EnvVars: []string{"FEEDPIPE_SERVE_CPUS"}},
 			&cli.IntFlag{Name: "max-reads", Usage: "requests that read the catalog at once; the others wait in line, first come first served", DefaultText: "one a CPU it runs on (--cpus), 4 at most", EnvVars: []string{"FEEDPIPE_SERVE_MAX_READS"}},
@@ -121,6 +129,10 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			if err := checkMediaURL(c); err != nil {
 				return err
 			}
+			public, err := cmdkit.PublicURL(c)
+			if err != nil {
+				return err
+			}
 			// The settings are checked before the token is made.
 			tokenFile := c.String("token-file")
 			if tokenFile == "" {
@@ -135,7 +147,7 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			}
 			return serve.Run(c.Context, serve.Config{
 				Store: st, Listen: c.String("listen"), Token: token, TokenFile: tokenFile, AuthReads: auth == "reads", CORS: c.String("cors"),
-				BaseURL: c.String("base-url"), AllowedHosts: c.StringSlice("allowed-host"), TrustedProxies: proxies,
+				BaseURL: c.String("base-url"), PublicURL: public, AllowedHosts: c.StringSlice("allowed-host"), TrustedProxies: proxies,
 				Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"), UnreadWindow: c.Duration("unread-window"),
 				MaxReads: c.Int("max-reads"), AllowPrivate: c.Bool("allow-private"), MediaURL: c.String("media-url"),
 				// Discovery reaches private addresses only for a request that

@@ -30,7 +30,10 @@ failures, its format and publisher, and the scheduler's state and decision
 "feed_reenabled" event follows
 when a feed leaves or re-enters service, and a "decision" record goes to
 decisions/YYYY-MM-DD.ndjson (and to stdout with --decisions). An alias
-record (feed-dedup --cross-feed) goes to aliases/YYYY-MM-DD.ndjson. So
+record (feed-dedup --cross-feed) goes to aliases/YYYY-MM-DD.ndjson.
+A pushed body's fetch record (origin websub or webhook) moves nothing of
+its feed's schedule; an archive page's entries are history: stored only
+when new, as "backfilled_entry" events, never "new_entry". So
 stdout carries events only.
 Records of other types pass through. One feed-store writes to a store at a
 time: a second one waits for the first (or, with --no-wait, exits).

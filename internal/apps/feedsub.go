@@ -51,7 +51,7 @@ direct mode (the default) the page is the article, in list mode it links to
 the articles. The scraper configuration comes from --scrape-config FILE
 (JSON: feedpipe-ndjson(5), "scrape configuration"), the selector
 flags, or both.`,
-				Flags: append(append(settingFlags(false),
+				Flags: append(append(append(settingFlags(false), pushSettingFlags(false)...),
 					&cli.DurationFlag{Name: "interval", Usage: "a fixed time between fetches, 5m to 24h", DefaultText: "the scheduler's policy"},
 					&cli.StringFlag{Name: "cron", Usage: `fetch at the times of this cron expression (UTC), such as "*/20 * * * *" or @hourly`},
 					&cli.BoolFlag{Name: "discover", Usage: "URL is a page: subscribe to the first feed feed-sub discover finds for it"},
@@ -74,6 +74,7 @@ flags, or both.`,
 						Type: c.String("type"), Interval: c.Duration("interval"), Cron: c.String("cron"),
 						UserAgent: c.String("user-agent"), Headers: c.StringSlice("header"), BasicAuth: c.String("basic-auth"),
 						Scrape: scrape, Fulltext: c.Bool("fulltext"), AllowPrivate: c.Bool("allow-private"),
+						Push: c.String("push"), Backfill: c.Bool("backfill"),
 					}
 					if edit != nil {
 						spec.Media = edit(nil)
@@ -106,6 +107,7 @@ flags, or both.`,
 				},
 			},
 			discoverCommand(),
+			pushCommand(), backfillCommand(),
 			{
 				Name:      "rm",
 				Usage:     "remove subscriptions (their stored entries stay)",
@@ -243,7 +245,7 @@ go only with --with-secrets: the file then holds passwords.`,
 // settingFlags are the settings of a subscription that add takes and set
 // changes (set: "" clears a setting).
 func settingFlags(set bool) []cli.Flag {
-	typ := &cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, or auto (detect from the content)", Value: "auto"}
+	typ := &cli.StringFlag{Name: "type", Usage: "rss, atom, json, website, webhook (a source POSTed to feed-serve: add --type webhook NAME), or auto (detect from the content)", Value: "auto"}
 	label := "a label (repeatable, or comma-separated)"
 	if set {
 		typ.Value = ""

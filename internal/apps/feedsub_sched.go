@@ -52,14 +52,15 @@ The schedule overrides the scheduler's policy from the feed's next decision
 (feed-sub refetch applies it at once). A cron expression wins over an
 interval; a pause (feed-sub pause) wins over both. Publisher hints (ttl,
 max-age, Retry-After, skipHours/skipDays) are kept whatever is set.`,
-			Flags: append(append(settingFlags(true), pickFlags("with-label")...),
+			Flags: append(append(append(settingFlags(true), pickFlags("with-label")...),
 				&cli.StringSliceFlag{Name: "add-label", Usage: "add a label (repeatable)"},
 				&cli.StringSliceFlag{Name: "rm-label", Usage: "remove a label (repeatable)"},
 				&cli.DurationFlag{Name: "interval", Usage: "poll at this fixed interval, 5m to 24h (0: the policy's)"},
 				&cli.DurationFlag{Name: "min-interval", Usage: "never poll more often than this (0: the global min)"},
 				&cli.DurationFlag{Name: "max-interval", Usage: "never poll less often than this (0: the global max)"},
 				&cli.StringFlag{Name: "cron", Usage: `poll at the times of this cron expression, in UTC: five fields ("*/20 * * * *") or @hourly, @daily, @every 2h; firing at most every 5m ("" clears)`},
-			),
+				&cli.BoolFlag{Name: "new-secret", Usage: "a webhook source: make it a new secret, shown once (the old one stops working)"},
+			), pushSettingFlags(true)...),
 			Action: withPicked("with-label", func(c *cli.Context, cfg sub.Config, refs []string) error {
 				ch, err := changes(c)
 				if err != nil {
@@ -150,6 +151,7 @@ func changes(c *cli.Context) (sub.Changes, error) {
 			*to = &v
 		}
 	}
+	pushChanges(c, &ch)
 	scrape, err := scrapeEdit(c)
 	ch.Scrape = scrape
 	if err != nil {

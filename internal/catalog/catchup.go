@@ -97,7 +97,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	}
 	evFile, evOff, err := c.st.ReadLogsSince(storage.DirEvents, cp.File, cp.Offset, func(_ string, l ndjson.Line) error {
 		var ev ndjson.Event
-		if (l.Type == ndjson.TypeNewEntry || l.Type == ndjson.TypeUpdatedEntry) && l.Decode(&ev) == nil {
+		if (l.Type == ndjson.TypeNewEntry || l.Type == ndjson.TypeUpdatedEntry || l.Type == ndjson.TypeBackfilledEntry) && l.Decode(&ev) == nil {
 			have[[2]string{ev.EntryUID, ev.ContentHash}] = true
 		}
 		return nil

@@ -15,6 +15,30 @@ CREATE TABLE aliases (
 
 CREATE INDEX aliases_link ON aliases(link_hash);
 
+CREATE TABLE archive_pages (
+	feed_key   INTEGER NOT NULL,
+	url        TEXT NOT NULL,
+	walk       INTEGER,
+	claimed_at INTEGER NOT NULL,
+	fetch_id   TEXT,
+	stored     INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (feed_key, url)
+) WITHOUT ROWID;
+
+CREATE TABLE backfill (
+	feed_key   INTEGER PRIMARY KEY,
+	head       TEXT NOT NULL DEFAULT '',
+	head_kind  TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL DEFAULT '',
+	kind       TEXT NOT NULL DEFAULT '',
+	next_url   TEXT NOT NULL DEFAULT '',
+	walk       INTEGER,
+	pages      INTEGER NOT NULL DEFAULT 0,
+	entries    INTEGER NOT NULL DEFAULT 0,
+	ended_at   INTEGER,
+	reason     TEXT NOT NULL DEFAULT ''
+);
+
 CREATE TABLE changes (
 	seq   INTEGER PRIMARY KEY,
 	feeds TEXT
@@ -167,6 +191,15 @@ CREATE TABLE meta (
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
 
+CREATE TABLE pushes (
+	feed_key     INTEGER PRIMARY KEY,
+	hub          TEXT NOT NULL DEFAULT '',
+	topic        TEXT NOT NULL DEFAULT '',
+	last_push_at INTEGER,
+	pushes       INTEGER NOT NULL DEFAULT 0,
+	missed_at    INTEGER
+);
+
 CREATE TABLE read_until (
 	reader   TEXT NOT NULL,
 	feed_key INTEGER NOT NULL,
@@ -225,7 +258,7 @@ CREATE TABLE subscriptions (
 	min_interval_sec INTEGER NOT NULL DEFAULT 0,
 	max_interval_sec INTEGER NOT NULL DEFAULT 0,
 	paused_until     INTEGER
-, allow_private INTEGER NOT NULL DEFAULT 0, media TEXT);
+, allow_private INTEGER NOT NULL DEFAULT 0, push TEXT NOT NULL DEFAULT '', backfill INTEGER NOT NULL DEFAULT 0, webhook_secret TEXT, media TEXT);
 
 CREATE INDEX subscriptions_position ON subscriptions(position);
 
@@ -257,3 +290,22 @@ CREATE TABLE web_sessions (
 	created_at INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+CREATE TABLE websub (
+	callback_id TEXT PRIMARY KEY,
+	callback    TEXT NOT NULL,
+	feed_key    INTEGER NOT NULL,
+	hub         TEXT NOT NULL,
+	topic       TEXT NOT NULL,
+	secret      TEXT NOT NULL,
+	mode        TEXT NOT NULL,
+	state       TEXT NOT NULL,
+	asked_at    INTEGER NOT NULL,
+	tries       INTEGER NOT NULL DEFAULT 0,
+	verified_at INTEGER,
+	lease_sec   INTEGER NOT NULL DEFAULT 0,
+	lease_end   INTEGER,
+	reason      TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+
+CREATE INDEX websub_feed ON websub (feed_key);

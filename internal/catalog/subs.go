@@ -28,7 +28,8 @@ const subsLock = ".subscriptions.lock"
 
 // subColumns are the subscription columns, in the order scanSub reads them.
 const subColumns = `f.feed_id, s.url, s.name, s.labels, s.source_type, s.interval_sec, s.cron, s.disabled, s.created_at,
-	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private, s.media`
+	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private, s.media,
+	s.push, s.backfill, coalesce(s.webhook_secret, '')`
 
 // subRow receives a row of subColumns (targets), then decodes it.
 type subRow struct {
@@ -42,7 +43,8 @@ type subRow struct {
 func (r *subRow) targets() []any {
 	s := &r.s
 	return []any{&s.FeedID, &s.URL, &s.Name, &r.labels, &s.SourceType, &s.IntervalSec, &s.Cron, &s.Disabled, &r.created,
-		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate, &r.media}
+		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate, &r.media,
+		&s.Push, &s.Backfill, &s.WebhookSecret}
 }
 
 func (r *subRow) decode(dst *ndjson.Subscription) error {
@@ -384,10 +386,12 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		auth = string(b)
 	}
 	_, err = t.write(kept, `INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
-		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private, media)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private, media,
+		push, backfill, webhook_secret)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, position, s.URL, s.Name, string(labels), cmp.Or(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
-		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate, media)
+		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate, media,
+		s.Push, s.Backfill, nullIfEmpty(s.WebhookSecret))
 	return err
 }
 

@@ -109,7 +109,7 @@ func chain(first, next cli.BeforeFunc) cli.BeforeFunc {
 // subcommand reads them from the top level and its binary's table too.
 func sharedFlags() map[string]bool {
 	names := map[string]bool{}
-	for _, list := range [][]cli.Flag{CommonFlags(), HTTPFlags("", ""), SchedFlags(), ParserFlags()} {
+	for _, list := range [][]cli.Flag{CommonFlags(), HTTPFlags("", ""), SchedFlags(), ParserFlags(), {PublicURLFlag()}} {
 		for _, f := range list {
 			names[f.Names()[0]] = true
 		}

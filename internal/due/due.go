@@ -94,10 +94,18 @@ func Run(cfg Config) error {
 		lines lineArena
 	)
 	n := 0
+	push, err := cfg.pushState(ctx, cat) // push.go
+	if err != nil {
+		return err
+	}
 	err = cat.Feeds(ctx, filter, func(f *catalog.Feed) error {
 		n++
 		d, ok := cfg.due(f, forced[f.Sub.FeedID])
 		if !ok {
+			return nil
+		}
+		if held, why := cfg.pushHeld(f, &d, push[f.Sub.FeedID]); held {
+			cfg.Log.Debug("held: "+why, "feed_id", f.Sub.FeedID)
 			return nil
 		}
 		line, err := lines.add(&d)
@@ -119,11 +127,25 @@ func Run(cfg Config) error {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 	}
+	// The walks' pages come after the feeds' own fetches (push.go).
+	var named map[string]bool
+	if len(cfg.Feeds) > 0 {
+		named = forced
+	}
+	pages, err := cfg.archiveDues(ctx, cat, named)
+	if err != nil {
+		return err
+	}
+	for i := range pages {
+		if err := cfg.Out.Write(&pages[i]); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+	}
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	cfg.Log.Info("due", "feeds", len(due), "looked_at", n)
-	if len(due) == 0 && cfg.Msg != nil && len(cfg.Feeds) == 0 {
+	cfg.Log.Info("due", "feeds", len(due), "archive_pages", len(pages), "looked_at", n)
+	if len(due)+len(pages) == 0 && cfg.Msg != nil && len(cfg.Feeds) == 0 {
 		return cfg.sayNext(ctx, cat)
 	}
 	return nil
@@ -233,6 +255,9 @@ func (a *lineArena) add(d *ndjson.Due) ([]byte, error) {
 // makes its due record.
 func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 	sub, st := &f.Sub, &f.State
+	if sub.SourceType == ndjson.SourceWebhook {
+		return ndjson.Due{}, false // nothing to fetch: pushed to (push.go)
+	}
 	fetched := f.Stored && !st.LastFetchAt.IsZero()
 	d := ndjson.Due{
 		Header:     ndjson.Head(ndjson.TypeDue),

@@ -133,6 +133,9 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  floors: ttl %ds, max-age %ds, Retry-After %ds; jitter %ds; backoff step %d (%ds); error budget %.3g of %.3g\n",
 		in.TTLSec, in.MaxAgeSec, in.RetryAfterSecs, in.JitterSec, in.BackoffStep, in.BackoffSec, in.ErrorBudget, in.ErrorBudgetSize)
+	if err := cfg.explainPush(ctx, cat, sub, fs, &b); err != nil { // push.go
+		return err
+	}
 	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
+	"github.com/feedpipe/feedpipe/internal/spool"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -64,6 +65,9 @@ type Config struct {
 type result struct {
 	fetch *ndjson.Fetch
 	raw   []byte
+	// spooled is the spool file the record came from, removed once it is
+	// written out (spool.go).
+	spooled *spool.Item
 }
 
 // Run reads due records from cfg.In and writes a fetch record for each, in
@@ -100,6 +104,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.private, err = cat.PrivateFeeds(ctx); err != nil {
 		return err
 	}
+	unlockSpool, err := cfg.drainSpool(ctx, results)
+	if err != nil {
+		return err
+	}
+	defer unlockSpool()
 	readErr, claimErr := make(chan error, 1), make(chan error, 1)
 	rs := &runs{cat: cat, taken: map[catalog.Run]bool{}}
 	dues := make(chan ndjson.Due, claimBatch)
@@ -278,15 +287,18 @@ func (cfg *Config) emit(batch []result, stats *counts) error {
 	if err := cfg.Store.AppendFetchLines(records, lines, cfg.Catalog.FetchIndexer(context.Background())); err != nil {
 		return err
 	}
+	if err := cfg.archivesFetched(records); err != nil {
+		return err
+	}
 	for _, r := range batch {
-		if r.fetch != nil {
+		if r.fetch != nil && r.spooled == nil {
 			stats.add(r.fetch)
 		}
 		if err := cfg.Out.WriteRaw(r.raw); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 	}
-	return nil
+	return cfg.doneSpooled(batch)
 }
 
 func (s *counts) add(f *ndjson.Fetch) {

@@ -97,7 +97,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 		// Each failure is reported; a permanent one, which disables the
 		// feed, as an error.
 		level := slog.LevelWarn
-		if f.Error.Class == ndjson.ClassPermanent {
+		if f.Error.Class == ndjson.ClassPermanent && !isArchive(&due) { // an archive page's ends a walk, not the feed
 			level = slog.LevelError
 		}
 		log().Log(ctx, level, "fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "code", f.Error.Code, "error", f.Error.Message, "elapsed_ms", f.DurationMS)

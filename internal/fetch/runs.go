@@ -134,7 +134,11 @@ func (cfg *Config) claimer(ctx context.Context, rs *runs, dues <-chan ndjson.Due
 	for first := range dues {
 		batch := pipe.Batch(first, dues, claimBatch, claimLinger)
 		if err == nil && ctx.Err() == nil {
-			if err = cfg.claim(ctx, rs, batch, fetch, results); ctx.Err() != nil {
+			// Archive pages first, by their URLs (spool.go); then runs.
+			if err = cfg.claimArchives(ctx, rs, batch, fetch, results); err == nil {
+				err = cfg.claim(ctx, rs, batch, fetch, results)
+			}
+			if ctx.Err() != nil {
 				err = nil // the claim transaction was cut short by the signal, and rolled back
 			}
 		}

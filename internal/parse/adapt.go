@@ -69,10 +69,15 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 			info.NextArchive = firstOf(info.NextArchive, resolveLink(l))
 		case "current":
 			info.Current = firstOf(info.Current, resolveLink(l))
+		case "next":
+			info.Next = firstOf(info.Next, resolveLink(l))
 		}
 	}
 	if info.Self == "" {
 		info.Self = resolveLink(rf.self)
+	}
+	if info.Next == "" {
+		info.Next = resolveLink(rf.next)
 	}
 	for _, l := range rf.hubs {
 		if u := resolveLink(l); u != "" && !slices.Contains(info.Hubs, u) {

@@ -84,7 +84,8 @@ var DefaultParser = &Parser{Tracking: urlnorm.NewTracking(urlnorm.DefaultTrackin
 // ParseFeed parses an RSS, Atom or JSON Feed body with DefaultParser.
 func ParseFeed(body []byte, src Source) (*Feed, error) { return DefaultParser.Parse(body, src) }
 
-// Parse parses an RSS, Atom or JSON Feed body. What it recovers from is
+// Parse parses an RSS, Atom or JSON Feed body, or one of NDJSON entry
+// records (parseEntryLines). What it recovers from is
 // in Info.Warnings; a body it cannot read as a feed is an error, with no
 // Feed.
 func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
@@ -93,6 +94,9 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, fmt.Errorf("parse: %w: the body is empty", ErrNotAFeed)
+	}
+	if isEntryLines(body, src.ContentType) {
+		return p.parseEntryLines(body, src)
 	}
 	base, _ := url.Parse(src.BaseURL)
 	if base != nil && !base.IsAbs() {

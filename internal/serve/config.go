@@ -43,6 +43,11 @@ type Config struct {
 	// in feeds and headers ("https://feeds.example/api"); "" takes
 	// http://HOST of each request.
 	BaseURL string
+	// PublicURL is the URL the world reaches the server at, which the
+	// WebSub callbacks and webhook endpoints are under (feed-sub push
+	// sync makes them); its host is one requests may name, as
+	// BaseURL's. "": BaseURL's.
+	PublicURL string
 	// AllowedHosts are the names, besides loopback's, IP addresses and
 	// BaseURL's host, that requests may call the server by (hosts.go);
 	// any other Host gets 421.

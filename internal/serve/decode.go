@@ -34,6 +34,10 @@ type FeedSpec struct {
 	AllowPrivate bool `json:"allow_private"`
 	// Media are the feed's media settings (feed-sub add --media).
 	Media *ndjson.MediaSettings `json:"media"`
+	// Push is the push mode (off, preferred, only); Backfill walks the
+	// feed's archive (docs/design.md#push, #backfill).
+	Push     string `json:"push"`
+	Backfill bool   `json:"backfill"`
 }
 
 // FeedPatch is the body of PATCH /feeds/{id}: what feed-sub set, enable,
@@ -62,6 +66,12 @@ type FeedPatch struct {
 	Disabled *bool `json:"disabled"`
 	// PausedUntil pauses the feed until a time; null resumes it.
 	PausedUntil json.RawMessage `json:"paused_until"`
+	// Push and Backfill set the push mode and the archive walk;
+	// NewSecret gives a webhook source a new secret (in the answer's
+	// notes, once).
+	Push      *string `json:"push"`
+	Backfill  *bool   `json:"backfill"`
+	NewSecret bool    `json:"new_secret"`
 }
 
 // errBody is a request body the API cannot take; its Field names the

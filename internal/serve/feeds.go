@@ -125,6 +125,10 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 		badParam(w, r, "cursor", "cursor "+cursor+" names a feed no longer subscribed (or not of this list): start from the first page")
 		return
 	}
+	if err := s.withPush(r.Context(), page...); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	out := struct {
 		Feeds []*FeedOut `json:"feeds"`
 		Next  string     `json:"next,omitempty"`
@@ -208,7 +212,12 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.sendJSON(w, r, http.StatusOK, feedOut(sb, fs, s.cfg.Now(), s.holdsToken(r)), fs.LastFetchAt.Time)
+	out := feedOut(sb, fs, s.cfg.Now(), s.holdsToken(r))
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.sendJSON(w, r, http.StatusOK, out, fs.LastFetchAt.Time)
 }
 
 // privateAllowed answers a request to let a feed reach private addresses
@@ -321,7 +330,8 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, added, err := sub.Add(s.subConfig(&msg), sub.Spec{URL: u, Name: spec.Name, Labels: spec.Labels, Type: spec.Type,
 		Interval: time.Duration(spec.IntervalSec) * time.Second, Cron: spec.Cron, UserAgent: spec.UserAgent, Headers: spec.Headers,
-		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate, Media: spec.Media})
+		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate, Media: spec.Media,
+		Push: spec.Push, Backfill: spec.Backfill})
 	if err != nil {
 		s.subError(w, r, err)
 		return
@@ -333,6 +343,10 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(&msg)
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	status := http.StatusOK
 	if added {
 		status = http.StatusCreated
@@ -375,7 +389,8 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	c := sub.Changes{Name: p.Name, Labels: p.Labels, AddLabels: p.AddLabels, RmLabels: p.RmLabels, Type: p.Type,
 		Fulltext: p.Fulltext, UserAgent: p.UserAgent, Headers: p.Headers, BasicAuth: p.BasicAuth, AllowPrivate: p.AllowPrivate, Overrides: sub.Overrides{
-			Interval: seconds(p.IntervalSec), Min: seconds(p.MinIntervalSec), Max: seconds(p.MaxIntervalSec), Cron: p.Cron}}
+			Interval: seconds(p.IntervalSec), Min: seconds(p.MinIntervalSec), Max: seconds(p.MaxIntervalSec), Cron: p.Cron},
+		Push: p.Push, Backfill: p.Backfill, NewSecret: p.NewSecret}
 	if setScrape {
 		c.Scrape = func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig { return scrape }
 	}
@@ -384,7 +399,7 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	settings := setScrape || setMedia || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
 		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || c.AllowPrivate != nil || p.IntervalSec != nil ||
-		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil
+		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil || p.Push != nil || p.Backfill != nil || p.NewSecret
 	if !settings && p.Disabled == nil && !pause {
 		problem(w, r, http.StatusUnprocessableEntity, "nothing to change", "the body changes nothing: give a member to change ("+
 			strings.Join(members(&p), ", ")+")")
@@ -439,6 +454,10 @@ func (s *Server) answerFeed(w http.ResponseWriter, r *http.Request, id string, m
 	}
 	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(msg)
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	s.sendJSON(w, r, http.StatusOK, out, time.Time{})
 }
 
@@ -473,6 +492,21 @@ func (s *Server) refetchFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	var msg bytes.Buffer
 	if err := sub.Refetch(s.subConfig(&msg), []string{id}, s.cfg.Sched); err != nil {
+		s.subError(w, r, err)
+		return
+	}
+	s.answerFeed(w, r, id, &msg)
+}
+
+// backfillFeed is POST /feeds/{id}/backfill: feed-sub backfill, a walk of
+// the feed's archive asked for by hand.
+func (s *Server) backfillFeed(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.feedParam(w, r)
+	if !ok {
+		return
+	}
+	var msg bytes.Buffer
+	if err := sub.Backfill(s.subConfig(&msg), []string{id}); err != nil {
 		s.subError(w, r, err)
 		return
 	}

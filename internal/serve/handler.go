@@ -21,6 +21,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	metrics *metrics
+	push    *pushMetrics // push.go
 	reg     *prometheus.Registry
 	cache   answerCache
 	changes changeTracker
@@ -46,13 +47,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, errNoCatalog
 	}
 	s := &Server{cfg: cfg, cat: cfg.Catalog, changes: changeTracker{cat: cfg.Catalog}, mux: http.NewServeMux(), reads: newGate(cfg.MaxReads),
-		heavy: newGate(MaxHeavyReads), hosts: knownHosts(cfg.BaseURL, cfg.AllowedHosts)}
+		heavy: newGate(MaxHeavyReads), hosts: knownHosts(cfg.BaseURL, append(hostOf(cfg.PublicURL), cfg.AllowedHosts...))}
 	s.token = newTokenSource(cfg.Token, cfg.TokenFile, func(err error) {
 		s.cfg.Log.Error("the token file cannot be read: nothing needing the token is let in until it can", "err", err)
 	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var err error
 	if s.metrics, s.reg, err = newMetrics(s); err != nil {
+		return nil, err
+	}
+	if s.push, err = newPushMetrics(s.reg); err != nil {
 		return nil, err
 	}
 	gz, err := gzhttp.NewWrapper(gzhttp.MinSize(512))

@@ -24,6 +24,9 @@ type policy struct {
 	// stream: its answer is sent as it comes (the event stream): never
 	// compressed, never kept.
 	stream bool
+	// body caps the body of a route that is no write (a write's is
+	// MaxBodyBytes); 0 for none.
+	body int64
 }
 
 // The policies of the routes, by kind.
@@ -51,6 +54,10 @@ var (
 	file = policy{stream: true}
 	// health must answer when the server is busiest, and to anyone.
 	health = policy{open: true}
+	// pushed is a hub's or a webhook sender's call (push.go): open to
+	// anyone, as each checks its own secret, and its body capped as a
+	// fetched one.
+	pushed = policy{open: true, body: MaxPushBytes}
 )
 
 // route is one route of the API: its ServeMux pattern, its policy, the
@@ -72,6 +79,7 @@ var routes = []route{
 	{method: "PATCH", pattern: "/feeds/{id}", policy: change, handle: (*Server).patchFeed},
 	{method: "DELETE", pattern: "/feeds/{id}", policy: change, handle: (*Server).deleteFeed},
 	{method: "POST", pattern: "/feeds/{id}/refetch", policy: change, handle: (*Server).refetchFeed},
+	{method: "POST", pattern: "/feeds/{id}/backfill", policy: change, handle: (*Server).backfillFeed},
 	{method: "GET", pattern: "/feeds/{id}/entries", policy: catalogRead, handle: (*Server).feedEntries},
 	{method: "GET", pattern: "/feeds/{id}/feed.atom", policy: feedOfFeed, handle: (*Server).feedFeed},
 	{method: "GET", pattern: "/feeds/{id}/feed.rss", policy: feedOfFeed, handle: (*Server).feedFeed},
@@ -91,6 +99,9 @@ var routes = []route{
 	{method: "GET", pattern: "/healthz", policy: health, handle: (*Server).healthz},
 	{method: "GET", pattern: "/metrics", policy: ungatedRead, handle: (*Server).serveMetrics},
 	{method: "GET", pattern: "/openapi.json", policy: ungatedRead, handle: (*Server).openAPI},
+	{method: "GET", pattern: WebSubPath + "{id}", policy: pushed, handle: (*Server).websubVerify},
+	{method: "POST", pattern: WebSubPath + "{id}", policy: pushed, handle: (*Server).websubDistribute},
+	{method: "POST", pattern: WebhookPath + "{id}", policy: pushed, handle: (*Server).webhookPost},
 }
 
 // compressed is h behind gzip, unless its answers stream.
@@ -113,6 +124,8 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if rt.write {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		} else if rt.body > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, rt.body)
 		}
 		handle := func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) }
 		switch {

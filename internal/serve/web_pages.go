@@ -446,6 +446,10 @@ type feedPage struct {
 	UnreadOnly bool
 	Unread     int
 	Links      map[string]string
+	// Push and Walk: the feed's push and archive walk (push.go), nil for
+	// none.
+	Push *catalog.PushStatus
+	Walk *catalog.Walk
 	entryList
 }
 
@@ -498,6 +502,10 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 	d.Unread = unread.Count
 	base := "/feeds/" + id
 	d.Links = map[string]string{"Atom": base + "/feed.atom", "RSS": base + "/feed.rss", "JSON Feed": base + "/feed.json", "API": base}
+	if d.Push, d.Walk, err = s.pushOfFeed(ctx, sb, fs, now); err != nil {
+		s.webError(w, r, err)
+		return
+	}
 
 	points, err := s.decisionsOf(id, now, fs)
 	if err != nil {

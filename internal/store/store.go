@@ -72,6 +72,9 @@ type Summary struct {
 	Moved       int   // feeds whose URL was changed after permanent redirects
 	Aliases     int   // entries recorded as aliases of another feed's (crossfeed.go)
 	Replayed    int   // fetch records committed by an earlier run, skipped
+	// Pushed bodies, archive pages read and entries stored from them
+	// (push.go).
+	Pushed, ArchivePages, Backfilled int
 }
 
 // item is one input record, decoded if feed-store consumes it.
@@ -169,7 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
 		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved,
-		"aliases", s.Aliases, "replayed", s.Replayed)
+		"aliases", s.Aliases, "replayed", s.Replayed, "pushed", s.Pushed, "archive_pages", s.ArchivePages, "backfilled", s.Backfilled)
 	return fails.Err("record", "records")
 }
 
@@ -235,6 +238,7 @@ type committer struct {
 	// feeds is what the events say of each feed (name, labels), looked
 	// up once a run.
 	feeds map[string]catalog.EventFeed
+	side  side // push and history (push.go)
 }
 
 func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
@@ -242,6 +246,9 @@ func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
 		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{},
 		feeds: map[string]catalog.EventFeed{}}
 	if err := c.startScheduling(); err != nil {
+		return nil, err
+	}
+	if err := c.startSide(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -275,6 +282,7 @@ type batchWrites struct {
 	sighted   []sighting
 	released  []catalog.Run   // runs whose fetch is committed
 	parsed    []*ndjson.Fetch // fetches whose parse the catalog keeps (IndexParse)
+	side      sideWrites      // push and history (push.go)
 }
 
 type staged struct {
@@ -307,6 +315,7 @@ func (c *committer) commit(batch []item) error {
 		out   []any           // records, or lines without their newline, in input order
 	)
 	titles := feedTitles(batch)
+	past := history(batch) // entries of archive pages (push.go)
 	if err := c.loadLinks(batch); err != nil {
 		return err
 	}
@@ -321,7 +330,11 @@ func (c *committer) commit(batch []item) error {
 				}
 				continue
 			}
-			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey)
+			stage := c.stage
+			if past[it.entry] {
+				stage = c.stageHistory
+			}
+			ev, err := stage(it.entry, now, seenAt[it.entry], entriesKey)
 			if err != nil {
 				return err
 			}
@@ -354,6 +367,11 @@ func (c *committer) commit(batch []item) error {
 			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil:
 			f := it.fetch
+			if done, err := c.sideFetch(f, &w); err != nil {
+				return err
+			} else if done {
+				break // pushed, or an archive page's: no poll (push.go)
+			}
 			// The feed's state, read once for both questions below.
 			prev := c.prior(f.Due.FeedID)
 			if c.replayed(f, prev) {
@@ -376,6 +394,7 @@ func (c *committer) commit(batch []item) error {
 				return err
 			}
 			if ok {
+				c.sidePoll(f, st, &w)
 				w.states = append(w.states, st)
 				if !f.Due.ScheduledAt.IsZero() {
 					w.released = append(w.released, catalog.Run{FeedID: f.Due.FeedID, ScheduledAt: f.Due.ScheduledAt.Time})
@@ -528,6 +547,9 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 			if err := t.ReleaseRuns(r.FeedID, r.ScheduledAt); err != nil {
 				return err
 			}
+		}
+		if err := w.side.apply(t); err != nil {
+			return err
 		}
 		for _, f := range w.parsed {
 			if err := t.IndexParse(f); err != nil {

@@ -140,6 +140,9 @@ func ImportFrom(cfg Config, f *ImportSource, labels []string) (ImportResult, err
 		if err == nil && c.restore != nil {
 			c.restore(&s)
 		}
+		if err == nil && s.SourceType == ndjson.SourceWebhook && s.WebhookSecret == "" {
+			note("webhook source " + s.URL + " comes without its secret: feed-sub set " + s.URL + " --new-secret makes one (until then its POSTs are refused)")
+		}
 		if err != nil {
 			res.Invalid++
 			if res.Invalid <= maxFeedLines {
@@ -281,6 +284,7 @@ func recordCandidates(data []byte) ([]candidate, []string) {
 		rec := s
 		c := candidate{spec: spec, where: where, err: err, restore: func(n *ndjson.Subscription) {
 			n.Disabled, n.MinIntervalSec, n.MaxIntervalSec, n.PausedUntil = rec.Disabled, rec.MinIntervalSec, rec.MaxIntervalSec, rec.PausedUntil
+			n.Push, n.Backfill, n.WebhookSecret = rec.Push, rec.Backfill, rec.WebhookSecret
 			if !rec.CreatedAt.IsZero() {
 				n.CreatedAt = rec.CreatedAt
 			}
@@ -321,6 +325,9 @@ func redacted(s *ndjson.Subscription) bool {
 			delete(s.Headers, k)
 			found = true
 		}
+	}
+	if s.WebhookSecret == redactedValue {
+		s.WebhookSecret, found = "", true // feed-sub set --new-secret makes one
 	}
 	return found
 }

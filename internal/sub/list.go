@@ -47,17 +47,22 @@ func List(cfg Config, o ListOptions) error {
 	if o.State != "" {
 		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return stats.StatusOf(s, states[s.FeedID], now).State != o.State })
 	}
+	push, walks, err := pushAndWalks(cat, now)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		out := ndjson.NewWriter(cfg.Out)
 		for _, s := range subs {
 			// A listing is for reading and passing around: no secrets.
-			if err := out.Write(ListingOf(s, states[s.FeedID], now)); err != nil {
+			if err := out.Write(WithPush(ListingOf(s, states[s.FeedID], now), push, walks)); err != nil {
 				return err
 			}
 		}
 		return out.Flush()
 	}
 	rows := [][]string{{"FEED ID", "NAME", "LABELS", "STATUS", "LAST FETCH", "NEXT", "URL"}}
+	var pushCol, walkCol []string // PUSH and BACKFILL, shown when a feed has either
 	for _, s := range subs {
 		st := states[s.FeedID]
 		status := stats.StatusOf(s, st, now)
@@ -68,6 +73,11 @@ func List(cfg Config, o ListOptions) error {
 		if status.Listed {
 			next = stats.Until(now, status.Next)
 		}
+		l := WithPush(listingOf(s, st, now), push, walks)
+		if n, ok := pushNext(l, st, now); ok {
+			next = n
+		}
+		pushCol, walkCol = append(pushCol, pushCell(l, now)), append(walkCol, walkCell(l))
 		rows = append(rows, []string{s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
 			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, safetext.Cell(s.URL, 2048)})
 	}
@@ -75,6 +85,8 @@ func List(cfg Config, o ListOptions) error {
 	// (in its middle: its host and its end stay) are cut, the longest
 	// beyond its minimum first.
 	cols := []table.Col{{}, {Min: 12}, {Min: 8}, {Min: 16}, {}, {}, {Min: 24, Middle: true}}
+	rows, cols = addColumn(rows, cols, "PUSH", pushCol)
+	rows, cols = addColumn(rows, cols, "BACKFILL", walkCol)
 	if err := table.Write(cfg.Out, rows, cols, o.Width); err != nil {
 		return err
 	}
@@ -125,6 +137,13 @@ type listing struct {
 	// parse repaired or left out ([] for none).
 	Link     string   `json:"link"`
 	Warnings []string `json:"warnings"`
+	// PushState and Walk are the feed's push (a WebSub subscription, a
+	// webhook source's endpoint, what was pushed) and its archive walk;
+	// left out when there is nothing to say (push.go). Named apart from
+	// the subscription's push and backfill settings, which the record
+	// keeps.
+	PushState *catalog.PushStatus `json:"push_state,omitempty"`
+	Walk      *catalog.Walk       `json:"walk,omitempty"`
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
@@ -192,8 +211,8 @@ func ExportNDJSON(cfg Config, withSecrets bool) error {
 	out := ndjson.NewWriter(cfg.Out)
 	secrets := 0
 	for _, s := range subs {
-		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0) {
-			s.Auth, s.Headers = nil, nil
+		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0 || s.WebhookSecret != "") {
+			s.Auth, s.Headers, s.WebhookSecret = nil, nil, ""
 			secrets++
 		}
 		if err := out.Write(&s); err != nil {

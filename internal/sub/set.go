@@ -1,6 +1,7 @@
 package sub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -43,13 +44,20 @@ type Changes struct {
 	// Sched are the scheduler's parameters, for a feed the change makes
 	// due: one whose private address was refused, allowed it now.
 	Sched sched.Params
+	// Push sets the push mode (off, preferred, only); Backfill the
+	// archive walk; NewSecret gives a webhook source a new secret
+	// (push.go).
+	Push      *string
+	Backfill  *bool
+	NewSecret bool
 }
 
 func (c Changes) empty() bool {
 	o := c.Overrides
 	return o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil &&
 		c.Name == nil && c.Labels == nil && len(c.AddLabels) == 0 && len(c.RmLabels) == 0 && c.Type == nil &&
-		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil && c.Media == nil
+		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil &&
+		c.Media == nil && c.Push == nil && c.Backfill == nil && !c.NewSecret
 }
 
 // Set changes the settings of the subscriptions refs name, in one atomic
@@ -102,6 +110,9 @@ func Set(cfg Config, refs []string, c Changes) error {
 		if err := checkClamps(*s, o); err != nil {
 			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
+		if err := c.applyPush(s); err != nil {
+			return "", fmt.Errorf("%s: %w", old.URL, err)
+		}
 		return describeChanges(old, *s), nil
 	})
 	if err == nil {
@@ -111,6 +122,9 @@ func Set(cfg Config, refs []string, c Changes) error {
 	}
 	if err == nil && c.AllowPrivate != nil && *c.AllowPrivate {
 		err = refetchRefused(cfg, refs, c.Sched)
+	}
+	if err == nil && c.NewSecret {
+		err = sayNewSecrets(cfg, refs)
 	}
 	return err
 }
@@ -255,6 +269,11 @@ func describeChanges(old, s ndjson.Subscription) string {
 	diff("labels", fmt.Sprintf("%q", old.Labels), fmt.Sprintf("%q", s.Labels))
 	diff("type", old.SourceType, s.SourceType)
 	diff("fulltext", fmt.Sprint(old.Fulltext), fmt.Sprint(s.Fulltext))
+	diff("push", cmp.Or(old.Push, ndjson.PushPreferred), cmp.Or(s.Push, ndjson.PushPreferred))
+	diff("backfill", fmt.Sprint(old.Backfill), fmt.Sprint(s.Backfill))
+	if old.WebhookSecret != s.WebhookSecret {
+		out = append(out, "webhook secret changed")
+	}
 	diff("allow private", fmt.Sprint(old.AllowPrivate), fmt.Sprint(s.AllowPrivate))
 	diff("media", mediaText(old.Media), mediaText(s.Media))
 	diff("interval", seconds(old.IntervalSec), seconds(s.IntervalSec))

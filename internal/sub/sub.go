@@ -99,18 +99,25 @@ type Spec struct {
 	// Media are the files of its new entries feed-media downloads; nil
 	// for none.
 	Media *ndjson.MediaSettings
+	// Push is the push mode (off, preferred, only; "" preferred), and
+	// Backfill walks the feed's archive (push.go).
+	Push     string
+	Backfill bool
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
 // http(s), an unknown type, a negative interval.
 var ErrInvalid = errors.New("invalid subscription")
 
-var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite}
+var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite, ndjson.SourceWebhook}
 
 // newSubscription validates spec and builds its subscription. The feed id
 // derives from the normalized URL (docs/design.md#identity). notes receives anything
 // that was adjusted.
 func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
+	if spec.isWebhook() {
+		return newWebhook(spec, now) // push.go
+	}
 	// Credentials in the URL would be written with it into records and
 	// logs, and make the feed id: they become the basic auth instead.
 	raw, user := urlnorm.SplitUserinfo(spec.URL)
@@ -159,8 +166,14 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	if err != nil {
 		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), media.ErrSetting.Error()+": "))
 	}
+	push, err := checkPush(spec.Push)
+	if err != nil {
+		return ndjson.Subscription{}, err
+	}
 	return ndjson.Subscription{
 		Media:       mediaSettings,
+		Push:        push,
+		Backfill:    spec.Backfill && typ != ndjson.SourceWebsite,
 		Scrape:      scrape,
 		Fulltext:    spec.Fulltext,
 		Access:      access,
@@ -275,6 +288,11 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 	if err != nil {
 		return sub, false, err
 	}
+	if sub.SourceType == ndjson.SourceWebhook {
+		if sub.WebhookSecret, err = NewSecret(nil); err != nil {
+			return sub, false, err
+		}
+	}
 	err = cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		for _, s := range subs {
 			if s.URL == sub.URL || s.FeedID == sub.FeedID {
@@ -290,6 +308,9 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 		err = nil
 	} else if err == nil {
 		fmt.Fprintf(cfg.Msg, "feed-sub: subscribed to %s\n", sub.URL)
+		if sub.SourceType == ndjson.SourceWebhook {
+			sayWebhook(cfg, sub)
+		}
 	}
 	if err == nil {
 		fmt.Fprintln(cfg.Out, sub.FeedID)

@@ -32,10 +32,10 @@ const (
 )
 
 // ErrSignature is a distributed body whose X-Hub-Signature is missing,
-// of an unknown method, or wrong (WebSub §8: it is dropped).
+// of an unknown method, or wrong (WebSub §7.1.2: it is ignored).
 var ErrSignature = errors.New("websub: bad signature")
 
-// signatureMethods are the methods of X-Hub-Signature, WebSub §5.3.1.
+// signatureMethods are the methods of X-Hub-Signature, WebSub §7.1.1.
 var signatureMethods = map[string]func() hash.Hash{
 	"sha1": sha1.New, "sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New,
 }

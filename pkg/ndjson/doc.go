@@ -37,7 +37,8 @@
 //	feed-scrape: entry for the articles of a website, then its fetch
 //	            record with "scrape"; entries of full-text feeds completed
 //	feed-dedup: entry with "status", fetch with "dedup"
-//	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
+//	feed-store: new_entry, updated_entry, backfilled_entry (also in
+//	            events/YYYY-MM-DD.ndjson);
 //	            the stored entry goes to entries/YYYY-MM-DD.ndjson;
 //	            feed_disabled, feed_reenabled; these events are all its
 //	            stdout carries. A decision for each fetch goes to
@@ -63,7 +64,10 @@
 //	name          string  a name the user gave; "" means use the feed's title
 //	labels        [string] user labels (OPML folders become labels)
 //	source_type   string  rss, atom, json, website, or auto (detect from
-//	                      the content; "" means auto)
+//	                      the content; "" means auto); webhook: a source
+//	                      with no URL to poll, whose url is "webhook:NAME"
+//	                      and whose content is POSTed to feed-serve's
+//	                      /webhooks/FEED_ID (docs/design.md#push)
 //	interval_sec  int     a fixed polling interval in seconds, clamped to
 //	                      [300, 86400]; 0 means the scheduler's policy
 //	cron          string  a cron expression (five fields or @hourly,
@@ -110,6 +114,19 @@
 //	                              feed-media's --max-file-size
 //	    images            bool    also the images the entries' content
 //	                              links to (img src)
+//	push          string  off (never subscribe at a WebSub hub), preferred
+//	                      (subscribe when the feed names a hub, and poll it
+//	                      once a day while the subscription lives) or only
+//	                      (no poll while it lives); "" is preferred.
+//	                      Left out of the line when ""
+//	                      (docs/design.md#push)
+//	backfill      bool    walk the feed's archive (RFC 5005) into the
+//	                      store (docs/design.md#backfill); left out of the
+//	                      line when false
+//	webhook_secret string a webhook source's secret: the key of the
+//	                      HMAC-SHA256 a POST must be signed with; left out
+//	                      of the line when "". Listings show it
+//	                      "(redacted)"
 //
 // feed-sub ls --json adds what its table shows of each feed's state, from
 // the store's feed state (feed-store keeps it):
@@ -140,6 +157,55 @@
 //	content_type  string  the Content-Type that body was served with
 //	publisher     string  who publishes it, as parse.publisher says
 //	                      (docs/design.md#mapping); "" when unknown
+//	push_state    object  the feed's push (docs/design.md#push), left out
+//	                      when it has none:
+//	    mode              string  off, preferred or only (push above);
+//	                              only for a webhook source
+//	    hub, topic        string  the WebSub hub subscribed at, and the
+//	                              topic; "" for a webhook source, or a feed
+//	                              whose hub is known but not asked yet
+//	    state             string  requested (asked, not verified),
+//	                              verified, denied (by the hub: reason),
+//	                              failed (the hub refused or could not be
+//	                              reached: reason; asked again later); ""
+//	                              when not asked
+//	    live              bool    pushes come: verified, the lease running,
+//	                              and no poll since the last push found
+//	                              what pushes had missed; feed-due then
+//	                              polls the feed once a day (none with
+//	                              push only). A webhook source that is
+//	                              not disabled
+//	    verified_at       time    the hub's last verification; null before
+//	    lease_end         time    when the lease ends; null before one
+//	    last_push_at      time    the last body feed-serve took for the
+//	                              feed; null before one
+//	    pushes            int     bodies taken
+//	    missed_at         time    the last poll that found entries no push
+//	                              had brought; null for none
+//	    reason            string  the hub's reason for a denial, or its
+//	                              answer to a refused request; "" for none
+//	    endpoint          string  a webhook source's path on feed-serve,
+//	                              /webhooks/FEED_ID; left out otherwise
+//	walk          object  the feed's archive walk (RFC 5005,
+//	                      docs/design.md#backfill), left out when the
+//	                      feed names no archive and none was asked for:
+//	    state             string  "" (never walked), asked (feed-sub
+//	                              backfill), walking, done, stopped
+//	    kind              string  the relation the walk follows:
+//	                              prev-archive (§4) or next (§3)
+//	    head, head_kind   string  the current document's first link to its
+//	                              history, and its relation
+//	    head_read         bool    the head's page was read
+//	    next_url          string  walking: the page read next; stopped by
+//	                              a broken link: that page; "" otherwise
+//	    pages, entries    int     pages the walk read, entries it stored
+//	    pages_today       int     pages claimed since 00:00 UTC (20 a day
+//	                              at most)
+//	    started_at, ended_at
+//	                      time    when the walk started and ended; null
+//	                              before
+//	    reason            string  why it ended: "end: ...", "caught up:
+//	                              ...", "loop: ...", "broken link: ..."
 //	link          string  the site it links to (its home page), as
 //	                      parse.link says of its last body read; ""
 //	                      when unknown
@@ -161,8 +227,12 @@
 //	reason        string  new (never fetched), scheduled (its time has
 //	                      come, also the probe of a feed disabled for
 //	                      errors), manual (feed-sub refetch) or forced
-//	                      (--all, --feed); file in the fetch record of
-//	                      a file feed-parse read (see fetch)
+//	                      (--all, --feed); archive: url is a page of the
+//	                      feed's archive, not the feed (a backfill walk,
+//	                      docs/design.md#backfill; scheduled_at null:
+//	                      the page is claimed by its URL, fetched once);
+//	                      file in the fetch record of a file feed-parse
+//	                      read, push in that of a pushed body (see fetch)
 //	validators    object  {etag, last_modified}: the cache validators of
 //	                      the last response that carried them, sent as
 //	                      If-None-Match and If-Modified-Since; "" if none
@@ -189,6 +259,20 @@
 // parse; the other members are empty, body_ref null (the body is in no
 // store) and body_sha256 "" among them. feed-dedup and feed-store take it
 // as a fetch whose body was parsed; feed-parse passes it through.
+//
+// A body pushed to feedpipe (a WebSub hub's content distribution, a POST
+// to a webhook source) gets a fetch record too, written by feed-serve to
+// the store's spool/ and handed on by the next feed-fetch, which appends
+// it to fetches/ as its own: origin websub or webhook, due {feed_id, url,
+// source_type, name, labels, fulltext, scrape, reason "push"}, requested_url
+// and url the topic (the distribution's Link rel=self, else the
+// subscription's topic) or the webhook source's URL (webhook:NAME; the
+// callback's secret id is recorded nowhere), fetched_at when it arrived,
+// http_status 200,
+// response_headers the POST's (its signature left out), request_headers
+// {}, content_type, body_ref, body_sha256 and content_length of the body
+// kept in the raw store. feed-store stores its entries as any, but takes
+// nothing from it for the feed's schedule: a push is no poll.
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
@@ -249,8 +333,13 @@
 //	                         http_status and url are those of the redirect
 //	                         not followed);
 //	                         message one line for people
+//	origin           string  websub or webhook: the body was pushed, not
+//	                         fetched (above); left out of the line for a
+//	                         fetch
 //	parse            object  null until feed-parse parsed the body, else:
-//	    format            string  rss, atom or json
+//	    format            string  rss, atom or json; ndjson for a body of
+//	                              entry records, one a line (a webhook
+//	                              source's POST, "NDJSON bodies" below)
 //	    version           string  the format's version: for RSS what the
 //	                              rss element says (0.91, 0.92, 2.0, ...),
 //	                              0.90 and 1.0 for RDF, 1.1 for RSS 1.1;
@@ -276,6 +365,10 @@
 //	                      string  RFC 5005 archive links: the previous and
 //	                              next archive document and the current
 //	                              feed; "" if none
+//	    next              string  RFC 5005 §3 paged feeds: the rel="next"
+//	                              page (older entries; JSON Feed's
+//	                              next_url); left out of the line when
+//	                              there is none
 //	    ttl_minutes       int     RSS <ttl>; 0 if none
 //	    skip_hours        [int]   RSS <skipHours>, GMT hours 0-23
 //	    skip_days         [string] RSS <skipDays>
@@ -403,7 +496,14 @@
 //	                              the title and text that are not stop
 //	                              words, score = occurrences / words
 //	status          string  set by feed-dedup and feed-store: new or
-//	                        updated; "" before dedup. feed-dedup
+//	                        updated; backfilled, set by feed-store, for
+//	                        an entry stored from an archive page (RFC
+//	                        5005: history, docs/design.md#backfill),
+//	                        whose first_seen is its published time (else
+//	                        its updated time, else the page's fetch), so
+//	                        that what orders by first_seen (the Google
+//	                        Reader API, feed-read --new) keeps it with
+//	                        the past; "" before dedup. feed-dedup
 //	                        --cross-feed sets alias on a new entry whose
 //	                        canonical link was stored from another feed:
 //	                        feed-store records an alias record for it
@@ -440,6 +540,30 @@
 //	ingested_at time    when it was stored
 //	stored_in  string   the entries file holding the full entry, such as
 //	                    "entries/2026-11-21.ndjson"
+//
+// # backfilled_entry (feed-store)
+//
+// An entry stored from a page of the feed's archive (RFC 5005 §4 archived
+// feeds, §3 paged feeds; docs/design.md#backfill): history, not news. It
+// has the members of new_entry and goes where new_entry goes (stdout,
+// events/); a consumer that wants news only reads new_entry. An archive
+// never updates an entry already stored: the live feed's version wins, so
+// there is no backfilled update.
+//
+// # NDJSON bodies
+//
+// A body of entry records, one a line (served as application/x-ndjson,
+// or whose first line that is not blank is an object of type entry), is
+// a document of parse.format "ndjson" to feed-parse: what a webhook
+// source may POST. Each line is read as an entry record, tolerantly, and
+// then taken as a feed's item would be: a line of another type, or whose
+// feed_id is another feed's, is skipped with a warning; entry_uid and
+// content_hash are made again by the rules of every entry (its native_id,
+// else the entry_uid it came with, is its native id); raw_ref points at
+// its line; texts lose control characters; links and URIs that are not
+// http(s) are dropped; what feed-dedup and feed-store set (status,
+// first_seen, last_seen, seen_count, alias_of) and derivations are
+// dropped. A body with no entry line is not a feed.
 //
 // # alias (feed-store)
 //

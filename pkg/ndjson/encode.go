@@ -194,6 +194,9 @@ func appendFetch(b []byte, x *Fetch) []byte {
 	b = appendPtr(b, `,"dedup":`, x.Dedup, appendDedup)
 	b = appendPtr(b, `,"scrape":`, x.Scrape, appendScrape)
 	b = appendPtr(b, `,"page":`, x.Page, appendPage)
+	if x.Origin != "" { // omitempty
+		b = appendStr(b, `,"origin":`, x.Origin)
+	}
 	return append(b, '}')
 }
 
@@ -277,6 +280,9 @@ func appendParse(b []byte, x *Parse) []byte {
 	b = appendStr(b, `,"prev_archive":`, x.PrevArchive)
 	b = appendStr(b, `,"next_archive":`, x.NextArchive)
 	b = appendStr(b, `,"current":`, x.Current)
+	if x.Next != "" { // omitempty
+		b = appendStr(b, `,"next":`, x.Next)
+	}
 	b = appendInt(b, `,"ttl_minutes":`, x.TTLMinutes)
 	b = appendInts(b, `,"skip_hours":`, x.SkipHours)
 	b = appendStrs(b, `,"skip_days":`, x.SkipDays)

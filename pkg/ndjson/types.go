@@ -17,6 +17,9 @@ const (
 	TypeEntry        = "entry"
 	TypeNewEntry     = "new_entry"
 	TypeUpdatedEntry = "updated_entry"
+	// TypeBackfilledEntry announces an entry stored from a feed's
+	// archive (RFC 5005): history, not news.
+	TypeBackfilledEntry = "backfilled_entry"
 )
 
 // Source types of a subscription (Subscription.SourceType, Due.SourceType).
@@ -26,6 +29,9 @@ const (
 	SourceAtom    = "atom"
 	SourceJSON    = "json"
 	SourceWebsite = "website"
+	// SourceWebhook is a source with no URL to poll: what it publishes is
+	// POSTed to feed-serve (docs/design.md#push).
+	SourceWebhook = "webhook"
 )
 
 // Error classes (Error.Class): what kind of failure a fetch met, which decides
@@ -42,6 +48,9 @@ const (
 const (
 	StatusNew     = "new"
 	StatusUpdated = "updated"
+	// StatusBackfilled is an entry feed-store stored from an archive page
+	// (RFC 5005): its event is backfilled_entry.
+	StatusBackfilled = "backfilled"
 )
 
 // Header is the part every record shares. It is embedded first in each
@@ -79,7 +88,21 @@ type Subscription struct {
 	// and then left out of the line, as a subscription was written
 	// before them.
 	Media *MediaSettings `json:"media,omitempty"`
+	// Push, Backfill and WebhookSecret are left out of the line when
+	// empty, so that the records written before them read as they did
+	// (docs/design.md#push, #backfill).
+	Push          string `json:"push,omitempty"`
+	Backfill      bool   `json:"backfill,omitempty"`
+	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
+
+// Push modes of a subscription (Subscription.Push, docs/design.md#push);
+// "" is PushPreferred.
+const (
+	PushOff       = "off"       // never subscribe at a hub
+	PushPreferred = "preferred" // subscribe; poll daily while the subscription lives
+	PushOnly      = "only"      // subscribe; no poll while the subscription lives
+)
 
 // TypeSubscriptionRemoved is the record type of a SubscriptionRemoved.
 const TypeSubscriptionRemoved = "subscription_removed"
@@ -163,6 +186,19 @@ const (
 	ReasonScheduled = "scheduled" // its next_fetch_at has passed
 	ReasonForced    = "forced"    // asked for by --all or --feed
 	ReasonManual    = "manual"    // a nudge: feed-sub refetch
+	// ReasonArchive is an archive page of a backfill walk (RFC 5005,
+	// docs/design.md#backfill), not the feed's own URL.
+	ReasonArchive = "archive"
+	// ReasonPush is the due of a fetch record whose body was pushed to
+	// feed-serve (Fetch.Origin), not fetched.
+	ReasonPush = "push"
+)
+
+// Origins of a fetch record's body (Fetch.Origin): "" for one feed-fetch
+// fetched.
+const (
+	OriginWebSub  = "websub"  // a hub's content distribution (W3C WebSub §7)
+	OriginWebhook = "webhook" // a POST to a webhook source's endpoint
 )
 
 // Redirect is one hop of a redirect chain: the URL that answered with a
@@ -216,7 +252,15 @@ type Fetch struct {
 	Dedup           *Dedup            `json:"dedup"`
 	Scrape          *Scrape           `json:"scrape"`
 	Page            *Page             `json:"page"`
+	// Origin says where a body that was not fetched came from (OriginWebSub,
+	// OriginWebhook); left out of the line for a fetch, so that the
+	// records written before it read as they did.
+	Origin string `json:"origin,omitempty"`
 }
+
+// Pushed reports whether the record's body was pushed to feedpipe
+// (WebSub, a webhook) rather than fetched.
+func (f *Fetch) Pushed() bool { return f.Origin != "" }
 
 // Failed reports whether the fetch, or the parse of its body, failed.
 func (f *Fetch) Failed() bool { return f.Error != nil }
@@ -232,20 +276,24 @@ func (f *Fetch) HasBody() bool {
 
 // Parse is what feed-parse found in a fetched body.
 type Parse struct {
-	Format          string   `json:"format"`
-	Version         string   `json:"version"`
-	Charset         string   `json:"charset"`
-	Title           string   `json:"title"`
-	Link            string   `json:"link"`
-	Description     string   `json:"description"`
-	Language        string   `json:"language"`
-	Image           string   `json:"image"`
-	Publisher       string   `json:"publisher"`
-	Self            string   `json:"self"`
-	Hubs            []string `json:"hubs"`
-	PrevArchive     string   `json:"prev_archive"`
-	NextArchive     string   `json:"next_archive"`
-	Current         string   `json:"current"`
+	Format      string   `json:"format"`
+	Version     string   `json:"version"`
+	Charset     string   `json:"charset"`
+	Title       string   `json:"title"`
+	Link        string   `json:"link"`
+	Description string   `json:"description"`
+	Language    string   `json:"language"`
+	Image       string   `json:"image"`
+	Publisher   string   `json:"publisher"`
+	Self        string   `json:"self"`
+	Hubs        []string `json:"hubs"`
+	PrevArchive string   `json:"prev_archive"`
+	NextArchive string   `json:"next_archive"`
+	Current     string   `json:"current"`
+	// Next is the rel="next" link of a paged feed (RFC 5005 §3); left out
+	// of the line when there is none, so that the parse sections written
+	// before it read as they did.
+	Next            string   `json:"next,omitempty"`
 	TTLMinutes      int      `json:"ttl_minutes"`
 	SkipHours       []int    `json:"skip_hours"`
 	SkipDays        []string `json:"skip_days"`

@@ -1,7 +1,7 @@
 // Package websubtest is a WebSub hub for tests, on loopback: it takes
 // subscription requests, verifies the subscriber's intent at its
 // callback as the W3C Recommendation says (§5.3), distributes content
-// signed with each subscription's secret (§7, §8), denies, and can die.
+// signed with each subscription's secret (§7, §7.1), denies, and can die.
 package websubtest
 
 import (

@@ -1,3 +1,0 @@
--- Reserved: the number of a migration of another branch (issue 29's:
--- WebSub, webhooks, backfill), which takes its place when the branches are
--- merged. Until then it changes nothing.
