@@ -446,3 +446,32 @@ func TestDocsFitAndNameWhatIsInstalled(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEMapsEveryPackage: README's Development section names every
+// directory of internal/ that holds Go code, so that a new package is
+// placed on the map when it is made.
+func TestREADMEMapsEveryPackage(t *testing.T) {
+	sourcesRead(t)
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dev, ok := strings.Cut(string(readme), "\n## Development\n")
+	if !ok {
+		t.Fatal("README has no Development section")
+	}
+	dev, _, _ = strings.Cut(dev, "\n## ")
+	entries, err := os.ReadDir(filepath.Join(root, "internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if !strings.Contains(dev, "internal/"+e.Name()+"/") && !strings.Contains(dev, " "+e.Name()+"/") {
+			t.Errorf("README's Development section does not name internal/%s", e.Name())
+		}
+	}
+}
