@@ -189,14 +189,22 @@ func (s *Server) websubVerify(w http.ResponseWriter, r *http.Request) {
 }
 
 // readPush reads a pushed body, within MaxPushBytes (the route's policy
-// caps it): too large says it was over.
-func readPush(r *http.Request) (body []byte, tooLarge bool, err error) {
-	body, err = io.ReadAll(r.Body)
+// caps it), or answers the request itself, 413 or 400, counted, and says
+// not ok. what names the body in the 413.
+func readPush(w http.ResponseWriter, r *http.Request, m *pushMetrics, origin, what string) (body []byte, ok bool) {
+	body, err := io.ReadAll(r.Body)
 	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		return nil, true, nil
+	switch {
+	case errors.As(err, &mb):
+		m.bodies.WithLabelValues(origin, "too_large").Inc()
+		problem(w, r, http.StatusRequestEntityTooLarge, "body too large", fmt.Sprintf("%s is %d bytes at most", what, MaxPushBytes))
+		return nil, false
+	case err != nil:
+		m.bodies.WithLabelValues(origin, "error").Inc()
+		problem(w, r, http.StatusBadRequest, "body not read", "the body could not be read: "+err.Error())
+		return nil, false
 	}
-	return body, false, err
+	return body, true
 }
 
 // websubDistribute is POST /websub/{id}: a hub's content distribution
@@ -223,15 +231,8 @@ func (s *Server) websubDistribute(w http.ResponseWriter, r *http.Request) {
 		problem(w, r, http.StatusGone, "no such subscription", "this callback has no subscription: it may end")
 		return
 	}
-	body, tooLarge, err := readPush(r)
-	switch {
-	case tooLarge:
-		s.push.bodies.WithLabelValues(origin, "too_large").Inc()
-		problem(w, r, http.StatusRequestEntityTooLarge, "body too large", fmt.Sprintf("a distributed body is %d bytes at most", MaxPushBytes))
-		return
-	case err != nil:
-		s.push.bodies.WithLabelValues(origin, "error").Inc()
-		problem(w, r, http.StatusBadRequest, "body not read", "the body could not be read: "+err.Error())
+	body, ok := readPush(w, r, s.push, origin, "a distributed body")
+	if !ok {
 		return
 	}
 	if err := websub.Verify(r.Header.Get("X-Hub-Signature"), body, []byte(sub.Secret)); err != nil {
@@ -298,15 +299,8 @@ func (s *Server) webhookPost(w http.ResponseWriter, r *http.Request) {
 		problem(w, r, http.StatusNotFound, "no such webhook source", "no webhook source has this id (feed-sub add --type webhook NAME makes one)")
 		return
 	}
-	body, tooLarge, err := readPush(r)
-	switch {
-	case tooLarge:
-		s.push.bodies.WithLabelValues(origin, "too_large").Inc()
-		problem(w, r, http.StatusRequestEntityTooLarge, "body too large", fmt.Sprintf("a webhook body is %d bytes at most", MaxPushBytes))
-		return
-	case err != nil:
-		s.push.bodies.WithLabelValues(origin, "error").Inc()
-		problem(w, r, http.StatusBadRequest, "body not read", "the body could not be read: "+err.Error())
+	body, ok := readPush(w, r, s.push, origin, "a webhook body")
+	if !ok {
 		return
 	}
 	sig := r.Header.Get("X-Hub-Signature-256")

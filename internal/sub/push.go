@@ -120,19 +120,11 @@ func sayWebhook(cfg Config, s ndjson.Subscription) {
 // with the next runs, within the walk's limits (docs/design.md#backfill).
 func Backfill(cfg Config, refs []string) error {
 	cfg.defaults()
-	cat, done, err := cfg.catalog()
+	cat, subs, picked, done, err := cfg.pickInCatalog(refs)
 	if err != nil {
 		return err
 	}
 	defer done()
-	subs, err := cat.Subscriptions(context.Background())
-	if err != nil {
-		return err
-	}
-	picked, err := pick(subs, refs)
-	if err != nil {
-		return err
-	}
 	walks, err := cat.Walks(context.Background(), cfg.Now().UTC().Truncate(24*time.Hour))
 	if err != nil {
 		return err
@@ -325,19 +317,11 @@ func (c Changes) applyPush(s *ndjson.Subscription) error {
 // sayNewSecrets shows the new secrets of the webhook sources refs name,
 // once.
 func sayNewSecrets(cfg Config, refs []string) error {
-	cat, done, err := cfg.catalog()
+	_, subs, picked, done, err := cfg.pickInCatalog(refs)
 	if err != nil {
 		return err
 	}
 	defer done()
-	subs, err := cat.Subscriptions(context.Background())
-	if err != nil {
-		return err
-	}
-	picked, err := pick(subs, refs)
-	if err != nil {
-		return err
-	}
 	for _, i := range picked {
 		sayWebhook(cfg, subs[i])
 	}

@@ -213,20 +213,12 @@ func enableSubscriptions(cfg Config, refs []string) (wasDisabled map[string]bool
 // changed are written.
 func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *catalog.FeedState) (changed bool)) error {
 	cfg.defaults()
-	cat, done, err := cfg.catalog()
+	cat, subs, indexes, done, err := cfg.pickInCatalog(refs)
 	if err != nil {
 		return err
 	}
 	defer done()
 	ctx := context.Background()
-	subs, err := cat.Subscriptions(ctx)
-	if err != nil {
-		return err
-	}
-	indexes, err := pick(subs, refs)
-	if err != nil {
-		return err
-	}
 	picked := make([]ndjson.Subscription, len(indexes))
 	for k, i := range indexes {
 		picked[k] = subs[i]

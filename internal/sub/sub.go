@@ -65,6 +65,23 @@ func (cfg *Config) catalog() (*catalog.Catalog, func(), error) {
 	return catalog.Use(context.Background(), cfg.Catalog, cfg.Store, cfg.Log)
 }
 
+// pickInCatalog opens the store's catalog and picks the subscriptions refs
+// name; done closes it (a no-op after an error).
+func (cfg *Config) pickInCatalog(refs []string) (cat *catalog.Catalog, subs []ndjson.Subscription, picked []int, done func(), err error) {
+	cat, done, err = cfg.catalog()
+	if err != nil {
+		return nil, nil, nil, func() {}, err
+	}
+	if subs, err = cat.Subscriptions(context.Background()); err == nil {
+		picked, err = pick(subs, refs)
+	}
+	if err != nil {
+		done()
+		return nil, nil, nil, func() {}, err
+	}
+	return cat, subs, picked, done, nil
+}
+
 // editSubscriptions is catalog.EditSubscriptions on the store's catalog.
 func (cfg *Config) editSubscriptions(edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) error {
 	cat, done, err := cfg.catalog()
