@@ -6,11 +6,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -202,17 +200,6 @@ type counts struct {
 	bytesSaved                              int64
 }
 
-type lockedReader struct {
-	mu sync.Mutex
-	r  io.Reader
-}
-
-func (l *lockedReader) Read(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Read(p)
-}
-
 func (cfg *Config) defaults() {
 	if cfg.Client == nil {
 		cfg.Client = httpx.New(httpx.Options{})
@@ -232,10 +219,7 @@ func (cfg *Config) defaults() {
 	if cfg.SlowAfter <= 0 {
 		cfg.SlowAfter = SlowFetch
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	cfg.Rand = &lockedReader{r: cfg.Rand} // the fetches share it
+	cfg.Rand = ids.SharedRand(cfg.Rand) // the fetches share it
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}

@@ -3,6 +3,7 @@
 package ids
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -124,6 +125,27 @@ func FetchID(now time.Time, rand io.Reader) (string, error) {
 	u[6] = 0x70 | u[6]&0x0f // version 7
 	u[8] = 0x80 | u[8]&0x3f // RFC 9562 variant
 	return u.String(), nil
+}
+
+// SharedRand returns a source of FetchID's random bits that goroutines
+// may share: r behind a lock, or crypto/rand's reader (safe already) when
+// r is nil. Tests inject a reader of their own, which need not be.
+func SharedRand(r io.Reader) io.Reader {
+	if r == nil {
+		return rand.Reader
+	}
+	return &lockedReader{r: r}
+}
+
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
 }
 
 // CollapseSpace trims s and replaces every run of white space with one

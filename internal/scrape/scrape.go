@@ -5,7 +5,6 @@ package scrape
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -59,27 +59,13 @@ func (cfg *Config) defaults() {
 	if cfg.Limiter == nil {
 		cfg.Limiter = httpx.NewLimiter(httpx.DefaultHostConcurrency, httpx.DefaultHostRPS, cfg.Clock)
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	cfg.Rand = &lockedReader{r: cfg.Rand} // the jobs share it
+	cfg.Rand = ids.SharedRand(cfg.Rand) // the jobs share it
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-}
-
-type lockedReader struct {
-	mu sync.Mutex
-	r  io.Reader
-}
-
-func (l *lockedReader) Read(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Read(p)
 }
 
 // output is one line to write: a record to encode, or one passed through.
