@@ -170,12 +170,12 @@ func (p *Page) Article(r *Rules) Article {
 	var dateText string
 	if !r.date.Empty() {
 		s := p.Select(r.date).First()
-		dateText = cmpOr(s.AttrOr("datetime", ""), s.AttrOr("content", ""), Text(s.Nodes...))
+		dateText = firstNonBlank(s.AttrOr("datetime", ""), s.AttrOr("content", ""), Text(s.Nodes...))
 	} else {
 		dateText = p.meta("article:published_time", "datepublished", "dc.date", "date")
 		if dateText == "" {
 			s := p.Doc.Find(`[itemprop="datePublished"]`).First()
-			dateText = cmpOr(s.AttrOr("content", ""), s.AttrOr("datetime", ""))
+			dateText = firstNonBlank(s.AttrOr("content", ""), s.AttrOr("datetime", ""))
 		}
 		if dateText == "" {
 			// A <time datetime>: the article's first, else the page's.
@@ -202,7 +202,7 @@ func (p *Page) Article(r *Rules) Article {
 	// Canonical link.
 	if !r.canonical.Empty() {
 		s := p.Select(r.canonical).First()
-		a.Canonical = p.absHTTP(cmpOr(s.AttrOr("href", ""), s.AttrOr("content", ""), Text(s.Nodes...)))
+		a.Canonical = p.absHTTP(firstNonBlank(s.AttrOr("href", ""), s.AttrOr("content", ""), Text(s.Nodes...)))
 	} else {
 		a.Canonical = p.absHTTP(p.Doc.Find(`link[rel="canonical"][href]`).First().AttrOr("href", ""))
 		if a.Canonical == "" {
@@ -213,7 +213,7 @@ func (p *Page) Article(r *Rules) Article {
 	// Images: the lead image, then those of the content.
 	if !r.image.Empty() {
 		s := p.Select(r.image).First()
-		a.Images = p.addImage(a.Images, cmpOr(s.AttrOr("src", ""), s.AttrOr("content", ""), s.AttrOr("href", ""), s.AttrOr("data-src", "")))
+		a.Images = p.addImage(a.Images, firstNonBlank(s.AttrOr("src", ""), s.AttrOr("content", ""), s.AttrOr("href", ""), s.AttrOr("data-src", "")))
 	} else {
 		a.Images = p.addImage(a.Images, p.meta("og:image", "og:image:url", "twitter:image"))
 		if len(a.Images) == 0 && rd != nil {
@@ -258,7 +258,7 @@ func (p *Page) headline() string {
 			repeated = t
 		}
 	})
-	return cmpOr(repeated, first)
+	return firstNonBlank(repeated, first)
 }
 
 // meta returns the content of the first meta element named (by name,
@@ -362,7 +362,9 @@ func appendUnique(list []string, s string, limit int) []string {
 	return append(list, s)
 }
 
-func cmpOr(vals ...string) string {
+// firstNonBlank is the first of vals with more than white space, trimmed
+// (cmp.Or without the trim would take "  " as a value).
+func firstNonBlank(vals ...string) string {
 	for _, v := range vals {
 		if v = strings.TrimSpace(v); v != "" {
 			return v

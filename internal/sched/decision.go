@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -303,7 +304,7 @@ func cadence(d Decision) string {
 		}
 		return s + "."
 	case ReasonFixed:
-		return fmt.Sprintf("Fixed interval %s (%s).", fmtDur(after), firstNonEmpty(in.Override, "policy "+in.Policy))
+		return fmt.Sprintf("Fixed interval %s (%s).", fmtDur(after), cmp.Or(in.Override, "policy "+in.Policy))
 	case ReasonCron:
 		if in.CronError != "" {
 			return "The cron expression is unusable (" + in.CronError + ")."
@@ -385,13 +386,6 @@ func ranges(hs []int) string {
 }
 
 func sec(n int) time.Duration { return time.Duration(n) * time.Second }
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // fmtTime writes a time to the minute, or the second when it has seconds.
 func fmtTime(t time.Time) string {
