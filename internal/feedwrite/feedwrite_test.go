@@ -231,7 +231,7 @@ func compare(t *testing.T, format, feedTitle string, want, got *ndjson.Entry) {
 	check("link", got.CanonicalLink, want.CanonicalLink)
 	check("summary", got.Summary, want.Summary)
 	check("content", got.Content, want.Content)
-	check("categories", nonNil(got.Categories), nonNil(want.Categories))
+	check("categories", ndjson.NonNil(got.Categories), ndjson.NonNil(want.Categories))
 	published := want.Published
 	if format == Atom && published.IsZero() { // feed-parse takes updated for it
 		published = ndjson.At(entryTime(want))
@@ -254,21 +254,14 @@ func compare(t *testing.T, format, feedTitle string, want, got *ndjson.Entry) {
 			authors = append(authors, ndjson.Author{Name: a.Name, URI: a.URI})
 		}
 	}
-	check("authors", nonNil(got.Authors), nonNil(authors))
-	check("enclosures", nonNil(got.Enclosures), nonNil(want.Enclosures))
+	check("authors", ndjson.NonNil(got.Authors), ndjson.NonNil(authors))
+	check("enclosures", ndjson.NonNil(got.Enclosures), ndjson.NonNil(want.Enclosures))
 	switch format {
 	case Atom: // updated is required: the entry's time
 		check("updated", got.Updated, ndjson.At(entryTime(want)))
 	case JSON:
 		check("updated", got.Updated, want.Updated)
 	}
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // feedparserPython returns a python3 that has Python's feedparser
@@ -326,7 +319,7 @@ print(json.dumps({"bozo": bool(d.bozo), "exc": str(d.get("bozo_exception", "")),
 			}
 			for i, e := range got.Entries {
 				w := &f.Entries[i]
-				if e.ID != EntryID(w) || e.Link != w.CanonicalLink || !slices.Equal(e.Tags, nonNil(w.Categories)) && len(w.Categories) > 0 {
+				if e.ID != EntryID(w) || e.Link != w.CanonicalLink || !slices.Equal(e.Tags, ndjson.NonNil(w.Categories)) && len(w.Categories) > 0 {
 					t.Errorf("entry %d: %+v", i, e)
 				}
 				if !w.Published.IsZero() {
