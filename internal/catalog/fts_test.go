@@ -49,6 +49,29 @@ func TestFTSMatch(t *testing.T) {
 }
 
 // FuzzFTSMatch: no search a person types is an error of SQLite's.
+// TestWordsSpacedOnce: text that is its words spaced once is its own
+// result; any other is split and joined again, the same either way.
+func TestWordsSpacedOnce(t *testing.T) {
+	for _, s := range []string{"", "a", "a b", " a", "a ", "a  b", "a\tb", "a\nb", "a\u00a0b", "a\u2003b", "a\u0085b", "é ü ß",
+		"\xff\xfe a", "a \xff", strings.Repeat("w ", MaxIndexedText/2), strings.Repeat("w", MaxIndexedText), strings.Repeat("w", MaxIndexedText-1)} {
+		if got, want := words(s), joinWords(s); got != want {
+			t.Errorf("words(%.40q) = %.40q, want %.40q", s, got, want)
+		}
+	}
+}
+
+// FuzzWords: the shortcut of words never changes its result.
+func FuzzWords(f *testing.F) {
+	for _, s := range []string{"a b", " a", "a  b", "a\u00a0b", "\xff b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := words(s), joinWords(s); got != want {
+			t.Errorf("words(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
 func FuzzFTSMatch(f *testing.F) {
 	for _, s := range []string{"golang", `"a b" c*`, `NEAR(a b)`, `x:y`, `"`, `*`, "\x00", "é*"} {
 		f.Add(s)

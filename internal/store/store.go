@@ -519,7 +519,14 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 	}
 	day := storage.Day(now)
+	published := make([]int64, len(w.versions))
+	for i, v := range w.versions {
+		published[i] = catalog.ListedAt(v.entry).UnixMilli()
+	}
 	return c.cat.Update(c.ctx, func(t *catalog.Tx) error {
+		if err := t.SearchKeysFor(published); err != nil {
+			return err
+		}
 		for _, v := range w.versions {
 			if err := t.StoreVersion(v.entry, catalog.Location{Day: day, Offset: int64(v.at), Length: int64(v.n)}); err != nil {
 				return err
