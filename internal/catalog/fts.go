@@ -411,7 +411,8 @@ func isTokenChar(r rune) bool {
 }
 
 // backfillChunk is how many entries backfillFTS indexes per transaction.
-const backfillChunk = 5000
+// (A variable for the tests.)
+var backfillChunk = 5000
 
 // backfillFTS indexes the words of the entries stored before the index
 // existed (or was keyed by time), reading each entry's latest line in
