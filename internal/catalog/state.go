@@ -232,8 +232,8 @@ func scanStateOf(row row, feedID string) (fs FeedState, ok bool, err error) {
 }
 
 // StatesOf returns the states of the feeds feedIDs that have one, read in
-// one query: feed-store reads those of a batch's fetches at once, where a
-// query for each was a fifth of its CPU on a cycle of 304s. Their
+// one query: feed-store reads those of a batch's fetches at once, instead
+// of a query for each. Their
 // Decision is nil: feed-store replaces it with each fetch's, and
 // decoding it was a tenth of a 304's CPU; EncodeState writes a state
 // that keeps it (a push) with the column as it was.

@@ -295,8 +295,7 @@ func (c *committer) subscription(feedID string) (ndjson.Subscription, error) {
 
 // readAhead reads the states and subscriptions of the feeds of the
 // batch's fetch records whose state the run does not hold, in a query
-// each, instead of two queries for each fetch record (a fifth of
-// feed-store's CPU on a cycle of 304s).
+// each, instead of two queries for each fetch record.
 func (c *committer) readAhead(batch []item) error {
 	clear(c.asked)
 	var ids []string
