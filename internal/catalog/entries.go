@@ -488,6 +488,10 @@ func (t *Tx) Sighted(feedID string, uids []string, at time.Time) error {
 	return err
 }
 
+// ListedAt is the time the entry e, its lineage fields set, is listed
+// and keyed for search by (publishedOr).
+func ListedAt(e *ndjson.Entry) time.Time { return publishedOr(e) }
+
 // publishedOr is when the entry was published, or first seen when its
 // feed does not say: the time entries are listed by.
 func publishedOr(e *ndjson.Entry) time.Time {

@@ -46,13 +46,13 @@ func TestSearchPlansAgree(t *testing.T) {
 		return e
 	}
 	var es []*ndjson.Entry
-	for i := range 80 {
+	for i := range 40 {
 		es = append(es, random([]string{"A", "B", "C"}[rng.IntN(3)], fmt.Sprint("e", i)))
 	}
 	storeLines(t, c, "2026-11-20", es...)
 	// New versions of a third of them, published at another time.
 	var updated []*ndjson.Entry
-	for _, e := range es[:25] {
+	for _, e := range es[:13] {
 		u := random(testids.Name(e.FeedID), testids.Name(e.EntryUID))
 		u.Status = ndjson.StatusUpdated
 		updated = append(updated, u)

@@ -39,6 +39,15 @@ func TestCrossFeed(t *testing.T) {
 		{"no link: new", linked("B", "b1", "") + fetch("B", "G", true), true, "B/b1:new G:1/0/0/0"},
 		{"two feeds with one new link in one run", linked("C", "c1", "https://x.test/a") + linked("D", "d1", "https://x.test/a") + fetch("D", "H", true),
 			true, "C/c1:new D/d1:alias>C/c1 H:0/0/0/1"},
+		// New entries wait for their links to be read in one query
+		// (deduper.flush): the order, the repeats and the counts stay
+		// those of judging each in turn.
+		{"a repeat of a new entry with a link, in one fetch", linked("B", "b1", link) + linked("B", "b1", link) + fetch("B", "G", true),
+			true, "B/b1:alias>A/a1 G:0/0/1/1"},
+		{"a repeat of an alias recorded already", linked("B", "b9", link) + linked("B", "b9", link) + fetch("B", "G", true),
+			true, "G:0/0/2/0"},
+		{"queued entries keep their order among others", linked("C", "c1", "https://x.test/a") + linked("C", "c2", "") + "{\"type\":\"unknown\",\"v\":1}\n" +
+			linked("C", "c3", "https://x.test/b") + fetch("C", "H", true), true, "C/c1:new C/c2:new unknown C/c3:new H:3/0/0/0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +98,8 @@ func crossSummary(t *testing.T, out []byte) string {
 			line.Decode(&f)
 			d := f.Dedup
 			got = append(got, testids.Name(f.FetchID)+":"+strings.Join([]string{itoa(d.New), itoa(d.Updated), itoa(d.Unchanged), itoa(d.Aliases)}, "/"))
+		default:
+			got = append(got, line.Type)
 		}
 	}
 	return strings.Join(got, " ")

@@ -308,7 +308,7 @@ func (c *committer) saveBudget(fetches int) error {
 // decision, and a feed_disabled or feed_reenabled event.
 func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any, err error) {
 	feedID := fs.FeedID
-	sub, _, err := c.cat.Subscription(c.ctx, feedID)
+	sub, err := c.subscription(feedID)
 	if err != nil {
 		return nil, err
 	}

@@ -239,12 +239,18 @@ type committer struct {
 	// up once a run.
 	feeds map[string]catalog.EventFeed
 	side  side // push and history (push.go)
+	// The states and subscriptions of the feeds of the batch's fetch
+	// records, read in one query each at its start (readAhead): asked
+	// holds the feeds asked for, found or not.
+	asked     map[string]bool
+	aheadSt   map[string]catalog.FeedState
+	aheadSubs map[string]ndjson.Subscription
 }
 
 func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
 	c := &committer{ctx: ctx, cfg: cfg, cat: cfg.Catalog, durations: stats.LoadHistogram(ctx, cfg.Catalog), index: cfg.Catalog.Index(),
 		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{},
-		feeds: map[string]catalog.EventFeed{}}
+		feeds: map[string]catalog.EventFeed{}, asked: map[string]bool{}}
 	if err := c.startScheduling(); err != nil {
 		return nil, err
 	}
@@ -267,8 +273,50 @@ func (c *committer) prior(feedID string) priorState {
 	if st, ok := c.states[feedID]; ok {
 		return priorState{st, true, nil}
 	}
+	if c.asked[feedID] {
+		st, ok := c.aheadSt[feedID]
+		if !ok {
+			st = catalog.FeedState{FeedID: feedID}
+		}
+		return priorState{st, ok, nil}
+	}
 	st, known, err := c.cat.State(c.ctx, feedID)
 	return priorState{st, known, err}
+}
+
+// subscription is the feed's subscription, zero when it has none.
+func (c *committer) subscription(feedID string) (ndjson.Subscription, error) {
+	if c.asked[feedID] {
+		return c.aheadSubs[feedID], nil
+	}
+	sub, _, err := c.cat.Subscription(c.ctx, feedID)
+	return sub, err
+}
+
+// readAhead reads the states and subscriptions of the feeds of the
+// batch's fetch records whose state the run does not hold, in a query
+// each, instead of two queries for each fetch record.
+func (c *committer) readAhead(batch []item) error {
+	clear(c.asked)
+	var ids []string
+	for _, it := range batch {
+		if f := it.fetch; f != nil && f.Page == nil {
+			if id := f.Due.FeedID; id != "" && !c.asked[id] {
+				if _, ok := c.states[id]; !ok {
+					c.asked[id] = true
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	var err error
+	if c.aheadSt, err = c.cat.StatesOf(c.ctx, ids); err == nil {
+		c.aheadSubs, err = c.cat.SubscriptionsOf(c.ctx, ids)
+	}
+	if err != nil {
+		clear(c.asked)
+	}
+	return err
 }
 
 // batchWrites are what a batch writes to the catalog, in one transaction,
@@ -317,6 +365,9 @@ func (c *committer) commit(batch []item) error {
 	titles := feedTitles(batch)
 	past := history(batch) // entries of archive pages (push.go)
 	if err := c.loadLinks(batch); err != nil {
+		return err
+	}
+	if err := c.readAhead(batch); err != nil {
 		return err
 	}
 	for _, it := range batch {
@@ -519,7 +570,14 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 	}
 	day := storage.Day(now)
+	published := make([]int64, len(w.versions))
+	for i, v := range w.versions {
+		published[i] = catalog.ListedAt(v.entry).UnixMilli()
+	}
 	return c.cat.Update(c.ctx, func(t *catalog.Tx) error {
+		if err := t.SearchKeysFor(published); err != nil {
+			return err
+		}
 		for _, v := range w.versions {
 			if err := t.StoreVersion(v.entry, catalog.Location{Day: day, Offset: int64(v.at), Length: int64(v.n)}); err != nil {
 				return err
