@@ -19,6 +19,8 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
+		&cli.StringFlag{Name: redisFlag, Usage: "keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (docs/bus.md); default: in this process", EnvVars: []string{envRedis}},
+		busPrefixFlag(),
 	}
 }
 
@@ -42,7 +44,18 @@ func HTTPSettings(c *cli.Context) (httpx.Options, *httpx.Limiter, error) {
 		Timeout:      timeout,
 		MaxBodyBytes: c.Int64("max-body-bytes"),
 	}
-	return opts, httpx.NewLimiter(c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
+	if c.String(redisFlag) == "" {
+		return opts, httpx.NewLimiter(c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
+	}
+	log, err := Logger(c)
+	if err != nil {
+		return httpx.Options{}, nil, err
+	}
+	conn, err := RedisConn(c, log)
+	if err != nil {
+		return httpx.Options{}, nil, err
+	}
+	return opts, httpx.NewRedisLimiter(conn, c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
 }
 
 // Progress is a status line on stderr when it is a terminal, else nil.
