@@ -1,0 +1,204 @@
+// Package bus is feed-bus: it carries the pipeline's NDJSON records
+// between machines over Redis Streams, so that a pipe between two stages
+// can be a stream between two machines (docs/bus.md).
+package bus
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedpipe/feedpipe/internal/bus/redisconn"
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/clock"
+	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// Commands of feed-bus (Config.Command).
+const (
+	CmdPut       = "put"
+	CmdTake      = "take"
+	CmdStatus    = "status"
+	CmdHeartbeat = "heartbeat"
+)
+
+// DeadStream is the stream take moves the records it refuses to, with the
+// reason, so that they can be looked at (XRANGE) rather than lost.
+const DeadStream = "dead"
+
+// Config is everything feed-bus touches. Nil fields take the documented
+// defaults.
+type Config struct {
+	In  io.Reader // put: the records to append
+	Out io.Writer // take: the records taken (flushed after each batch); status: its report
+	// CloseOut, if set, ends the output: take calls it when it stops
+	// taking, so that the stages after it see the end of their input and
+	// hand on what they hold, while it stays to keep its records its own
+	// until they are acknowledged.
+	CloseOut func() error
+	Log      *slog.Logger
+	Conn     *redisconn.Conn // the deployment's Redis
+	// Store is the store payloads come from (put, on a worker: its
+	// scratch store) or go to (take --store-fetches, on the coordinator),
+	// and whose events log put --events-log puts; nil for none.
+	Store   *storage.Store
+	Catalog *catalog.Catalog // Store's catalog; nil: opened when needed
+	Clock   clock.Clock      // default the wall clock
+	Rand    io.Reader        // the token of a take's consumer lock; default crypto/rand
+	// Node names this machine in heartbeats (default: the host name), and
+	// Role says what it is (coordinator, worker, ...; "" for none).
+	Node, Role string
+	Version    string // feedpipe's version, shown in heartbeats
+
+	Command string // CmdPut, CmdTake, CmdStatus or CmdHeartbeat
+	Stream  string // put, take: the stream, without the prefix
+
+	Put       PutOptions
+	Take      TakeOptions
+	Status    StatusOptions
+	Heartbeat HeartbeatOptions
+}
+
+func (cfg *Config) defaults() error {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Node == "" {
+		h, err := os.Hostname()
+		if err != nil || !ndjson.IsBusName(h) {
+			h = "node"
+		}
+		cfg.Node = h
+	}
+	if cfg.Conn == nil {
+		return errors.New("bus: no Redis connection")
+	}
+	if cfg.Command == CmdPut || cfg.Command == CmdTake {
+		if !ndjson.IsBusName(cfg.Stream) {
+			return fmt.Errorf("bus: stream %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", cfg.Stream)
+		}
+	}
+	return nil
+}
+
+// Run runs cfg.Command.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	b := &bus{cfg: &cfg, conn: cfg.Conn, log: cfg.Log}
+	switch cfg.Command {
+	case CmdPut:
+		return b.put(ctx)
+	case CmdTake:
+		return b.take(ctx)
+	case CmdStatus:
+		return b.status(ctx)
+	case CmdHeartbeat:
+		return b.heartbeatOnce(ctx)
+	}
+	return fmt.Errorf("bus: unknown command %q", cfg.Command)
+}
+
+// bus is one run's state.
+type bus struct {
+	cfg  *Config
+	conn *redisconn.Conn
+	log  *slog.Logger
+}
+
+// key is the Redis key of stream name.
+func (b *bus) key(name string) string { return b.conn.Key(name) }
+
+// call is one script run of a batch, and its reply.
+type call struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	res    any
+}
+
+// exec runs calls in order, pipelined, each atomic in Redis. A call that
+// fails for Redis being unavailable is tried again, with those after it,
+// once Redis answers (redisconn.Do); so is one Redis had lost the script
+// of (a restart empties its script cache). The calls before it are not
+// run again: each is run once, in order, whatever happens between.
+func (b *bus) exec(ctx context.Context, what string, calls []*call) error {
+	done := 0
+	return b.conn.Do(ctx, what, func(ctx context.Context) error {
+		for done < len(calls) {
+			pipe := b.conn.Client.Pipeline()
+			cmds := make([]*redis.Cmd, 0, len(calls)-done)
+			for _, c := range calls[done:] {
+				cmds = append(cmds, c.script.EvalSha(ctx, pipe, c.keys, c.args...))
+			}
+			pipe.Exec(ctx) // each command's error is its own
+			var failed error
+			for _, cmd := range cmds {
+				if failed = cmd.Err(); failed != nil {
+					break
+				}
+				calls[done].res = cmd.Val()
+				done++
+			}
+			if failed == nil {
+				continue
+			}
+			if !redis.HasErrorPrefix(failed, "NOSCRIPT") {
+				return failed
+			}
+			if err := loadScripts(ctx, b.conn.Client); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// loadScripts loads every script of the package into Redis's cache.
+func loadScripts(ctx context.Context, c redis.UniversalClient) error {
+	for _, s := range []*redis.Script{handOnScript, putRunScript, trimScript, refreshLockScript, releaseLockScript, putLogScript} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ints reads a script's reply as a list of integers and strings.
+func replyList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func replyInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func replyString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// sleep waits d on the clock, or less if ctx ends.
+func (b *bus) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-b.cfg.Clock.After(d):
+	}
+}
