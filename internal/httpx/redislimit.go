@@ -19,8 +19,9 @@ import (
 // perHost requests in flight to a host, and their starts 1/rps apart, by
 // Redis's clock, so that the machines' clocks need not agree.
 //
-// A request in flight holds a lease in the host's sorted set until it
-// ends, or for LeaseLife if its process dies first. The limits are one
+// A request in flight holds a lease in the host's sorted set, renewed
+// while it runs, until it ends, or for at most LeaseLife once its process
+// died. The limits are one
 // Lua script (hostScript), atomic in Redis, one round trip per request.
 // (github.com/go-redis/redis_rate keeps a rate, not requests in flight,
 // and would need a second round trip and a second key for them, with a
@@ -35,9 +36,13 @@ type RedisHosts struct {
 }
 
 // LeaseLife is how long a request's slot at a host outlives a worker that
-// died holding it: longer than any fetch (60 s by default, redirects and
-// body included).
-const LeaseLife = 2 * time.Minute
+// died holding it: the lease is renewed every LeaseRenew while the request
+// runs, and given back when it ends (tried again until it lapses, should
+// Redis be away then).
+const (
+	LeaseLife  = 10 * time.Second
+	LeaseRenew = 3 * time.Second
+)
 
 // NewRedisLimiter returns a Limiter with its limits kept in Redis through
 // conn: perHost requests in flight to a host, rps a second (0: no rate
@@ -74,6 +79,18 @@ if interval > 0 then redis.call('SET', KEYS[1], now + interval, 'PX', interval) 
 return 0
 `)
 
+// renewScript pushes a lease's end LeaseLife past now, by Redis's clock,
+// if the lease is still there.
+var renewScript = redis.NewScript(`#!lua flags=allow-oom
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return 0
+`)
+
 // Take is Shared.Take.
 func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wait time.Duration, err error) {
 	var b [8]byte
@@ -98,10 +115,33 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 	if ms > 0 {
 		return nil, time.Duration(ms) * time.Millisecond, nil
 	}
-	return func() {
-		// Best effort: a lease not given back lapses after LeaseLife.
-		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-		defer cancel()
-		r.conn.Client.ZRem(ctx, leases, lease)
-	}, 0, nil
+	done := make(chan struct{})
+	go r.renew(leases, lease, done)
+	return func() { close(done) }, 0, nil
+}
+
+// renew keeps a lease while its request runs, and gives it back when it
+// ends (done), trying again while Redis is away, until the lease would
+// have lapsed anyway.
+func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
+	every := min(r.life/3, LeaseRenew)
+	for {
+		select {
+		case <-done:
+			deadline := time.Now().Add(r.life)
+			for wait := 100 * time.Millisecond; ; wait = min(wait*2, time.Second) {
+				ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+				err := r.conn.Client.ZRem(ctx, leases, lease).Err()
+				cancel()
+				if err == nil || !redisconn.Unavailable(err) || time.Now().Add(wait).After(deadline) {
+					return
+				}
+				time.Sleep(wait)
+			}
+		case <-time.After(every):
+			ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+			renewScript.Run(ctx, r.conn.Client, []string{leases}, r.life.Milliseconds(), lease)
+			cancel()
+		}
+	}
 }

@@ -93,11 +93,14 @@ func TestRedisLimiterAcrossProcesses(t *testing.T) {
 // given back) frees after the lease's life; one given back frees at once.
 func TestRedisLimiterLeaseLapses(t *testing.T) {
 	srv := redistest.Start(t)
-	l1, r1 := redisLimiter(t, srv, 1, 0)
+	_, r1 := redisLimiter(t, srv, 1, 0)
 	l2, _ := redisLimiter(t, srv, 1, 0)
-	r1.life = 300 * time.Millisecond
-	if _, _, ok := l1.TryAcquire("h"); !ok { // never released: its process died
-		t.Fatal("first slot refused")
+	// A process that took a slot and died: its lease is in Redis, and
+	// nobody renews it.
+	ms, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
+		1, 0, 300, "dead").Int64()
+	if err != nil || ms != 0 {
+		t.Fatalf("first slot refused: %v, wait %d ms", err, ms)
 	}
 	_, wait, ok := l2.TryAcquire("h")
 	if ok || wait <= 0 {
@@ -111,6 +114,25 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 	release()
 	l3, _ := redisLimiter(t, srv, 1, 0)
 	release, _, ok = l3.TryAcquire("h")
+	if !ok {
+		t.Fatal("a slot given back was not free")
+	}
+	release()
+	// A request that runs longer than a lease's life keeps its slot: its
+	// lease is renewed while it runs.
+	l4, r4 := redisLimiter(t, srv, 1, 0)
+	r4.life = 300 * time.Millisecond
+	release, _, ok = l4.TryAcquire("h2")
+	if !ok {
+		t.Fatal("no slot at h2")
+	}
+	time.Sleep(700 * time.Millisecond)
+	if _, _, ok := l2.TryAcquire("h2"); ok {
+		t.Fatal("a running request's slot lapsed")
+	}
+	release()
+	time.Sleep(100 * time.Millisecond)
+	release, _, ok = l2.TryAcquire("h2")
 	if !ok {
 		t.Fatal("a slot given back was not free")
 	}
