@@ -1,7 +1,10 @@
 package fetch
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -200,5 +204,44 @@ func TestBusyRunFromBus(t *testing.T) {
 		if fromBus && (res.fetches[0].Due.Bus == nil || res.fetches[0].Due.Bus.ID != "1-0") {
 			t.Errorf("the fetch record's due lost its bus member: %+v", res.fetches[0].Due.Bus)
 		}
+	}
+}
+
+// TestFlushesWhenIdle: a fetch record goes out once nothing more is
+// ready, while the input is still open: a stage downstream, or a bus
+// worker's take waiting for its records to be handed on, is not kept
+// waiting for the buffer to fill or the input to end.
+func TestFlushesWhenIdle(t *testing.T) {
+	srv, _ := countingServer(t)
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, inW := io.Pipe()
+	out, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{In: in, Out: ndjson.NewWriter(outW), Store: st,
+			Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(1, 0, nil)})
+		outW.Close()
+	}()
+	fmt.Fprintln(inW, scheduledDue(t, "a1b2c3d4-0000-5000-8000-000000000003", srv.URL+"/feed.xml", time.Time{}))
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		if !strings.HasPrefix(line, `{"type":"fetch"`) {
+			t.Errorf("first line out: %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetch record did not come out while the input stayed open")
+	}
+	inW.Close()
+	go io.Copy(io.Discard, out)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
