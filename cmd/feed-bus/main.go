@@ -25,7 +25,7 @@ func app() *cli.App {
 		Name:  "feed-bus",
 		Usage: "a pipe between machines: NDJSON records to and from Redis Streams",
 		UsageText: `coordinator:  feed-due | feed-bus put due
-                 feed-bus take parsed --group store --store-fetches --upstream due:workers | feed-dedup | feed-store | feed-bus put events --events-log
+                 feed-bus take parsed --group store --store-fetches --upstream due:workers --window 0 --count 512 | feed-dedup | feed-store | feed-bus put events --events-log
    worker:       feed-bus take due --group workers | feed-fetch | feed-parse | feed-scrape | feed-bus put parsed
    any reader:   feed-bus take events --group mine --no-ack | jq -r .title
    feed-bus status`,
@@ -129,7 +129,7 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "group", Usage: "the consumer group (required)"},
 			&cli.StringFlag{Name: "consumer", Usage: "this consumer's name in the group", EnvVars: []string{"FEEDPIPE_BUS_CONSUMER"}, DefaultText: "--node"},
-			&cli.IntFlag{Name: "window", Usage: "records in hand at most, taken and not handed on; 0: no limit", Value: bus.DefaultWindow, EnvVars: []string{"FEEDPIPE_BUS_WINDOW"}},
+			&cli.IntFlag{Name: "window", Usage: "records in hand at most, taken and not handed on, so that workers share the work; 0: no limit (the coordinator's take)", Value: bus.DefaultWindow, EnvVars: []string{"FEEDPIPE_BUS_WINDOW"}},
 			&cli.IntFlag{Name: "count", Usage: "records read at a time", Value: bus.DefaultCount},
 			&cli.DurationFlag{Name: "wait", Usage: "end if no first record came in this long; 0: wait as long as it takes"},
 			&cli.DurationFlag{Name: "idle", Usage: "end once no record came for this long; -1s: never (follow the stream)", Value: bus.DefaultIdle, EnvVars: []string{"FEEDPIPE_BUS_IDLE"}},

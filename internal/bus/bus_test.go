@@ -199,7 +199,7 @@ func TestTakeover(t *testing.T) {
 	}
 	// c1 takes both and hands nothing on (its stages died): it lingers
 	// its takeover time, then leaves them.
-	late, err := f.take("a", TakeOptions{Group: "g", Consumer: "c1", Idle: 200 * time.Millisecond, Takeover: time.Second})
+	late, err := f.take("a", TakeOptions{Group: "g", Consumer: "c1", Idle: 200 * time.Millisecond, Takeover: time.Second, Linger: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestTakeover(t *testing.T) {
 	if got := f.records("b"); len(got) != 2 {
 		t.Errorf("b holds %d records after the late hand-on, want 2 (not twice)", len(got))
 	}
-	if !strings.Contains(f.logs.String(), "another consumer took these records over and handed them on already") {
+	if !strings.Contains(f.logs.String(), "these records were handed on already") {
 		t.Errorf("the late put did not say why it appended nothing:\n%s", f.logs)
 	}
 }

@@ -307,18 +307,33 @@ func (t *taker) flushOpenGroup(ctx context.Context) error {
 	return t.storeGroups(ctx, []*takenGroup{g}, nil)
 }
 
+// lingerFloor is the least time linger waits for the next record to be
+// handed on before it leaves the rest: a healthy worker's stages may hand
+// on nothing for as long as a fetch may take (60 s, redirects included)
+// plus the wait for a host whose slot a dead worker held (its lease's
+// life).
+const lingerFloor = 2 * time.Minute
+
 // linger keeps the take's records its own (keep) until they are
-// acknowledged, for at most the takeover time, once it has stopped
-// taking and closed its output.
+// acknowledged, once it has stopped taking and closed its output, as long
+// as the stages after it hand some on at least every lingerFloor (or
+// --takeover, if longer): stages that stopped doing so are dead or stuck,
+// and the records are left for another consumer (or this one's next
+// take) to take over.
 func (t *taker) linger(ctx context.Context) {
-	deadline := t.b.cfg.Clock.Now().Add(t.o.Takeover)
+	patience := max(t.o.Takeover, t.o.Linger)
+	last, since := int64(-1), t.b.cfg.Clock.Now()
 	for {
 		n, err := t.pending(ctx)
 		if err != nil || n == 0 {
 			return
 		}
-		if !t.b.cfg.Clock.Now().Before(deadline) {
-			t.b.log.Warn("ending with records not handed on: another consumer takes them over once idle for --takeover, or this one at its next take",
+		now := t.b.cfg.Clock.Now()
+		if n != last {
+			last, since = n, now
+		}
+		if now.Sub(since) >= patience {
+			t.b.log.Warn("ending with records not handed on, none for "+patience.String()+": another consumer takes them over, or this one at its next take",
 				"stream", t.b.cfg.Stream, "records", n)
 			return
 		}

@@ -349,7 +349,7 @@ func (p *putter) batch(ctx context.Context, items []item, last bool) error {
 		default:
 			if replyInt(res[0]) == 0 {
 				p.counts.takenOver++
-				p.b.log.Info("not appended: another consumer took these records over and handed them on already",
+				p.b.log.Info("not appended: these records were handed on already (by a consumer that took them over, or by this put before its connection was lost)",
 					"stream", p.stream, "acks", len(kinds[i].acks))
 				continue
 			}

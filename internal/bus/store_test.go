@@ -130,7 +130,7 @@ func TestStoreFetches(t *testing.T) {
 	cfg := f.config(CmdTake, "parsed")
 	var out strings.Builder
 	cfg.Out, cfg.Store = &out, st
-	cfg.Take = TakeOptions{Group: "store", StoreFetches: true, Idle: 300 * time.Millisecond, Takeover: time.Second, MaxBodyBytes: 2000}
+	cfg.Take = TakeOptions{Group: "store", StoreFetches: true, Idle: 300 * time.Millisecond, Takeover: time.Second, Linger: time.Second, MaxBodyBytes: 2000}
 	err = Run(context.Background(), cfg)
 	if !errors.Is(err, pipe.ErrFailed) {
 		t.Errorf("take: %v, want some records failed", err)
@@ -202,7 +202,7 @@ func TestStoreFetchesTakenAgain(t *testing.T) {
 		cfg := f.config(CmdTake, "parsed")
 		var out strings.Builder
 		cfg.Out, cfg.Store = &out, st
-		cfg.Take = TakeOptions{Group: "store", Consumer: "coord", StoreFetches: true, Idle: 200 * time.Millisecond, Takeover: time.Second}
+		cfg.Take = TakeOptions{Group: "store", Consumer: "coord", StoreFetches: true, Idle: 200 * time.Millisecond, Takeover: time.Second, Linger: time.Second}
 		if err := Run(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}

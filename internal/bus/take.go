@@ -19,14 +19,11 @@ import (
 
 // Defaults of TakeOptions.
 const (
-	DefaultWindow        = 256
-	DefaultCount         = 64
+	DefaultWindow        = 128
+	DefaultCount         = 16
 	DefaultIdle          = 2 * time.Second
 	DefaultTakeover      = time.Minute
 	DefaultMaxDeliveries = 10
-	// lockLife is how long a take's hold on its consumer name lasts
-	// unless renewed; a take killed holds it so long.
-	lockLife = 15 * time.Second
 	// deadMaxLen bounds the dead stream.
 	deadMaxLen = 100_000
 )
@@ -68,6 +65,10 @@ type TakeOptions struct {
 	// has; the default) or "$" (those put from now on).
 	From         string
 	MaxBodyBytes int64 // StoreFetches: DefaultMaxBodyBytes
+	// Linger is how long, once it stopped taking, the take waits for the
+	// next of its records to be handed on before it leaves the rest to be
+	// taken over (lingerFloor; Takeover if longer).
+	Linger time.Duration
 }
 
 func (o *TakeOptions) defaults(node string) {
@@ -95,6 +96,9 @@ func (o *TakeOptions) defaults(node string) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.Linger <= 0 {
+		o.Linger = lingerFloor
+	}
 }
 
 // taker is one take's state.
@@ -106,6 +110,11 @@ type taker struct {
 	cat  *catalog.Catalog
 	lock string // the consumer lock's key, and its token
 	tok  string
+	// every is how often keep renews the lock and the records' idle time:
+	// a third of the takeover time, at most HeartbeatEvery; the lock
+	// lasts three times that unless renewed (a take killed holds it so
+	// long).
+	every, lockLife time.Duration
 
 	group    *takenGroup // StoreFetches: the group being read
 	taken    int         // records written
@@ -144,6 +153,8 @@ func (b *bus) take(ctx context.Context) error {
 		return errors.New("bus: take --store-fetches acknowledges what feed-store stored: it cannot be --no-ack")
 	}
 	t := &taker{b: b, o: o, key: b.key(cfg.Stream), out: ndjson.NewWriter(cfg.Out)}
+	t.every = min(o.Takeover/3, HeartbeatEvery)
+	t.lockLife = 3 * t.every
 	// Redis calls that must finish even after a signal: the records in
 	// hand are written and kept until acknowledged.
 	bg := pipe.Drain(ctx)
@@ -223,7 +234,7 @@ func (t *taker) lockConsumer(ctx context.Context) error {
 		var got int64
 		err := t.b.conn.Do(ctx, "taking the consumer's lock", func(ctx context.Context) error {
 			var err error
-			got, err = refreshLockScript.Run(ctx, t.b.conn.Client, []string{t.lock}, t.tok, lockLife.Milliseconds()).Int64()
+			got, err = refreshLockScript.Run(ctx, t.b.conn.Client, []string{t.lock}, t.tok, t.lockLife.Milliseconds()).Int64()
 			return err
 		})
 		if err != nil {
@@ -233,11 +244,11 @@ func (t *taker) lockConsumer(ctx context.Context) error {
 			return nil
 		}
 		if !said {
-			t.b.log.Warn("waiting: another feed-bus take uses this consumer name (or one killed a moment ago did; its hold lapses in 15s)",
-				"stream", t.b.cfg.Stream, "group", t.o.Group, "consumer", t.o.Consumer)
+			t.b.log.Warn("waiting: another feed-bus take uses this consumer name (or one killed a moment ago did, whose hold lapses soon)",
+				"stream", t.b.cfg.Stream, "group", t.o.Group, "consumer", t.o.Consumer, "lapses_within", t.lockLife.String())
 			said = true
 		}
-		t.b.sleep(ctx, time.Second)
+		t.b.sleep(ctx, t.every/3)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -256,13 +267,13 @@ func (t *taker) unlock(ctx context.Context) {
 // acknowledged (so that no other consumer takes them over while the
 // stages after it work on them), and beats the heartbeat.
 func (t *taker) keep(ctx context.Context) {
-	every := min(t.o.Takeover/3, HeartbeatEvery)
+	every := t.every
 	what := fmt.Sprintf("take %s (%s)", t.b.cfg.Stream, t.o.Group)
 	for {
 		t.b.heartbeat(ctx, what, DefaultHeartbeatTTL, nil)
 		if !t.o.NoAck {
 			if t.lock != "" {
-				refreshLockScript.Run(ctx, t.b.conn.Client, []string{t.lock}, t.tok, lockLife.Milliseconds())
+				refreshLockScript.Run(ctx, t.b.conn.Client, []string{t.lock}, t.tok, t.lockLife.Milliseconds())
 			}
 			t.refresh(ctx)
 		}
@@ -397,7 +408,7 @@ func (t *taker) run(ctx context.Context) error {
 				// The stages after it may hold the records until their
 				// input ends (they write in blocks): end, so that they
 				// hand them on, rather than wait forever.
-				if wait := max(o.Idle, time.Second); now.Sub(fullSince) >= wait {
+				if wait := max(o.Idle, 3*time.Second); now.Sub(fullSince) >= wait {
 					b.log.Info("ending: the window is full and nothing was handed on for a while", "stream", b.cfg.Stream, "window", o.Window)
 					return nil
 				}

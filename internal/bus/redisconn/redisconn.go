@@ -166,7 +166,7 @@ func (c *Conn) Up() {
 	if c.downSince.IsZero() {
 		return
 	}
-	c.Log.Info("redis is back", "redis", c.Addr, "down_for", c.Clock.Now().Sub(c.downSince).Round(time.Millisecond).String())
+	c.Log.Warn("redis is back", "redis", c.Addr, "down_for", c.Clock.Now().Sub(c.downSince).Round(time.Millisecond).String())
 	c.downSince = time.Time{}
 }
 

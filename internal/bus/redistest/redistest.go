@@ -83,7 +83,7 @@ func (s *Server) Start() {
 		args = append(args, "--"+s.args[i], s.args[i+1])
 	}
 	s.cmd = exec.Command(s.bin, args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.SysProcAttr = sysProcAttr()
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redis-server: %v", err)
 	}
