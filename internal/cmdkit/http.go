@@ -12,16 +12,14 @@ import (
 // names, environment and defaults in both. bodyUsage and userAgentUsage say
 // what the cap and the User-Agent mean to the stage.
 func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.IntFlag{Name: "host-concurrency", Usage: "requests in flight to one host (scheme, host and port)", Value: httpx.DefaultHostConcurrency, EnvVars: []string{"FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY"}},
 		&cli.Float64Flag{Name: "host-rps", Usage: "requests a second to one host; 0 for no limit", Value: httpx.DefaultHostRPS, EnvVars: []string{"FEEDPIPE_HOST_RPS", "HOST_RPS"}},
 		Duration(&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT", "FETCH_TIMEOUT_MS"}}),
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
-		&cli.StringFlag{Name: redisFlag, Usage: "keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (docs/bus.md); default: in this process", EnvVars: []string{envRedis}},
-		busPrefixFlag(),
-	}
+	}, RedisFlags("keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (docs/bus.md); default: in this process")...)
 }
 
 // HTTPSettings reads and checks the HTTPFlags: the client's options (the

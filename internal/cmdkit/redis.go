@@ -30,6 +30,25 @@ func BusFlags() []cli.Flag {
 	}
 }
 
+// RedisFlags are the flags of a Redis a binary may use, by default none:
+// --redis (usage says what for) and --bus-prefix. feed-fetch and
+// feed-scrape keep their per-host limits there; feed-serve can show the
+// bus's status.
+func RedisFlags(usage string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: redisFlag, Usage: usage, EnvVars: []string{envRedis}},
+		busPrefixFlag(),
+	}
+}
+
+// RedisConnIfSet is RedisConn, or nil when --redis is not set.
+func RedisConnIfSet(c *cli.Context, log *slog.Logger) (*redisconn.Conn, error) {
+	if c.String(redisFlag) == "" {
+		return nil, nil
+	}
+	return RedisConn(c, log)
+}
+
 // RedisConn is the connection to the Redis the flags name.
 func RedisConn(c *cli.Context, log *slog.Logger) (*redisconn.Conn, error) {
 	conn, err := redisconn.Dial(c.String(redisFlag), c.String(busPrefixName), log, nil)
