@@ -141,6 +141,7 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 			&cli.BoolFlag{Name: "no-ack", Usage: "take without acknowledgement (XREADGROUP NOACK): a reader that hands nothing on"},
 			&cli.StringFlag{Name: "from", Usage: `where a new group starts: "0", every record the stream has, or "$", those put from now on`, Value: "0"},
 			&cli.Int64Flag{Name: "max-body-bytes", Usage: "with --store-fetches: refuse a payload larger than this, decoded", Value: bus.DefaultMaxBodyBytes},
+			&cli.IntFlag{Name: "max-record-bytes", Usage: "refuse a record longer than this", Value: ndjson.MaxLineBytes},
 		},
 		Action: func(c *cli.Context) error {
 			stream, err := streamArg(c)
@@ -158,7 +159,7 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 			o := bus.TakeOptions{Group: c.String("group"), Consumer: c.String("consumer"), Window: c.Int("window"), Count: c.Int("count"),
 				Wait: c.Duration("wait"), Idle: c.Duration("idle"), For: c.Duration("for"), Takeover: c.Duration("takeover"),
 				MaxDeliveries: c.Int("max-deliveries"), StoreFetches: c.Bool("store-fetches"), NoAck: c.Bool("no-ack"),
-				From: c.String("from"), MaxBodyBytes: c.Int64("max-body-bytes")}
+				From: c.String("from"), MaxBodyBytes: c.Int64("max-body-bytes"), MaxRecordBytes: c.Int("max-record-bytes")}
 			switch {
 			case o.Group == "":
 				return cmdkit.Usagef("take needs --group: the consumer group to take as")

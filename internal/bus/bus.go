@@ -132,51 +132,42 @@ type call struct {
 	res    any
 }
 
-// exec runs calls in order, pipelined, each atomic in Redis. A call that
-// fails for Redis being unavailable is tried again, with those after it,
-// once Redis answers (redisconn.Do); so is one Redis had lost the script
-// of (a restart empties its script cache). The calls before it are not
-// run again: each is run once, in order, whatever happens between.
+// exec runs calls in order, each atomic in Redis, and all of them in one
+// MULTI/EXEC transaction, which also loads their scripts first (so that
+// a Redis restarted with an empty script cache runs them all, or none).
+// A transaction that fails for Redis being unavailable (down, loading,
+// full: a script that would grow Redis is refused before it is queued,
+// and the whole transaction with it) is tried again once Redis answers
+// (redisconn.Do). One that ran and whose reply was lost is run again:
+// the scripts make that safe (acknowledgements first, a run's key, the
+// events log's cursor).
 func (b *bus) exec(ctx context.Context, what string, calls []*call) error {
-	done := 0
+	scripts := map[*redis.Script]bool{}
+	for _, c := range calls {
+		scripts[c.script] = true
+	}
 	return b.conn.Do(ctx, what, func(ctx context.Context) error {
-		for done < len(calls) {
-			pipe := b.conn.Client.Pipeline()
-			cmds := make([]*redis.Cmd, 0, len(calls)-done)
-			for _, c := range calls[done:] {
-				cmds = append(cmds, c.script.EvalSha(ctx, pipe, c.keys, c.args...))
-			}
-			pipe.Exec(ctx) // each command's error is its own
-			var failed error
+		pipe := b.conn.Client.TxPipeline()
+		for s := range scripts {
+			pipe.ScriptLoad(ctx, sources[s])
+		}
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
 			for _, cmd := range cmds {
-				if failed = cmd.Err(); failed != nil {
-					break
+				if cmd.Err() != nil && !redis.HasErrorPrefix(cmd.Err(), "EXECABORT") {
+					return cmd.Err()
 				}
-				calls[done].res = cmd.Val()
-				done++
 			}
-			if failed == nil {
-				continue
-			}
-			if !redis.HasErrorPrefix(failed, "NOSCRIPT") {
-				return failed
-			}
-			if err := loadScripts(ctx, b.conn.Client); err != nil {
-				return err
-			}
+			return err
+		}
+		for i, cmd := range cmds {
+			calls[i].res = cmd.Val()
 		}
 		return nil
 	})
-}
-
-// loadScripts loads every script of the package into Redis's cache.
-func loadScripts(ctx context.Context, c redis.UniversalClient) error {
-	for _, s := range []*redis.Script{handOnScript, putRunScript, trimScript, refreshLockScript, releaseLockScript, putLogScript} {
-		if err := s.Load(ctx, c).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ints reads a script's reply as a list of integers and strings.

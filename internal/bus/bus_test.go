@@ -392,3 +392,44 @@ func TestRedisRestart(t *testing.T) {
 		t.Errorf("the outage was not said:\n%s", logs)
 	}
 }
+
+// TestRedisFull: a Redis at its maxmemory (noeviction) refuses a put's
+// appends whole; the put waits, says so once, and goes on once there is
+// room, every record appended once.
+func TestRedisFull(t *testing.T) {
+	f := newFixture(t)
+	if err := f.conn.Client.ConfigSet(context.Background(), "maxmemory", "3mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var in strings.Builder
+	const n = 600
+	for i := range n {
+		fmt.Fprintf(&in, `{"type":"x","v":1,"n":%d,"pad":"%s"}`+"\n", i, strings.Repeat("p", 10000))
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.put("a", in.String(), PutOptions{}) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(f.logs.String(), "OOM") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the put never met a full Redis:\n%s", f.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the put ended with Redis full: %v", err)
+	case <-time.After(time.Second):
+	}
+	if err := f.conn.Client.ConfigSet(context.Background(), "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.xlen("a"); got != n {
+		t.Errorf("a holds %d records, want %d", got, n)
+	}
+	if logs := f.logs.String(); strings.Count(logs, "redis is unavailable") != 1 || !strings.Contains(logs, "redis is back") {
+		t.Errorf("the outage should be said once, and the recovery:\n%s", logs)
+	}
+}

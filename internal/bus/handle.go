@@ -48,6 +48,10 @@ func (t *taker) handle(ctx context.Context, msgs []redis.XMessage, _ any, again 
 			dead = append(dead, refused{m, "the entry has no record field"})
 			continue
 		}
+		if len(rec) > t.o.MaxRecordBytes {
+			dead = append(dead, refused{m, t.tooLong(len(rec))})
+			continue
+		}
 		l, err := ndjson.ParseLine([]byte(rec))
 		if err != nil {
 			dead = append(dead, refused{m, lineErr(err)})
@@ -157,6 +161,8 @@ func (t *taker) handleStore(ctx context.Context, msgs []redis.XMessage, counts m
 		switch rec, ok := m.Values["record"].(string); {
 		case !ok:
 			g.fail(refuse("the entry has no record field"))
+		case len(rec) > t.o.MaxRecordBytes:
+			g.fail(refuse("%s", t.tooLong(len(rec))))
 		case counts[m.ID] > int64(t.o.MaxDeliveries):
 			g.fail(refuse("delivered %d times and never handed on (--max-deliveries %d)", counts[m.ID], t.o.MaxDeliveries))
 		default:
@@ -193,6 +199,11 @@ func (t *taker) handleStore(ctx context.Context, msgs []redis.XMessage, counts m
 		}
 	}
 	return t.storeGroups(ctx, ready, lost)
+}
+
+// tooLong is the refusal of a record longer than a line may be.
+func (t *taker) tooLong(n int) string {
+	return fmt.Sprintf("a record of %d bytes, over the limit of %d (--max-record-bytes)", n, t.o.MaxRecordBytes)
 }
 
 func bytesOrNil(s string, v any) []byte {

@@ -153,9 +153,27 @@ var decoders = sync.Pool{New: func() any {
 	return d
 }}
 
+// fetchHead is what take reads of a fetch record the stream carries with
+// feed-fetch's line of it.
+type fetchHead struct {
+	ndjson.Header
+	FetchID string `json:"fetch_id"`
+	Due     struct {
+		FeedID string         `json:"feed_id"`
+		Bus    *ndjson.BusRef `json:"bus"`
+	} `json:"due"`
+	BodyRef       *ndjson.BlobRef `json:"body_ref"`
+	BodySHA256    string          `json:"body_sha256"`
+	ContentLength int64           `json:"content_length"`
+	Page          *ndjson.Page    `json:"page"`
+}
+
 // checkedFetch is a fetch record take accepted, with what it stores.
 type checkedFetch struct {
-	rec    *ndjson.Fetch // as the stream carried it (with parse, scrape)
+	// rec is the record as the stream carried it: whole without a fetch
+	// line, else its fetch_id, due.feed_id, body_ref, body_sha256,
+	// content_length and page only.
+	rec    *ndjson.Fetch
 	stored *ndjson.Fetch // as fetches/ keeps it: feed-fetch's record
 	line   []byte        // and its line
 	body   []byte        // the payload, decoded; nil when none came
@@ -175,8 +193,22 @@ func checkFetch(record, fetchLine, body []byte, maxBody int64) (*checkedFetch, e
 		return nil, refuse("%s", lineErr(err))
 	}
 	var rec ndjson.Fetch
-	if err := l.Decode(&rec); err != nil {
-		return nil, refuse("%s", lineErr(err))
+	if fetchLine == nil {
+		if err := l.Decode(&rec); err != nil {
+			return nil, refuse("%s", lineErr(err))
+		}
+	} else {
+		// The stored record is the fetch line's, decoded whole below: of
+		// the pipeline's, only what names the fetch and its payload.
+		var h fetchHead
+		if err := l.Decode(&h); err != nil {
+			return nil, refuse("%s", lineErr(err))
+		}
+		rec = ndjson.Fetch{Header: h.Header, FetchID: h.FetchID, Due: ndjson.Due{FeedID: h.Due.FeedID, Bus: h.Due.Bus},
+			BodyRef: h.BodyRef, BodySHA256: h.BodySHA256, ContentLength: h.ContentLength, Page: h.Page}
+		if err := rec.Check(); err != nil {
+			return nil, refuse("%s", lineErr(err))
+		}
 	}
 	c := &checkedFetch{rec: &rec, page: rec.Page != nil}
 	stored := rec

@@ -116,6 +116,7 @@ func TestStoreFetches(t *testing.T) {
 	// Not JSON; no record at all; a bus_ack where records go.
 	add("invalid JSON", map[string]any{"record": `{"type":"entry",`})
 	add("no record field", map[string]any{"body": "x"})
+	add("--max-record-bytes", map[string]any{"record": `{"type":"entry","v":1,"title":"` + strings.Repeat("x", 20000) + `"}`})
 	add("a bus_ack record on a stream", map[string]any{"record": `{"type":"bus_ack","v":1,"stream":"parsed","group":"store","ids":["1-0"]}`})
 	// A fetch line of another fetch.
 	swap := newFetchGroup(t, 7, "<rss>s</rss>")
@@ -130,7 +131,7 @@ func TestStoreFetches(t *testing.T) {
 	cfg := f.config(CmdTake, "parsed")
 	var out strings.Builder
 	cfg.Out, cfg.Store = &out, st
-	cfg.Take = TakeOptions{Group: "store", StoreFetches: true, Idle: 300 * time.Millisecond, Takeover: time.Second, Linger: time.Second, MaxBodyBytes: 2000}
+	cfg.Take = TakeOptions{Group: "store", StoreFetches: true, Idle: 300 * time.Millisecond, Takeover: time.Second, Linger: time.Second, MaxBodyBytes: 2000, MaxRecordBytes: 10000}
 	err = Run(context.Background(), cfg)
 	if !errors.Is(err, pipe.ErrFailed) {
 		t.Errorf("take: %v, want some records failed", err)
@@ -178,8 +179,8 @@ func TestStoreFetches(t *testing.T) {
 	// The refused are on the dead stream, with their reasons, and
 	// acknowledged.
 	dead, _ := f.conn.Client.XRange(context.Background(), f.conn.Key(DeadStream), "-", "+").Result()
-	if len(dead) != 11 {
-		t.Errorf("%d records on the dead stream, want the 11 refused", len(dead))
+	if len(dead) != 12 {
+		t.Errorf("%d records on the dead stream, want the 12 refused", len(dead))
 	}
 	if g := f.group("parsed", "store"); g.Pending != 4 {
 		t.Errorf("parsed/store: %d pending, want the 4 good ones, until put acknowledges them", g.Pending)

@@ -20,10 +20,15 @@ import (
 // Defaults of TakeOptions.
 const (
 	DefaultWindow        = 128
-	DefaultCount         = 16
+	DefaultCount         = 32
 	DefaultIdle          = 2 * time.Second
 	DefaultTakeover      = time.Minute
 	DefaultMaxDeliveries = 10
+	// windowStall is how long a full window may see nothing handed on
+	// before the take ends, so that stages holding their output until
+	// their input ends (a --window smaller than what they buffer) hand
+	// it on. With the default window no stage holds that much.
+	windowStall = 30 * time.Second
 	// deadMaxLen bounds the dead stream.
 	deadMaxLen = 100_000
 )
@@ -65,6 +70,9 @@ type TakeOptions struct {
 	// has; the default) or "$" (those put from now on).
 	From         string
 	MaxBodyBytes int64 // StoreFetches: DefaultMaxBodyBytes
+	// MaxRecordBytes refuses a longer record (ndjson.MaxLineBytes, which
+	// any stage after it would refuse).
+	MaxRecordBytes int
 	// Linger is how long, once it stopped taking, the take waits for the
 	// next of its records to be handed on before it leaves the rest to be
 	// taken over (lingerFloor; Takeover if longer).
@@ -95,6 +103,9 @@ func (o *TakeOptions) defaults(node string) {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = ndjson.MaxLineBytes
 	}
 	if o.Linger <= 0 {
 		o.Linger = lingerFloor
@@ -203,7 +214,7 @@ func (b *bus) take(ctx context.Context) error {
 		b.log.Warn("stopped taking on a signal: the records not taken stay on the stream", "stream", cfg.Stream, "group", o.Group)
 	}
 	b.log.Info("take done", "stream", cfg.Stream, "group", o.Group, "consumer", o.Consumer, "taken", t.taken,
-		"refused", t.refused, "lost", t.lost)
+		"refused", t.refused, "lost", t.lost, "cpu_s", cpuTime().Seconds())
 	fails.Records = t.refused
 	return fails.Err("record", "records")
 }
@@ -386,8 +397,9 @@ func (t *taker) run(ctx context.Context) error {
 		}
 	}
 	var (
-		nextClaim time.Time
-		fullSince time.Time
+		nextClaim   time.Time
+		fullSince   time.Time // since when the window has been full with nothing handed on
+		lastPending int64
 	)
 	for ctx.Err() == nil {
 		now := b.cfg.Clock.Now()
@@ -401,18 +413,22 @@ func (t *taker) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if n >= int64(o.Window) {
-				if fullSince.IsZero() {
-					fullSince = now
+			// It takes again once a read's worth of room is free: the
+			// due records go on in batches, which feed-fetch claims in
+			// one transaction each, not one by one as they are handed on.
+			if room := o.Window - int(n); room < min(o.Count, o.Window) {
+				if fullSince.IsZero() || n < lastPending {
+					fullSince = now // some were handed on
 				}
+				lastPending = n
 				// The stages after it may hold the records until their
 				// input ends (they write in blocks): end, so that they
 				// hand them on, rather than wait forever.
-				if wait := max(o.Idle, 3*time.Second); now.Sub(fullSince) >= wait {
+				if wait := max(o.Idle, windowStall); now.Sub(fullSince) >= wait {
 					b.log.Info("ending: the window is full and nothing was handed on for a while", "stream", b.cfg.Stream, "window", o.Window)
 					return nil
 				}
-				b.sleep(ctx, 50*time.Millisecond)
+				b.sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 			fullSince = time.Time{}
@@ -502,6 +518,37 @@ func (t *taker) readOwn(ctx context.Context) error {
 // read reads up to count new records, blocking up to block, and writes
 // them; it returns how many came.
 func (t *taker) read(ctx context.Context, id string, count int, block time.Duration) (int, error) {
+	msgs, err := t.xread(ctx, id, count, block)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	if t.o.StoreFetches {
+		// The coordinator writes each batch to the store with a sync and
+		// a transaction of the catalog: records trickling in from the
+		// workers are gathered for a moment into fewer, larger batches.
+		deadline := t.b.cfg.Clock.Now().Add(storeLinger)
+		for len(msgs) < count && ctx.Err() == nil {
+			left := deadline.Sub(t.b.cfg.Clock.Now())
+			if left < time.Millisecond {
+				break
+			}
+			more, err := t.xread(ctx, id, count-len(msgs), left)
+			if err != nil {
+				return 0, err
+			}
+			msgs = append(msgs, more...)
+		}
+	}
+	t.sawFirst = true
+	return len(msgs), t.handle(ctx, msgs, nil, false)
+}
+
+// storeLinger is how long the coordinator's take gathers records into one
+// batch.
+const storeLinger = 500 * time.Millisecond
+
+// xread reads up to count new records, blocking up to block.
+func (t *taker) xread(ctx context.Context, id string, count int, block time.Duration) ([]redis.XMessage, error) {
 	var msgs []redis.XMessage
 	err := t.b.conn.Do(ctx, "reading "+t.b.cfg.Stream, func(ctx context.Context) error {
 		res, err := t.b.conn.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: t.o.Group, Consumer: t.o.Consumer,
@@ -520,11 +567,7 @@ func (t *taker) read(ctx context.Context, id string, count int, block time.Durat
 		}
 		return nil
 	})
-	if err != nil || len(msgs) == 0 {
-		return 0, err
-	}
-	t.sawFirst = true
-	return len(msgs), t.handle(ctx, msgs, nil, false)
+	return msgs, err
 }
 
 // claim takes over up to count records other consumers have left idle
