@@ -133,27 +133,21 @@ type call struct {
 }
 
 // exec runs calls in order, each atomic in Redis, and all of them in one
-// MULTI/EXEC transaction, which also loads their scripts first (so that
-// a Redis restarted with an empty script cache runs them all, or none).
-// A transaction that fails for Redis being unavailable (down, loading,
-// full: a script that would grow Redis is refused before it is queued,
-// and the whole transaction with it) is tried again once Redis answers
-// (redisconn.Do). One that ran and whose reply was lost is run again:
-// the scripts make that safe (acknowledgements first, a run's key, the
-// events log's cursor).
+// MULTI/EXEC transaction, each with its script's source (EVAL: a Redis
+// restarted with an empty script cache runs them all, and a Redis Cluster
+// routes them by their keys, all in the deployment's slot). A transaction
+// that fails for Redis being unavailable (down, loading, full: a script
+// that would grow Redis is refused before it is queued, and the whole
+// transaction with it) is tried again once Redis answers (redisconn.Do).
+// One that ran and whose reply was lost is run again: the scripts make
+// that safe (acknowledgements first, a run's key, the events log's
+// cursor).
 func (b *bus) exec(ctx context.Context, what string, calls []*call) error {
-	scripts := map[*redis.Script]bool{}
-	for _, c := range calls {
-		scripts[c.script] = true
-	}
 	return b.conn.Do(ctx, what, func(ctx context.Context) error {
 		pipe := b.conn.Client.TxPipeline()
-		for s := range scripts {
-			pipe.ScriptLoad(ctx, sources[s])
-		}
 		cmds := make([]*redis.Cmd, len(calls))
 		for i, c := range calls {
-			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			for _, cmd := range cmds {

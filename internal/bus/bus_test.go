@@ -433,3 +433,31 @@ func TestRedisFull(t *testing.T) {
 		t.Errorf("the outage should be said once, and the recovery:\n%s", logs)
 	}
 }
+
+// TestCluster: under a Redis Cluster of three masters, a deployment's
+// keys are in one slot (its hash tag), so that its transactions over two
+// streams run: records go from one stream to the next, acknowledged as
+// they are handed on, and status reads them.
+func TestCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	logs := &logBuffer{}
+	conn, err := redisconn.Dial(c.URL(), "t", slog.New(slog.NewTextHandler(logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := &fixture{t: t, conn: conn, logs: logs}
+	if err := f.put("a", rec1+"\n"+rec2+"\n"+rec3+"\n", PutOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	err = f.pipeline("a", TakeOptions{Group: "g", Idle: 300 * time.Millisecond, Takeover: 2 * time.Second}, cat, "b")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	if got := f.records("b"); strings.Join(got, "\n") != rec1+"\n"+rec2+"\n"+rec3 {
+		t.Errorf("b holds %q", got)
+	}
+	if g := f.group("a", "g"); g.Pending != 0 {
+		t.Errorf("a/g: %+v", g)
+	}
+}

@@ -20,17 +20,6 @@ const (
 	allowOOM = "#!lua flags=allow-oom\n"
 )
 
-// sources are the scripts' texts, which exec loads in the transaction
-// that runs them. (redis.Script.Load given a pipeline would set the
-// script's hash to the queued command's empty reply.)
-var sources = map[*redis.Script]string{}
-
-func newScript(src string) *redis.Script {
-	s := redis.NewScript(src)
-	sources[s] = src
-	return s
-}
-
 // luaLib are functions the scripts share.
 const luaLib = `
 local function flat(a)
@@ -75,7 +64,7 @@ end
 //	ARGV       n, then n times (index into KEYS, group, id);
 //	           m, then m times (k, then k field-value pairs): the records
 //	returns    {1, id...} with the appended entries' ids, or {0}
-var handOnScript = newScript(denyOOM + luaLib + `
+var handOnScript = redis.NewScript(denyOOM + luaLib + `
 local i = 1
 local nacks = tonumber(ARGV[i]); i = i + 1
 local fresh = 0
@@ -115,7 +104,7 @@ return out
 //	ARGV       scheduled_at in Unix milliseconds, the timeout in
 //	           milliseconds, then the record's field-value pairs
 //	returns    {1, id} when appended, {0, id of the earlier put}
-var putRunScript = newScript(denyOOM + luaLib + `
+var putRunScript = redis.NewScript(denyOOM + luaLib + `
 local function waiting(stream, id)
   if #redis.call('XRANGE', stream, id, id) == 0 then return false end
   local gs = groups(stream)
@@ -156,7 +145,7 @@ return {1, id}
 //	ARGV[1]    the limit (entries); 0: none
 //	returns    {dropped by the limit, group, lost, group, lost, ...}; lost
 //	           is -1 when Redis cannot tell a group's lag
-var trimScript = newScript(allowOOM + luaLib + `
+var trimScript = redis.NewScript(allowOOM + luaLib + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local gs = groups(KEYS[1])
 if #gs > 0 then
@@ -205,14 +194,14 @@ return out
 var (
 	// KEYS[1] the lock; ARGV[1] the token, ARGV[2] its life in ms.
 	// Returns 1 if the lock is (still) the token's.
-	refreshLockScript = newScript(allowOOM + `
+	refreshLockScript = redis.NewScript(allowOOM + `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
 return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0
 `)
-	releaseLockScript = newScript(allowOOM + `
+	releaseLockScript = redis.NewScript(allowOOM + `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
@@ -229,7 +218,7 @@ return 0
 //	           n, then n times (index into KEYS, group, id); m, then m
 //	           records (one field "record" each)
 //	returns    {1, appended} or {0, cursor} when the cursor had moved
-var putLogScript = newScript(allowOOM + `
+var putLogScript = redis.NewScript(allowOOM + `
 local cur = redis.call('GET', KEYS[2]) or ''
 if cur ~= ARGV[1] then return {0, cur} end
 local i = 3

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -145,3 +146,62 @@ func (s *Server) Client() *redis.Client {
 
 // String names the server in messages.
 func (s *Server) String() string { return fmt.Sprintf("redis-server on port %d", s.Port) }
+
+// Cluster is a Redis Cluster of three masters, for the tests that keys
+// of one deployment work under Cluster.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts three redis-servers in cluster mode and joins them
+// (redis-cli --cluster create), or skips t when redis-server or
+// redis-cli is not installed.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil || Binary() == "" {
+		t.Skip("redis-server and redis-cli are not installed (Debian's package redis-server; ./scripts/test installs it): skipping the Redis Cluster test")
+	}
+	c := &Cluster{}
+	args := []string{"--cluster", "create"}
+	for range 3 {
+		s := Start(t, "cluster-enabled", "yes", "cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000")
+		c.Nodes = append(c.Nodes, s)
+		args = append(args, "127.0.0.1:"+strconv.Itoa(s.Port))
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(s.Port)})
+		for {
+			info, _ := cl.ClusterInfo(context.Background()).Result()
+			if strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				t.Fatalf("the cluster is not ok: %s", info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
+	return c
+}
+
+// URL names the cluster as feed-bus --redis takes it: one node, and the
+// others as addr= parameters.
+func (c *Cluster) URL() string {
+	u := "redis://127.0.0.1:" + strconv.Itoa(c.Nodes[0].Port)
+	for i, s := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=127.0.0.1:" + strconv.Itoa(s.Port)
+	}
+	return u
+}
