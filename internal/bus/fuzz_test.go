@@ -79,3 +79,20 @@ func FuzzPrepare(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseCursor: a cursor read from Redis is taken only in the shape
+// put writes it, a file of the events log and an offset.
+func FuzzParseCursor(f *testing.F) {
+	for _, s := range []string{"events/2026-11-28.ndjson 0", "events/2026-11-28.ndjson 12345", "events/../x 1", "entries/2026-11-28.ndjson 3", "events/2026-11-28.ndjson -1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		file, off, err := parseCursor(s)
+		if err != nil {
+			return
+		}
+		if !ndjson.IsDayFile(file, "events") || off < 0 {
+			t.Fatalf("took %q as file %q offset %d", s, file, off)
+		}
+	})
+}

@@ -31,6 +31,7 @@ type RedisHosts struct {
 	perHost  int
 	interval time.Duration
 	life     time.Duration // LeaseLife
+	clock    clock.Clock
 	rand     io.Reader
 	mu       sync.Mutex // guards rand
 }
@@ -48,7 +49,10 @@ const (
 // conn: perHost requests in flight to a host, rps a second (0: no rate
 // limit), across every process that uses the same Redis and prefix.
 func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clock) *Limiter {
-	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, rand: rand.Reader}
+	if c == nil {
+		c = clock.Real{}
+	}
+	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, clock: c, rand: rand.Reader}
 	if rps > 0 {
 		r.interval = time.Duration(float64(time.Second) / rps)
 	}
@@ -128,17 +132,17 @@ func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
-			deadline := time.Now().Add(r.life)
+			deadline := r.clock.Now().Add(r.life)
 			for wait := 100 * time.Millisecond; ; wait = min(wait*2, time.Second) {
 				ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 				err := r.conn.Client.ZRem(ctx, leases, lease).Err()
 				cancel()
-				if err == nil || !redisconn.Unavailable(err) || time.Now().Add(wait).After(deadline) {
+				if err == nil || !redisconn.Unavailable(err) || r.clock.Now().Add(wait).After(deadline) {
 					return
 				}
-				time.Sleep(wait)
+				<-r.clock.After(wait)
 			}
-		case <-time.After(every):
+		case <-r.clock.After(every):
 			ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 			renewScript.Run(ctx, r.conn.Client, []string{leases}, r.life.Milliseconds(), lease)
 			cancel()

@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -86,4 +87,28 @@ func TestBusChecks(t *testing.T) {
 	if err := ack.Check(); err == nil || !strings.Contains(err.Error(), "ids[2]") {
 		t.Errorf("a bus_ack with a bad id: %v", err)
 	}
+}
+
+// FuzzParseLine: ParseLine takes a record as a Reader takes a line that
+// is all its input.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{`{"type":"x","v":1}`, `{"type":"due"}`, `[]`, `{`, ``, ` `, `{"type":1}`, `{"a":"\u2028"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if bytes.ContainsAny(raw, "\r\n") {
+			return
+		}
+		got, gotErr := ParseLine(raw)
+		want, wantErr := NewReader(bytes.NewReader(raw)).Next()
+		if len(bytes.TrimSpace(raw)) == 0 {
+			if gotErr == nil {
+				t.Fatalf("ParseLine(%q) took an empty record", raw)
+			}
+			return
+		}
+		if (gotErr == nil) != (wantErr == nil) || gotErr == nil && got.Type != want.Type {
+			t.Fatalf("ParseLine(%q) = %q, %v; a Reader says %q, %v", raw, got.Type, gotErr, want.Type, wantErr)
+		}
+	})
 }
