@@ -490,3 +490,15 @@ func TestBusHostileRecord(t *testing.T) {
 		t.Errorf("%d records on the dead stream, want the one refused", n)
 	}
 }
+
+// TestLoopRole: feed-loop's --role is one, coordinator or worker; another
+// is a usage error, before anything runs.
+func TestLoopRole(t *testing.T) {
+	sourcesRead(t)
+	cmd := command(append(os.Environ(), "FEEDPIPE_STORE="+t.TempDir(), "FEEDPIPE_BIN="+binDir),
+		filepath.Join(repoRoot(t), "scripts", "feed-loop"), "--role", "leader", "--once")
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !bytes.Contains(out, []byte("--role 'leader' is not one, coordinator or worker")) {
+		t.Errorf("feed-loop --role leader: %v\n%s", err, out)
+	}
+}
