@@ -29,9 +29,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		binDir = dir
-		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/...", "../tools/testserver")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
+		if err := buildBinaries(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building the binaries:", err)
 			return 1
 		}
@@ -41,6 +39,42 @@ func TestMain(m *testing.M) {
 		os.Unsetenv("FEEDPIPE_CONFIG")
 		return m.Run()
 	}())
+}
+
+// buildBinaries builds into dir what scripts/install installs: the
+// feedpipe binary, each of its commands a link to it by its name, and the
+// commands built on their own (a cmd/feed-*/main.go that is not a thin main
+// over internal/apps); and the test server.
+func buildBinaries(dir string) error {
+	mains, err := filepath.Glob("../cmd/feed-*/main.go")
+	if err != nil {
+		return err
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator), "../cmd/feedpipe", "../tools/testserver"}
+	for _, m := range mains {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), `"github.com/feedpipe/feedpipe/internal/apps"`) {
+			args = append(args, filepath.ToSlash(filepath.Dir(m)))
+		}
+	}
+	build := exec.Command("go", args...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return err
+	}
+	names, err := exec.Command(filepath.Join(dir, "feedpipe"), "--commands").Output()
+	if err != nil {
+		return fmt.Errorf("feedpipe --commands: %w", err)
+	}
+	for _, name := range strings.Fields(string(names)) {
+		if err := os.Symlink("feedpipe", filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sourcesRead reads, once per run, every file the binaries and scripts are

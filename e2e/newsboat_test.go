@@ -89,6 +89,19 @@ func TestNewsboat(t *testing.T) {
 		t.Fatalf("feed-serve did not listen: %s", fsLog.String())
 	}
 	base := "http://" + addr
+	// alice's marks are hers: the REST API shows them to the token.
+	token, err := os.ReadFile(filepath.Join(store, "serve.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(url string) (*http.Response, error) {
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		return http.DefaultClient.Do(req)
+	}
 
 	// The three views: the catalog's, the REST API's, newsboat's.
 	st, err := storage.Open(store)
@@ -114,7 +127,7 @@ func TestNewsboat(t *testing.T) {
 	}
 	restView := func() map[string]int {
 		t.Helper()
-		resp, err := http.Get(base + "/feeds?reader=alice")
+		resp, err := get(base + "/feeds?reader=alice")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +302,7 @@ feedhq-min-items 1000
 	}
 	uid := strings.TrimPrefix(read[0], "tag:google.com,2005:reader/item/")
 	// The REST API lists that entry, and only it, as alice's read one.
-	resp, err := http.Get(base + "/entries?reader=alice&limit=1000")
+	resp, err := get(base + "/entries?reader=alice&limit=1000")
 	if err != nil {
 		t.Fatal(err)
 	}

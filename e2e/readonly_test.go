@@ -109,3 +109,61 @@ func listFiles(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestReadOnlyStoreEveryWriter: every command that writes a store says
+// the same of one it cannot write (its directory and files read-only;
+// under root, which writes anyway, the commands run as nobody), and exits
+// 2: those that learn it when SQLite refuses a write (feed-read mark, a
+// Reader API user) as those that check first.
+func TestReadOnlyStoreEveryWriter(t *testing.T) {
+	sourcesRead(t)
+	parent, err := os.MkdirTemp("", "feedpipe-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(parent, "store")
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+w", parent).Run(); os.RemoveAll(parent) })
+	os.Chmod(parent, 0o755)
+	env := append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_LOG_LEVEL=error")
+	feed := filepath.Join(parent, "feed.xml")
+	os.WriteFile(feed, rssDoc("ro", map[int]int{0: 1}), 0o644)
+	setup := exec.Command("bash", "-c", `feed-sub add https://ro.example/feed.xml >/dev/null &&
+		feed-parse --base-url https://ro.example/feed.xml "$1" | feed-store >/dev/null &&
+		feed-read --limit 1 | cut -f5`, "bash", feed)
+	setup.Env = env
+	uid, err := setup.Output()
+	if err != nil || len(strings.TrimSpace(string(uid))) != 16 {
+		t.Fatalf("setup: %v %q", err, uid)
+	}
+	root := os.Geteuid() == 0
+	// Readable by all, writable by none (root aside).
+	if out, err := exec.Command("chmod", "-R", "a+rX,a-w", store).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	if root {
+		os.Chmod(binDir, 0o755)
+	}
+	for _, args := range [][]string{
+		{"feed-sub", "add", "https://ro.example/other.xml"},
+		{"feed-sub", "rm", "https://ro.example/feed.xml"},
+		{"feed-sub", "refetch", "--all"},
+		{"feed-read", "mark", "read", strings.TrimSpace(string(uid))},
+		{"feed-read", "mark", "read", "--all"},
+		{"feed-read", "show", strings.TrimSpace(string(uid))},
+		{"feed-store", "heartbeat", "--start", "1795255200", "--end", "1795255201", "--status", "0"},
+		{"feed-serve", "user", "add", "alice"},
+	} {
+		cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader("a password of some length\n")
+		if root {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if code := exitCode(err); code != 2 || !strings.Contains(stderr.String(), "cannot write to the store "+store) {
+			t.Errorf("%v on a read-only store: status %d, stderr %q; want 2 and \"cannot write to the store %s\"", args, code, stderr.String(), store)
+		}
+	}
+}

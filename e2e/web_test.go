@@ -19,24 +19,12 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/feedpipe/feedpipe/internal/browsertest"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
-
-// chromium returns a headless browser to run, or skips the test saying
-// how to get one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: the web page's browser test is skipped (Debian: apt-get install chromium; ./scripts/test installs it when it can)")
-	return ""
-}
 
 // artifacts is the directory the test keeps its screenshots in:
 // $FEEDPIPE_ARTIFACTS, or a temporary one.
@@ -63,7 +51,7 @@ func artifacts(t *testing.T) string {
 // (or a temporary directory), on a desktop and a phone.
 func TestWebPage(t *testing.T) {
 	sourcesRead(t)
-	bin := chromium(t)
+	bin := browsertest.Binary(t)
 	root := repoRoot(t)
 	shots := artifacts(t)
 	t.Logf("screenshots in %s", shots)
@@ -130,15 +118,7 @@ func TestWebPage(t *testing.T) {
 
 	// The browser: no network beyond loopback (an entry's images from
 	// elsewhere fail at once, as they would offline).
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil { // the browser starts
-		t.Fatal(err)
-	}
+	ctx := browsertest.Start(t, bin)
 	var (
 		mu       sync.Mutex
 		problems []string

@@ -1,67 +1,10 @@
-// Command feed-due writes a due record for every subscription that should
-// be fetched now.
+// Command feed-due is internal/apps.FeedDue: see feed-due --help. The
+// feedpipe binary is every command in one, installed under each name.
 package main
 
 import (
-	"time"
-
-	"github.com/urfave/cli/v2"
-
-	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/apps"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/due"
 )
 
-func main() {
-	cmdkit.Main(&cli.App{
-		DisableSliceFlagSeparator: true, // --feed URL: a URL may hold commas
-		Name:                      "feed-due",
-		Usage:                     "list the subscriptions due for a fetch, as due records",
-		UsageText:                 "feed-due [--all | --feed ID...] [--now TIME] | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store\n   feed-due --explain ID",
-		Description: `Reads the store's subscriptions and the feed state feed-store wrote, and
-writes one "due" record (see pkg/ndjson) for each enabled subscription that
-was never fetched or whose next fetch time has passed, most overdue first.
-A first fetch, or one after more than 15 days, carries item_limit 20.
-The next fetch time is the scheduler's (docs/scheduler.md): a feed the
-scheduler disabled for errors is still due for its probes, a feed paused
-with feed-sub pause is not, and feed-sub refetch makes one due now.
---explain ID prints, for people, a feed's scheduler state, the inputs of
-its last decision and the decision in words.
-The scheduler's flags (below, each with its variables) are those of
-docs/scheduler.md §5.`,
-		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "all", Usage: "every enabled subscription, due or not"},
-			&cli.StringSliceFlag{Name: "feed", Usage: "only this subscription (feed id, id prefix or URL), due or not; repeatable"},
-			&cli.StringFlag{Name: "now", Usage: "decide as if it were this RFC 3339 time (tests, replays)", EnvVars: []string{"FEEDPIPE_NOW"}},
-			&cli.StringFlag{Name: "explain", Usage: "print the scheduler's state and decision for this subscription (feed id, id prefix or URL) in words, and nothing else"},
-		}, append(cmdkit.CommonFlags(), cmdkit.SchedFlags()...)...),
-		Action: func(c *cli.Context) error {
-			log, st, err := cmdkit.Setup(c, cmdkit.ReadOnly)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			if s := c.String("now"); s != "" {
-				if now, err = time.Parse(time.RFC3339, s); err != nil {
-					return cmdkit.Usagef("--now (or FEEDPIPE_NOW) %q is not an RFC 3339 time such as 2026-11-21T08:00:00Z", s)
-				}
-			}
-			p, err := cmdkit.SchedParams(c)
-			if err != nil {
-				return err
-			}
-			cfg := due.Config{
-				Out: cmdkit.Output(c.App.Writer), Log: log, Store: st,
-				Now: now, All: c.Bool("all"), Feeds: c.StringSlice("feed"), Sched: p,
-			}
-			if cmdkit.IsTerminal(c.App.ErrWriter) {
-				cfg.Msg = c.App.ErrWriter // a person is watching: say when the next feed is due
-			}
-			if ref := c.String("explain"); ref != "" {
-				return cmdkit.UsageIf(due.Explain(cfg, ref, c.App.Writer), catalog.ErrNoSuchSubscription)
-			}
-			err = due.Run(cfg)
-			return cmdkit.UsageIf(err, catalog.ErrNoSuchSubscription)
-		},
-	})
-}
+func main() { cmdkit.Main(apps.FeedDue()) }

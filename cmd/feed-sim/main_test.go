@@ -42,7 +42,7 @@ func TestCLI(t *testing.T) {
 		stdout []string
 		stderr string
 	}{
-		{"help", []string{"--help"}, "", 0, []string{`{"type":"post","feed_id":"a"`, "SCHED_MIN_INTERVAL_SEC", "--budget-of", "oracle"}, ""},
+		{"help", []string{"--help"}, "", 0, []string{`{"type":"post","feed_id":"a"`, "SCHED_MIN_INTERVAL_SEC", "--budget-of", "oracle-timed", "--mix"}, ""},
 		{"trace table", []string{trace}, "", 0, []string{"1 feeds, 2 days", "fixed:15m", "oracle", "violations"}, ""},
 		{"trace json", []string{"--json", "--policies", "adaptive@12,fixed:1h", trace}, "", 0, []string{`"policy":"adaptive@12"`, `"budget_per_feed_day":12`, `"policy":"fixed:1h"`}, ""},
 		{"stdin", []string{"--policies", "seed", "-"}, "{\"type\":\"post\",\"feed_id\":\"z\",\"at\":\"2026-06-01T10:00:00Z\"}\n", 0, []string{"seed"}, ""},
@@ -71,6 +71,9 @@ func TestCLI(t *testing.T) {
 		{"plain with a trace", []string{"--plain", trace}, "", 2, nil, "--plain only applies with --generate"},
 		{"no-floors with a trace", []string{"--no-floors", trace}, "", 2, nil, "--no-floors only applies with --generate"},
 		{"show a feed", []string{"--show", "a", "--policies", "fixed:1h", trace}, "", 0, []string{"fixed:1h"}, "-- fixed:1h 2026-06-01T00:00:00Z"},
+		{"mix", []string{"--generate", "--mix", "patterned", "--feeds", "20", "--days", "2", "--by-kind", "--policies", "oracle@fixed:1h,oracle-timed@fixed:1h"}, "", 0, []string{"oracle-timed@fixed:1h", "diurnal", "weekly"}, ""},
+		{"bad mix", []string{"--generate", "--mix", "weird"}, "", 2, nil, `--mix "weird": want classic, mixed, patterned, poisson`},
+		{"mix with a trace", []string{"--mix", "mixed", trace}, "", 2, nil, "--mix only applies with --generate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

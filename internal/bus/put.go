@@ -189,7 +189,7 @@ var (
 )
 
 // logTypes are the records feed-store writes to the events log.
-var logTypes = map[string]bool{ndjson.TypeNewEntry: true, ndjson.TypeUpdatedEntry: true,
+var logTypes = map[string]bool{ndjson.TypeNewEntry: true, ndjson.TypeUpdatedEntry: true, ndjson.TypeBackfilledEntry: true,
 	ndjson.TypeFeedDisabled: true, ndjson.TypeFeedReenabled: true}
 
 // prepare reads what put needs of a record; a *ndjson.LineError refuses

@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -24,94 +22,40 @@ type Located struct {
 // millions of inserts at random places in B-trees larger than the page
 // cache. It is all one transaction: an error (an entry the catalog holds
 // already, say) leaves the catalog as it was.
-func (c *Catalog) LoadEntries(ctx context.Context, next func() ([]Located, error)) (err error) {
-	conn, err := c.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	defer conn.Close()
-	var cacheSize int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cacheSize); err != nil {
-		return c.damaged(fmt.Errorf("catalog: %w", err))
-	}
-	// A large page cache for the index builds' sorts, for this connection
-	// only, which goes back to the pool as it was.
-	if _, err := conn.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cacheSize))
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: begin: %w", err))
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
-	l := &loader{ctx: ctx, tx: tx, keys: map[string]int64{}, ids: map[int64]int64{}}
-	if err := l.load(next); err != nil {
-		return c.damaged(err)
-	}
-	// A change of anything, for readers that keep answers (changes.go).
-	if err := l.exec(`INSERT INTO changes (feeds) VALUES (NULL)`); err != nil {
-		return c.damaged(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return c.damaged(fmt.Errorf("catalog: commit: %w", err))
-	}
-	// The load passed through the WAL: give its space back.
-	if _, err := conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return c.damaged(fmt.Errorf("catalog: checkpoint: %w", err))
-	}
-	return nil
+func (c *Catalog) LoadEntries(ctx context.Context, next func() ([]Located, error)) error {
+	// A large page cache for the index builds' sorts; its writes, outside
+	// any feed's scope, make the transaction's change one of anything
+	// (changes.go).
+	return c.bulkUpdate(ctx, 262144, func(t *Tx) error { return t.loadEntries(next) })
 }
 
-type loader struct {
-	ctx  context.Context
-	tx   *sql.Tx
-	keys map[string]int64 // feed id -> key
-	ids  map[int64]int64  // feed key -> its last entry id
-}
-
-func (l *loader) exec(query string, args ...any) error {
-	if _, err := l.tx.ExecContext(l.ctx, query, args...); err != nil {
-		return fmt.Errorf("catalog: load entries: %w", err)
-	}
-	return nil
-}
-
-func (l *loader) load(next func() ([]Located, error)) error {
-	rows, err := l.tx.QueryContext(l.ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL`)
+func (t *Tx) loadEntries(next func() ([]Located, error)) error {
+	rows, err := t.read(once, `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL`)
 	if err != nil {
-		return fmt.Errorf("catalog: load entries: %w", err)
+		return err
 	}
 	var indexes [][2]string
 	for rows.Next() {
 		var name, create string
 		if err := rows.Scan(&name, &create); err != nil {
 			rows.Close()
-			return fmt.Errorf("catalog: load entries: %w", err)
+			return err
 		}
 		indexes = append(indexes, [2]string{name, create})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("catalog: load entries: %w", err)
+		return err
 	}
 	for _, ix := range indexes {
-		if err := l.exec(`DROP INDEX "` + ix[0] + `"`); err != nil {
+		if _, err := t.write(once, `DROP INDEX "`+ix[0]+`"`); err != nil {
 			return err
 		}
 	}
-	if err := l.exec(`CREATE TEMP TABLE load (id INTEGER NOT NULL, feed_key INTEGER NOT NULL, entry_uid TEXT NOT NULL,
+	if _, err := t.write(once, `CREATE TEMP TABLE load (id INTEGER NOT NULL, feed_key INTEGER NOT NULL, entry_uid TEXT NOT NULL,
 		content_hash TEXT NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL, seen_count INTEGER NOT NULL,
 		published INTEGER NOT NULL, day TEXT NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL, link_hash TEXT)`); err != nil {
 		return err
-	}
-	ins, err := l.tx.PrepareContext(l.ctx, `INSERT INTO load VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("catalog: load entries: %w", err)
 	}
 	for {
 		batch, err := next()
@@ -123,11 +67,11 @@ func (l *loader) load(next func() ([]Located, error)) error {
 		}
 		for _, b := range batch {
 			e, loc := b.Entry, b.Loc
-			key, err := l.feedKey(e.FeedID)
+			key, err := t.feedKey(e.FeedID)
 			if err != nil {
 				return err
 			}
-			id, err := l.nextID(key)
+			id, err := t.nextEntryID(key)
 			if err != nil {
 				return err
 			}
@@ -135,9 +79,9 @@ func (l *loader) load(next func() ([]Located, error)) error {
 			if h, ok := LinkHash(e.CanonicalLink); ok {
 				link = h
 			}
-			if _, err := ins.ExecContext(l.ctx, id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time),
-				e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length, link); err != nil {
-				return fmt.Errorf("catalog: load entry %s: %w", e.EntryUID, err)
+			if _, err := t.write(kept, `INSERT INTO load VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, key, e.EntryUID, e.ContentHash,
+				unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length, link); err != nil {
+				return err
 			}
 		}
 	}
@@ -151,34 +95,14 @@ func (l *loader) load(next func() ([]Located, error)) error {
 			SELECT link_hash, feed_key, entry_uid FROM load WHERE link_hash IS NOT NULL ORDER BY link_hash, rowid`,
 		`DROP TABLE temp.load`,
 	} {
-		if err := l.exec(q); err != nil {
+		if _, err := t.write(once, q); err != nil {
 			return err
 		}
 	}
 	for _, ix := range indexes {
-		if err := l.exec(ix[1]); err != nil {
+		if _, err := t.write(once, ix[1]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// nextID is the id of the feed key's next entry (entriesPerFeed).
-func (l *loader) nextID(key int64) (int64, error) {
-	return nextEntryID(l.ids, key, func(query string, args ...any) *sql.Row {
-		return l.tx.QueryRowContext(l.ctx, query, args...)
-	})
-}
-
-func (l *loader) feedKey(feedID string) (int64, error) {
-	if k, ok := l.keys[feedID]; ok {
-		return k, nil
-	}
-	var k int64
-	err := l.tx.QueryRowContext(l.ctx, `INSERT INTO feeds(feed_id) VALUES (?) ON CONFLICT(feed_id) DO UPDATE SET feed_id = excluded.feed_id RETURNING key`, feedID).Scan(&k)
-	if err != nil {
-		return 0, fmt.Errorf("catalog: feed key of %s: %w", feedID, err)
-	}
-	l.keys[feedID] = k
-	return k, nil
 }

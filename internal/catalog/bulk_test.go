@@ -120,7 +120,7 @@ func TestEntryIDs(t *testing.T) {
 			return err
 		}
 		// An entry numbered as before.
-		if _, err := t.exec(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length)
+		if _, err := t.write(once, `INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length)
 			VALUES (7, ?, ?, 'old', 1, 0, 0, 1, 0, '2026-11-20', 0, 10)`, keyA, testids.UID("a0")); err != nil {
 			return err
 		}

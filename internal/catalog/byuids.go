@@ -4,7 +4,46 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
+
+// EntriesByUID returns the stored entries with the uid entry_uid (one, but
+// for a collision of two feeds' uids), each with its versions, oldest
+// first.
+func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
+	found, err := c.entryRows(ctx, kept, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	versions := make([][]Version, len(found))
+	for i, r := range found {
+		vs, err := c.versions(ctx, r.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		versions[i] = vs
+	}
+	return found, versions, nil
+}
+
+func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
+	rows, err := c.read(ctx, kept, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		var v Version
+		var at int64
+		if err := rows.Scan(&v.Version, &v.Hash, &at, &v.Day, &v.Offset, &v.Length); err != nil {
+			return nil, err
+		}
+		v.StoredAt = time.UnixMilli(at).UTC()
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
 
 // MaxUIDs is the most uids EntriesByUIDs takes at once.
 const MaxUIDs = 1000
@@ -24,27 +63,18 @@ func (c *Catalog) EntriesByUIDs(ctx context.Context, uids []string, reader strin
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM json_each(?) u
+	found, err := c.entryRows(ctx, once, `SELECT `+entryColumns+` FROM json_each(?) u
 		JOIN entries e ON e.entry_uid = u.value JOIN feeds f ON f.key = e.feed_key ORDER BY u.key, e.id`, string(list))
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
+		return nil, err
 	}
 	var out []EntryRow
 	seen := map[int64]bool{}
-	for rows.Next() {
-		var r EntryRow
-		if err := scanEntry(rows.Scan, &r); err != nil {
-			rows.Close()
-			return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
-		}
+	for _, r := range found {
 		if !seen[r.ID] { // a uid given twice
 			seen[r.ID] = true
 			out = append(out, r)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries by uid: %w", err))
 	}
 	if reader != "" {
 		if err := CheckReader(reader); err != nil {

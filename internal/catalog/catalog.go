@@ -20,13 +20,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
 )
@@ -119,39 +115,23 @@ const MaxConns = 4
 // catalogLock is held while a catalog is made for a store that has none.
 const catalogLock = "lock.catalog"
 
+// open opens the catalog at path and brings its schema up to date.
 func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
-	// WAL: readers never block the writer nor it them. synchronous FULL:
-	// a commit is on disk when it returns, as every write of the store's
-	// files is. _txlock=immediate: a write transaction takes the write
-	// lock at BEGIN, so that two writers queue on the busy timeout
-	// instead of one failing half-way. wal_autocheckpoint: a checkpoint
-	// every 10,000 pages of WAL (40 MB) rather than 1,000, so that a page a
-	// large run writes again and again is copied into catalog.db once,
-	// not at every thousandth page.
-	// page_size applies to a catalog being made only, and must come before
-	// WAL mode, which fixes it: modernc.org/sqlite runs the _pragma list in
-	// sorted order, then the _journal_mode key.
-	dsn := "file:" + filepath.ToSlash(path) + "?_pragma=busy_timeout(" + fmt.Sprint(BusyTimeout.Milliseconds()) + ")" +
-		"&_pragma=page_size(" + fmt.Sprint(pageSize) + ")&_journal_mode=WAL&_pragma=synchronous(FULL)&_pragma=foreign_keys(OFF)" +
-		"&_pragma=wal_autocheckpoint(" + fmt.Sprint(walAutocheckpoint) + ")&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	c, err := connect(st, path, log)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return nil, err
 	}
-	db.SetMaxOpenConns(MaxConns)
-	db.SetConnMaxIdleTime(time.Minute)
-	c := &Catalog{db: db, path: path, st: st, log: log}
-	if err := c.migrate(ctx); err != nil {
-		db.Close()
+	if err := c.migrate(ctx, len(migrations)); err != nil {
+		c.Close()
+		return nil, c.damaged(err)
+	}
+	// Entries stored before the search index existed (migration 4) or
+	// was keyed by time (migration 8).
+	if err := c.backfillFTS(ctx); err != nil {
+		c.Close()
 		return nil, c.damaged(err)
 	}
 	return c, nil
-}
-
-// Close closes the catalog.
-func (c *Catalog) Close() error {
-	c.stmts.close()
-	return c.db.Close()
 }
 
 // Path is the catalog file's path.
@@ -160,47 +140,45 @@ func (c *Catalog) Path() string { return c.path }
 // Store is the store the catalog belongs to.
 func (c *Catalog) Store() *storage.Store { return c.st }
 
-// damaged turns SQLite's "this is not a database" and "malformed" into
-// an error that names the file and the command that rebuilds it.
-func (c *Catalog) damaged(err error) error {
-	var se *sqlite.Error
-	if err == nil || !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-		return fmt.Errorf("catalog: %w: %s: %v; rebuild it from the store's files: feed-store reindex", ErrDamaged, c.path, err)
-	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-		return fmt.Errorf("catalog: cannot write %s: %v: is the disk full?", c.path, se)
-	}
-	return err
-}
-
 // Check runs SQLite's quick_check over the whole catalog (a few seconds
 // for millions of entries): nil, or an error that says what is wrong.
 func (c *Catalog) Check(ctx context.Context) error {
-	rows, err := c.db.QueryContext(ctx, `PRAGMA quick_check`)
+	rows, err := c.read(ctx, once, `PRAGMA quick_check`)
 	if err != nil {
-		return c.damaged(err)
+		return err
 	}
 	defer rows.Close()
 	var problems []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return c.damaged(err)
+			return err
 		}
 		if s != "ok" {
 			problems = append(problems, s)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return c.damaged(err)
+		return err
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("catalog: %w: %s: %s; rebuild it from the store's files: feed-store reindex", ErrDamaged, c.path, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// Sizes counts the rows of the catalog's tables, by table: what feed-stats
+// reports of the catalog, and how tests see that a reader wrote nothing.
+func (c *Catalog) Sizes(ctx context.Context) (map[string]int, error) {
+	sizes := map[string]int{}
+	for _, table := range []string{"feeds", "subscriptions", "feed_state", "entries", "entry_versions", "links", "aliases", "fetches", "runs"} {
+		var n int
+		if err := c.readRow(ctx, once, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			return nil, err
+		}
+		sizes[table] = n
+	}
+	return sizes, nil
 }
 
 // pageSize is the page size of a catalog made now; one made before keeps
@@ -223,113 +201,6 @@ const walAutocheckpoint = 10000
 // peak RSS must stay under 150 MB.
 const writerCacheKB = 16384
 
-// Tx is one write transaction (Update).
-type Tx struct {
-	tx    *sql.Tx
-	ctx   context.Context
-	c     *Catalog
-	keys  map[string]int64     // feed id -> key, looked up or made in this transaction
-	stmts map[string]*sql.Stmt // prepared in this transaction, for the next row
-	ids   map[int64]int64      // feed key -> the last entry id given in this transaction
-	// searchKeys: first search key of a millisecond -> the last given in
-	// this transaction (newSearchKey)
-	searchKeys map[int64]int64
-	fts        ftsBatch // the full-text index's changes, made at the end
-	reach      reach    // what its writes changed (changes.go)
-	unrecorded bool     // a migration to before the changes table
-}
-
-// Update runs fn in one write transaction, which commits when fn returns
-// nil and rolls back otherwise. A writer waits for another's transaction
-// (BusyTimeout).
-func (c *Catalog) Update(ctx context.Context, fn func(*Tx) error) error {
-	tx, err := c.db.BeginTx(ctx, nil)
-	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: begin: %w", err))
-	}
-	// The transaction ends if ctx does (database/sql rolls it back); its
-	// statements, each short, are not watched one by one: the driver
-	// starts a goroutine for every statement run with a context that can
-	// end (a few per cent of feed-store's time storing new entries).
-	t := &Tx{tx: tx, ctx: context.WithoutCancel(ctx), c: c, keys: map[string]int64{}, stmts: map[string]*sql.Stmt{}, ids: map[int64]int64{},
-		searchKeys: map[int64]int64{}}
-	if _, err := tx.ExecContext(t.ctx, fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKB)); err != nil {
-		tx.Rollback()
-		return c.damaged(err)
-	}
-	if err := fn(t); err != nil {
-		tx.Rollback()
-		return c.damaged(err)
-	}
-	// The search index's changes are those of entries whose feeds the
-	// writes that made them named already.
-	end := t.within()
-	err = t.fts.flush(t)
-	end()
-	if err == nil {
-		err = t.recordChange()
-	}
-	if err != nil {
-		tx.Rollback()
-		return c.damaged(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return c.damaged(fmt.Errorf("catalog: commit: %w", err))
-	}
-	return nil
-}
-
-func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
-	t.wrote()
-	r, err := t.tx.ExecContext(t.ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	return r, nil
-}
-
-// stmt is query prepared in the transaction, once: a statement run for
-// every row of a batch is compiled for the first only.
-func (t *Tx) stmt(query string) (*sql.Stmt, error) {
-	if st, ok := t.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := t.tx.PrepareContext(t.ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	t.stmts[query] = st
-	return st, nil
-}
-
-// run is exec of a statement prepared once in the transaction (stmt).
-func (t *Tx) run(query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(query)
-	if err != nil {
-		return nil, err
-	}
-	t.wrote()
-	r, err := st.ExecContext(t.ctx, args...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	return r, nil
-}
-
-// queryRow is QueryRow of a statement prepared once in the transaction.
-func (t *Tx) queryRow(query string, args ...any) *sql.Row {
-	if !strings.HasPrefix(query, "SELECT") {
-		t.wrote() // INSERT or UPDATE ... RETURNING
-	}
-	st, err := t.stmt(query)
-	if err != nil {
-		// A Row carries no error of its own: run the query unprepared,
-		// which reports it when scanned.
-		return t.tx.QueryRowContext(t.ctx, query, args...)
-	}
-	return st.QueryRowContext(t.ctx, args...)
-}
-
 // feedKey is the key of feedID in this catalog, made if it has none. It
 // is looked up first: an upsert would write the feeds table's page for
 // every feed of every batch.
@@ -338,12 +209,12 @@ func (t *Tx) feedKey(feedID string) (int64, error) {
 		return k, nil
 	}
 	var k int64
-	err := t.queryRow(`SELECT key FROM feeds WHERE feed_id = ?`, feedID).Scan(&k)
+	err := t.readRow(kept, `SELECT key FROM feeds WHERE feed_id = ?`, feedID).Scan(&k)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = t.queryRow(`INSERT INTO feeds(feed_id) VALUES (?) RETURNING key`, feedID).Scan(&k)
+		err = t.writeRow(kept, `INSERT INTO feeds(feed_id) VALUES (?) RETURNING key`, feedID).Scan(&k)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("catalog: feed key of %s: %w", feedID, err)
+		return 0, err
 	}
 	t.keys[feedID] = k
 	return k, nil

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -717,15 +718,10 @@ func TestOpenAtOnce(t *testing.T) {
 	}
 }
 
-// undoLabels takes a catalog back before migration 9 (subscription_labels)
-// and 10 (changes).
-const undoLabels = `DROP TRIGGER subscriptions_labels_insert; DROP TRIGGER subscriptions_labels_update; DROP TRIGGER subscriptions_labels_delete;
-	DROP TABLE subscription_labels; DROP TABLE changes`
-
 // TestSubscriptionLabels: the rows of subscription_labels say what the
 // subscriptions' labels columns do through adds, edits, removals and a
 // rebuild from the log, and migration 9 makes them for a catalog that had
-// subscriptions before it.
+// subscriptions before it (version 8).
 func TestSubscriptionLabels(t *testing.T) {
 	c := openTemp(t)
 	same := func(when string) {
@@ -789,17 +785,21 @@ func TestSubscriptionLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("rebuilt from the log")
-	if _, err := c.db.Exec(undoLabels + `; PRAGMA user_version = 8`); err != nil {
-		t.Fatal(err)
+	// A catalog with subscriptions before migration 9.
+	c = openAtVersion(t, 8)
+	for i, s := range []ndjson.Subscription{sub("a", "news"), sub("b", "tech"), sub("d", "news", "tech", "news"), sub("e")} {
+		if _, err := c.db.Exec(`INSERT INTO feeds (feed_id) VALUES (?)`, s.FeedID); err != nil {
+			t.Fatal(err)
+		}
+		labels, _ := json.Marshal(ndjson.NonNil(s.Labels))
+		if _, err := c.db.Exec(`INSERT INTO subscriptions (feed_key, position, url, name, labels) SELECT key, ?, ?, ?, ? FROM feeds WHERE feed_id = ?`,
+			i, s.URL, s.Name, string(labels), s.FeedID); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c.Close()
-	c, err = Open(ctx, c.st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c = reopen(t, c)
 	same("migrated")
-	if got := feeds("tech"); got != "b" {
-		t.Errorf("migrated, tech: %s", got)
+	if got := feeds("news") + ";" + feeds("tech"); got != "a,d;b,d" {
+		t.Errorf("migrated, news;tech: %s", got)
 	}
 }

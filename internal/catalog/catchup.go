@@ -40,7 +40,7 @@ func (c *Catalog) follow(ctx context.Context, tap, dir string, apply func(t *Tx,
 		last := batch[len(batch)-1]
 		err := c.Update(ctx, func(t *Tx) error {
 			for _, p := range batch {
-				if err := apply(t, p.key, Location{Day: dayOf(p.key), Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
+				if err := apply(t, p.key, Location{Day: storage.KeyDay(p.key), Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
 					return err
 				}
 			}
@@ -97,7 +97,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	}
 	evFile, evOff, err := c.st.ReadLogsSince(storage.DirEvents, cp.File, cp.Offset, func(_ string, l ndjson.Line) error {
 		var ev ndjson.Event
-		if (l.Type == ndjson.TypeNewEntry || l.Type == ndjson.TypeUpdatedEntry) && l.Decode(&ev) == nil {
+		if (l.Type == ndjson.TypeNewEntry || l.Type == ndjson.TypeUpdatedEntry || l.Type == ndjson.TypeBackfilledEntry) && l.Decode(&ev) == nil {
 			have[[2]string{ev.EntryUID, ev.ContentHash}] = true
 		}
 		return nil
@@ -209,7 +209,7 @@ func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
 	err := c.st.ReadLogLines(key, func(start, end int64, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type == ndjson.TypeFetch && l.Decode(&f) == nil {
-			lines = append(lines, line{f, Location{Day: dayOf(key), Offset: start, Length: end - start}})
+			lines = append(lines, line{f, Location{Day: storage.KeyDay(key), Offset: start, Length: end - start}})
 		}
 		return nil
 	})
@@ -217,7 +217,7 @@ func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		if _, err := t.exec(`DELETE FROM fetches WHERE day = ?`, dayOf(key)); err != nil {
+		if _, err := t.write(once, `DELETE FROM fetches WHERE day = ?`, storage.KeyDay(key)); err != nil {
 			return err
 		}
 		for i := range lines {

@@ -84,12 +84,15 @@ func (t *Tx) recordChange() error {
 		slices.Sort(ids)
 		feeds = strings.Join(ids, "\n")
 	}
+	// The table's own rows: in a scope of no feed, which changes nothing
+	// of what the row says.
+	defer t.within()()
 	var seq int64
-	if err := t.tx.QueryRowContext(t.ctx, `INSERT INTO changes (feeds) VALUES (?) RETURNING seq`, feeds).Scan(&seq); err != nil {
+	if err := t.writeRow(once, `INSERT INTO changes (feeds) VALUES (?) RETURNING seq`, feeds).Scan(&seq); err != nil {
 		return err
 	}
 	if seq%max(1, changesKept/10) == 0 {
-		if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM changes WHERE seq <= ?`, seq-changesKept); err != nil {
+		if _, err := t.write(once, `DELETE FROM changes WHERE seq <= ?`, seq-changesKept); err != nil {
 			return err
 		}
 	}
@@ -107,9 +110,9 @@ type Changes struct {
 // reader's first look, when it is All).
 func (c *Catalog) Changes(ctx context.Context, after int64) (Changes, error) {
 	ch := Changes{Last: after, All: after == 0}
-	rows, err := c.query(ctx, `SELECT seq, feeds FROM changes WHERE seq >= ? ORDER BY seq`, after)
+	rows, err := c.read(ctx, kept, `SELECT seq, feeds FROM changes WHERE seq >= ? ORDER BY seq`, after)
 	if err != nil {
-		return ch, c.damaged(err)
+		return ch, err
 	}
 	defer rows.Close()
 	seen := map[string]bool{}
@@ -118,7 +121,7 @@ func (c *Catalog) Changes(ctx context.Context, after int64) (Changes, error) {
 		var seq int64
 		var feeds sql.NullString
 		if err := rows.Scan(&seq, &feeds); err != nil {
-			return ch, c.damaged(err)
+			return ch, err
 		}
 		if first && seq != after {
 			ch.All = true // the change it saw is no longer kept
@@ -140,7 +143,7 @@ func (c *Catalog) Changes(ctx context.Context, after int64) (Changes, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return ch, c.damaged(err)
+		return ch, err
 	}
 	if first && after != 0 {
 		// No row at or after the one it saw: the table was emptied (a

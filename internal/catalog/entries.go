@@ -14,7 +14,7 @@ import (
 )
 
 // Seen is what the entry index holds of an entry: its latest version and
-// its lineage (seed 000 §4.4).
+// its lineage (docs/design.md#deduplication).
 type Seen struct {
 	UID  string
 	Hash string // the latest version's content_hash
@@ -249,8 +249,8 @@ func (c *Catalog) numberedByFeed(ctx context.Context) (bool, error) {
 		return *c.byFeed, nil
 	}
 	var least sql.NullInt64
-	if err := c.db.QueryRowContext(ctx, `SELECT min(id) FROM entries`).Scan(&least); err != nil {
-		return false, c.damaged(fmt.Errorf("catalog: %w", err))
+	if err := c.readRow(ctx, once, `SELECT min(id) FROM entries`).Scan(&least); err != nil {
+		return false, err
 	}
 	byFeed := !least.Valid || least.Int64 >= entriesPerFeed
 	c.byFeed = &byFeed
@@ -260,16 +260,12 @@ func (c *Catalog) numberedByFeed(ctx context.Context) (bool, error) {
 // latestOf reads the rows of a feed's latest entries (preloadLimit), by
 // uid: a range of ids (entriesPerFeed), a page or two.
 func (c *Catalog) latestOf(ctx context.Context, feedID string) (map[string]Seen, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT e.entry_uid, e.content_hash, e.first_seen, e.last_seen, e.seen_count, e.versions
+	rows, err := c.read(ctx, kept, `SELECT e.entry_uid, e.content_hash, e.first_seen, e.last_seen, e.seen_count, e.versions
 		FROM feeds f, entries e WHERE f.feed_id = ? AND e.id > f.key * `+fmt.Sprint(int64(entriesPerFeed))+`
 			AND e.id < (f.key + 1) * `+fmt.Sprint(int64(entriesPerFeed))+`
-		ORDER BY e.id DESC LIMIT `+fmt.Sprint(preloadLimit))
+		ORDER BY e.id DESC LIMIT `+fmt.Sprint(preloadLimit), feedID)
 	if err != nil {
 		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, feedID)
-	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: entries of %s: %w", feedID, err))
 	}
 	defer rows.Close()
 	seen := map[string]Seen{}
@@ -277,27 +273,24 @@ func (c *Catalog) latestOf(ctx context.Context, feedID string) (map[string]Seen,
 		var s Seen
 		var first, last int64
 		if err := rows.Scan(&s.UID, &s.Hash, &first, &last, &s.SeenCount, &s.Versions); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: entries of %s: %w", feedID, err))
+			return nil, err
 		}
 		s.FirstSeen, s.LastSeen = ndjson.At(time.UnixMilli(first).UTC()), ndjson.At(time.UnixMilli(last).UTC())
 		seen[s.UID] = s
 	}
-	return seen, c.damaged(rows.Err())
+	return seen, rows.Err()
 }
 
 // seen reads an entry's row.
 func (c *Catalog) seen(ctx context.Context, feedID, uid string) (s Seen, ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT e.content_hash, e.first_seen, e.last_seen, e.seen_count, e.versions
+	row := c.readRow(ctx, kept, `SELECT e.content_hash, e.first_seen, e.last_seen, e.seen_count, e.versions
 		FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?`, feedID, uid)
-	if err != nil {
-		return s, false, err
-	}
 	var first, last sql.NullInt64
 	switch err := row.Scan(&s.Hash, &first, &last, &s.SeenCount, &s.Versions); {
 	case errors.Is(err, sql.ErrNoRows):
 		return s, false, nil
 	case err != nil:
-		return s, false, c.damaged(fmt.Errorf("catalog: entry %s of %s: %w", uid, feedID, err))
+		return s, false, err
 	}
 	s.UID, s.FirstSeen, s.LastSeen = uid, ndjson.At(fromMS(first)), ndjson.At(fromMS(last))
 	return s, true, nil
@@ -306,26 +299,22 @@ func (c *Catalog) seen(ctx context.Context, feedID, uid string) (s Seen, ok bool
 // versionHashes are the content hashes of every stored version of an
 // entry, oldest first.
 func (c *Catalog) versionHashes(ctx context.Context, feedID, uid string) ([]string, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT v.content_hash FROM entry_versions v
+	rows, err := c.read(ctx, kept, `SELECT v.content_hash FROM entry_versions v
 		WHERE v.entry_id = (SELECT e.id FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?)
-		ORDER BY v.version`)
+		ORDER BY v.version`, feedID, uid)
 	if err != nil {
 		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, feedID, uid)
-	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: versions of %s: %w", uid, err))
 	}
 	defer rows.Close()
 	hashes := []string{}
 	for rows.Next() {
 		var h string
 		if err := rows.Scan(&h); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: versions of %s: %w", uid, err))
+			return nil, err
 		}
 		hashes = append(hashes, h)
 	}
-	return hashes, c.damaged(rows.Err())
+	return hashes, rows.Err()
 }
 
 // Location is where a line is in one of the store's day files: its day,
@@ -351,30 +340,25 @@ const entriesPerFeed = 1 << 32
 // feedIDs is the range of the entry ids of the feed key: (lo, hi).
 func feedIDs(key int64) (lo, hi int64) { return key * entriesPerFeed, (key + 1) * entriesPerFeed }
 
-// nextEntryID is the id of the next entry of the feed key.
-func (t *Tx) nextEntryID(key int64) (int64, error) {
-	return nextEntryID(t.ids, key, t.queryRow)
-}
-
 // nextEntryID is the id of the feed key's next entry (entriesPerFeed):
-// one past the last given in this transaction (ids), or past the feed's
-// last in the table, which queryRow reads.
-func nextEntryID(ids map[int64]int64, key int64, queryRow func(query string, args ...any) *sql.Row) (int64, error) {
+// one past the last given in this transaction, or past the feed's last in
+// the table.
+func (t *Tx) nextEntryID(key int64) (int64, error) {
 	lo, hi := feedIDs(key)
-	last, ok := ids[key]
+	last, ok := t.ids[key]
 	if !ok {
-		err := queryRow(`SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
+		err := t.readRow(kept, `SELECT id FROM entries WHERE id > ? AND id < ? ORDER BY id DESC LIMIT 1`, lo, hi).Scan(&last)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			last = lo
 		case err != nil:
-			return 0, fmt.Errorf("catalog: entry id: %w", err)
+			return 0, err
 		}
 	}
 	if last+1 >= hi {
 		return 0, fmt.Errorf("catalog: feed %d has %d entries: no id left", key, entriesPerFeed-1)
 	}
-	ids[key] = last + 1
+	t.ids[key] = last + 1
 	return last + 1, nil
 }
 
@@ -414,7 +398,7 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	if inserted {
 		version = 1
 	}
-	_, err = t.run(`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err = t.write(kept, `INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
 	if err != nil {
 		return err
@@ -440,12 +424,12 @@ func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKe
 	if ok {
 		sk = searchKey
 	}
-	r, err := t.run(`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
+	r, err := t.write(kept, `INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
 		published, day, offset, length, search_key) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
 		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, ms,
 		loc.Day, loc.Offset, loc.Length, sk)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+		return 0, 0, false, err
 	}
 	n, err := r.RowsAffected()
 	if err != nil {
@@ -466,7 +450,7 @@ func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKe
 // it.
 func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version, searchKey int64, updated bool, err error) {
 	var sk sql.NullInt64
-	err = t.queryRow(`UPDATE entries SET content_hash = ?, versions = versions + 1,
+	err = t.writeRow(kept, `UPDATE entries SET content_hash = ?, versions = versions + 1,
 			last_seen = max(last_seen, ?), seen_count = max(seen_count, ?), published = ?, day = ?, offset = ?, length = ?
 		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions, search_key`,
 		e.ContentHash, unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
@@ -475,7 +459,7 @@ func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version,
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, 0, 0, false, nil
 	case err != nil:
-		return 0, 0, 0, false, fmt.Errorf("catalog: store entry %s: %w", e.EntryUID, err)
+		return 0, 0, 0, false, err
 	}
 	return id, version, sk.Int64, true, nil
 }
@@ -499,7 +483,7 @@ func (t *Tx) Sighted(feedID string, uids []string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(`UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
+	_, err = t.write(kept, `UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
 		WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (SELECT value FROM json_each(?))`, unixMS(at), key, unixMS(at), string(list))
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -21,18 +20,15 @@ type EventFeed struct {
 // EventFeed returns what an event says of the feed feedID; zero (no name,
 // no labels) for a feed without a subscription.
 func (c *Catalog) EventFeed(ctx context.Context, feedID string) (EventFeed, error) {
-	row, err := c.queryRow(ctx, `SELECT coalesce(s.name, ''), coalesce(s.labels, '[]'), coalesce(st.title, '')
+	row := c.readRow(ctx, kept, `SELECT coalesce(s.name, ''), coalesce(s.labels, '[]'), coalesce(st.title, '')
 		FROM feeds f LEFT JOIN subscriptions s ON s.feed_key = f.key LEFT JOIN feed_state st ON st.feed_key = f.key
 		WHERE f.feed_id = ?`, feedID)
-	if err != nil {
-		return EventFeed{}, err
-	}
 	var name, labels, title string
 	switch err := row.Scan(&name, &labels, &title); {
 	case errors.Is(err, sql.ErrNoRows):
 		return EventFeed{Labels: []string{}}, nil
 	case err != nil:
-		return EventFeed{}, c.damaged(fmt.Errorf("catalog: feed %s: %w", feedID, err))
+		return EventFeed{}, err
 	}
 	ef := EventFeed{Name: name}
 	if ef.Name == "" {

@@ -2,8 +2,7 @@ package catalog
 
 import (
 	"context"
-	"fmt"
-	"strconv"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ const nullStateColumns = `coalesce(st.title, ''), coalesce(st.etag, ''), coalesc
 	coalesce(st.interval_sec, 0), st.next_fetch_at, coalesce(st.last_body_sha256, ''), coalesce(st.last_content_length, 0),
 	coalesce(st.new_entries_last_fetch, 0), coalesce(st.moved_to, ''), coalesce(st.moved_count, 0), coalesce(st.counts, '{}'),
 	st.sched, st.decision, coalesce(st.format, ''), coalesce(st.format_version, ''), coalesce(st.content_type, ''),
-	coalesce(st.publisher, '')`
+	coalesce(st.publisher, ''), coalesce(st.link, ''), coalesce(st.warnings, '')`
 
 // briefStateColumns are nullStateColumns without the counts and the
 // decision (FeedFilter.Brief).
@@ -51,23 +50,20 @@ var briefStateColumns = strings.NewReplacer(`coalesce(st.counts, '{}')`, `'{}'`,
 // state, in the list's order. It streams: 100,000 feeds are never all in
 // memory at once. fn must not keep the *Feed, which is reused.
 func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error) error {
-	var (
-		where []string
-		args  []any
-	)
+	var w where
 	if !f.DueBy.IsZero() {
 		at := unixMS(f.DueBy)
 		keys, err := c.mayBeDue(ctx, at)
 		if err != nil {
 			return err
 		}
-		where = append(where, `s.feed_key IN (SELECT value FROM json_each(?))`, `s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= ? OR st.next_fetch_at IS NULL AND st.sched IS NULL)`)
-		args = append(args, keys, at, at)
+		w.and(`s.feed_key IN (SELECT value FROM json_each(:due))`, sql.Named("due", keys))
+		w.and(`s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= :at)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at <= :at OR st.next_fetch_at IS NULL AND st.sched IS NULL)`,
+			sql.Named("at", at))
 	}
 	if f.Label != "" {
-		where = append(where, `s.feed_key IN (SELECT feed_key FROM subscription_labels WHERE label = ?)`)
-		args = append(args, f.Label)
+		w.and(`s.feed_key IN (SELECT feed_key FROM subscription_labels WHERE label = :label)`, sql.Named("label", f.Label))
 	}
 	cols := nullStateColumns
 	if f.Brief {
@@ -75,13 +71,13 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 	}
 	q := `SELECT ` + subColumns + `, st.feed_key IS NOT NULL, f.feed_id, ` + cols + `
 		FROM subscriptions s JOIN feeds f ON f.key = s.feed_key LEFT JOIN feed_state st ON st.feed_key = s.feed_key`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if len(w.conds) > 0 {
+		q += ` WHERE ` + w.sql()
 	}
 	q += ` ORDER BY s.position, s.feed_key`
-	rows, err := c.query(ctx, q, args...) // a few texts, by the filter's fields
+	rows, err := c.read(ctx, kept, q, w.args...) // a few texts, by the filter's fields
 	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+		return err
 	}
 	defer rows.Close()
 	var (
@@ -92,19 +88,19 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 	targets := append(append(sr.targets(), &feed.Stored), st.targets()...)
 	for rows.Next() {
 		if err := rows.Scan(targets...); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := sr.decode(&feed.Sub); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := st.decode(&feed.State); err != nil {
-			return c.damaged(fmt.Errorf("catalog: feeds: %w", err))
+			return err
 		}
 		if err := fn(&feed); err != nil {
 			return err
 		}
 	}
-	return c.damaged(rows.Err())
+	return rows.Err()
 }
 
 // mayBeDue returns, as a JSON list, the keys of the enabled subscriptions
@@ -113,27 +109,20 @@ func (c *Catalog) Feeds(ctx context.Context, f FeedFilter, fn func(*Feed) error)
 // feeds their rows are 200 MB, the index 2 MB. (Feeds then reads the
 // states of these and decides as FeedFilter.DueBy says.)
 func (c *Catalog) mayBeDue(ctx context.Context, at int64) (string, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
-		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= ?1)
-			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= ?1)`)
+	rows, err := c.read(ctx, kept, `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
+		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= :at)
+			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= :at)`, sql.Named("at", at))
 	if err != nil {
 		return "", err
 	}
-	rows, err := st.QueryContext(ctx, at)
-	if err != nil {
-		return "", c.damaged(fmt.Errorf("catalog: feeds due: %w", err))
-	}
 	defer rows.Close()
-	list := []byte{'['}
+	var list jsonInts
 	for rows.Next() {
 		var key int64
 		if err := rows.Scan(&key); err != nil {
-			return "", c.damaged(fmt.Errorf("catalog: feeds due: %w", err))
+			return "", err
 		}
-		if len(list) > 1 {
-			list = append(list, ',')
-		}
-		list = strconv.AppendInt(list, key, 10)
+		list.add(key)
 	}
-	return string(append(list, ']')), c.damaged(rows.Err())
+	return list.String(), rows.Err()
 }

@@ -1,12 +1,10 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storage"
@@ -38,14 +36,29 @@ func (t *Tx) IndexFetch(f *ndjson.Fetch, loc Location) error {
 	if f.BodyRef != nil {
 		body = f.BodyRef.Key
 	}
-	if _, err := t.run(`INSERT OR IGNORE INTO fetches (fetch_id, feed_key, fetched_at, http_status, body_key, day, offset, length)
+	if _, err := t.write(kept, `INSERT OR IGNORE INTO fetches (fetch_id, feed_key, fetched_at, http_status, body_key, day, offset, length)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.FetchID, key, unixMS(f.FetchedAt.Time), f.HTTPStatus, body, loc.Day, loc.Offset, loc.Length); err != nil {
 		return err
 	}
 	if f.Page != nil || f.Due.ScheduledAt.IsZero() {
 		return nil
 	}
-	_, err = t.run(`UPDATE runs SET fetch_id = ? WHERE feed_key = ? AND scheduled_at = ?`, f.FetchID, key, unixMS(f.Due.ScheduledAt.Time))
+	_, err = t.write(kept, `UPDATE runs SET fetch_id = ? WHERE feed_key = ? AND scheduled_at = ?`, f.FetchID, key, unixMS(f.Due.ScheduledAt.Time))
+	return err
+}
+
+// IndexParse keeps the parse section of the fetch record f (what feed-store
+// receives: fetches/ holds the record as written before its parse).
+func (t *Tx) IndexParse(f *ndjson.Fetch) error {
+	if f.Parse == nil {
+		return nil
+	}
+	defer t.within(f.Due.FeedID)()
+	b, err := ndjson.Marshal(f.Parse)
+	if err != nil {
+		return err
+	}
+	_, err = t.write(kept, `UPDATE fetches SET parse = ? WHERE fetch_id = ?`, string(bytes.TrimSpace(b)), f.FetchID)
 	return err
 }
 
@@ -63,15 +76,12 @@ func scanFetch(scan func(...any) error, r *FetchRef) error {
 // Fetch returns what the catalog holds of the fetch fetchID; ok is false
 // for one it does not know.
 func (c *Catalog) Fetch(ctx context.Context, fetchID string) (r FetchRef, ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`, fetchID)
-	if err != nil {
-		return r, false, err
-	}
+	row := c.readRow(ctx, kept, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`, fetchID)
 	switch err := scanFetch(row.Scan, &r); {
 	case errors.Is(err, sql.ErrNoRows):
 		return r, false, nil
 	case err != nil:
-		return r, false, c.damaged(fmt.Errorf("catalog: fetch %s: %w", fetchID, err))
+		return r, false, err
 	}
 	return r, true, nil
 }
@@ -82,22 +92,22 @@ func (c *Catalog) Fetches(ctx context.Context, feedID string, since time.Time, l
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key
+	rows, err := c.read(ctx, once, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key
 		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
 		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`, feedID, unixMS(since), limit)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: fetches of %s: %w", feedID, err))
+		return nil, err
 	}
 	defer rows.Close()
 	var out []FetchRef
 	for rows.Next() {
 		var r FetchRef
 		if err := scanFetch(rows.Scan, &r); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: fetches of %s: %w", feedID, err))
+			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // A run is one scheduled fetch of a feed, named by the feed and the time
@@ -167,9 +177,9 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 	}
 	at := unixMS(r.ScheduledAt)
 	var lastRun sql.NullInt64
-	err = t.queryRow(`SELECT last_run_at FROM feed_state WHERE feed_key = ?`, key).Scan(&lastRun)
+	err = t.readRow(kept, `SELECT last_run_at FROM feed_state WHERE feed_key = ?`, key).Scan(&lastRun)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return ClaimResult{}, fmt.Errorf("catalog: claim: %w", err)
+		return ClaimResult{}, err
 	}
 	if lastRun.Valid && lastRun.Int64 >= at {
 		return ClaimResult{Claim: ClaimStored}, nil
@@ -179,30 +189,30 @@ func (t *Tx) claim(r Run, now time.Time) (ClaimResult, error) {
 		runAt, claimedAt int64
 		fetchID          sql.NullString
 	)
-	err = t.queryRow(`SELECT scheduled_at, claimed_at, fetch_id FROM runs WHERE feed_key = ? AND scheduled_at >= ?
+	err = t.readRow(kept, `SELECT scheduled_at, claimed_at, fetch_id FROM runs WHERE feed_key = ? AND scheduled_at >= ?
 		ORDER BY scheduled_at DESC LIMIT 1`, key, at).Scan(&runAt, &claimedAt, &fetchID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err := t.run(`INSERT INTO runs (feed_key, scheduled_at, claimed_at) VALUES (?, ?, ?)`, key, at, unixMS(now))
+		_, err := t.write(kept, `INSERT INTO runs (feed_key, scheduled_at, claimed_at) VALUES (?, ?, ?)`, key, at, unixMS(now))
 		return ClaimResult{Claim: ClaimFetch}, err
 	case err != nil:
-		return ClaimResult{}, fmt.Errorf("catalog: claim: %w", err)
+		return ClaimResult{}, err
 	}
 	if fetchID.Valid {
 		var ref FetchRef
-		err := scanFetch(t.queryRow(`SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`,
+		err := scanFetch(t.readRow(kept, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key WHERE x.fetch_id = ?`,
 			fetchID.String).Scan, &ref)
 		if err == nil {
 			return ClaimResult{Claim: ClaimFetched, Fetch: ref}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return ClaimResult{}, fmt.Errorf("catalog: claim: %w", err)
+			return ClaimResult{}, err
 		}
 		// Its record is gone (pruned): fetch it again.
 	} else if now.Sub(time.UnixMilli(claimedAt)) < ClaimStale {
 		return ClaimResult{Claim: ClaimBusy}, nil
 	}
-	_, err = t.run(`UPDATE runs SET claimed_at = ?, fetch_id = NULL WHERE feed_key = ? AND scheduled_at = ?`, unixMS(now), key, runAt)
+	_, err = t.write(kept, `UPDATE runs SET claimed_at = ?, fetch_id = NULL WHERE feed_key = ? AND scheduled_at = ?`, unixMS(now), key, runAt)
 	return ClaimResult{Claim: ClaimFetch}, err
 }
 
@@ -222,7 +232,7 @@ func (c *Catalog) Unclaim(ctx context.Context, runs []Run, claimedAt time.Time) 
 			if err != nil {
 				return err
 			}
-			_, err = t.exec(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at = ? AND claimed_at = ? AND fetch_id IS NULL`,
+			_, err = t.write(once, `DELETE FROM runs WHERE feed_key = ? AND scheduled_at = ? AND claimed_at = ? AND fetch_id IS NULL`,
 				key, unixMS(r.ScheduledAt), unixMS(claimedAt))
 			if err != nil {
 				return err
@@ -240,7 +250,7 @@ func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(`DELETE FROM runs WHERE feed_key = ? AND scheduled_at <= ?`, key, unixMS(at))
+	_, err = t.write(kept, `DELETE FROM runs WHERE feed_key = ? AND scheduled_at <= ?`, key, unixMS(at))
 	return err
 }
 
@@ -262,7 +272,7 @@ func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) er
 		var end Checkpoint
 		for i, f := range records {
 			p := placed[i]
-			if err := t.IndexFetch(f, Location{Day: dayOf(p.Key), Offset: p.Offset, Length: p.Length}); err != nil {
+			if err := t.IndexFetch(f, Location{Day: storage.KeyDay(p.Key), Offset: p.Offset, Length: p.Length}); err != nil {
 				return err
 			}
 			if p.Key > end.File || p.Key == end.File && p.Offset+p.Length > end.Offset {
@@ -272,7 +282,3 @@ func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) er
 		return t.setCheckpoint(TapFetches, end)
 	})
 }
-
-// dayOf is the day of a day file's key: "2026-11-21" of
-// "fetches/2026-11-21.ndjson".
-func dayOf(key string) string { return strings.TrimSuffix(path.Base(key), ".ndjson") }

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -36,24 +35,9 @@ import (
 // every entry has is found after a page of rows, not after the whole
 // list (searchWalk). An entry without a key (NULL) is not in the index.
 
-// ftsSchema is migration 4. A catalog that had entries before it gets
-// their words from entries/ once, after the migration (backfillFTS): the
-// migration marks where that starts.
-const ftsSchema = `
-CREATE VIRTUAL TABLE entries_fts USING fts5(title, summary, content,
-	content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2');
-INSERT INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
-`
-
-// searchKeySchema is migration 8: the index's rowids become search keys.
-// The index, keyed by the entries' ids until then, is emptied and filled
-// again from entries/ once (backfillFTS), giving each entry its key.
-const searchKeySchema = `
-ALTER TABLE entries ADD COLUMN search_key INTEGER;
-CREATE INDEX entries_search ON entries(search_key);
-INSERT INTO entries_fts (entries_fts) VALUES ('delete-all');
-INSERT OR REPLACE INTO meta (key, value) SELECT 'fts:backfill', '0' WHERE EXISTS (SELECT 1 FROM entries);
-`
+// The index is made by migration 4 and keyed by time by migration 8
+// (migrations/0004_entries_fts.sql, 0008_search_key.sql); each marks the
+// entries already stored for backfillFTS, after it, when there are some.
 
 // metaFTSBackfill holds the id of the last entry whose words were indexed
 // by backfillFTS; absent when there is nothing left to do.
@@ -80,9 +64,9 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 	last, cached := t.searchKeys[group]
 	if !cached {
 		var k sql.NullInt64
-		err := t.queryRow(`SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
+		err := t.readRow(kept, `SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
 		if err != nil {
-			return 0, false, fmt.Errorf("catalog: search key: %w", err)
+			return 0, false, err
 		}
 		last = max(group-1, 0) // 0 is no key
 		if k.Valid {
@@ -128,7 +112,7 @@ func (t *Tx) indexText(id, old int64, fresh bool, e *ndjson.Entry) error {
 		if ok {
 			set = key
 		}
-		if _, err := t.exec(`UPDATE entries SET search_key = ? WHERE id = ?`, set, id); err != nil {
+		if _, err := t.write(once, `UPDATE entries SET search_key = ? WHERE id = ?`, set, id); err != nil {
 			return err
 		}
 		if !ok {
@@ -220,12 +204,12 @@ func (b *ftsBatch) flush(t *Tx) error {
 	for _, k := range keys {
 		o := b.ops[k]
 		if o.drop {
-			if _, err := t.run(`DELETE FROM entries_fts WHERE rowid = ?`, k); err != nil {
+			if _, err := t.write(kept, `DELETE FROM entries_fts WHERE rowid = ?`, k); err != nil {
 				return err
 			}
 		}
 		if o.put {
-			if _, err := t.run(`INSERT INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
+			if _, err := t.write(kept, `INSERT INTO entries_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)`,
 				k, o.text[0], o.text[1], o.text[2]); err != nil {
 				return err
 			}
@@ -368,7 +352,7 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 			}
 			if len(chunk) == 0 {
 				done = true
-				_, err := t.exec(`DELETE FROM meta WHERE key = ?`, metaFTSBackfill)
+				_, err := t.write(once, `DELETE FROM meta WHERE key = ?`, metaFTSBackfill)
 				return err
 			}
 			for _, r := range chunk {
@@ -406,17 +390,17 @@ type backfillRow struct {
 
 // unindexed returns the next backfillChunk entries after the id from.
 func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
+	rows, err := t.read(once, `SELECT id, entry_uid, day, offset, length, search_key IS NOT NULL FROM entries WHERE id > ? ORDER BY id LIMIT ?`,
 		from, backfillChunk)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: search index: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var chunk []backfillRow
 	for rows.Next() {
 		var r backfillRow
 		if err := rows.Scan(&r.id, &r.uid, &r.loc.Day, &r.loc.Offset, &r.loc.Length, &r.indexed); err != nil {
-			return nil, fmt.Errorf("catalog: search index: %w", err)
+			return nil, err
 		}
 		chunk = append(chunk, r)
 	}
@@ -426,6 +410,6 @@ func (t *Tx) unindexed(from int64) ([]backfillRow, error) {
 // clearFTS empties the full-text index (reindex builds it again).
 func (t *Tx) clearFTS() error {
 	t.fts = ftsBatch{} // nothing pending is left to make
-	_, err := t.exec(`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
+	_, err := t.write(once, `INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`)
 	return err
 }

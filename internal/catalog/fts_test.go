@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +53,7 @@ func FuzzFTSMatch(f *testing.F) {
 	for _, s := range []string{"golang", `"a b" c*`, `NEAR(a b)`, `x:y`, `"`, `*`, "\x00", "é*"} {
 		f.Add(s)
 	}
-	c := openTempF(f)
+	c := openTemp(f)
 	f.Fuzz(func(t *testing.T, q string) {
 		_, err := c.AllEntries(ctx, EntryQuery{Text: q})
 		if err != nil && !errors.Is(err, ErrBadQuery) {
@@ -179,29 +178,14 @@ func TestFullTextSearch(t *testing.T) {
 // 3) gets the words of its entries when it is opened, once, in chunks; a
 // crash half-way resumes.
 func TestFTSBackfill(t *testing.T) {
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	add(t, c, sub("A"))
+	c := openAtVersion(t, 3)
+	st := c.st
 	n := backfillChunk + 7
 	var es []*ndjson.Entry
 	for i := range n {
 		es = append(es, textEntry("A", fmt.Sprint("e", i), "h", t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("title%d", i), "", "common words"))
 	}
-	storeLines(t, c, "2026-11-20", es...)
-	// Back to version 3: no index nor the tables and columns of the
-	// migrations after it, and the mark the migration leaves.
-	for _, q := range []string{`DROP TABLE entries_fts`, `DROP TABLE marks`, `DROP TABLE read_until`, `DROP TABLE users`, `DROP TABLE sessions`,
-		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, undoLabels, `PRAGMA user_version = 3`} {
-		if _, err := c.db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeOld(t, c, "2026-11-20", es...)
 	c.Close()
 	// Two processes open it at once: each chunk is indexed once (an entry
 	// indexed twice would leave a second key's words behind).
@@ -259,42 +243,19 @@ func TestFTSBackfill(t *testing.T) {
 // entries' ids (schema version 7) is keyed by time once opened: every
 // entry found, the newest match first.
 func TestSearchKeyMigration(t *testing.T) {
-	c := openTemp(t)
-	add(t, c, sub("A"), sub("B"))
-	storeLines(t, c, "2026-11-20",
+	c := openAtVersion(t, 7)
+	storeOld(t, c, "2026-11-20",
 		textEntry("A", "a1", "h", t0.Add(3*time.Hour), "apple", "", ""), textEntry("A", "a2", "h", t0, "apple pie", "", ""),
 		textEntry("B", "b1", "h", t0.Add(time.Hour), "apple", "", ""))
-	for _, q := range []string{`INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')`,
-		`INSERT INTO entries_fts (rowid, title, summary, content) SELECT id, 'apple', '', '' FROM entries`,
-		`DROP INDEX entries_search`, `ALTER TABLE entries DROP COLUMN search_key`, undoLabels, `PRAGMA user_version = 7`} {
-		if _, err := c.db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Close()
-	c, err := Open(ctx, c.st, nil)
-	if err != nil {
+	if _, err := c.db.Exec(`INSERT INTO entries_fts (rowid, title, summary, content) SELECT id, 'apple', '', '' FROM entries`); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	c = reopen(t, c)
 	for q, want := range map[string]string{"apple": "a1,b1,a2", "pie": "a2"} {
 		if got := search(t, c, q); got != want {
 			t.Errorf("%s: %q, want %q", q, got, want)
 		}
 	}
-}
-
-func openTempF(f *testing.F) *Catalog {
-	st, err := storage.Open(filepath.Join(f.TempDir(), "store"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	c, err := Open(ctx, st, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { c.Close() })
-	return c
 }
 
 // TestLabelEntriesManyFeeds: a label of many feeds reads the index by

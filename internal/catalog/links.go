@@ -3,9 +3,9 @@ package catalog
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -91,16 +91,12 @@ func (x *Index) LoadLinks(ctx context.Context, hashes []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := x.c.stmts.get(ctx, x.c.db, `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
-			WHERE l.link_hash IN (SELECT value FROM json_each(?1))
+	rows, err := x.c.read(ctx, kept, `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
+			WHERE l.link_hash IN (SELECT value FROM json_each(:links))
 		UNION ALL SELECT 1, a.link_hash, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key
-			WHERE a.link_hash IN (SELECT value FROM json_each(?1))`)
+			WHERE a.link_hash IN (SELECT value FROM json_each(:links))`, sql.Named("links", string(list)))
 	if err != nil {
 		return err
-	}
-	rows, err := st.QueryContext(ctx, string(list))
-	if err != nil {
-		return x.c.damaged(fmt.Errorf("catalog: links: %w", err))
 	}
 	defer rows.Close()
 	got := make(map[string]*LinkOwners, len(want))
@@ -112,14 +108,14 @@ func (x *Index) LoadLinks(ctx context.Context, hashes []string) error {
 		var h string
 		var r ndjson.EntryRef
 		if err := rows.Scan(&alias, &h, &r.FeedID, &r.EntryUID); err != nil {
-			return x.c.damaged(fmt.Errorf("catalog: links: %w", err))
+			return err
 		}
 		if o := got[h]; o != nil {
 			o.add(alias, r)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return x.c.damaged(fmt.Errorf("catalog: links: %w", err))
+		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -150,25 +146,21 @@ func (x *Index) AddLink(hash string, o LinkOwners, ref ndjson.EntryRef, alias bo
 // link).
 func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, error) {
 	var o LinkOwners
-	st, err := c.stmts.get(ctx, c.db, `SELECT 0, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = ?1
-		UNION ALL SELECT 1, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = ?1`)
+	rows, err := c.read(ctx, kept, `SELECT 0, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key WHERE l.link_hash = :link
+		UNION ALL SELECT 1, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key WHERE a.link_hash = :link`, sql.Named("link", hash))
 	if err != nil {
 		return o, err
-	}
-	rows, err := st.QueryContext(ctx, hash)
-	if err != nil {
-		return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var alias bool
 		var r ndjson.EntryRef
 		if err := rows.Scan(&alias, &r.FeedID, &r.EntryUID); err != nil {
-			return o, c.damaged(fmt.Errorf("catalog: link %s: %w", hash, err))
+			return o, err
 		}
 		o.add(alias, r)
 	}
-	return o, c.damaged(rows.Err())
+	return o, rows.Err()
 }
 
 // AddLink records ref as the first entry stored with the link, unless
@@ -179,7 +171,7 @@ func (t *Tx) AddLink(hash string, ref ndjson.EntryRef) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
+	_, err = t.write(kept, `INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, hash, key, ref.EntryUID)
 	return err
 }
 
@@ -199,7 +191,7 @@ func (t *Tx) AddAlias(a *ndjson.Alias, day string) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(`INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
+	_, err = t.write(kept, `INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, key, a.EntryUID, hash, of, a.AliasOf.EntryUID, unixMS(a.RecordedAt.Time), day)
 	return err
 }

@@ -78,30 +78,10 @@ func markSet(action string) (column string, value int, err error) {
 // per feed, not a row per entry, and unread entries are those after the
 // mark (the index by feed and first_seen) and the few rows saying unread.
 
-// readSQL is whether the entry e is read for the reader of the
-// parameter ?n (numbered: it is given once).
-func readSQL(n int) string {
-	r := "?" + strconv.Itoa(n)
-	return `coalesce((SELECT m.read FROM marks m WHERE m.reader = ` + r + ` AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid),
-	e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ` + r + ` AND w.feed_key = e.feed_key), 0))`
-}
-
-// feedScope is a set of feeds: all, one, or a label's.
-type feedScope struct {
-	in    func(col string) string // the condition that the feed key col is in the set
-	args  []any
-	feeds int // how many: 0 for all
-}
-
-var allFeeds = feedScope{in: func(string) string { return "1" }}
-
-func oneFeed(feedID string) feedScope {
-	return feedScope{in: func(col string) string { return col + ` = (SELECT key FROM feeds WHERE feed_id = ?)` }, args: []any{feedID}, feeds: 1}
-}
-
-func keyFeeds(keys []any) feedScope {
-	return feedScope{in: func(col string) string { return col + ` IN (SELECT value FROM json_each(?))` }, args: []any{jsonInts(keys)}, feeds: len(keys)}
-}
+// readByMark is whether the entry e is read for the reader :reader by
+// its feed's "read up to" mark alone: what an entry without a row of
+// marks is.
+const readByMark = `e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = :reader AND w.feed_key = e.feed_key), 0)`
 
 // Mark applies action to the entries of keys for reader, in one
 // transaction. It returns how many of them are stored entries; the others
@@ -116,7 +96,7 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 	}
 	// A new row says what the entry was, but for the column set: read as
 	// its feed's mark makes it, not starred.
-	read, starred := `e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ?1 AND w.feed_key = e.feed_key), 0)`, "0"
+	read, starred := readByMark, "0"
 	if col == "read" {
 		read = strconv.Itoa(v)
 	} else {
@@ -124,23 +104,25 @@ func (c *Catalog) Mark(ctx context.Context, reader, action string, keys []EntryK
 	}
 	err = c.Update(ctx, func(t *Tx) error {
 		feeds := map[string]bool{}
+		// The arguments of both statements, the entry's set for each.
+		args := []any{sql.Named("reader", reader), sql.Named("at", at.UnixMilli()), nil, nil}
 		for _, k := range keys {
 			feeds[k.FeedID] = true
-			r, err := t.run(`INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
-				SELECT ?1, e.feed_key, e.entry_uid, `+read+`, `+starred+`, ?2 FROM entries e
-				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?3) AND e.entry_uid = ?4
-				ON CONFLICT DO UPDATE SET `+col+` = excluded.`+col+`, changed_at = excluded.changed_at`,
-				reader, at.UnixMilli(), k.FeedID, k.UID)
+			args[2], args[3] = sql.Named("feed", k.FeedID), sql.Named("uid", k.UID)
+			r, err := t.write(kept, `INSERT INTO marks (reader, feed_key, entry_uid, read, starred, changed_at)
+				SELECT :reader, e.feed_key, e.entry_uid, `+read+`, `+starred+`, :at FROM entries e
+				WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = :feed) AND e.entry_uid = :uid
+				ON CONFLICT DO UPDATE SET `+col+` = excluded.`+col+`, changed_at = excluded.changed_at`, args...)
 			if err != nil {
 				return err
 			}
 			m, _ := r.RowsAffected()
 			n += int(m)
 			// The row goes when it says nothing the feed's mark does not.
-			if _, err := t.run(`DELETE FROM marks WHERE reader = ?1 AND feed_key = (SELECT key FROM feeds WHERE feed_id = ?2) AND entry_uid = ?3
-				AND NOT starred AND read = (SELECT e.first_seen < coalesce((SELECT w.until FROM read_until w WHERE w.reader = ?1 AND w.feed_key = e.feed_key), 0)
-					FROM entries e WHERE e.feed_key = marks.feed_key AND e.entry_uid = marks.entry_uid)`,
-				reader, k.FeedID, k.UID); err != nil {
+			if _, err := t.write(kept, `DELETE FROM marks WHERE reader = :reader AND feed_key = (SELECT key FROM feeds WHERE feed_id = :feed)
+				AND entry_uid = :uid AND NOT starred
+				AND read = (SELECT `+readByMark+` FROM entries e WHERE e.feed_key = marks.feed_key AND e.entry_uid = marks.entry_uid)`,
+				args...); err != nil {
 				return err
 			}
 		}
@@ -172,14 +154,14 @@ func (t *Tx) raiseReadUntil(reader, feedID string) error {
 		return err
 	}
 	var old int64
-	if err := t.queryRow(`SELECT coalesce((SELECT until FROM read_until WHERE reader = ? AND feed_key = ?), 0)`, reader, key).Scan(&old); err != nil {
+	if err := t.readRow(kept, `SELECT coalesce((SELECT until FROM read_until WHERE reader = ? AND feed_key = ?), 0)`, reader, key).Scan(&old); err != nil {
 		return err
 	}
 	u := int64(math.MaxInt64) // every entry is read: up to just after the newest
-	err = t.queryRow(`SELECT e.first_seen FROM entries e INDEXED BY entries_feed_first_seen
-		WHERE e.feed_key = ?2 AND e.first_seen >= ?3
-			AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = ?2 AND m.entry_uid = e.entry_uid), 0)
-		ORDER BY e.first_seen LIMIT 1`, reader, key, old).Scan(&u)
+	err = t.readRow(kept, `SELECT e.first_seen FROM entries e INDEXED BY entries_feed_first_seen
+		WHERE e.feed_key = :key AND e.first_seen >= :old
+			AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = :reader AND m.feed_key = :key AND m.entry_uid = e.entry_uid), 0)
+		ORDER BY e.first_seen LIMIT 1`, sql.Named("reader", reader), sql.Named("key", key), sql.Named("old", old)).Scan(&u)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -238,35 +220,34 @@ func (t *Tx) markReadUntil(reader string, sc feedScope, u int64) (n int, err err
 	// p: each feed of the scope with entries, its mark (old) and the time
 	// this call marks read up to (new).
 	plan := `WITH p(k, old, new) AS MATERIALIZED (SELECT f.key, coalesce(w.until, 0),
-			min(?2, (SELECT max(x.first_seen) FROM entries x WHERE x.feed_key = f.key) + 1)
-		FROM feeds f LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
+			min(:until, (SELECT max(x.first_seen) FROM entries x WHERE x.feed_key = f.key) + 1)
+		FROM feeds f LEFT JOIN read_until w ON w.reader = :reader AND w.feed_key = f.key
 		WHERE ` + sc.in("f.key") + `)`
 	// rows: the reader's rows of marks in those feeds, with the entry's
 	// first_seen.
-	const rows = `p CROSS JOIN marks m ON m.reader = ?1 AND m.feed_key = p.k CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid`
-	args := append([]any{reader, u}, sc.args...)
-	now := time.Now().UnixMilli()
+	const rows = `p CROSS JOIN marks m ON m.reader = :reader AND m.feed_key = p.k CROSS JOIN entries x ON x.feed_key = m.feed_key AND x.entry_uid = m.entry_uid`
+	args := append([]any{sql.Named("reader", reader), sql.Named("until", u), sql.Named("now", time.Now().UnixMilli())}, sc.args...)
 	// Unread before: the entries between the old mark and the new
 	// without a row, and the rows saying unread below the new.
 	var span, rowsSpan, unreadRows int
-	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
+	if err := t.readRow(once, plan+`SELECT coalesce(sum((SELECT count(*) FROM entries x
 		WHERE x.feed_key = p.k AND x.first_seen >= p.old AND x.first_seen < p.new)), 0) FROM p WHERE p.new > p.old`, args...).Scan(&span); err != nil {
-		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+		return 0, err
 	}
-	if err := t.tx.QueryRowContext(t.ctx, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
+	if err := t.readRow(once, plan+`SELECT coalesce(sum(x.first_seen >= p.old AND x.first_seen < p.new), 0),
 		coalesce(sum(NOT m.read AND x.first_seen < p.new), 0) FROM `+rows, args...).Scan(&rowsSpan, &unreadRows); err != nil {
-		return 0, fmt.Errorf("catalog: mark all read: %w", err)
+		return 0, err
 	}
 	n = span - rowsSpan + unreadRows
-	if _, err := t.exec(plan+`DELETE FROM marks WHERE reader = ?1 AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
+	if _, err := t.write(once, plan+`DELETE FROM marks WHERE reader = :reader AND (feed_key, entry_uid) IN (SELECT m.feed_key, m.entry_uid FROM `+rows+`
 		WHERE NOT m.starred AND (x.first_seen < p.new OR m.read AND x.first_seen < max(p.old, p.new)))`, args...); err != nil {
 		return 0, err
 	}
-	if _, err := t.exec(plan+`UPDATE marks SET read = 1, changed_at = ?`+strconv.Itoa(len(args)+1)+` WHERE reader = ?1 AND NOT read AND (feed_key, entry_uid) IN (
-		SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, append(args, now)...); err != nil {
+	if _, err := t.write(once, plan+`UPDATE marks SET read = 1, changed_at = :now WHERE reader = :reader AND NOT read AND (feed_key, entry_uid) IN (
+		SELECT m.feed_key, m.entry_uid FROM `+rows+` WHERE NOT m.read AND x.first_seen < p.new)`, args...); err != nil {
 		return 0, err
 	}
-	_, err = t.exec(plan+`INSERT INTO read_until (reader, feed_key, until) SELECT ?1, p.k, p.new FROM p WHERE p.new IS NOT NULL
+	_, err = t.write(once, plan+`INSERT INTO read_until (reader, feed_key, until) SELECT :reader, p.k, p.new FROM p WHERE p.new IS NOT NULL
 		ON CONFLICT DO UPDATE SET until = max(until, excluded.until)`, args...)
 	return n, err
 }
@@ -282,19 +263,19 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	ids := make([]any, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
+	var ids jsonInts
+	for _, r := range rows {
+		ids.add(r.ID)
 	}
 	// CROSS JOIN keeps the page's ids the outer loop: left to itself,
 	// SQLite walked all of the reader's marks (13 s a page for a reader
 	// who has read a million entries).
-	q, err := c.db.QueryContext(ctx, `SELECT e.id, coalesce(m.read, e.first_seen < coalesce(w.until, 0)), coalesce(m.starred, 0) FROM json_each(?1) j
-		CROSS JOIN entries e LEFT JOIN marks m ON m.reader = ?2 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid
-		LEFT JOIN read_until w ON w.reader = ?2 AND w.feed_key = e.feed_key
-		WHERE e.id = j.value`, jsonInts(ids), reader)
+	q, err := c.read(ctx, once, `SELECT e.id, coalesce(m.read, e.first_seen < coalesce(w.until, 0)), coalesce(m.starred, 0) FROM json_each(:ids) j
+		CROSS JOIN entries e LEFT JOIN marks m ON m.reader = :reader AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid
+		LEFT JOIN read_until w ON w.reader = :reader AND w.feed_key = e.feed_key
+		WHERE e.id = j.value`, sql.Named("ids", ids.String()), sql.Named("reader", reader))
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
+		return nil, err
 	}
 	defer q.Close()
 	marks := map[int64]Marks{}
@@ -302,13 +283,13 @@ func (c *Catalog) MarksOf(ctx context.Context, reader string, rows []EntryRow) (
 		var id int64
 		var m Marks
 		if err := q.Scan(&id, &m.Read, &m.Starred); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: marks: %w", err))
+			return nil, err
 		}
 		if m.Read || m.Starred {
 			marks[id] = m
 		}
 	}
-	return marks, c.damaged(q.Err())
+	return marks, q.Err()
 }
 
 // UnreadCounts returns, for reader, how many entries of each feed first
@@ -329,20 +310,20 @@ func (c *Catalog) FeedUnread(ctx context.Context, reader, feedID string) (Unread
 
 // unreadCounts is UnreadCounts of the feeds of sc.
 func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Time, sc feedScope) (map[string]Unread, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
-		LEFT JOIN read_until w ON w.reader = ?1 AND w.feed_key = f.key
-		CROSS JOIN entries e ON e.feed_key = f.key AND e.first_seen >= max(?2, coalesce(w.until, 0))
-		WHERE `+sc.in("f.key")+` AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = ?1 AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, count(*), max(e.first_seen) FROM feeds f
+		LEFT JOIN read_until w ON w.reader = :reader AND w.feed_key = f.key
+		CROSS JOIN entries e ON e.feed_key = f.key AND e.first_seen >= max(:since, coalesce(w.until, 0))
+		WHERE `+sc.in("f.key")+` AND NOT coalesce((SELECT m.read FROM marks m WHERE m.reader = :reader AND m.feed_key = e.feed_key AND m.entry_uid = e.entry_uid), 0)
 		GROUP BY f.key
 		UNION ALL
 		SELECT f.feed_id, count(*), max(e.first_seen) FROM marks m INDEXED BY marks_unread
 		CROSS JOIN read_until w ON w.reader = m.reader AND w.feed_key = m.feed_key
 		CROSS JOIN entries e ON e.feed_key = m.feed_key AND e.entry_uid = m.entry_uid
 		CROSS JOIN feeds f ON f.key = m.feed_key
-		WHERE m.reader = ?1 AND `+sc.in("m.feed_key")+` AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= ?2
-		GROUP BY m.feed_key`, append(append([]any{reader, unixMS(since)}, sc.args...), sc.args...)...)
+		WHERE m.reader = :reader AND `+sc.in("m.feed_key")+` AND NOT m.read AND e.first_seen < w.until AND e.first_seen >= :since
+		GROUP BY m.feed_key`, append([]any{sql.Named("reader", reader), sql.Named("since", unixMS(since))}, sc.args...)...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	counts := map[string]Unread{}
@@ -351,7 +332,7 @@ func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Ti
 		var n int
 		var newest int64
 		if err := rows.Scan(&id, &n, &newest); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: unread counts: %w", err))
+			return nil, err
 		}
 		u := counts[id]
 		u.Count += n
@@ -360,7 +341,7 @@ func (c *Catalog) unreadCounts(ctx context.Context, reader string, since time.Ti
 		}
 		counts[id] = u
 	}
-	return counts, c.damaged(rows.Err())
+	return counts, rows.Err()
 }
 
 // Unread is how many entries of a feed are unread, and when the newest of

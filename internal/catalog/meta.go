@@ -20,6 +20,15 @@ const (
 	TapFetches       = "tap:fetches"
 )
 
+// The meta keys of what the store's stages keep in the catalog besides
+// their tables.
+const (
+	MetaBudget    = "budget"    // the scheduler's budget loop (feed-store)
+	MetaHistogram = "histogram" // the fetch duration histogram (feed-store, metrics)
+	MetaHeartbeat = "heartbeat" // feed-loop's last cycle (feed-store heartbeat; feed-stats, metrics)
+	MetaScale     = "scale"     // the adaptive scale, as last computed (feed-store)
+)
+
 // Checkpoint is a position in a log: a file (a store key) and an offset in
 // it; past it come that file's later lines and the later day files.
 type Checkpoint struct {
@@ -38,25 +47,21 @@ func (t *Tx) setCheckpoint(tap string, cp Checkpoint) error { return t.SetMeta(t
 
 // Meta reads the value of key into v; ok is false when there is none.
 func (c *Catalog) Meta(ctx context.Context, key string, v any) (ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT value FROM meta WHERE key = ?`, key)
-	if err != nil {
-		return false, err
-	}
-	return scanMeta(row, key, v)
+	return scanMeta(c.readRow(ctx, kept, `SELECT value FROM meta WHERE key = ?`, key), key, v)
 }
 
 // Meta is Catalog.Meta inside the transaction.
 func (t *Tx) Meta(key string, v any) (ok bool, err error) {
-	return scanMeta(t.queryRow(`SELECT value FROM meta WHERE key = ?`, key), key, v)
+	return scanMeta(t.readRow(kept, `SELECT value FROM meta WHERE key = ?`, key), key, v)
 }
 
-func scanMeta(row *sql.Row, key string, v any) (bool, error) {
+func scanMeta(row row, key string, v any) (bool, error) {
 	var s string
 	switch err := row.Scan(&s); {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("catalog: meta %s: %w", key, err)
+		return false, err
 	}
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		return false, fmt.Errorf("catalog: meta %s: %w", key, err)
@@ -73,7 +78,7 @@ func (t *Tx) SetMeta(key string, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, key, string(b))
+	_, err = t.write(kept, `INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, key, string(b))
 	return err
 }
 

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -23,12 +22,12 @@ func (c *Catalog) NewPerDay(ctx context.Context, feedIDs []string, days int, now
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, (e.first_seen - ?) / 86400000, count(*)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, (e.first_seen - ?) / 86400000, count(*)
 		FROM feeds f JOIN entries e ON e.feed_key = f.key AND e.first_seen >= ?
 		WHERE f.feed_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2`,
 		start.UnixMilli(), start.UnixMilli(), string(ids))
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: new entries per day: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -36,7 +35,7 @@ func (c *Catalog) NewPerDay(ctx context.Context, feedIDs []string, days int, now
 		var day int64
 		var n int
 		if err := rows.Scan(&id, &day, &n); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: new entries per day: %w", err))
+			return nil, err
 		}
 		if day < 0 || day >= int64(days) {
 			continue // seen after now (a clock moved back)
@@ -46,5 +45,5 @@ func (c *Catalog) NewPerDay(ctx context.Context, feedIDs []string, days int, now
 		}
 		out[id][day] += n
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }

@@ -25,11 +25,11 @@ func (c *Catalog) FeedNames(ctx context.Context, ids []string) (map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, coalesce(nullif(s.name, ''), nullif(st.title, ''), s.url)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, coalesce(nullif(s.name, ''), nullif(st.title, ''), s.url)
 		FROM feeds f LEFT JOIN subscriptions s ON s.feed_key = f.key LEFT JOIN feed_state st ON st.feed_key = f.key
 		WHERE f.feed_id IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: feed names: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	names := map[string]string{}
@@ -37,13 +37,13 @@ func (c *Catalog) FeedNames(ctx context.Context, ids []string) (map[string]strin
 		var id string
 		var name *string
 		if err := rows.Scan(&id, &name); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: feed names: %w", err))
+			return nil, err
 		}
 		if name != nil {
 			names[id] = *name
 		}
 	}
-	return names, c.damaged(rows.Err())
+	return names, rows.Err()
 }
 
 // FindFeed returns the feed id of the feed ref names: its feed id (a feed
@@ -88,30 +88,21 @@ func (c *Catalog) FindFeed(ctx context.Context, ref string) (string, error) {
 }
 
 func (c *Catalog) feedIDs(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := c.db.QueryContext(ctx, query+` LIMIT 4`, args...)
+	rows, err := c.read(ctx, once, query+` LIMIT 4`, args...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: find feed: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: find feed: %w", err))
+			return nil, err
 		}
 		ids = append(ids, id)
 	}
-	return ids, c.damaged(rows.Err())
+	return ids, rows.Err()
 }
-
-// starredIDs keeps the entries a reader starred, found from the reader's
-// starred marks (marks_starred) and each entry's row by its feed and uid:
-// testing every entry newest first for a star finds a reader's few stars
-// only at the end of the table (6 s at a million entries). The index is
-// named: SQLite took the marks' primary key instead, and read every mark
-// of a reader who had read a million entries (280 ms).
-const starredIDs = `e.id IN (SELECT s.id FROM marks m INDEXED BY marks_starred JOIN entries s ON s.feed_key = m.feed_key AND s.entry_uid = m.entry_uid
-	WHERE m.reader = ? AND m.starred)`
 
 // ReaderEntries returns a page of the entries of the feed feedID, or of
 // the feeds with label, or of every feed (both ""), as q selects them.

@@ -32,7 +32,7 @@ type ReindexSummary struct {
 }
 
 // Reindex rebuilds the store's catalog from the store's files alone: the
-// subscription log, entries/, aliases/ and fetches/. Feed states, which
+// subscription log, entries/, aliases/, fetches/ and media/. Feed states, which
 // the files do not hold whole, are kept when the catalog can be read, and
 // rebuilt from the fetch records when it cannot (deleted, or damaged: then
 // it is moved aside, with a log line, and a new one made). The caller
@@ -66,14 +66,14 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	}
 	defer unlock()
 	var states int
-	if err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM feed_state`).Scan(&states); err != nil {
-		return sum, c.damaged(err)
+	if err := c.readRow(ctx, once, `SELECT count(*) FROM feed_state`).Scan(&states); err != nil {
+		return sum, err
 	}
 	sum.StatesRebuilt = states == 0 || missing
 	err = c.Update(ctx, func(t *Tx) error {
 		for _, q := range []string{`DELETE FROM subscriptions`, `DELETE FROM entries`, `DELETE FROM entry_versions`, `DELETE FROM links`,
 			`DELETE FROM aliases`, `DELETE FROM fetches`, `DELETE FROM runs`, `DELETE FROM meta WHERE key LIKE 'tap:%'`} {
-			if _, err := t.exec(q); err != nil {
+			if _, err := t.write(once, q); err != nil {
 				return err
 			}
 		}
@@ -98,6 +98,9 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	if err := c.CatchUpFetches(ctx); err != nil {
 		return sum, err
 	}
+	if err := c.CatchUpMedia(ctx); err != nil { // the rows of the queue stay; the records' files follow them
+		return sum, err
+	}
 	// Every stored entry's event was written, or was announced since.
 	evFile, evOff, err := st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil })
 	if err != nil {
@@ -117,11 +120,83 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 	}{{`SELECT count(*) FROM subscriptions`, &sum.Subscriptions}, {`SELECT count(*) FROM aliases`, &sum.Aliases},
 		{`SELECT count(*) FROM entries`, &sum.Entries}, {`SELECT count(*) FROM entry_versions`, &sum.Versions},
 		{`SELECT count(*) FROM fetches`, &sum.Fetches}, {`SELECT count(*) FROM feed_state`, &sum.States}} {
-		if err := c.db.QueryRowContext(ctx, q.sql).Scan(q.n); err != nil {
-			return sum, c.damaged(err)
+		if err := c.readRow(ctx, once, q.sql).Scan(q.n); err != nil {
+			return sum, err
 		}
 	}
 	return sum, nil
+}
+
+// buildFromFiles fills a new catalog from the store's files, when the
+// store has some: a store written before the catalog (imported once:
+// importOldStore; its old files then go), or one whose catalog was deleted
+// (the feed states rebuilt from the fetch records, as feed-store reindex
+// does). Then the subscription log, and the entries, aliases and fetch
+// records of the logs, as a catch-up from their start.
+func (c *Catalog) buildFromFiles(ctx context.Context) error {
+	st := c.st
+	old, files := c.hasOldStore(), false
+	for _, dir := range []string{storage.DirEntries, storage.DirFetches} {
+		if names, _ := st.DayFiles(dir); len(names) > 0 {
+			files = true
+		}
+	}
+	if _, err := st.Stat(SubscriptionsFile); err == nil {
+		files = true
+	}
+	if !old && !files {
+		return nil // a new store
+	}
+	start := time.Now()
+	if old {
+		c.log.Info("migrating the store to its catalog, once: the subscriptions, feed states and indexes move into " + c.path)
+	} else {
+		c.log.Info("the store has no catalog: building " + c.path + " from the store's files")
+	}
+	if err := c.catchUpSubscriptions(ctx); err != nil {
+		return err
+	}
+	if !old {
+		if _, err := c.rebuildStates(ctx); err != nil {
+			return err
+		}
+	}
+	events, ok, err := c.importOldStore(ctx)
+	if err != nil {
+		return err
+	}
+	// The logs, from their start. Every stored entry's event was written
+	// (an old store's checkpoint says how far; what a crash left is
+	// announced by feed-store's next run, as the old store did).
+	if !ok {
+		if events.File, events.Offset, err = st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil }); err != nil {
+			return err
+		}
+	}
+	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
+		return err
+	}
+	idx := c.logIndex()
+	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+		_, _, err := t.indexEntry(ctx, idx, loc, l)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+		return err
+	}
+	if err := c.CatchUpFetches(ctx); err != nil {
+		return err
+	}
+	if err := c.CatchUpMedia(ctx); err != nil {
+		return err
+	}
+	if err := c.removeOldStore(); err != nil {
+		return err
+	}
+	c.log.Info("the catalog is built", "elapsed_ms", time.Since(start).Milliseconds())
+	return nil
 }
 
 // rebuildStates makes each fetched feed's state from its fetch records, in

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -19,10 +18,10 @@ type Rejection struct {
 // Rejections returns the rejected articles of the feed feedID, by entry
 // uid.
 func (c *Catalog) Rejections(ctx context.Context, feedID string) (map[string]Rejection, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT r.entry_uid, r.reason, r.config_hash, r.rejected_at
+	rows, err := c.read(ctx, once, `SELECT r.entry_uid, r.reason, r.config_hash, r.rejected_at
 		FROM rejections r JOIN feeds f ON f.key = r.feed_key WHERE f.feed_id = ?`, feedID)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: rejections of %s: %w", feedID, err))
+		return nil, err
 	}
 	defer rows.Close()
 	out := map[string]Rejection{}
@@ -33,12 +32,12 @@ func (c *Catalog) Rejections(ctx context.Context, feedID string) (map[string]Rej
 			at  int64
 		)
 		if err := rows.Scan(&uid, &r.Reason, &r.ConfigHash, &at); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: rejections of %s: %w", feedID, err))
+			return nil, err
 		}
 		r.At = time.UnixMilli(at).UTC()
 		out[uid] = r
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // PutRejections keeps the rejections of the feed feedID, each replacing
@@ -53,7 +52,7 @@ func (c *Catalog) PutRejections(ctx context.Context, feedID string, rs map[strin
 			return err
 		}
 		for uid, r := range rs {
-			if _, err := t.exec(`INSERT OR REPLACE INTO rejections (feed_key, entry_uid, reason, config_hash, rejected_at) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := t.write(once, `INSERT OR REPLACE INTO rejections (feed_key, entry_uid, reason, config_hash, rejected_at) VALUES (?, ?, ?, ?, ?)`,
 				key, uid, r.Reason, r.ConfigHash, unixMS(r.At)); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,10 +59,10 @@ type searchBounds struct {
 	few      bool // the entries are those of a short list of ids
 }
 
-// searchEntries returns up to limit+1 entries of conds (on e, with args)
-// whose latest version matches q.Text, newest first (q.Oldest: oldest),
-// the order of entries.
-func (c *Catalog) searchEntries(ctx context.Context, sc feedScope, conds []string, args []any, q EntryQuery, b searchBounds) ([]EntryRow, error) {
+// searchEntries returns up to limit+1 entries that w keeps (on e) whose
+// latest version matches q.Text, newest first (q.Oldest: oldest), the
+// order of entries.
+func (c *Catalog) searchEntries(ctx context.Context, sc feedScope, w where, q EntryQuery, b searchBounds) ([]EntryRow, error) {
 	m := ftsMatch(q.Text)
 	if m == "" {
 		return nil, fmt.Errorf("catalog: %w: search %q has no word to look for (letters or digits)", ErrBadQuery, q.Text)
@@ -73,20 +74,21 @@ func (c *Catalog) searchEntries(ctx context.Context, sc feedScope, conds []strin
 		if q.Oldest {
 			dir = "ASC"
 		}
+		match := sql.Named("match", m)
 		switch plan {
 		case searchWalk:
-			found, err = c.searchWalk(ctx, conds, args, m, dir, b)
+			found, err = c.searchWalk(ctx, w, match, dir, b)
 		case searchCheck:
-			conds, args = append(conds, `EXISTS (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? AND rowid = e.search_key)`), append(args, m)
+			w.and(`EXISTS (SELECT 1 FROM entries_fts WHERE entries_fts MATCH :match AND rowid = e.search_key)`, match)
 		case searchFilter:
 			// The unary + keeps SQLite from fetching the matches by key.
-			conds, args = append(conds, `+e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)`), append(args, m)
+			w.and(`+e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH :match)`, match)
 		default:
-			conds, args = append(conds, `e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)`), append(args, m)
+			w.and(`e.search_key IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH :match)`, match)
 		}
 		if plan != searchWalk {
-			found, err = c.queryEntries(ctx, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
-				WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+b.col+` `+dir+`, e.id `+dir+` LIMIT ?`, append(args, b.limit+1))
+			found, err = c.entryRows(ctx, kept, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key
+				WHERE `+w.sql()+` ORDER BY `+b.col+` `+dir+`, e.id `+dir+` LIMIT :limit`, append(w.args, sql.Named("limit", b.limit+1))...)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "fts5:") {
@@ -113,9 +115,9 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 		upTo = searchManyAt
 	}
 	var matches int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, upTo).Scan(&matches)
+	err := c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)`, m, upTo).Scan(&matches)
 	if err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return 0, err
 	}
 	switch {
 	case matches < upTo:
@@ -126,15 +128,15 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 	// The walk reads about limit × feeds / the scope's feeds matches before
 	// it has a page; the check looks up at most every entry of the scope.
 	var feeds int64
-	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(max(key), 0) FROM feeds`).Scan(&feeds); err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+	if err := c.readRow(ctx, once, `SELECT coalesce(max(key), 0) FROM feeds`).Scan(&feeds); err != nil {
+		return 0, err
 	}
 	walk := int64(b.limit+1) * feeds / int64(sc.feeds)
 	var entries int64
-	err = c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries e WHERE `+sc.in("e.feed_key")+` LIMIT ?)`,
-		append(sc.args, walk/checkCost+1)...).Scan(&entries)
+	err = c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM entries e WHERE `+sc.in("e.feed_key")+` LIMIT :limit)`,
+		append([]any{sql.Named("limit", walk/checkCost+1)}, sc.args...)...).Scan(&entries)
 	if err != nil {
-		return 0, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return 0, err
 	}
 	if entries*checkCost <= walk {
 		return searchCheck, nil
@@ -142,21 +144,18 @@ func (c *Catalog) choosePlan(ctx context.Context, sc feedScope, m string, b sear
 	return searchWalk, nil
 }
 
-// searchWalk reads the matches of m in the search index in the order of
-// their keys (dir), which is by published time, and each one's entry,
-// keeping those of conds, until it has b.limit+1 and every entry of the
-// last one's millisecond; it returns them in the order of entries (time,
-// then id).
-func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m, dir string, b searchBounds) ([]EntryRow, error) {
-	st, err := c.stmts.get(ctx, c.db, `SELECT `+entryColumns+`, s.rowid FROM entries_fts s CROSS JOIN entries e ON e.search_key = s.rowid
+// searchWalk reads the matches of the search match (:match) in the search
+// index in the order of their keys (dir), which is by published time, and
+// each one's entry, keeping those w keeps, until it has b.limit+1 and
+// every entry of the last one's millisecond; it returns them in the order
+// of entries (time, then id).
+func (c *Catalog) searchWalk(ctx context.Context, w where, match sql.NamedArg, dir string, b searchBounds) ([]EntryRow, error) {
+	rows, err := c.read(ctx, kept, `SELECT `+entryColumns+`, s.rowid FROM entries_fts s CROSS JOIN entries e ON e.search_key = s.rowid
 		JOIN feeds f ON f.key = e.feed_key
-		WHERE `+strings.Join(conds, " AND ")+` AND s.entries_fts MATCH ? AND s.rowid BETWEEN ? AND ? ORDER BY s.rowid `+dir)
+		WHERE `+w.sql()+` AND s.entries_fts MATCH :match AND s.rowid BETWEEN :low AND :high ORDER BY s.rowid `+dir,
+		append(w.args, match, sql.Named("low", searchGroup(b.from)), sql.Named("high", searchGroup(b.to)+searchKeyLast))...)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
-	}
-	rows, err := st.QueryContext(ctx, append(args, m, searchGroup(b.from), searchGroup(b.to)+searchKeyLast)...)
-	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var found []EntryRow
@@ -165,7 +164,7 @@ func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m,
 		var r EntryRow
 		var key int64
 		if err := scanEntry(func(dest ...any) error { return rows.Scan(append(dest, &key)...) }, &r); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+			return nil, err
 		}
 		// The keys of one millisecond are in the order they were given,
 		// not by id: the page ends after the whole millisecond.
@@ -176,7 +175,7 @@ func (c *Catalog) searchWalk(ctx context.Context, conds []string, args []any, m,
 		found, lastGroup = append(found, r), group
 	}
 	if err := rows.Err(); err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: search: %w", err))
+		return nil, err
 	}
 	slices.SortFunc(found, func(x, y EntryRow) int {
 		o := cmp.Or(x.Published.Compare(y.Published), cmp.Compare(x.ID, y.ID))

@@ -48,13 +48,17 @@ type FeedState struct {
 	Sched *sched.State `json:"sched,omitempty"`
 	// Decision is the scheduler's last decision, for feed-due --explain.
 	Decision *sched.Decision `json:"decision,omitempty"`
-	// What the feed is, as its last body read says (seed 003 §2.3.1):
+	// What the feed is, as its last body read says (docs/design.md#mapping):
 	// rss, atom, json (with the version the document states) or html (a
 	// website); the Content-Type it was served with; its publisher.
 	Format        string `json:"format,omitempty"`
 	FormatVersion string `json:"format_version,omitempty"`
 	ContentType   string `json:"content_type,omitempty"`
 	Publisher     string `json:"publisher,omitempty"`
+	// Link is the site the feed links to (its home page); Warnings are
+	// what its last body's parse said it repaired or left out.
+	Link     string   `json:"link,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // TypeFeedState is the record type of the state log of stores written
@@ -116,7 +120,7 @@ func (fs *FeedState) SetSched(st sched.State, d sched.Decision) {
 const stateColumns = `st.title, st.etag, st.last_modified, st.last_fetch_at, st.last_success_at, st.last_run_at, st.last_status,
 	st.last_error, st.consecutive_failures, st.interval_sec, st.next_fetch_at, st.last_body_sha256, st.last_content_length,
 	st.new_entries_last_fetch, st.moved_to, st.moved_count, st.counts, st.sched, st.decision, st.format, st.format_version,
-	st.content_type, st.publisher`
+	st.content_type, st.publisher, st.link, st.warnings`
 
 // stateRow receives a row of f.feed_id and stateColumns (targets), then
 // decodes it.
@@ -124,6 +128,7 @@ type stateRow struct {
 	fs                          FeedState
 	fetched, success, run, next sql.NullInt64
 	lastErr                     sql.NullString
+	warnings                    string // JSON list, or ""
 	// JSON, or JSON packJSON compressed; nil for NULL.
 	counts, schedJSON, decJSON []byte
 }
@@ -133,7 +138,7 @@ func (r *stateRow) targets() []any {
 	return []any{&fs.FeedID, &fs.Title, &fs.Validators.ETag, &fs.Validators.LastModified, &r.fetched, &r.success, &r.run, &fs.LastStatus,
 		&r.lastErr, &fs.ConsecutiveFailures, &fs.IntervalSec, &r.next, &fs.LastBodySHA256, &fs.LastContentLength,
 		&fs.NewEntriesLastFetch, &fs.MovedTo, &fs.MovedCount, &r.counts, &r.schedJSON, &r.decJSON, &fs.Format, &fs.FormatVersion,
-		&fs.ContentType, &fs.Publisher}
+		&fs.ContentType, &fs.Publisher, &fs.Link, &r.warnings}
 }
 
 func (r *stateRow) decode(dst *FeedState) error {
@@ -149,11 +154,17 @@ func (r *stateRow) decode(dst *FeedState) error {
 		err = ndjson.Unmarshal(counts, &fs.Counts)
 	}
 	if err != nil {
-		return fmt.Errorf("counts of %s: %w", fs.FeedID, err)
+		return fmt.Errorf("catalog: counts of %s: %w", fs.FeedID, err)
 	}
 	if r.lastErr.Valid {
 		if err := ndjson.Unmarshal([]byte(r.lastErr.String), &fs.LastError); err != nil {
-			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
+		}
+	}
+	fs.Warnings = nil
+	if r.warnings != "" {
+		if err := ndjson.Unmarshal([]byte(r.warnings), &fs.Warnings); err != nil {
+			return fmt.Errorf("catalog: warnings of %s: %w", fs.FeedID, err)
 		}
 	}
 	for _, v := range []struct {
@@ -168,7 +179,7 @@ func (r *stateRow) decode(dst *FeedState) error {
 			err = ndjson.Unmarshal(b, v.dst)
 		}
 		if err != nil {
-			return fmt.Errorf("state of %s: %w", fs.FeedID, err)
+			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
 		}
 	}
 	*dst = fs
@@ -184,37 +195,46 @@ func scanState(scan func(...any) error, fs *FeedState) error {
 	return r.decode(fs)
 }
 
+// stateOf is the state of a feed.
+const stateOf = `SELECT f.feed_id, ` + stateColumns + ` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`
+
 // State returns the state of feedID; ok is false for a feed never stored.
 func (c *Catalog) State(ctx context.Context, feedID string) (fs FeedState, ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
-	if err != nil {
-		return fs, false, err
-	}
+	return scanStateOf(c.readRow(ctx, kept, stateOf, feedID), feedID)
+}
+
+// State is Catalog.State inside the transaction.
+func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
+	return scanStateOf(t.readRow(kept, stateOf, feedID), feedID)
+}
+
+// scanStateOf reads the row of stateOf.
+func scanStateOf(row row, feedID string) (fs FeedState, ok bool, err error) {
 	switch err := scanState(row.Scan, &fs); {
 	case errors.Is(err, sql.ErrNoRows):
 		return FeedState{FeedID: feedID}, false, nil
 	case err != nil:
-		return fs, false, c.damaged(fmt.Errorf("catalog: state of %s: %w", feedID, err))
+		return fs, false, err
 	}
 	return fs, true, nil
 }
 
 // States returns the state of every feed that has one.
 func (c *Catalog) States(ctx context.Context) (map[string]FeedState, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key`)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	states := map[string]FeedState{}
 	for rows.Next() {
 		var fs FeedState
 		if err := scanState(rows.Scan, &fs); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: states: %w", err))
+			return nil, err
 		}
 		states[fs.FeedID] = fs
 	}
-	return states, c.damaged(rows.Err())
+	return states, rows.Err()
 }
 
 // PutStates writes feed states, each replacing the feed's last.
@@ -267,18 +287,26 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 			return EncodedState{}, err
 		}
 	}
+	var warnings string
+	if len(fs.Warnings) > 0 {
+		b, err := json.Marshal(fs.Warnings)
+		if err != nil {
+			return EncodedState{}, err
+		}
+		warnings = string(b)
+	}
 	st := fs.SchedState()
 	return EncodedState{fs.FeedID, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
 		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
-		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher}}, nil
+		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher, fs.Link, warnings}}, nil
 }
 
 const putStateSQL = `INSERT OR REPLACE INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
-		format, format_version, content_type, publisher)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		format, format_version, content_type, publisher, link, warnings)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // PutEncodedStates writes feed states EncodeState encoded.
 func (t *Tx) PutEncodedStates(rows ...EncodedState) error {
@@ -296,20 +324,8 @@ func (t *Tx) putState(r EncodedState) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.run(putStateSQL, append([]any{key}, r.values...)...)
+	_, err = t.write(kept, putStateSQL, append([]any{key}, r.values...)...)
 	return err
-}
-
-// State is Catalog.State inside the transaction.
-func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
-	row := t.queryRow(`SELECT f.feed_id, `+stateColumns+` FROM feed_state st JOIN feeds f ON f.key = st.feed_key WHERE f.feed_id = ?`, feedID)
-	switch err := scanState(row.Scan, &fs); {
-	case errors.Is(err, sql.ErrNoRows):
-		return FeedState{FeedID: feedID}, false, nil
-	case err != nil:
-		return fs, false, fmt.Errorf("catalog: state of %s: %w", feedID, err)
-	}
-	return fs, true, nil
 }
 
 // Demands calls fn with the scheduling settings and the demand inputs of
@@ -318,11 +334,11 @@ func (t *Tx) State(feedID string) (fs FeedState, ok bool, err error) {
 // projection of each feed's scheduler state (feed_state.demand), not the
 // state itself: 100,000 feeds take a fraction of a second.
 func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *sched.DemandInputs)) error {
-	rows, err := c.db.QueryContext(ctx, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
+	rows, err := c.read(ctx, once, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
 		FROM subscriptions s LEFT JOIN feed_state st ON st.feed_key = s.feed_key
 		WHERE s.disabled = 0 ORDER BY s.position, s.feed_key`)
 	if err != nil {
-		return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+		return err
 	}
 	defer rows.Close()
 	none := sched.State{}.DemandInputs()
@@ -333,7 +349,7 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 	)
 	for rows.Next() {
 		if err := rows.Scan(&sub.IntervalSec, &sub.Cron, &sub.MinIntervalSec, &sub.MaxIntervalSec, &paused, &demand); err != nil {
-			return c.damaged(fmt.Errorf("catalog: demands: %w", err))
+			return err
 		}
 		sub.PausedUntil = ndjson.At(fromMS(paused))
 		o := sched.OverridesOf(sub)
@@ -343,7 +359,7 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 		}
 		fn(&o, &in)
 	}
-	return c.damaged(rows.Err())
+	return rows.Err()
 }
 
 // The demand projection, field by field, fixed-size: decoding it for

@@ -109,8 +109,8 @@ func unpackJSON(v []byte) ([]byte, error) {
 // here, and 50 s in all on a busy machine (the table is rewritten), once.
 func packStates(t *Tx) error {
 	var n int
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT count(*) FROM feed_state`).Scan(&n); err != nil {
-		return fmt.Errorf("catalog: pack states: %w", err)
+	if err := t.readRow(once, `SELECT count(*) FROM feed_state`).Scan(&n); err != nil {
+		return err
 	}
 	if n == 0 {
 		return nil
@@ -122,9 +122,9 @@ func packStates(t *Tx) error {
 	}
 	todo := make([]packed, 0, packChunk)
 	for after := int64(-1 << 63); ; {
-		rows, err := t.tx.QueryContext(t.ctx, `SELECT feed_key, counts, sched, decision FROM feed_state WHERE feed_key > ? ORDER BY feed_key LIMIT ?`, after, packChunk)
+		rows, err := t.read(once, `SELECT feed_key, counts, sched, decision FROM feed_state WHERE feed_key > ? ORDER BY feed_key LIMIT ?`, after, packChunk)
 		if err != nil {
-			return fmt.Errorf("catalog: pack states: %w", err)
+			return err
 		}
 		todo = todo[:0]
 		for rows.Next() {
@@ -132,7 +132,7 @@ func packStates(t *Tx) error {
 			var cols [3][]byte
 			if err := rows.Scan(&p.key, &cols[0], &cols[1], &cols[2]); err != nil {
 				rows.Close()
-				return fmt.Errorf("catalog: pack states: %w", err)
+				return err
 			}
 			for i, dst := range []*any{&p.counts, &p.sched, &p.decide} {
 				switch {
@@ -149,14 +149,18 @@ func packStates(t *Tx) error {
 			}
 			todo = append(todo, p)
 		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
 		if err := rows.Close(); err != nil {
-			return fmt.Errorf("catalog: pack states: %w", err)
+			return err
 		}
 		if len(todo) == 0 {
 			return nil
 		}
 		for _, p := range todo {
-			if _, err := t.run(`UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = ?`, p.counts, p.sched, p.decide, p.key); err != nil {
+			if _, err := t.write(kept, `UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = ?`, p.counts, p.sched, p.decide, p.key); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -27,7 +28,8 @@ const subsLock = ".subscriptions.lock"
 
 // subColumns are the subscription columns, in the order scanSub reads them.
 const subColumns = `f.feed_id, s.url, s.name, s.labels, s.source_type, s.interval_sec, s.cron, s.disabled, s.created_at,
-	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until`
+	s.fulltext, s.scrape, s.user_agent, s.headers, s.auth, s.min_interval_sec, s.max_interval_sec, s.paused_until, s.allow_private, s.media,
+	s.push, s.backfill, coalesce(s.webhook_secret, '')`
 
 // subRow receives a row of subColumns (targets), then decodes it.
 type subRow struct {
@@ -35,34 +37,42 @@ type subRow struct {
 	labels                string
 	scrape, headers, auth sql.NullString
 	created, paused       sql.NullInt64
+	media                 sql.NullString
 }
 
 func (r *subRow) targets() []any {
 	s := &r.s
 	return []any{&s.FeedID, &s.URL, &s.Name, &r.labels, &s.SourceType, &s.IntervalSec, &s.Cron, &s.Disabled, &r.created,
-		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused}
+		&s.Fulltext, &r.scrape, &s.UserAgent, &r.headers, &r.auth, &s.MinIntervalSec, &s.MaxIntervalSec, &r.paused, &s.AllowPrivate, &r.media,
+		&s.Push, &s.Backfill, &s.WebhookSecret}
 }
 
 func (r *subRow) decode(dst *ndjson.Subscription) error {
 	s := r.s
 	s.Header = ndjson.Head(ndjson.TypeSubscription)
 	s.CreatedAt, s.PausedUntil = ndjson.At(fromMS(r.created)), ndjson.At(fromMS(r.paused))
-	s.Labels, s.Scrape, s.Headers, s.Auth = nil, nil, nil, nil
+	s.Labels, s.Scrape, s.Headers, s.Auth, s.Media = nil, nil, nil, nil, nil
 	if err := ndjson.Unmarshal([]byte(r.labels), &s.Labels); err != nil {
-		return fmt.Errorf("labels of %s: %w", s.FeedID, err)
+		return fmt.Errorf("catalog: labels of %s: %w", s.FeedID, err)
 	}
 	if r.scrape.Valid {
 		s.Scrape = json.RawMessage(r.scrape.String)
 	}
 	if r.headers.Valid {
 		if err := json.Unmarshal([]byte(r.headers.String), &s.Headers); err != nil {
-			return fmt.Errorf("headers of %s: %w", s.FeedID, err)
+			return fmt.Errorf("catalog: headers of %s: %w", s.FeedID, err)
 		}
 	}
 	if r.auth.Valid {
 		s.Auth = new(ndjson.Auth)
 		if err := json.Unmarshal([]byte(r.auth.String), s.Auth); err != nil {
-			return fmt.Errorf("auth of %s: %w", s.FeedID, err)
+			return fmt.Errorf("catalog: auth of %s: %w", s.FeedID, err)
+		}
+	}
+	if r.media.Valid {
+		s.Media = new(ndjson.MediaSettings)
+		if err := json.Unmarshal([]byte(r.media.String), s.Media); err != nil {
+			return fmt.Errorf("catalog: media settings of %s: %w", s.FeedID, err)
 		}
 	}
 	*dst = s
@@ -80,34 +90,31 @@ func scanSub(scan func(...any) error, s *ndjson.Subscription) error {
 
 // Subscriptions returns the subscription list, in its order.
 func (c *Catalog) Subscriptions(ctx context.Context) ([]ndjson.Subscription, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+subColumns+` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key ORDER BY s.position, s.feed_key`)
+	rows, err := c.read(ctx, once, `SELECT `+subColumns+` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key ORDER BY s.position, s.feed_key`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: subscriptions: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var subs []ndjson.Subscription
 	for rows.Next() {
 		var s ndjson.Subscription
 		if err := scanSub(rows.Scan, &s); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: subscriptions: %w", err))
+			return nil, err
 		}
 		subs = append(subs, s)
 	}
-	return subs, c.damaged(rows.Err())
+	return subs, rows.Err()
 }
 
 // Subscription returns the subscription of feedID; ok is false when there
 // is none.
 func (c *Catalog) Subscription(ctx context.Context, feedID string) (s ndjson.Subscription, ok bool, err error) {
-	row, err := c.queryRow(ctx, `SELECT `+subColumns+` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE f.feed_id = ?`, feedID)
-	if err != nil {
-		return s, false, err
-	}
+	row := c.readRow(ctx, kept, `SELECT `+subColumns+` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE f.feed_id = ?`, feedID)
 	switch err := scanSub(row.Scan, &s); {
 	case errors.Is(err, sql.ErrNoRows):
 		return s, false, nil
 	case err != nil:
-		return s, false, c.damaged(fmt.Errorf("catalog: subscription %s: %w", feedID, err))
+		return s, false, err
 	}
 	return s, true, nil
 }
@@ -305,6 +312,9 @@ func normalSub(s ndjson.Subscription) ndjson.Subscription {
 	if len(s.Scrape) == 0 || string(s.Scrape) == "null" {
 		s.Scrape = nil
 	}
+	if !s.Media.On() {
+		s.Media = nil
+	}
 	s.Header = ndjson.Header{}
 	return s
 }
@@ -317,9 +327,9 @@ func cloneSubs(subs []ndjson.Subscription) []ndjson.Subscription {
 
 // positions are the places of the subscriptions in the list.
 func (c *Catalog) positions(ctx context.Context) (map[string]int64, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT f.feed_id, s.position FROM subscriptions s JOIN feeds f ON f.key = s.feed_key`)
+	rows, err := c.read(ctx, once, `SELECT f.feed_id, s.position FROM subscriptions s JOIN feeds f ON f.key = s.feed_key`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	pos := map[string]int64{}
@@ -327,11 +337,11 @@ func (c *Catalog) positions(ctx context.Context) (map[string]int64, error) {
 		var id string
 		var p int64
 		if err := rows.Scan(&id, &p); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: %w", err))
+			return nil, err
 		}
 		pos[id] = p
 	}
-	return pos, c.damaged(rows.Err())
+	return pos, rows.Err()
 }
 
 // putSubscription writes s at position (-1: after the last).
@@ -341,16 +351,23 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		return err
 	}
 	if position < 0 {
-		if err := t.queryRow(`SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
+		if err := t.readRow(kept, `SELECT coalesce((SELECT position FROM subscriptions WHERE feed_key = ?),
 			(SELECT coalesce(max(position), -1) + 1 FROM subscriptions))`, key).Scan(&position); err != nil {
-			return fmt.Errorf("catalog: %w", err)
+			return err
 		}
 	}
-	labels, err := json.Marshal(nonNil(s.Labels))
+	labels, err := json.Marshal(ndjson.NonNil(s.Labels))
 	if err != nil {
 		return err
 	}
-	var scrape, headers, auth any
+	var scrape, headers, auth, media any
+	if s.Media.On() {
+		b, err := json.Marshal(s.Media)
+		if err != nil {
+			return err
+		}
+		media = string(b)
+	}
 	if len(s.Scrape) > 0 && string(s.Scrape) != "null" {
 		scrape = string(s.Scrape)
 	}
@@ -368,16 +385,18 @@ func (t *Tx) putSubscription(s *ndjson.Subscription, position int64) error {
 		}
 		auth = string(b)
 	}
-	_, err = t.run(`INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
-		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		key, position, s.URL, s.Name, string(labels), cmpOr(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
-		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time))
+	_, err = t.write(kept, `INSERT OR REPLACE INTO subscriptions (feed_key, position, url, name, labels, source_type, interval_sec, cron, disabled,
+		created_at, fulltext, scrape, user_agent, headers, auth, min_interval_sec, max_interval_sec, paused_until, allow_private, media,
+		push, backfill, webhook_secret)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		key, position, s.URL, s.Name, string(labels), cmp.Or(s.SourceType, ndjson.SourceAuto), s.IntervalSec, s.Cron, s.Disabled,
+		ms(s.CreatedAt.Time), s.Fulltext, scrape, s.UserAgent, headers, auth, s.MinIntervalSec, s.MaxIntervalSec, ms(s.PausedUntil.Time), s.AllowPrivate, media,
+		s.Push, s.Backfill, nullIfEmpty(s.WebhookSecret))
 	return err
 }
 
 func (t *Tx) removeSubscription(feedID string) error {
-	_, err := t.run(`DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
+	_, err := t.write(kept, `DELETE FROM subscriptions WHERE feed_key = (SELECT key FROM feeds WHERE feed_id = ?)`, feedID)
 	return err
 }
 
@@ -458,7 +477,7 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 	}
 	return c.Update(ctx, func(t *Tx) error {
 		if whole {
-			if _, err := t.exec(`DELETE FROM subscriptions`); err != nil {
+			if _, err := t.write(once, `DELETE FROM subscriptions`); err != nil {
 				return err
 			}
 		}
@@ -478,16 +497,22 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 	})
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// PrivateFeeds returns the ids of the subscriptions that may be fetched
+// from private addresses (ndjson.Access.AllowPrivate): the stages that
+// fetch believe this, not a record's claim.
+func (c *Catalog) PrivateFeeds(ctx context.Context) (map[string]bool, error) {
+	rows, err := c.read(ctx, once, `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.allow_private`)
+	if err != nil {
+		return nil, err
 	}
-	return s
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
 	}
-	return s
+	return out, rows.Err()
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Users: the people the Google Reader API of feed-serve lets in (docs/
@@ -60,18 +61,44 @@ var (
 // User is a user of the Google Reader API.
 type User struct {
 	Name    string
+	Role    string // RoleAdmin or RoleReader
 	Created time.Time
+}
+
+// Roles: what a user may do through the Google Reader API and the web
+// page. A reader reads and marks; an admin also changes the
+// subscriptions (quickadd, unsubscribe, rename, labels).
+const (
+	RoleReader = "reader"
+	RoleAdmin  = "admin"
+)
+
+// ErrBadRole is returned for a role that is neither.
+var ErrBadRole = errors.New("no such role")
+
+func checkRole(role string) error {
+	if role != RoleReader && role != RoleAdmin {
+		return fmt.Errorf("catalog: %w: %q (it is %s or %s)", ErrBadRole, role, RoleReader, RoleAdmin)
+	}
+	return nil
 }
 
 // MaxPasswordBytes caps a password: PBKDF2 hashes any length, but a
 // request's form should not make it hash megabytes.
 const MaxPasswordBytes = 1024
 
-// checkPassword refuses a password nobody should use: empty, or too long.
+// MinPasswordChars is the shortest password a user may be given: a
+// password that logs in from anywhere a network reaches must not fall to
+// guessing (NIST SP 800-63B asks at least 8; OWASP's authentication
+// cheat sheet, 12 without other factors).
+const MinPasswordChars = 12
+
+// checkPassword refuses a password nobody should use: too short, or too
+// long.
 func checkPassword(pw string) error {
 	switch {
-	case pw == "":
-		return fmt.Errorf("catalog: %w: it is empty", ErrWeakPassword)
+	case utf8.RuneCountInString(pw) < MinPasswordChars:
+		return fmt.Errorf("catalog: %w: it has fewer than %d characters", ErrWeakPassword, MinPasswordChars)
 	case len(pw) > MaxPasswordBytes:
 		return fmt.Errorf("catalog: %w: it is over %d bytes", ErrWeakPassword, MaxPasswordBytes)
 	}
@@ -88,6 +115,15 @@ func hashPassword(pw string, iter int) (string, error) {
 	}
 	enc := base64.RawStdEncoding
 	return "pbkdf2-sha256$" + strconv.Itoa(iter) + "$" + enc.EncodeToString(salt) + "$" + enc.EncodeToString(key), nil
+}
+
+// newPasswordHash checks the password pw (checkPassword) and returns the
+// hash it is kept as.
+func newPasswordHash(pw string) (string, error) {
+	if err := checkPassword(pw); err != nil {
+		return "", err
+	}
+	return hashPassword(pw, int(passwordIterations.Load()))
 }
 
 // passwordMatches reports whether pw hashes to stored (hashPassword's
@@ -112,20 +148,20 @@ func passwordMatches(stored, pw string) bool {
 }
 
 // AddUser adds the user name (a reader name: CheckReader) with the
-// password pw.
-func (c *Catalog) AddUser(ctx context.Context, name, pw string, now time.Time) error {
+// password pw and the role (RoleReader, RoleAdmin).
+func (c *Catalog) AddUser(ctx context.Context, name, pw, role string, now time.Time) error {
 	if err := CheckReader(name); err != nil {
 		return fmt.Errorf("catalog: user: %w", err)
 	}
-	if err := checkPassword(pw); err != nil {
+	if err := checkRole(role); err != nil {
 		return err
 	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO users (name, password, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, name, h, now.UnixMilli())
+		r, err := t.write(once, `INSERT INTO users (name, password, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, name, h, role, now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -139,68 +175,88 @@ func (c *Catalog) AddUser(ctx context.Context, name, pw string, now time.Time) e
 // SetPassword changes the password of the user name, and ends their
 // sessions: every client logs in again.
 func (c *Catalog) SetPassword(ctx context.Context, name, pw string) error {
-	if err := checkPassword(pw); err != nil {
-		return err
-	}
-	h, err := hashPassword(pw, int(passwordIterations.Load()))
+	h, err := newPasswordHash(pw)
 	if err != nil {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`UPDATE users SET password = ? WHERE name = ?`, h, name)
-		if err != nil {
+		if err := t.writeUser(name, `UPDATE users SET password = ? WHERE name = ?`, h, name); err != nil {
 			return err
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ?`, name)
-		return err
+		return t.endSessions(name)
 	})
+}
+
+// SetRole gives the user name the role (RoleReader, RoleAdmin).
+func (c *Catalog) SetRole(ctx context.Context, name, role string) error {
+	if err := checkRole(role); err != nil {
+		return err
+	}
+	return c.Update(ctx, func(t *Tx) error {
+		return t.writeUser(name, `UPDATE users SET role = ? WHERE name = ?`, role, name)
+	})
+}
+
+// writeUser runs q, which writes the row of the user name, or a row of
+// theirs: an error wraps ErrNoSuchUser when it writes none.
+func (t *Tx) writeUser(name, q string, args ...any) error {
+	r, err := t.write(once, q, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
+	}
+	return nil
+}
+
+// endSessions ends every session of the user name: the Google Reader
+// API's and the web page's.
+func (t *Tx) endSessions(name string) error {
+	if _, err := t.write(once, `DELETE FROM sessions WHERE user = ?`, name); err != nil {
+		return err
+	}
+	_, err := t.write(once, `DELETE FROM web_sessions WHERE user = ?`, name)
+	return err
 }
 
 // RemoveUser removes the user name and their sessions; their marks stay
 // (they are the reader's, which feed-read may still use).
 func (c *Catalog) RemoveUser(ctx context.Context, name string) error {
 	return c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`DELETE FROM users WHERE name = ?`, name)
-		if err != nil {
+		if err := t.writeUser(name, `DELETE FROM users WHERE name = ?`, name); err != nil {
 			return err
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ?`, name)
-		return err
+		return t.endSessions(name)
 	})
 }
 
 // Users returns the users, by name.
 func (c *Catalog) Users(ctx context.Context) ([]User, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT name, created_at FROM users ORDER BY name`)
+	rows, err := c.read(ctx, once, `SELECT name, role, created_at FROM users ORDER BY name`)
 	if err != nil {
-		return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+		return nil, err
 	}
 	defer rows.Close()
 	var out []User
 	for rows.Next() {
 		var u User
 		var at int64
-		if err := rows.Scan(&u.Name, &at); err != nil {
-			return nil, c.damaged(fmt.Errorf("catalog: users: %w", err))
+		if err := rows.Scan(&u.Name, &u.Role, &at); err != nil {
+			return nil, err
 		}
 		u.Created = time.UnixMilli(at).UTC()
 		out = append(out, u)
 	}
-	return out, c.damaged(rows.Err())
+	return out, rows.Err()
 }
 
 // HasUsers reports whether there is a user at all: the Google Reader API
 // is off until there is.
 func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 	var n int
-	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
-	return n > 0, c.damaged(err)
+	err := c.readRow(ctx, once, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
+	return n > 0, err
 }
 
 // CheckPassword returns nil when pw is the password of the user name,
@@ -209,9 +265,9 @@ func (c *Catalog) HasUsers(ctx context.Context) (bool, error) {
 // hash too).
 func (c *Catalog) CheckPassword(ctx context.Context, name, pw string) error {
 	var stored string
-	err := c.db.QueryRowContext(ctx, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
+	err := c.readRow(ctx, once, `SELECT password FROM users WHERE name = ?`, name).Scan(&stored)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return c.damaged(fmt.Errorf("catalog: user: %w", err))
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		stored = dummyHash()
@@ -244,15 +300,12 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	err := c.Update(ctx, func(t *Tx) error {
-		r, err := t.exec(`INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
+		err := t.writeUser(name, `INSERT INTO sessions (token_hash, user, kind, created_at) SELECT ?, name, ?, ? FROM users WHERE name = ?`,
 			tokenHash(token), kind, now.UnixMilli(), name)
 		if err != nil {
 			return err
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return fmt.Errorf("catalog: %w: %q", ErrNoSuchUser, name)
-		}
-		_, err = t.exec(`DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
+		_, err = t.write(once, `DELETE FROM sessions WHERE user = ? AND kind = ? AND token_hash NOT IN
 			(SELECT token_hash FROM sessions WHERE user = ? AND kind = ? ORDER BY created_at DESC LIMIT ?)`,
 			name, kind, name, kind, MaxSessions)
 		return err
@@ -263,21 +316,21 @@ func (c *Catalog) NewSession(ctx context.Context, name, kind string, now time.Ti
 	return token, nil
 }
 
-// SessionUser returns the user of the token of kind; ok is false when no
-// session has it.
-func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (name string, ok bool, err error) {
+// SessionUser returns the user of the token of kind (Created unset); ok
+// is false when no session has it.
+func (c *Catalog) SessionUser(ctx context.Context, token, kind string) (u User, ok bool, err error) {
 	if token == "" || len(token) > 256 {
-		return "", false, nil
+		return User{}, false, nil
 	}
-	err = c.db.QueryRowContext(ctx, `SELECT s.user FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
-		tokenHash(token), kind).Scan(&name)
+	err = c.readRow(ctx, once, `SELECT u.name, u.role FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash = ? AND s.kind = ?`,
+		tokenHash(token), kind).Scan(&u.Name, &u.Role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
+		return User{}, false, nil
 	}
 	if err != nil {
-		return "", false, c.damaged(fmt.Errorf("catalog: session: %w", err))
+		return User{}, false, err
 	}
-	return name, true, nil
+	return u, true, nil
 }
 
 // tokenHash is how a token is kept: its SHA-256 in hex. The lookup by it

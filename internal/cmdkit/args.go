@@ -23,20 +23,27 @@ func interleave(app *cli.App, args []string) ([]string, error) {
 	rest := args[1:]
 	flags := app.Flags
 	// Flags before the subcommand belong to the app; after it, to the
-	// subcommand.
-	for i, a := range rest {
-		if strings.HasPrefix(a, "-") {
-			continue
+	// subcommand (feed-sub add), or its own (feed-serve user add).
+	commands := app.Commands
+	for found := true; found; {
+		found = false
+		for i, a := range rest {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			if i > 0 && !isBoolFlag(flags, rest[i-1]) && !strings.Contains(rest[i-1], "=") && strings.HasPrefix(rest[i-1], "-") {
+				continue // the value of a flag
+			}
+			if cmd := findCommand(commands, a); cmd != nil {
+				if err := checkValues(rest[:i], flags, app.Flags); err != nil {
+					return nil, err
+				}
+				out = append(out, rest[:i+1]...)
+				rest = rest[i+1:]
+				flags, commands, found = cmd.Flags, cmd.Subcommands, true
+			}
+			break
 		}
-		if i > 0 && !isBoolFlag(flags, rest[i-1]) && !strings.Contains(rest[i-1], "=") && strings.HasPrefix(rest[i-1], "-") {
-			continue // the value of a flag
-		}
-		if cmd := findCommand(app.Commands, a); cmd != nil {
-			out = append(out, rest[:i+1]...)
-			rest = rest[i+1:]
-			flags = cmd.Flags
-		}
-		break
 	}
 	var front, positional []string
 	for i := 0; i < len(rest); i++ {
@@ -55,15 +62,14 @@ func interleave(app *cli.App, args []string) ([]string, error) {
 			}
 			taken := []string{a}
 			if !strings.Contains(a, "=") && !isBoolFlag(fl, a) {
-				if i+1 == len(rest) || rest[i+1] == "--" || lookup(fl, rest[i+1]) != nil && strings.HasPrefix(rest[i+1], "-") ||
-					lookup(app.Flags, rest[i+1]) != nil && strings.HasPrefix(rest[i+1], "-") {
+				if i+1 == len(rest) || rest[i+1] == "--" || flagLike(rest[i+1]) {
 					return nil, missingValue(a, i+1 < len(rest) && rest[i+1] != "--")
 				}
 				i++
 				taken = append(taken, rest[i])
 			}
 			if global {
-				out = slices.Insert(out, len(out)-1, taken...)
+				out = slices.Insert(out, 1, taken...)
 			} else {
 				front = append(front, taken...)
 			}
@@ -77,6 +83,30 @@ func interleave(app *cli.App, args []string) ([]string, error) {
 		out = append(out, positional...)
 	}
 	return out, nil
+}
+
+// flagLike reports whether arg reads as a flag rather than a value: --x,
+// or -x with a letter (-1, a negative number, and -, stdin, are values).
+// A flag that takes a value is not given one that reads so: --store
+// --label is a forgotten value, not a store named --label.
+func flagLike(arg string) bool {
+	return strings.HasPrefix(arg, "--") || len(arg) > 1 && arg[0] == '-' && ('a' <= arg[1] && arg[1] <= 'z' || 'A' <= arg[1] && arg[1] <= 'Z')
+}
+
+// checkValues checks that each flag of args (those before a subcommand)
+// that takes a value, in flags or global, is followed by one.
+func checkValues(args []string, flags, global []cli.Flag) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" || !strings.HasPrefix(a, "-") || strings.Contains(a, "=") || isBoolFlag(flags, a) && isBoolFlag(global, a) {
+			continue
+		}
+		if i+1 == len(args) || args[i+1] == "--" || flagLike(args[i+1]) {
+			return missingValue(a, i+1 < len(args) && args[i+1] != "--")
+		}
+		i++ // its value
+	}
+	return nil
 }
 
 // missingValue is the usage error of a flag given without its value;

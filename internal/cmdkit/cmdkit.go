@@ -24,11 +24,12 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Exit statuses of every binary (DESIGN.md §5).
+// Exit statuses of every binary (docs/design.md#conventions).
 const (
 	ExitOK      = 0
 	ExitFailed  = 1 // some records or feeds failed, each reported
@@ -73,6 +74,10 @@ const (
 	ReadOnly Access = iota
 	// Writes: a store that does not exist is created, with a note.
 	Writes
+	// Changes: a command that changes what the store holds (feed-sub rm,
+	// feed-read mark): the store must exist, as for ReadOnly, since there
+	// is nothing to change in none, and be writable, as for Writes.
+	Changes
 	// ReadsInPipeline: a stage that only reads the store but runs in a
 	// pipeline that writes it (feed-parse, feed-dedup): a store that does
 	// not exist is created, as feed-store downstream will create it, so
@@ -86,7 +91,7 @@ const (
 // learns at once if it cannot be written; a reader needs it to exist.
 func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	root := c.String(storeFlag)
-	if access == ReadOnly {
+	if access == ReadOnly || access == Changes {
 		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 			return nil, Usagef("no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one", root)
 		}
@@ -98,7 +103,11 @@ func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 	if st.Created {
 		fmt.Fprintf(c.App.ErrWriter, "%s: note: created a new, empty store at %s\n", c.App.Name, st.Root)
 	}
-	if access == Writes {
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	c.App.Metadata[metaStore] = st.Root
+	if access == Writes || access == Changes {
 		if err := st.CheckWritable(); err != nil {
 			return nil, Usage(err)
 		}
@@ -123,16 +132,55 @@ func Logger(c *cli.Context) (*slog.Logger, error) {
 		return nil, Usage(fmt.Errorf("--%s: %q is not one of debug, info, warn, error", logLvlFlag, c.String(logLvlFlag)))
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var w io.Writer = c.App.ErrWriter
+	if line := terminalLine(c); line != nil {
+		w = line // each record clears the progress line first
+	}
 	var h slog.Handler
 	switch c.String(logFmtFlag) {
 	case "text":
-		h = slog.NewTextHandler(c.App.ErrWriter, opts)
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		h = slog.NewJSONHandler(c.App.ErrWriter, opts)
+		h = slog.NewJSONHandler(w, opts)
 	default:
 		return nil, Usage(fmt.Errorf("--%s: %q is not text or json", logFmtFlag, c.String(logFmtFlag)))
 	}
 	return slog.New(h).With("component", c.App.Name), nil
+}
+
+// metaLine is the key of App.Metadata holding the status line of a run
+// on a terminal (terminalLine).
+const metaLine = "cmdkit.line"
+
+// terminalLine is the run's status line when stderr is a terminal, else
+// nil: the one Progress gives and the logs are written through, so that a
+// log line never runs into the status.
+func terminalLine(c *cli.Context) *progress.Line {
+	if !IsTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	if l, ok := c.App.Metadata[metaLine].(*progress.Line); ok {
+		return l
+	}
+	l := progress.New(c.App.ErrWriter)
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	c.App.Metadata[metaLine] = l
+	return l
+}
+
+// TerminalWidth is the width of the terminal w is, 0 when w is no
+// terminal: the tables for people fit it.
+func TerminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+		return width
+	}
+	return 120
 }
 
 // IsTerminal reports whether w is a terminal.
@@ -162,11 +210,15 @@ func Usagef(format string, args ...any) error { return Usage(fmt.Errorf(format, 
 
 // Main runs app with the process's arguments and exits with its status,
 // profiling the run when ProfileEnv asks for it.
-func Main(app *cli.App) {
+func Main(app *cli.App) { os.Exit(RunMain(app, os.Args)) }
+
+// RunMain is Main without the exit: it runs app with args, profiled when
+// ProfileEnv asks for it, and returns the exit status (the feedpipe
+// binary runs the command its name says with it).
+func RunMain(app *cli.App, args []string) int {
 	stop := startProfile(app.Name)
-	code := Run(app, os.Args)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return Run(app, args)
 }
 
 // Run runs app and returns its exit status, having reported any error on
@@ -200,6 +252,7 @@ func Run(app *cli.App, args []string) int {
 	if err == nil {
 		err = envError(app.RunContext(ctx, args))
 	}
+	err = readOnlyError(app, err)
 	code := status(err)
 	if err != nil {
 		fmt.Fprintf(app.ErrWriter, "%s: error: %s\n", app.Name, oneLine(err.Error()))
@@ -228,6 +281,27 @@ func envError(err error) error {
 		want = "a " + m[2]
 	}
 	return Usagef("%s=%q: want %s (the variable of --%s)", m[3], m[1], want, m[4])
+}
+
+// metaStore is the key of App.Metadata holding the store's path, once
+// opened.
+const metaStore = "cmdkit.store"
+
+// sqliteReadOnly is SQLite's SQLITE_READONLY, the primary result code of
+// a write to a database that cannot be written (its file, its directory
+// or its file system read-only).
+const sqliteReadOnly = 8
+
+// readOnlyError words a write that SQLite refused as every writer words a
+// store it cannot write (storage.CheckWritable), a usage error: a command
+// that found out only when it wrote says what the others say first.
+func readOnlyError(app *cli.App, err error) error {
+	var coded interface{ Code() int }
+	if err == nil || !errors.As(err, &coded) || coded.Code()&0xff != sqliteReadOnly {
+		return err
+	}
+	root, _ := app.Metadata[metaStore].(string)
+	return Usagef("storage: cannot write to the store %s: SQLite may not write its catalog there (%v), which every command needs, one that only reads too (the catalog's WAL index)", root, coded)
 }
 
 // status is the exit status err calls for.

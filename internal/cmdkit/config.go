@@ -50,6 +50,14 @@ const (
 	metaConfig   = "cmdkit.config"
 )
 
+// Binaries, when set, builds the app of every feedpipe binary, by its name
+// (internal/apps sets it): the top level of the configuration file may
+// hold a binary's table and a flag that some binary has at its top (or
+// shares with its subcommands), and nothing else, so that a typo there is
+// an error as it is in a table. Without it (a binary outside
+// internal/apps) the top level is not checked.
+var Binaries func() map[string]*cli.App
+
 // DefaultConfig is the configuration file read when --config does not name
 // one: $XDG_CONFIG_HOME/feedpipe/config.toml, else
 // ~/.config/feedpipe/config.toml. It need not exist.
@@ -101,11 +109,14 @@ func chain(first, next cli.BeforeFunc) cli.BeforeFunc {
 // subcommand reads them from the top level and its binary's table too.
 func sharedFlags() map[string]bool {
 	names := map[string]bool{}
-	for _, list := range [][]cli.Flag{CommonFlags(), HTTPFlags("", ""), SchedFlags(), ParserFlags()} {
+	for _, list := range [][]cli.Flag{CommonFlags(), HTTPFlags("", ""), SchedFlags(), ParserFlags(), {PublicURLFlag()}} {
 		for _, f := range list {
 			names[f.Names()[0]] = true
 		}
 	}
+	// feed-sub add and set keep --allow-private with one feed: the switch
+	// for every feed at the top level must not become a setting of each.
+	delete(names, "allow-private")
 	return names
 }
 
@@ -144,6 +155,11 @@ func applyConfig(c *cli.Context, flags []cli.Flag, path []string, shared map[str
 	file, err := loadConfig(c)
 	if err != nil || file == nil {
 		return err
+	}
+	if len(path) == 1 {
+		if err := checkTop(file); err != nil {
+			return err
+		}
 	}
 	values := map[any]any{}
 	byName := map[string]cli.Flag{}
@@ -216,6 +232,64 @@ func applyConfig(c *cli.Context, flags []cli.Flag, path []string, shared map[str
 	for name, was := range set {
 		if !was && c.IsSet(name) {
 			fromFile[name] = true
+		}
+	}
+	return nil
+}
+
+// checkTop checks the top level of the configuration file against every
+// binary's flags (Binaries): a table must be a binary's, a key a flag that
+// a binary has at its top or shares with its subcommands.
+func checkTop(file *configFile) error {
+	if Binaries == nil {
+		return nil
+	}
+	bins := Binaries()
+	shared := sharedFlags()
+	top := map[string]bool{configFlag: true}
+	own := map[string]string{} // a subcommand's own flag -> its table
+	for name, app := range bins {
+		for _, f := range app.Flags {
+			for _, n := range f.Names() {
+				top[n] = true
+			}
+		}
+		for _, cmd := range app.Commands {
+			for _, f := range cmd.Flags {
+				for _, n := range f.Names() {
+					if shared[f.Names()[0]] {
+						top[n] = true
+					} else if own[n] == "" {
+						own[n] = name + "." + cmd.Name
+					}
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(file.top))
+	for k := range file.top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, isTable := file.top[k].(map[string]any); isTable {
+			if _, ok := bins[k]; !ok {
+				names := make([]string, 0, len(bins))
+				for n := range bins {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return Usagef("%s: [%s]: no feedpipe binary is named so (a table is one of %s)", file.name, k, strings.Join(names, ", "))
+			}
+			continue
+		}
+		switch {
+		case top[k]:
+		case own[k] != "":
+			return Usagef("%s: %s: a key at the top level sets a flag of every binary, and %s is only feed-%s's: put it in [%s]",
+				file.name, k, k, strings.Replace(strings.TrimPrefix(own[k], "feed-"), ".", " ", 1), own[k])
+		default:
+			return Usagef("%s: %s: no feedpipe binary has such a flag (a key at the top level sets the flag of that name of every binary that has it)", file.name, k)
 		}
 	}
 	return nil
@@ -410,7 +484,7 @@ func unwrap(f cli.Flag) cli.Flag {
 // Duration makes f a flag whose environment variables take a Go duration
 // (90s, 1h) or whole seconds (60), milliseconds for a name ending in _MS
 // (FETCH_TIMEOUT_MS): urfave/cli alone reads only the first kind, and the
-// environment of the seeds speaks seconds.
+// older names (docs/design.md#configuration) take seconds.
 func Duration(f *cli.DurationFlag) cli.Flag {
 	return &envDuration{altsrc.NewDurationFlag(f)}
 }

@@ -77,8 +77,12 @@ policy = "seed"`, nil, "", "timeout=30s name=top n=3 rps=2 labels=a,b private=tr
 			"timeout=10s name=flag n=1 rps=1 labels= private=false policy=seed", 0},
 		{"a subcommand's own flags only from its table", "name = \"top\"\nlabel = \"top\"\n[feed-test]\nlabel = \"bin\"\n[feed-test.add]\nname = \"add\"", nil, "add",
 			"timeout=10s name=add n=1 rps=1 labels= private=false policy=adaptive", 0},
-		{"a subcommand's shared flags from everywhere", "allow-private = true\n[feed-test]\npolicy = \"seed\"", nil, "add",
-			"timeout=10s name=none n=1 rps=1 labels= private=true policy=seed", 0},
+		{"a subcommand's shared flags from everywhere", "[feed-test]\npolicy = \"seed\"", nil, "add",
+			"timeout=10s name=none n=1 rps=1 labels= private=false policy=seed", 0},
+		// feed-sub add --allow-private is a setting of one feed: the
+		// switch for every feed at the top level does not set it.
+		{"allow-private is not a subcommand's from the top", "allow-private = true", nil, "add",
+			"timeout=10s name=none n=1 rps=1 labels= private=false policy=adaptive", 0},
 		{"a typo in the binary's table", "[feed-test]\ntimout = 3", nil, "", "[feed-test] timout: no such flag (see feed-test --help)", 2},
 		{"a typo in a subcommand's table", "[feed-test.add]\nlable = \"x\"", nil, "add", "[feed-test.add] lable: no such flag (see feed-test add --help)", 2},
 		{"unknown top-level keys are another binary's", "concurrency = 3", nil, "", "timeout=10s name=default n=1 rps=1 labels= private=false policy=adaptive", 0},
@@ -117,6 +121,42 @@ policy = "seed"`, nil, "", "timeout=30s name=top n=3 rps=2 labels=a,b private=tr
 				t.Errorf("stderr %q lacks %q", stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigTopLevel: the top level of the file holds the tables of
+// binaries and the flags some binary has at its top (or shares with its
+// subcommands): anything else is an error, as in a table.
+func TestConfigTopLevel(t *testing.T) {
+	defer func(b func() map[string]*cli.App) { Binaries = b }(Binaries)
+	var got string
+	Binaries = func() map[string]*cli.App {
+		other := &cli.App{Name: "feed-other", Flags: []cli.Flag{&cli.IntFlag{Name: "concurrency"}},
+			Commands: []*cli.Command{{Name: "prune", Flags: []cli.Flag{&cli.StringFlag{Name: "raw-keep"}}}}}
+		return map[string]*cli.App{"feed-test": configApp(&got), "feed-other": other}
+	}
+	for _, tc := range []struct {
+		file, want string // want: the values, or an error
+	}{
+		{"concurrency = 3\nname = \"top\"", "name=top"},
+		{"policy = \"seed\"\n[feed-other]\nconcurrency = 2\n[feed-other.prune]\nraw-keep = \"30d\"", "policy=seed"},
+		{"concurency = 3", "config.toml: concurency: no feedpipe binary has such a flag (a key at the top level sets the flag of that name of every binary that has it)"},
+		{"[feed-tset]\nname = \"x\"", "config.toml: [feed-tset]: no feedpipe binary is named so (a table is one of feed-other, feed-test)"},
+		{"raw-keep = \"30d\"", "config.toml: raw-keep: a key at the top level sets a flag of every binary, and raw-keep is only feed-other prune's: put it in [feed-other.prune]"},
+	} {
+		dir := t.TempDir()
+		t.Setenv("XDG_CONFIG_HOME", dir)
+		os.Unsetenv("FEEDPIPE_CONFIG")
+		os.MkdirAll(filepath.Join(dir, "feedpipe"), 0o755)
+		os.WriteFile(filepath.Join(dir, "feedpipe", "config.toml"), []byte(tc.file), 0o644)
+		got = ""
+		var stderr bytes.Buffer
+		app := configApp(&got)
+		app.ErrWriter, app.Writer = &stderr, &bytes.Buffer{}
+		status := Run(app, []string{"feed-test"})
+		if !strings.Contains(got+stderr.String(), tc.want) || (status == 0) != (got != "") {
+			t.Errorf("%q: status %d, got %q, stderr %q; want %q", tc.file, status, got, stderr.String(), tc.want)
+		}
 	}
 }
 

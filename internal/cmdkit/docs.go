@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"go/doc/comment"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 )
@@ -75,9 +77,73 @@ func Roff(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// preformatted is text kept as it is written, line by line.
+// manWidth is the widest a line of text kept as written may be: man
+// indents it by 7 columns, and the page must fit 80.
+const manWidth = 80 - 7
+
+// preformatted is text kept as it is written, line by line, a line wider
+// than manWidth broken at a space (wrapCode).
 func preformatted(b *strings.Builder, text string) {
-	b.WriteString(".nf\n" + Roff(strings.TrimRight(text, "\n")) + "\n.fi\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		lines = append(lines, wrapCode(l, manWidth)...)
+	}
+	b.WriteString(".nf\n" + Roff(strings.Join(lines, "\n")) + "\n.fi\n")
+}
+
+// described writes a description: its paragraphs (blank lines apart) of
+// prose filled by man to the page's width, and those with an indented
+// line (examples, columns) kept as written.
+func described(b *strings.Builder, text string) {
+	for i, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if i > 0 {
+			b.WriteString(".PP\n")
+		}
+		indented := false
+		for _, l := range strings.Split(para, "\n") {
+			indented = indented || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")
+		}
+		if indented {
+			preformatted(b, para)
+			continue
+		}
+		b.WriteString(Roff(strings.Join(strings.Fields(para), " ")) + "\n")
+	}
+}
+
+// codeColumn finds where a line's last column begins: after a run of two
+// spaces or more ("url    string  the feed's URL"), before width.
+var codeColumn = regexp.MustCompile(`\S {2,}(\S)`)
+
+// wrapCode breaks a line of code or of a table wider than width at its
+// last spaces that fit, each further line indented to the line's last
+// column (or its own indent and four more).
+func wrapCode(line string, width int) []string {
+	if utf8.RuneCountInString(line) <= width {
+		return []string{line}
+	}
+	hang := len(line) - len(strings.TrimLeft(line, " ")) + 4
+	for _, m := range codeColumn.FindAllStringSubmatchIndex(line, -1) {
+		if m[2] < width-10 {
+			hang = m[2]
+		}
+	}
+	var out []string
+	for utf8.RuneCountInString(line) > width {
+		// At a space, else after a comma (JSON written without spaces).
+		cut := strings.LastIndex(line[:width], " ")
+		if cut <= hang {
+			if cut = strings.LastIndex(line[:width], ","); cut > 0 {
+				cut++
+			}
+		}
+		if cut <= hang || strings.TrimSpace(line[:cut]) == "" {
+			break // nowhere to break: kept whole
+		}
+		out = append(out, strings.TrimRight(line[:cut], " "))
+		line = strings.Repeat(" ", hang) + strings.TrimLeft(line[cut:], " ")
+	}
+	return append(out, line)
 }
 
 // flagLines are the flags' entries, as --help prints them: the flag and
@@ -128,7 +194,7 @@ func ManPage(app *cli.App) string {
 	preformatted(&b, usage)
 	if app.Description != "" {
 		b.WriteString(".SH DESCRIPTION\n")
-		preformatted(&b, app.Description)
+		described(&b, app.Description)
 	}
 	b.WriteString(".SH OPTIONS\n")
 	flagLines(&b, app.Flags)
@@ -153,7 +219,7 @@ func ManPage(app *cli.App) string {
 			}
 			if c.Description != "" {
 				b.WriteString(".PP\n")
-				preformatted(&b, c.Description)
+				described(&b, c.Description)
 			}
 			flagLines(&b, c.Flags)
 		}
@@ -165,11 +231,14 @@ the configuration file (\-\-config): a key per flag; the top level for every bin
 .TP
 .I $XDG_DATA_HOME/feedpipe
 the store (\-\-store), unless FEEDPIPE_STORE names another
+.TP
+.I PREFIX/share/doc/feedpipe
+README.md and the documents the help names (scheduler.md, serve.md, store.md, parse.md, read.md, design.md, bus.md), where scripts/install put feedpipe (PREFIX /usr/local: /usr/local/share/doc/feedpipe)
 .SH EXIT STATUS
 0 when everything went well; 1 when some records or feeds failed, each reported on stderr; 2 for usage errors and a store that cannot be opened; 130 or 143 when SIGINT or SIGTERM stopped it early (it finished what it held first).
 .SH SEE ALSO
 `)
-	see := []string{"feed-sub(1)", "feed-due(1)", "feed-fetch(1)", "feed-parse(1)", "feed-scrape(1)", "feed-dedup(1)", "feed-store(1)", "feed-stats(1)", "feed-read(1)", "feed-serve(1)", "feed-sim(1)", "feed-loop(1)", "feedpipe-ndjson(5)"}
+	see := []string{"feed-sub(1)", "feed-due(1)", "feed-fetch(1)", "feed-parse(1)", "feed-scrape(1)", "feed-dedup(1)", "feed-store(1)", "feed-stats(1)", "feed-read(1)", "feed-serve(1)", "feed-bus(1)", "feed-sim(1)", "feed-loop(1)", "feedpipe-ndjson(5)"}
 	see = slices.DeleteFunc(see, func(s string) bool { return s == name+"(1)" })
 	b.WriteString(Roff(strings.Join(see, ", ")) + "\n")
 	return b.String()
@@ -191,9 +260,8 @@ func ManFromDoc(name string, section int, summary, doc string) string {
 		case *comment.Paragraph:
 			fmt.Fprintf(&b, ".PP\n%s\n", Roff(inlineText(blk.Text)))
 		case *comment.Code:
-			b.WriteString(".PP\n.RS\n")
+			b.WriteString(".PP\n")
 			preformatted(&b, blk.Text)
-			b.WriteString(".RE\n")
 		case *comment.List:
 			for _, it := range blk.Items {
 				mark := "\\(bu"
@@ -243,8 +311,8 @@ func completionFlags(flags []cli.Flag) (names []string, usage map[string]string,
 		}
 		d, _ := f.(cli.DocGenerationFlag)
 		for _, n := range f.Names() {
-			if len(n) == 1 {
-				continue
+			if len(n) == 1 || slices.Contains(names, "--"+n) {
+				continue // a short name, or one given twice (feed-loop's --version, read from its help, and the app's)
 			}
 			name := "--" + n
 			names = append(names, name)

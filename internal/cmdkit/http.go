@@ -1,6 +1,9 @@
 package cmdkit
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
@@ -19,7 +22,15 @@ func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
-	}, RedisFlags("keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (docs/bus.md); default: in this process")...)
+	}, RedisFlags("keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (bus.md in share/doc/feedpipe); default: in this process")...)
+}
+
+// AllowPrivateEnv reports whether FEEDPIPE_ALLOW_PRIVATE lets every feed
+// reach private addresses (tests and the demo set it): for a command whose
+// --allow-private is a setting of one feed, not the switch.
+func AllowPrivateEnv() bool {
+	v, err := strconv.ParseBool(os.Getenv("FEEDPIPE_ALLOW_PRIVATE"))
+	return err == nil && v
 }
 
 // HTTPSettings reads and checks the HTTPFlags: the client's options (the
@@ -58,8 +69,5 @@ func HTTPSettings(c *cli.Context) (httpx.Options, *httpx.Limiter, error) {
 
 // Progress is a status line on stderr when it is a terminal, else nil.
 func Progress(c *cli.Context) *progress.Line {
-	if IsTerminal(c.App.ErrWriter) {
-		return progress.New(c.App.ErrWriter)
-	}
-	return nil
+	return terminalLine(c) // the logs' writer too
 }

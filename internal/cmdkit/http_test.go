@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/version"
 )
 
 // TestHTTPSettings: the shared HTTP flags of feed-fetch and feed-scrape,
@@ -77,7 +77,7 @@ func TestHTTPSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ua := "feedpipe/" + httpx.Version + " (+https://github.com/feedpipe/feedpipe)"
+			ua := "feedpipe/" + version.Short() + " (+https://github.com/feedpipe/feedpipe)"
 			if opts.UserAgent != ua || opts.Timeout != 10*time.Second || opts.MaxBodyBytes != 10<<20 || opts.AllowPrivate {
 				t.Errorf("options %+v, want User-Agent %q, timeout 10s, 10 MiB, no private addresses", opts, ua)
 			}
@@ -106,7 +106,7 @@ func TestHTTPSettings(t *testing.T) {
 			`--host-rps value +requests a second to one host; 0 for no limit \(default: 1\)`,
 			`--timeout value +per request: .* \(default: 10s\)`,
 			`--max-body-bytes value +cap \(default: 10485760\)`,
-			`--user-agent value +UA \(default: "feedpipe/` + regexp.QuoteMeta(httpx.Version) + ` \(\+https://github.com/feedpipe/feedpipe\)"\)`,
+			`--user-agent value +UA \(default: "feedpipe/` + regexp.QuoteMeta(version.Short()) + ` \(\+https://github.com/feedpipe/feedpipe\)"\)`,
 			`--allow-private +allow loopback, .* \(default: false\)`,
 		} {
 			if !regexp.MustCompile(want).Match(help.Bytes()) {

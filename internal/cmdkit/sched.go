@@ -16,7 +16,7 @@ import (
 
 // The scheduler's flags, for the binaries that call sched.Next (feed-store,
 // feed-due, feed-sub). Each has an environment variable that ParamsFromEnv
-// reads (the seeds' names are aliases); a flag wins over it. The flags do
+// reads (the older names are aliases: docs/design.md#configuration); a flag wins over it. The flags do
 // not name the variables to urfave/cli, which would parse them a second
 // time in another format: SchedParams reads them.
 const (
@@ -127,7 +127,7 @@ func SchedFlags() []cli.Flag {
 		&cli.DurationFlag{Name: flagMaxRetryAfter, Category: cat, DefaultText: d.MaxRetryAfter.String(), Usage: "longest Retry-After honoured" + env(flagMaxRetryAfter) + ", seconds"},
 		&cli.DurationFlag{Name: flagRateHalfLife, Category: cat, DefaultText: d.RateHalfLife.String(), Usage: "adaptive policy: half-life of the posting-rate estimate, at least 1h" + env(flagRateHalfLife) + ", seconds"},
 		&cli.BoolFlag{Name: flagProfile, Category: cat, DefaultText: "true", Usage: "adaptive policy: poll more in the hours and weekdays a feed posts" + env(flagProfile)},
-		// Seed 000 §6.1's factors.
+		// The seed policy's factors (docs/design.md#parameters).
 		numberFlag(flagUpFactor, "b_up, 1 to 100: the seed policy's factor on the interval after a 304 or no new entries, and every policy's after a truncated body"+env(flagUpFactor), fmt.Sprintf("%g", d.Up)),
 		numberFlag(flagDownFactor, "b_down, in (0, 1]: the seed policy's factor on the interval after new entries"+env(flagDownFactor), fmt.Sprintf("%g", d.Down)),
 		numberFlag(flagEWMAAlpha, "weight of the newest gap between items in their EWMA (the seed policy's cadence, ewma_secs), in (0, 1]"+env(flagEWMAAlpha), fmt.Sprintf("%g", d.Alpha)),

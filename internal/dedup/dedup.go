@@ -24,8 +24,8 @@ type Config struct {
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	// CrossFeed turns a new entry whose canonical link was stored first
 	// from another feed into an alias of that entry (status "alias",
-	// alias_of), for feed-store to record instead of storing it (seed
-	// 001 §6, seed 000 §12).
+	// alias_of), for feed-store to record instead of storing it
+	// (docs/design.md#deduplication).
 	CrossFeed bool
 }
 

@@ -1,4 +1,4 @@
-// Package discover finds the feeds a website offers (seed 000 §4.1): those
+// Package discover finds the feeds a website offers (docs/design.md#discovery): those
 // its page announces with <link rel="alternate">, else those at the paths
 // where feeds are commonly found; each one is fetched and parsed before it
 // is offered.
@@ -76,6 +76,11 @@ func Discover(ctx context.Context, cfg Config, rawURL string) ([]Feed, error) {
 	pageURL, err := urlnorm.Normalize(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("discover: %s", strings.TrimPrefix(err.Error(), "urlnorm: "))
+	}
+	// An address the client refuses is said to be, of the URL given: its
+	// robots.txt and the common paths would all be refused too.
+	if err := cfg.Client.Refused(ctx, pageURL); err != nil {
+		return nil, fmt.Errorf("discover: %s: %w", pageURL, err)
 	}
 	d := &discoverer{cfg: cfg, ctx: ctx, seen: map[string]bool{}}
 

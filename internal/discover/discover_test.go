@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -163,6 +164,15 @@ func TestDiscoverRobots(t *testing.T) {
 func TestDiscoverErrors(t *testing.T) {
 	if _, err := Discover(context.Background(), cfg(), "ftp://example.org/"); err == nil || !strings.Contains(err.Error(), "only http and https") {
 		t.Errorf("ftp: %v", err)
+	}
+	// A loopback address, refused: said of the URL given, with nothing
+	// asked of it (robots.txt, the common paths).
+	refusedURL, hits := serve(t, map[string]string{"/feed": fmt.Sprintf(rss, "F")})
+	var log strings.Builder
+	_, err := Discover(context.Background(), Config{Client: httpx.New(httpx.Options{}), Log: slog.New(slog.NewTextHandler(&log, nil))}, refusedURL+"/blog/")
+	if !errors.Is(err, httpx.ErrAddressRefused) || !strings.HasPrefix(err.Error(), "discover: "+refusedURL+"/blog/: refusing to connect to a non-public address: 127.0.0.1") ||
+		len(hits()) > 0 || log.Len() > 0 {
+		t.Errorf("refused: %v; requests %v; log %s", err, hits(), log.String())
 	}
 	// Nothing listens there: a network error, not "no feed found".
 	srv := httptest.NewServer(http.NotFoundHandler())

@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Item limits on a first or stale fetch (seed 001 §4.2): only the most
+// Item limits on a first or stale fetch (docs/design.md#backfill): only the most
 // recent entries of a feed never seen, or not seen for a long time, are
 // taken, so a subscription does not flood its consumers with old news.
 const (
@@ -33,8 +33,17 @@ type Config struct {
 	Store   *storage.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Now     time.Time        // the moment to decide for
-	All     bool             // every enabled subscription, due or not
-	Feeds   []string         // these subscriptions (ids, id prefixes or URLs), due or not
+	// All lists every subscription in service, due or not: enabled,
+	// failing or refused, as feed-sub ls says (stats.StatusOf), not
+	// paused or disabled; IncludePaused adds the paused ones (by hand, or
+	// by the scheduler). A disabled one is listed only by name (Feeds).
+	All           bool
+	IncludePaused bool
+	Feeds         []string // these subscriptions (ids, id prefixes or URLs), due or not
+	// AllowPrivate says every feed may be on a private address
+	// (FEEDPIPE_ALLOW_PRIVATE=1): a feed whose address was refused is
+	// due at once, as is one allowed such addresses by its subscription.
+	AllowPrivate bool
 	// Sched are the scheduler's parameters, for the decision on a feed
 	// never fetched (and for Explain).
 	Sched sched.Params
@@ -74,7 +83,7 @@ func Run(cfg Config) error {
 			forced[subs[i].FeedID] = true
 		}
 		filter = catalog.FeedFilter{Brief: true}
-	} else if cfg.All {
+	} else if cfg.All || cfg.allowedSince(ctx, cat) {
 		filter = catalog.FeedFilter{Brief: true}
 	}
 	// Each due record is kept encoded, as the line it is written as: a
@@ -85,10 +94,18 @@ func Run(cfg Config) error {
 		lines lineArena
 	)
 	n := 0
+	push, err := cfg.pushState(ctx, cat) // push.go
+	if err != nil {
+		return err
+	}
 	err = cat.Feeds(ctx, filter, func(f *catalog.Feed) error {
 		n++
 		d, ok := cfg.due(f, forced[f.Sub.FeedID])
 		if !ok {
+			return nil
+		}
+		if held, why := cfg.pushHeld(f, &d, push[f.Sub.FeedID]); held {
+			cfg.Log.Debug("held: "+why, "feed_id", f.Sub.FeedID)
 			return nil
 		}
 		line, err := lines.add(&d)
@@ -110,14 +127,58 @@ func Run(cfg Config) error {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 	}
+	// The walks' pages come after the feeds' own fetches (push.go).
+	var named map[string]bool
+	if len(cfg.Feeds) > 0 {
+		named = forced
+	}
+	pages, err := cfg.archiveDues(ctx, cat, named)
+	if err != nil {
+		return err
+	}
+	for i := range pages {
+		if err := cfg.Out.Write(&pages[i]); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+	}
 	if err := cfg.Out.Flush(); err != nil {
 		return fmt.Errorf("write stdout: %w", err)
 	}
-	cfg.Log.Info("due", "feeds", len(due), "looked_at", n)
-	if len(due) == 0 && cfg.Msg != nil && len(cfg.Feeds) == 0 {
+	cfg.Log.Info("due", "feeds", len(due), "archive_pages", len(pages), "looked_at", n)
+	if len(due)+len(pages) == 0 && cfg.Msg != nil && len(cfg.Feeds) == 0 {
 		return cfg.sayNext(ctx, cat)
 	}
 	return nil
+}
+
+// metaAllowPrivate is the catalog's record of whether the last feed-fetch
+// let every feed reach private addresses (RecordAllowPrivate).
+const metaAllowPrivate = "fetch:allow_private"
+
+// RecordAllowPrivate keeps in the catalog whether feed-fetch ran letting
+// every feed reach private addresses (FEEDPIPE_ALLOW_PRIVATE=1), when that
+// changed: feed-fetch calls it after its run, so that the next feed-due
+// knows the feeds refused before were fetched since.
+func RecordAllowPrivate(ctx context.Context, cat *catalog.Catalog, allow bool) error {
+	var was bool
+	if _, err := cat.Meta(ctx, metaAllowPrivate, &was); err != nil || was == allow {
+		return err
+	}
+	return cat.Update(ctx, func(t *catalog.Tx) error { return t.SetMeta(metaAllowPrivate, allow) })
+}
+
+// allowedSince says whether every feed is allowed private addresses
+// (AllowPrivate) since the last feed-fetch, which ran without
+// (RecordAllowPrivate): the feeds it refused are due now, and only a look
+// at every feed finds them, as the catalog keeps a refused feed's next
+// fetch (after its interval), not its refusal.
+func (cfg *Config) allowedSince(ctx context.Context, cat *catalog.Catalog) bool {
+	var was bool
+	if !cfg.AllowPrivate {
+		return false
+	}
+	_, err := cat.Meta(ctx, metaAllowPrivate, &was)
+	return err == nil && !was
 }
 
 // sayNext tells cfg.Msg that nothing is due, and which feed is due next
@@ -194,6 +255,9 @@ func (a *lineArena) add(d *ndjson.Due) ([]byte, error) {
 // makes its due record.
 func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 	sub, st := &f.Sub, &f.State
+	if sub.SourceType == ndjson.SourceWebhook {
+		return ndjson.Due{}, false // nothing to fetch: pushed to (push.go)
+	}
 	fetched := f.Stored && !st.LastFetchAt.IsZero()
 	d := ndjson.Due{
 		Header:     ndjson.Head(ndjson.TypeDue),
@@ -201,7 +265,7 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 		URL:        sub.URL,
 		SourceType: cmp.Or(sub.SourceType, ndjson.SourceAuto),
 		Name:       sub.Name,
-		Labels:     nonNil(sub.Labels),
+		Labels:     ndjson.NonNil(sub.Labels),
 		Validators: validators(*st),
 		Fulltext:   sub.Fulltext,
 		Scrape:     sub.Scrape,
@@ -228,7 +292,7 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 	case len(cfg.Feeds) > 0 || sub.Disabled:
 		return d, false
 	case pausedByHand(*sub, cfg.Now):
-		if !cfg.All {
+		if !cfg.All || !cfg.IncludePaused {
 			return d, false
 		}
 		d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
@@ -236,13 +300,19 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 		d.Reason, d.ScheduledAt = ndjson.ReasonManual, st.Sched.NextAt
 	case !fetched:
 		d.Reason, d.ScheduledAt = ndjson.ReasonNew, sub.CreatedAt
+	case st.Sched != nil && st.Sched.Reason == sched.ReasonRefused && st.Sched.Lifecycle != sched.StateDisabled && (sub.AllowPrivate || cfg.AllowPrivate):
+		// Its address was refused, and is allowed now: due at once, not
+		// after the interval the refusal left it. The refused fetch's
+		// time names the run, the same in every feed-due until it is
+		// fetched.
+		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.LastFetchAt
 	case st.Sched != nil && st.Sched.Due(cfg.Now):
 		// A feed the scheduler disabled for errors is due too: its
 		// probes are how it comes back.
 		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.Sched.NextAt
 	case st.Sched == nil && !cfg.Now.Before(st.NextFetchAt.Time):
 		d.Reason, d.ScheduledAt = ndjson.ReasonScheduled, st.NextFetchAt
-	case cfg.All:
+	case cfg.All && cfg.allLists(sub, st):
 		d.Reason, d.ScheduledAt = ndjson.ReasonForced, ndjson.At(cfg.Now)
 	default:
 		return d, false
@@ -256,16 +326,22 @@ func (cfg *Config) due(f *catalog.Feed, forced bool) (ndjson.Due, bool) {
 	return d, true
 }
 
+// allLists says whether --all lists the feed of sub and st, not due:
+// one in service (enabled, failing or refused), or paused with
+// IncludePaused; never a disabled one.
+func (cfg *Config) allLists(sub *ndjson.Subscription, st *catalog.FeedState) bool {
+	switch stats.StatusOf(*sub, *st, cfg.Now).State {
+	case stats.StateEnabled, stats.StateFailing, stats.StateRefused:
+		return true
+	case stats.StatePaused:
+		return cfg.IncludePaused
+	}
+	return false
+}
+
 // pausedByHand reports whether feed-sub pause holds the feed at now.
 func pausedByHand(sub ndjson.Subscription, now time.Time) bool {
 	return now.Before(sub.PausedUntil.Time)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // validators are the validators a feed's next fetch sends: none after a

@@ -1,6 +1,7 @@
 package due
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Feed %s\n  %s\n", sub.FeedID, sub.URL)
-	if name := firstNonEmpty(sub.Name, fs.Title); name != "" {
+	if name := cmp.Or(sub.Name, fs.Title); name != "" {
 		fmt.Fprintf(&b, "  %s\n", name)
 	}
 	// As feed-sub ls, feed-stats and the metrics say it.
@@ -114,6 +115,7 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 			fmt.Fprintf(&b, "  posting rate    %s at the last fetch (%d publication times kept, EWMA gap %s)\n",
 				sched.RateText(st.RatePerDay(cfg.Sched, st.FetchedAt.Time)), len(st.Pub), (time.Duration(st.EWMASec) * time.Second).Round(time.Second))
 		}
+		b.WriteString("  posting pattern " + patternText(st.Pattern(cfg.Sched)) + "\n")
 		if h := st.Hints; h.TTLMinutes > 0 || len(h.SkipHours) > 0 || len(h.SkipDays) > 0 {
 			fmt.Fprintf(&b, "  hints           ttl %dm, skipHours %v, skipDays %v\n", h.TTLMinutes, h.SkipHours, h.SkipDays)
 		}
@@ -126,10 +128,35 @@ func Explain(cfg Config, ref string, w io.Writer) error {
 	if in.RatePerDay > 0 || in.Scale > 0 {
 		fmt.Fprintf(&b, "  rate %s, scale %.3g, base %ds, profile factor %.3g\n", sched.RateText(in.RatePerDay), in.Scale, in.BaseSec, in.ProfileFactor)
 	}
+	if in.PatternGain > 0 {
+		fmt.Fprintf(&b, "  pattern gain %.3g, hours %q UTC, days %q from %02d:00 UTC, poll weight %.3g\n", in.PatternGain, in.PatternHours, in.PatternDays, in.DayStart, in.PollWeight)
+	}
 	fmt.Fprintf(&b, "  floors: ttl %ds, max-age %ds, Retry-After %ds; jitter %ds; backoff step %d (%ds); error budget %.3g of %.3g\n",
 		in.TTLSec, in.MaxAgeSec, in.RetryAfterSecs, in.JitterSec, in.BackoffStep, in.BackoffSec, in.ErrorBudget, in.ErrorBudgetSize)
+	if err := cfg.explainPush(ctx, cat, sub, fs, &b); err != nil { // push.go
+		return err
+	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// patternText says what a feed's posting pattern is, as its state has it
+// now (the decision says what it was when made, and what it did).
+func patternText(pt sched.Pattern) string {
+	switch {
+	case !pt.Known:
+		return "not known yet: too few items"
+	case !pt.Clear:
+		return fmt.Sprintf("none clear (polls placed by it would give ×%.2g of the delay of evenly spaced polls): polls spread evenly, nudged by the hour-of-week profile", pt.Gain)
+	}
+	s := "posts mostly at " + pt.Hours + " UTC"
+	if pt.Days != "" && pt.Days != "Sun-Sat" {
+		s += ", " + pt.Days
+		if pt.DayStart != 0 {
+			s += fmt.Sprintf(" (its days start at %02d:00 UTC)", pt.DayStart)
+		}
+	}
+	return s + fmt.Sprintf("; clear: polls follow it, for ×%.2g of the delay of evenly spaced polls", pt.Gain)
 }
 
 func overridesText(s ndjson.Subscription) string {
@@ -153,10 +180,3 @@ func overridesText(s ndjson.Subscription) string {
 }
 
 func ago(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}

@@ -2,6 +2,7 @@ package due
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,7 +62,10 @@ func TestRunSched(t *testing.T) {
 		want string
 	}{
 		{name: "due by the scheduler, most overdue first", want: "late:scheduled probe:scheduled nudged:manual"},
-		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced dead:forced"}, // the forced by feed id,
+		// --all lists every feed in service: not the paused, nor the
+		// disabled ("every enabled subscription", as its help said).
+		{name: "all", cfg: Config{All: true}, want: "late:scheduled probe:scheduled nudged:manual waiting:forced"}, // the forced by feed id,
+		{name: "all and the paused", cfg: Config{All: true, IncludePaused: true}, want: "late:scheduled probe:scheduled nudged:manual paused:forced waiting:forced"},
 		{name: "by name", cfg: Config{Feeds: []string{testids.Feed("waiting"), testids.Feed("limited")}}, want: "waiting:forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +91,7 @@ func TestExplain(t *testing.T) {
 		ref  string
 		want []string
 	}{
-		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error permanent/http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
+		{"probe", []string{"https://example.org/probe", "Status: disabled: permanent error http_404 (probe now).", "Disabled: permanent error", "Probed once per max interval", "state           disabled", "HTTP 404", "policy adaptive", "posting rate    not known yet"}},
 		{"late", []string{"at the last fetch (0 publication times kept"}},
 		{"dead", []string{"Not probed; feed-sub enable puts it back", "never (disabled, not probed)"}},
 		{"waiting", []string{"Next fetch 2026-11-21T12:10Z (in 10m)", "next fetch      2026-11-21T12:10:00Z (in 10m)", "fixed:1h"}},
@@ -175,5 +179,116 @@ func TestExplainOneRate(t *testing.T) {
 	}
 	if strings.Contains(out, "0-item") {
 		t.Errorf("a 304's window called 0-item:\n%s", out)
+	}
+}
+
+// TestExplainPattern: --explain says what the feed's posting pattern is,
+// and why the decision placed the next fetch where it did; a feed without
+// one says so.
+func TestExplainPattern(t *testing.T) {
+	st := fill(t, []ndjson.Subscription{sub("office", false), sub("young", false)})
+	// Two months of items at 09:00-16:59 UTC, Monday to Friday, as its
+	// first fetch shows them: 200 of them.
+	at := time.Date(2026, 11, 20, 11, 0, 0, 0, time.UTC) // a Friday
+	var pub []time.Time
+	for d := at.AddDate(0, 0, -60).Truncate(24 * time.Hour); len(pub) < 200 && d.Before(at); d = d.Add(24 * time.Hour) {
+		if wd := d.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			continue
+		}
+		for h := 9; h < 17; h++ {
+			pub = append(pub, d.Add(time.Duration(h)*time.Hour+17*time.Minute))
+		}
+	}
+	p := sched.Params{Jitter: -1}
+	out := sched.Outcome{At: at, Status: 200, NewEntries: len(pub), Items: len(pub), Parsed: true, Published: pub}
+	s, d := sched.Next(sched.State{}, out, p, sched.Overrides{}, at, nil)
+	if d.Inputs.PatternGain == 0 {
+		t.Fatalf("the fixture wants a clear pattern: %+v", d.Inputs)
+	}
+	fs := catalog.FeedState{FeedID: testids.Feed("office"), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+	fs.SetSched(s, d)
+	// Three items: no pattern yet.
+	s2, d2 := sched.Next(sched.State{}, sched.Outcome{At: at, Status: 200, NewEntries: 3, Items: 3, Parsed: true, Published: pub[len(pub)-3:]}, p, sched.Overrides{}, at, nil)
+	fs2 := catalog.FeedState{FeedID: testids.Feed("young"), LastFetchAt: ndjson.At(at), LastSuccessAt: ndjson.At(at)}
+	fs2.SetSched(s2, d2)
+	putStates(t, st, fs, fs2)
+	for _, tc := range []struct {
+		ref  string
+		want []string
+	}{
+		{"office", []string{"Pattern: posts mostly at 09-16 UTC, Mon-Fri", "polls follow it",
+			"posting pattern posts mostly at 09-16 UTC, Mon-Fri", "; clear: polls follow it, for ×",
+			`pattern gain`, `hours "09-16" UTC, days "Mon-Fri"`}},
+		{"young", []string{"posting pattern not known yet: too few items"}},
+	} {
+		var b bytes.Buffer
+		if err := Explain(Config{Store: st, Now: at.Add(time.Minute), Sched: p}, testids.Feed(tc.ref), &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: explanation lacks %q:\n%s", tc.ref, w, b.String())
+			}
+		}
+	}
+}
+
+// TestRefusedDueWhenAllowed: a feed whose private address was refused is
+// not due until its interval ends; once every feed is allowed such
+// addresses (FEEDPIPE_ALLOW_PRIVATE=1), the first feed-due lists it at
+// once (as it lists one its subscription allows them: feed-sub set
+// --allow-private nudges it too), the refused fetch's time naming the
+// run, until a feed-fetch with the setting fetched them
+// (RecordAllowPrivate).
+func TestRefusedDueWhenAllowed(t *testing.T) {
+	refusedAt := now.Add(-time.Minute)
+	st, d := sched.Next(sched.State{}, sched.Outcome{ErrorClass: "blocked", ErrorCode: sched.CodeAddressRefused}, sched.Params{}, sched.Overrides{}, refusedAt, nil)
+	if d.Reason != sched.ReasonRefused || !st.NextAt.After(now) {
+		t.Fatalf("the scheduler's refusal: %+v, next %s", d, st.NextAt)
+	}
+	fs := func(id string) catalog.FeedState {
+		s := st
+		return catalog.FeedState{FeedID: testids.Feed(id), LastFetchAt: ndjson.At(refusedAt), Sched: &s, Decision: &d, NextFetchAt: s.NextAt}
+	}
+	allowed := sub("allowed", false)
+	allowed.AllowPrivate = true
+	store := fill(t, []ndjson.Subscription{sub("refused", false), allowed}, fs("refused"), fs("allowed"))
+	for _, tc := range []struct {
+		fetched, allowed bool // RecordAllowPrivate(allowed) first
+		cfg              Config
+		want             string
+	}{
+		{cfg: Config{}, want: ""},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"}, // not fetched yet
+		{fetched: true, allowed: true, cfg: Config{AllowPrivate: true}, want: ""},
+		{fetched: true, allowed: false, cfg: Config{}, want: ""},
+		{cfg: Config{AllowPrivate: true}, want: "allowed:scheduled refused:scheduled"},
+	} {
+		if tc.fetched {
+			cat, err := catalog.Open(context.Background(), store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := RecordAllowPrivate(context.Background(), cat, tc.allowed); err != nil {
+				t.Fatal(err)
+			}
+			cat.Close()
+		}
+		tc.cfg.Store = store
+		dues, err := run(t, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, due := range dues {
+			got = append(got, testids.Name(due.FeedID)+":"+due.Reason)
+			if !due.ScheduledAt.Equal(refusedAt) {
+				t.Errorf("%s: scheduled_at %s, want the refused fetch's %s", testids.Name(due.FeedID), due.ScheduledAt, refusedAt)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("AllowPrivate %t: got %s, want %s", tc.cfg.AllowPrivate, strings.Join(got, " "), tc.want)
+		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // Limits on what an article yields.
 const (
-	SummaryRunes = 500 // a summary made from the text is cut here (seed 001 RFC 3 §3.4)
+	SummaryRunes = 500 // a summary made from the text is cut here (docs/design.md#scraping)
 	maxImages    = 10
 	maxTags      = 20
 	maxAuthors   = 10

@@ -12,7 +12,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Limits of a scrape configuration (seed 001 RFC 3 §2.2: max_pages
+// Limits of a scrape configuration (docs/design.md#scraping: max_pages
 // defaults to 1).
 const (
 	DefaultMaxPages = 1
@@ -107,7 +107,7 @@ func MaxPages(c *ndjson.ScrapeConfig) int {
 }
 
 // Selector is a compiled selector: alternatives tried in order, the first
-// that matches anything winning (seed 001 RFC 3 §2.3). The zero Selector
+// that matches anything winning (docs/design.md#scraping). The zero Selector
 // matches nothing.
 type Selector struct {
 	alts []cascadia.Selector

@@ -12,7 +12,7 @@ import (
 )
 
 // The keyword extractor's name and version, recorded with what it derives
-// (seed 002). Change the version whenever its output for some text would
+// (docs/design.md#scraping, derivations). Change the version whenever its output for some text would
 // change: the stop words, the tokenizer, the scoring.
 const (
 	KeywordExtractor = "feedpipe-tf"

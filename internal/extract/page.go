@@ -173,7 +173,8 @@ type FeedLink struct {
 	Title string
 }
 
-// feedTypes are the media types of feeds (seed 000 §4.1, and JSON Feed's).
+// feedTypes are the media types of feeds: RSS's and Atom's (RFC 4287 §7),
+// JSON Feed 1.1's, and the generic XML and JSON ones (docs/design.md#discovery).
 var feedTypes = map[string]bool{
 	"application/rss+xml": true, "application/atom+xml": true, "application/rdf+xml": true,
 	"application/feed+json": true, "application/json": true, "text/xml": true, "application/xml": true,

@@ -19,17 +19,18 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
+	"github.com/feedpipe/feedpipe/internal/spool"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Defaults of Config (seed 001 §8.1, issue: permanent redirects).
+// Defaults of Config (docs/design.md#fetching).
 const (
 	DefaultConcurrency       = 5
 	DefaultRedirectThreshold = 3
 	// SlowFetch is how long a fetch may take before it is logged as slow
-	// (seed 001 §10.1).
+	// (docs/design.md#logging).
 	SlowFetch = 30 * time.Second
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	// SlowAfter is how long a fetch may take before it is logged as slow;
 	// 0 means SlowFetch.
 	SlowAfter time.Duration
+
+	// private are the feeds whose subscriptions allow private addresses
+	// (catalog.PrivateFeeds), read at the start of the run.
+	private map[string]bool
 }
 
 // result is one line of output: a fetch record, or a record passed through
@@ -60,6 +65,9 @@ type Config struct {
 type result struct {
 	fetch *ndjson.Fetch
 	raw   []byte
+	// spooled is the spool file the record came from, removed once it is
+	// written out (spool.go).
+	spooled *spool.Item
 }
 
 // Run reads due records from cfg.In and writes a fetch record for each, in
@@ -93,6 +101,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.catchUp(ctx); err != nil {
 		return err
 	}
+	if cfg.private, err = cat.PrivateFeeds(ctx); err != nil {
+		return err
+	}
+	unlockSpool, err := cfg.drainSpool(ctx, results)
+	if err != nil {
+		return err
+	}
+	defer unlockSpool()
 	readErr, claimErr := make(chan error, 1), make(chan error, 1)
 	rs := &runs{cat: cat, taken: map[catalog.Run]bool{}}
 	dues := make(chan ndjson.Due, claimBatch)
@@ -234,8 +250,9 @@ func (cfg *Config) write(results <-chan result, stats *counts, stop func()) erro
 	for first := range results {
 		// Up to 100 ms of records to a batch: each batch is a sync of
 		// fetches/ and a transaction of the catalog's fetch index, which
-		// waits for feed-store's; at 20 ms a warm cycle of 10,000 304s
-		// made 110 of them, now 37.
+		// waits for feed-store's, so fewer batches wait less (a warm
+		// cycle of 10,000 304s: 37 of them;
+		// docs/bench/2026-11-26-store-round3.md).
 		batch := pipe.Batch(first, results, 512, 100*time.Millisecond)
 		if firstErr != nil {
 			continue // keep draining so that the workers can finish
@@ -279,15 +296,18 @@ func (cfg *Config) emit(batch []result, stats *counts) error {
 	if err := cfg.Store.AppendFetchLines(records, lines, cfg.Catalog.FetchIndexer(context.Background())); err != nil {
 		return err
 	}
+	if err := cfg.archivesFetched(records); err != nil {
+		return err
+	}
 	for _, r := range batch {
-		if r.fetch != nil {
+		if r.fetch != nil && r.spooled == nil {
 			stats.add(r.fetch)
 		}
 		if err := cfg.Out.WriteRaw(r.raw); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 	}
-	return nil
+	return cfg.doneSpooled(batch)
 }
 
 func (s *counts) add(f *ndjson.Fetch) {

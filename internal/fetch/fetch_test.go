@@ -319,7 +319,7 @@ func TestSignalLeavesTheRestToTheNextRun(t *testing.T) {
 	}
 }
 
-// A fetch slower than SlowAfter (30 s by default, seed 001 §10.1) is
+// A fetch slower than SlowAfter (30 s by default, docs/design.md#logging) is
 // logged at WARN.
 func TestSlowFetchWarns(t *testing.T) {
 	srv := server(t)

@@ -46,7 +46,11 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 	if due.Auth != nil {
 		req.Auth = &httpx.BasicAuth{Username: due.Auth.Username, Password: due.Auth.Password}
 	}
-	r := cfg.Client.Get(ctx, req)
+	client := cfg.Client
+	if cfg.private[due.FeedID] { // the subscription's, not the record's say
+		client = client.Private()
+	}
+	r := client.Get(ctx, req)
 	f.URL = r.URL
 	if r.Redirects != nil {
 		f.Redirects = r.Redirects
@@ -93,7 +97,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 		// Each failure is reported; a permanent one, which disables the
 		// feed, as an error.
 		level := slog.LevelWarn
-		if f.Error.Class == ndjson.ClassPermanent {
+		if f.Error.Class == ndjson.ClassPermanent && !isArchive(&due) { // an archive page's ends a walk, not the feed
 			level = slog.LevelError
 		}
 		log().Log(ctx, level, "fetch failed", "url", due.URL, "status", r.Status, "class", f.Error.Class, "code", f.Error.Code, "error", f.Error.Message, "elapsed_ms", f.DurationMS)

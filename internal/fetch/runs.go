@@ -10,8 +10,8 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// runs keeps feed-fetch idempotent per feed and scheduled run (seed 000
-// §15): a due record names its run by feed_id and scheduled_at, and
+// runs keeps feed-fetch idempotent per feed and scheduled run
+// (docs/design.md#fetching): a due record names its run by feed_id and scheduled_at, and
 // feed-fetch claims the run in the catalog before it fetches it, so that
 // a run is fetched once whoever asks for it, two pipelines started at once
 // included. Only the claiming goroutine uses it.
@@ -144,7 +144,11 @@ func (cfg *Config) claimer(ctx context.Context, rs *runs, dues <-chan ndjson.Due
 	for first := range dues {
 		batch := pipe.Batch(first, dues, claimBatch, claimLinger)
 		if err == nil && ctx.Err() == nil {
-			if err = cfg.claim(ctx, rs, batch, fetch, results); ctx.Err() != nil {
+			// Archive pages first, by their URLs (spool.go); then runs.
+			if err = cfg.claimArchives(ctx, rs, batch, fetch, results); err == nil {
+				err = cfg.claim(ctx, rs, batch, fetch, results)
+			}
+			if ctx.Err() != nil {
 				err = nil // the claim transaction was cut short by the signal, and rolled back
 			}
 		}

@@ -14,20 +14,20 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
+	"github.com/feedpipe/feedpipe/internal/version"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Version is feedpipe's version, as it appears in the User-Agent.
-const Version = "0.1.0"
+// DefaultUserAgent names feedpipe, its version (the number --version
+// prints) and where a publisher can learn about it.
+var DefaultUserAgent = "feedpipe/" + version.Short() + " (+https://github.com/feedpipe/feedpipe)"
 
-// DefaultUserAgent names feedpipe and where a publisher can learn about it.
-const DefaultUserAgent = "feedpipe/" + Version + " (+https://github.com/feedpipe/feedpipe)"
-
-// Defaults for Options (seed 001 §8.3, DESIGN.md §6).
+// Defaults for Options (docs/design.md#fetching and #security).
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultTotalTimeout = 60 * time.Second
@@ -59,6 +59,10 @@ type Options struct {
 	// address it then connects to; nil is net.DefaultResolver. (Tests
 	// make any name resolve to loopback with it.)
 	Resolver *net.Resolver
+	// Public says which addresses may be connected to without
+	// AllowPrivate; nil: those on the public Internet. (Tests of other
+	// packages let a loopback server stand for a publisher with it.)
+	Public func(netip.AddrPort) bool
 }
 
 // Client fetches URLs. It is safe for concurrent use.
@@ -69,6 +73,26 @@ type Client struct {
 	// public says which addresses may be connected to without
 	// AllowPrivate: those publicAddr accepts, but in tests.
 	public func(netip.AddrPort) bool
+
+	privateOnce sync.Once
+	private     *Client // Private's
+}
+
+// Private returns a Client like c that may connect to loopback, private
+// and link-local addresses too: for the feeds allowed them one by one
+// (ndjson.Access.AllowPrivate). It has its own connections, so that none
+// made for such a feed is ever reused for another; robots.txt is shared.
+func (c *Client) Private() *Client {
+	if c.opts.AllowPrivate {
+		return c
+	}
+	c.privateOnce.Do(func() {
+		opts := c.opts
+		opts.AllowPrivate = true
+		c.private = New(opts)
+		c.private.robots = c.robots
+	})
+	return c.private
 }
 
 // New returns a Client.
@@ -92,6 +116,9 @@ func New(opts Options) *Client {
 		opts.Now = time.Now
 	}
 	c := &Client{opts: opts, robots: newRobotsCache(), public: func(a netip.AddrPort) bool { return publicAddr(a.Addr()) }}
+	if opts.Public != nil {
+		c.public = opts.Public
+	}
 	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
 	if !opts.AllowPrivate {
 		dialer.Control = func(_, address string, _ syscall.RawConn) error { return checkAddress(address, c.public) }
@@ -177,11 +204,12 @@ func (r *Response) PermanentRedirect() string {
 // getState is what checkRedirect keeps and needs of one Get.
 type getState struct {
 	resp    *Response
-	extra   []string // the names of the request's own headers (Request.Header)
-	stopped bool     // a redirect over MaxRedirects was not followed
-	limiter *Limiter // Request.Limiter
-	host    string   // the host (HostKey) of the turn held
-	release func()   // ends that turn; nil if none is held
+	extra   []string   // the names of the request's own headers (Request.Header)
+	stopped bool       // a redirect over MaxRedirects was not followed
+	limiter *Limiter   // Request.Limiter
+	host    string     // the host (HostKey) of the turn held
+	release func()     // ends that turn; nil if none is held
+	auth    *BasicAuth // the request's credentials, from Request.Auth or its URL
 }
 
 // turnAt ends the Get's turn at its host and waits for one at host. Only
@@ -205,6 +233,7 @@ type getStateKey struct{}
 // never secret. Every other header comes from the caller's Request.Header.
 var clientHeaders = map[string]bool{
 	"User-Agent": true, "Accept": true, "Accept-Encoding": true, "If-None-Match": true, "If-Modified-Since": true,
+	"Range": true, "If-Range": true,
 }
 
 // Get fetches req.URL. It never returns a Go error: every failure is
@@ -217,55 +246,21 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 			st.release()
 		}
 	}()
-	// Credentials in the URL are sent as basic auth, and never recorded
-	// with the URL.
-	rawURL, user := urlnorm.SplitUserinfo(req.URL)
-	if user != nil && req.Auth == nil {
-		pass, _ := user.Password()
-		req.Auth = &BasicAuth{Username: user.Username(), Password: pass}
-	}
-	resp := &Response{RequestedURL: rawURL, URL: rawURL}
-	defer func() { resp.Duration = c.opts.Now().Sub(start) }()
-
-	u, err := urlnorm.Parse(rawURL)
-	if err != nil {
-		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
-		return resp
-	}
 	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
-	st.resp, st.host = resp, HostKey(u.String())
-	hr, err := http.NewRequestWithContext(context.WithValue(total, getStateKey{}, st), http.MethodGet, u.String(), nil)
-	if err != nil {
-		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
+	hr, resp := c.newRequest(total, req, st, acceptHeader, acceptEncoding)
+	defer func() { resp.Duration = c.opts.Now().Sub(start) }()
+	if hr == nil {
 		return resp
 	}
-	for k, vs := range req.Header {
-		k = http.CanonicalHeaderKey(k)
-		hr.Header[k] = vs
-		if !clientHeaders[k] {
-			st.extra = append(st.extra, k)
-		}
-	}
-	hr.Header.Set("User-Agent", c.opts.UserAgent)
-	if req.UserAgent != "" {
-		hr.Header.Set("User-Agent", req.UserAgent)
-	}
-	if hr.Header.Get("Accept") == "" {
-		hr.Header.Set("Accept", acceptHeader)
-	}
-	hr.Header.Set("Accept-Encoding", acceptEncoding)
 	if req.Validators.ETag != "" {
 		hr.Header.Set("If-None-Match", req.Validators.ETag)
 	}
 	if req.Validators.LastModified != "" {
 		hr.Header.Set("If-Modified-Since", req.Validators.LastModified)
 	}
-	hr.Close = req.LastToHost
 	resp.RequestHeader = redactHeaders(hr.Header)
-	if req.Auth != nil {
-		hr.SetBasicAuth(req.Auth.Username, req.Auth.Password)
-	}
+	st.setAuth(hr)
 
 	hresp, err := c.hc.Do(hr)
 	if err != nil {
@@ -306,6 +301,60 @@ func (c *Client) Get(ctx context.Context, req Request) *Response {
 			Message: fmt.Sprintf("body over %d bytes: cut at the limit (raise --max-body-bytes)", c.opts.MaxBodyBytes)}
 	}
 	return resp
+}
+
+// newRequest makes the GET of req (Get's, Stream's) in ctx, which carries
+// st for checkRedirect: its URL without credentials (they go as basic
+// auth, set by the caller once the headers are recorded), the caller's
+// headers, and the client's: User-Agent, Accept (accept, unless the
+// caller's headers have one) and Accept-Encoding (encodings). The
+// Response holds the URL asked for; when the URL is not one, its Err says
+// why and the request is nil.
+func (c *Client) newRequest(ctx context.Context, req Request, st *getState, accept, encodings string) (*http.Request, *Response) {
+	// Credentials in the URL are sent as basic auth, and never recorded
+	// with the URL.
+	rawURL, user := urlnorm.SplitUserinfo(req.URL)
+	if user != nil && req.Auth == nil {
+		pass, _ := user.Password()
+		req.Auth = &BasicAuth{Username: user.Username(), Password: pass}
+	}
+	resp := &Response{RequestedURL: rawURL, URL: rawURL}
+	u, err := urlnorm.Parse(rawURL)
+	if err != nil {
+		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
+		return nil, resp
+	}
+	st.resp, st.host = resp, HostKey(u.String())
+	hr, err := http.NewRequestWithContext(context.WithValue(ctx, getStateKey{}, st), http.MethodGet, u.String(), nil)
+	if err != nil {
+		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
+		return nil, resp
+	}
+	for k, vs := range req.Header {
+		k = http.CanonicalHeaderKey(k)
+		hr.Header[k] = vs
+		if !clientHeaders[k] {
+			st.extra = append(st.extra, k)
+		}
+	}
+	hr.Header.Set("User-Agent", c.opts.UserAgent)
+	if req.UserAgent != "" {
+		hr.Header.Set("User-Agent", req.UserAgent)
+	}
+	if hr.Header.Get("Accept") == "" {
+		hr.Header.Set("Accept", accept)
+	}
+	hr.Header.Set("Accept-Encoding", encodings)
+	hr.Close = req.LastToHost
+	st.auth = req.Auth // set by the caller once the headers are recorded
+	return hr, resp
+}
+
+// setAuth gives the request its credentials, if it has any.
+func (st *getState) setAuth(hr *http.Request) {
+	if st.auth != nil {
+		hr.SetBasicAuth(st.auth.Username, st.auth.Password)
+	}
 }
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/clock"
 )
 
-// Politeness defaults (seed 001 §8.2): one request at a time, one a
+// Politeness defaults (docs/design.md#fetching): one request at a time, one a
 // second, per host.
 const (
 	DefaultHostConcurrency = 1
@@ -18,8 +18,8 @@ const (
 )
 
 // HostKey is the key per-host limits are kept under: scheme, host and
-// port, so that http and https, or two ports, of one name are apart (seed
-// 000 §15).
+// port, so that http and https, or two ports, of one name are apart
+// (docs/design.md#fetching).
 func HostKey(rawURL string) string {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || u.Host == "" {

@@ -1,9 +1,13 @@
 package httpx
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
+	"strconv"
 )
 
 // ErrAddressRefused is returned when a host resolves to an address feedpipe
@@ -82,7 +86,48 @@ func checkAddress(address string, public func(netip.AddrPort) bool) error {
 		return fmt.Errorf("%w: %s", ErrAddressRefused, address)
 	}
 	if !public(ap) {
-		return fmt.Errorf("%w: %s (--allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it)", ErrAddressRefused, ap.Addr())
+		return fmt.Errorf("%w: %s (feed-sub set FEED --allow-private permits it for one feed, FEEDPIPE_ALLOW_PRIVATE=1 for every feed)", ErrAddressRefused, ap.Addr())
 	}
 	return nil
+}
+
+// Refused says, before any request, whether the client refuses the
+// address of rawURL's host: every address its name resolves to (or the
+// address it is) is one it may not connect to. The error wraps
+// ErrAddressRefused and names the address. nil when the client allows
+// private addresses, when an address is public, and when the name does
+// not resolve (a request says why).
+func (c *Client) Refused(ctx context.Context, rawURL string) error {
+	if c.opts.AllowPrivate {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port, _ := strconv.ParseUint(u.Port(), 10, 16)
+	if port == 0 {
+		port = map[string]uint64{"http": 80, "https": 443}[u.Scheme]
+	}
+	addrs := []netip.Addr{}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		addrs = append(addrs, a)
+	} else {
+		r := c.opts.Resolver
+		if r == nil {
+			r = net.DefaultResolver
+		}
+		if addrs, err = r.LookupNetIP(ctx, "ip", u.Hostname()); err != nil {
+			return nil
+		}
+	}
+	for _, a := range addrs {
+		if c.public(netip.AddrPortFrom(a.Unmap(), uint16(port))) {
+			return nil
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrAddressRefused, addrs[0].Unmap())
 }

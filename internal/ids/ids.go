@@ -20,7 +20,7 @@ import (
 
 // FeedID is the UUIDv5 (URL namespace) of a subscription's normalized URL.
 // It is computed once, when the subscription is created, and then kept even
-// if the feed moves (DESIGN.md §4).
+// if the feed moves (docs/design.md#identity).
 func FeedID(normalizedURL string) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(normalizedURL)).String()
 }

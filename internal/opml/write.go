@@ -10,13 +10,15 @@ import (
 )
 
 // Write writes feeds as an OPML 2.0 document titled title: feeds grouped
-// into folder outlines by their first label (feeds without labels at the
-// top level), each feed outline with type="rss", text and title (the
-// Title, else the URL), xmlUrl, htmlUrl when known, and
-// category="label1,label2" holding all its labels when it has any. Output
-// is deterministic (folders in order of first appearance, feeds in input
-// order), indented, properly escaped, and Parse(Write(x)) gives back the
-// same URLs, titles and label sets.
+// into folder outlines by label, a feed with several labels in the folder
+// of each (readers that show folders show it in each; feeds without
+// labels at the top level), each feed outline with type="rss", text and
+// title (the Title, else the URL), xmlUrl, htmlUrl when known, and
+// category="label1,label2" holding all its labels that the attribute can
+// (none with ',' or '/'). Output is deterministic (folders in order of
+// first appearance, feeds in input order), indented, properly escaped,
+// and Parse(Write(x)) gives back the same URLs and titles, each feed once
+// per folder, the labels of a feed's outlines together its label set.
 //
 // An outline's SourceType, Fulltext and Scrape are written in attributes
 // of feedpipe's namespace (feedpipe:sourceType, feedpipe:fulltext,
@@ -46,14 +48,15 @@ func Write(w io.Writer, title string, feeds []Outline) error {
 			items = append(items, &item{feed: i})
 			continue
 		}
-		first := labelsOf[i][0]
-		it := folderOf[first]
-		if it == nil {
-			it = &item{feed: -1, label: first}
-			folderOf[first] = it
-			items = append(items, it)
+		for _, l := range labelsOf[i] {
+			it := folderOf[l]
+			if it == nil {
+				it = &item{feed: -1, label: l}
+				folderOf[l] = it
+				items = append(items, it)
+			}
+			it.folder = append(it.folder, i)
 		}
-		it.folder = append(it.folder, i)
 	}
 
 	var b bytes.Buffer

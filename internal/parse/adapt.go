@@ -12,6 +12,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/dates"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -21,8 +22,8 @@ import (
 // that writes local time as UTC is hours off.
 const futureSlack = 5 * time.Minute
 
-// adapter applies feedpipe's mapping rules (seed 000 §16, seed 003
-// §2.3-2.4) to what a decoder read.
+// adapter applies feedpipe's mapping rules (docs/parse.md#mapping) to what
+// a decoder read.
 type adapter struct {
 	p    *Parser
 	src  Source
@@ -39,8 +40,8 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 		Format:      rf.format,
 		Version:     rf.version,
 		Charset:     charset,
-		Title:       firstOf(htmlOf(rf.title), rf.dcTitle),
-		Description: firstOf(rf.description, htmlOf(rf.subtitle)),
+		Title:       safetext.StripControls(firstOf(htmlOf(rf.title), rf.dcTitle)),
+		Description: safetext.StripControls(firstOf(rf.description, htmlOf(rf.subtitle))),
 		Language:    strings.TrimSpace(rf.language),
 		SkipHours:   []int{},
 		SkipDays:    []string{},
@@ -68,10 +69,15 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 			info.NextArchive = firstOf(info.NextArchive, resolveLink(l))
 		case "current":
 			info.Current = firstOf(info.Current, resolveLink(l))
+		case "next":
+			info.Next = firstOf(info.Next, resolveLink(l))
 		}
 	}
 	if info.Self == "" {
 		info.Self = resolveLink(rf.self)
+	}
+	if info.Next == "" {
+		info.Next = resolveLink(rf.next)
 	}
 	for _, l := range rf.hubs {
 		if u := resolveLink(l); u != "" && !slices.Contains(info.Hubs, u) {
@@ -84,9 +90,9 @@ func (a *adapter) feed(rf *rawFeed, charset string) *Feed {
 	} else {
 		info.Image = firstOf(resolveLink(rf.image), resolveLink(rf.logo))
 	}
-	// The publisher (seed 003): who the feed says publishes it, else the
+	// The publisher (docs/design.md#mapping): who the feed says publishes it, else the
 	// feed's title, else its editor or author.
-	info.Publisher = firstOf(clean(rf.publisher), info.Title)
+	info.Publisher = firstOf(safetext.StripControls(clean(rf.publisher)), info.Title)
 	if info.Publisher == "" {
 		if ps := persons(rf.managingEditor); len(ps) > 0 {
 			info.Publisher = firstOf(ps[0].Name, ps[0].Email)
@@ -216,7 +222,7 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 	}
 
 	for _, c := range it.categories {
-		if c = strings.TrimSpace(c); c != "" && !slices.Contains(e.Categories, c) {
+		if c = strings.TrimSpace(safetext.StripControls(c)); c != "" && !slices.Contains(e.Categories, c) {
 			e.Categories = append(e.Categories, c)
 		}
 	}
@@ -262,11 +268,12 @@ func (a *adapter) entry(rf *rawFeed, it *rawItem, idx int, feedAuthors []ndjson.
 	return e
 }
 
-// htmlOf is the first of texts that is not empty, trimmed, with the
-// relative URLs of HTML resolved.
+// htmlOf is the first of texts that is not empty, trimmed, without
+// control characters (a NUL or an ESC of a publisher's reaches no page,
+// app or terminal), with the relative URLs of HTML resolved.
 func htmlOf(texts ...rawText) string {
 	for _, t := range texts {
-		if s := strings.TrimSpace(t.s); s != "" {
+		if s := strings.TrimSpace(safetext.StripControls(t.s)); s != "" {
 			if t.html {
 				return resolveHTML(s, t.base)
 			}

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/charsets"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -30,8 +33,8 @@ var (
 
 // Limits, each overridable per Parser (and by feed-parse's flags).
 const (
-	// MaxXMLDepth caps how deeply a document may nest elements (DESIGN.md
-	// §6; MAX_XML_DEPTH). Real feeds stay under 20 levels; a cap keeps
+	// MaxXMLDepth caps how deeply a document may nest elements
+	// (docs/design.md#security; MAX_XML_DEPTH). Real feeds stay under 20 levels; a cap keeps
 	// the work and memory of a hostile document in proportion to its
 	// size, whatever its shape.
 	MaxXMLDepth = 1000
@@ -81,15 +84,19 @@ var DefaultParser = &Parser{Tracking: urlnorm.NewTracking(urlnorm.DefaultTrackin
 // ParseFeed parses an RSS, Atom or JSON Feed body with DefaultParser.
 func ParseFeed(body []byte, src Source) (*Feed, error) { return DefaultParser.Parse(body, src) }
 
-// Parse parses an RSS, Atom or JSON Feed body. What it recovers from is
+// Parse parses an RSS, Atom or JSON Feed body, or one of NDJSON entry
+// records (parseEntryLines). What it recovers from is
 // in Info.Warnings; a body it cannot read as a feed is an error, with no
 // Feed.
 func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
-	if limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes); int64(len(body)) > limit {
+	if limit := positiveOr(p.MaxBodyBytes, MaxBodyBytes); int64(len(body)) > limit {
 		return nil, fmt.Errorf("parse: %w: %d bytes, over %d", ErrTooLarge, len(body), limit)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, fmt.Errorf("parse: %w: the body is empty", ErrNotAFeed)
+	}
+	if isEntryLines(body, src.ContentType) {
+		return p.parseEntryLines(body, src)
 	}
 	base, _ := url.Parse(src.BaseURL)
 	if base != nil && !base.IsAbs() {
@@ -108,7 +115,7 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 	var rf *rawFeed
 	var err error
 	if start < len(buf) && buf[start] == '{' {
-		rf, err = parseJSON(buf, base, cmpOr(p.MaxItems, MaxItems))
+		rf, err = parseJSON(buf, base, positiveOr(p.MaxItems, MaxItems))
 		if err != nil {
 			if errors.Is(err, errTooMany) {
 				return nil, p.xmlError(err, body)
@@ -132,6 +139,9 @@ func (p *Parser) Parse(body []byte, src Source) (*Feed, error) {
 			text.Map.TextChanged()
 		}
 		if err != nil {
+			if binaryErr := binaryBody(body, src.ContentType, text.Charset); binaryErr != nil && !errors.Is(err, errTooDeep) && !errors.Is(err, errTooMany) {
+				return nil, binaryErr
+			}
 			return nil, p.xmlError(err, body)
 		}
 	}
@@ -176,7 +186,7 @@ func (p *Parser) parseXML(text []byte, base *url.URL, w *warnings) (*rawFeed, er
 // of the text when count is set: counted says the counts are those of
 // countRefs(text), for the whole text, read once and to its end.
 func (p *Parser) parseXMLWith(text []byte, base *url.URL, w *warnings, count bool) (_ *rawFeed, counts refCounts, counted bool, _ error) {
-	xp := &xmlParser{text: text, maxDepth: cmpOr(p.MaxDepth, MaxXMLDepth), maxItems: cmpOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
+	xp := &xmlParser{text: text, maxDepth: positiveOr(p.MaxDepth, MaxXMLDepth), maxItems: positiveOr(p.MaxItems, MaxItems), feed: &rawFeed{}, warn: w, docBase: base}
 	xp.z.count = count
 	at := prolog(text, w)
 	err := xp.parse(at)
@@ -197,15 +207,40 @@ func (p *Parser) parseXMLWith(text []byte, base *url.URL, w *warnings, count boo
 	return xp.feed, xp.z.refs, counted, nil
 }
 
+// ErrBinary marks a body that is not text at all (an image, an archive):
+// an ErrNotAFeed of its own, which no web page's feed list can mend.
+var ErrBinary = errors.New("a binary payload")
+
+// binaryBody is the error of a body that failed to parse and is no text: its
+// first bytes are those of a binary format (WHATWG MIME sniffing, as
+// http.DetectContentType does it), not a text in UTF-16 or UTF-32. It
+// says what the server called it, what it looks like and how it starts,
+// escaped. nil for a text.
+func binaryBody(body []byte, contentType, charset string) error {
+	sniffed := http.DetectContentType(body)
+	if strings.HasPrefix(sniffed, "text/") || strings.HasPrefix(charset, "utf-16") || strings.HasPrefix(charset, "utf-32") {
+		return nil
+	}
+	served := "no Content-Type"
+	if ct := strings.TrimSpace(contentType); ct != "" {
+		served = "Content-Type " + safeQuote([]byte(ct[:min(len(ct), 80)]))
+	}
+	return fmt.Errorf("parse: %w: %w (%s, it looks like %s), starting %s", ErrNotAFeed, ErrBinary, served, sniffed, safeQuote(body[:min(len(body), 24)]))
+}
+
+// safeQuote quotes b in ASCII, any other byte escaped (\x89, \u00e9), so
+// that no byte of a payload reaches a terminal or a log as it is.
+func safeQuote(b []byte) string { return strconv.QuoteToASCII(string(b)) }
+
 // xmlError words a failed XML parse.
 func (p *Parser) xmlError(err error, body []byte) error {
 	switch {
 	case errors.Is(err, errNotAFeed):
 		return fmt.Errorf("parse: %w (it starts %q)", ErrNotAFeed, snippet(body))
 	case errors.Is(err, errTooDeep):
-		return fmt.Errorf("parse: %w: it nests elements more than %d deep", ErrTooDeep, cmpOr(p.MaxDepth, MaxXMLDepth))
+		return fmt.Errorf("parse: %w: it nests elements more than %d deep", ErrTooDeep, positiveOr(p.MaxDepth, MaxXMLDepth))
 	case errors.Is(err, errTooMany):
-		return fmt.Errorf("parse: %w: more than %d", ErrTooManyItems, cmpOr(p.MaxItems, MaxItems))
+		return fmt.Errorf("parse: %w: more than %d", ErrTooManyItems, positiveOr(p.MaxItems, MaxItems))
 	}
 	return fmt.Errorf("parse: XML: %s", errText(err))
 }
@@ -238,7 +273,7 @@ func prolog(text []byte, w *warnings) int {
 	}
 	switch {
 	case decl > 0 && len(bytes.TrimLeft(text[:decl], " \t\r\n\uFEFF")) == 0:
-		w.add(warnRepair, fmt.Sprintf("%d %s of white space before the XML declaration skipped", decl, plural(decl, "byte", "bytes")))
+		w.add(warnRepair, fmt.Sprintf("%d %s of white space before the XML declaration skipped", decl, plural.Word(decl, "byte", "bytes")))
 	case decl > 0:
 		w.add(warnRepair, fmt.Sprintf("%d bytes before the XML declaration skipped: %s", decl, quote(string(text[:min(decl, 60)]))))
 	}
@@ -302,7 +337,8 @@ func laterRoot(text []byte, from int) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-func cmpOr[T int | int64](v, def T) T {
+// positiveOr is v when it is above 0 (a limit set), else def.
+func positiveOr[T int | int64](v, def T) T {
 	if v > 0 {
 		return v
 	}

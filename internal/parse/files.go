@@ -149,7 +149,7 @@ func (cfg *FileConfig) fileRecord(name string, body []byte, modified time.Time) 
 // and when it was last modified; release gives its buffer back once the
 // body is no longer used.
 func (cfg *FileConfig) readPayload(p *Parser, name string) (body []byte, modified time.Time, release func(), err error) {
-	limit := cmpOr(p.MaxBodyBytes, MaxBodyBytes)
+	limit := positiveOr(p.MaxBodyBytes, MaxBodyBytes)
 	if strings.HasSuffix(name, ".zst") && cfg.Store != nil {
 		fi, err := os.Stat(name)
 		if err != nil {

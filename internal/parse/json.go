@@ -26,6 +26,7 @@ type jsonFeed struct {
 	Author      *jsonAuthor       `json:"author"`
 	Authors     flexAuthors       `json:"authors"`
 	Hubs        []jsonHub         `json:"hubs"`
+	NextURL     flexString        `json:"next_url"`
 	Items       []json.RawMessage `json:"items"`
 }
 
@@ -164,6 +165,7 @@ func parseJSON(text []byte, base *url.URL, maxItems int) (*rawFeed, error) {
 		title:       rawText{s: string(jf.Title)},
 		link:        rawLink{href: string(jf.HomePageURL), base: base},
 		self:        rawLink{href: string(jf.FeedURL), base: base},
+		next:        rawLink{href: string(jf.NextURL), base: base},
 		description: string(jf.Description),
 		language:    string(jf.Language),
 		image:       rawLink{href: firstOf(string(jf.Icon), string(jf.Favicon)), base: base},

@@ -138,7 +138,7 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 		f.Parse = &ndjson.Parse{SkipHours: []int{}, SkipDays: []string{}, Hubs: []string{}, Warnings: []string{}, Error: err.Error()}
 		if f.Error == nil {
 			msg := err.Error()
-			if code == "not_a_feed" { // most often a web page, subscribed to by mistake
+			if code == "not_a_feed" && !errors.Is(err, ErrBinary) { // most often a web page, subscribed to by mistake
 				msg += "; if it is a web page, feed-sub discover " + cmp.Or(f.Due.URL, f.URL) + " lists the feeds it links to"
 			}
 			f.Error = &ndjson.Error{Class: ndjson.ClassParse, Code: code, Message: msg}
@@ -151,7 +151,7 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 		return nil
 	}
 	start := time.Now()
-	body, err := cfg.Store.GetRaw(f.BodyRef.Key, cmpOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
+	body, err := cfg.Store.GetRaw(f.BodyRef.Key, positiveOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
 	if errors.Is(err, storage.ErrRawTooLarge) {
 		return fail("payload_too_large", err)
 	}

@@ -459,6 +459,37 @@ func TestParseFeedErrors(t *testing.T) {
 	}
 }
 
+// TestBinaryPayload: a body that is no text (an image, an archive, served
+// under a feed's URL) is not_a_feed, said to be binary, with its
+// Content-Type, what it looks like and its first bytes escaped: never an
+// XML error quoting raw bytes.
+func TestBinaryPayload(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, contentType, want string
+	}{
+		{"PNG", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00<\x9a\xff\xfe", "image/png",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (Content-Type "image/png", it looks like image/png), starting "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00<\x9a\xff\xfe"`},
+		{"a zip with a tag inside", "PK\x03\x04\x14\x00\x00\x00\x08\x00<xml", "application/rss+xml",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (Content-Type "application/rss+xml", it looks like application/zip), starting "PK\x03\x04\x14\x00\x00\x00\b\x00<xml"`},
+		{"bytes of no format", "<\x00\x01\x02\x03\x04\xfe\xfd", "",
+			`parse: not an RSS, Atom or JSON feed: a binary payload (no Content-Type, it looks like application/octet-stream), starting "<\x00\x01\x02\x03\x04\xfe\xfd"`},
+	} {
+		_, err := ParseFeed([]byte(tc.body), Source{FeedID: "x", BaseURL: "https://example.org/feed", ContentType: tc.contentType})
+		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrNotAFeed) || !errors.Is(err, ErrBinary) || errorCode(err) != "not_a_feed" {
+			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+	// A text in UTF-16 without a byte order mark has zero bytes, and
+	// stays a text: a feed.
+	utf16 := []byte{}
+	for _, r := range `<?xml version="1.0" encoding="UTF-16"?><rss version="2.0"><channel><title>T</title><item><title>I</title></item></channel></rss>` {
+		utf16 = append(utf16, byte(r), 0)
+	}
+	if f, err := ParseFeed(utf16, testSource("x")); err != nil || len(f.Entries) != 1 {
+		t.Errorf("UTF-16 without a BOM: %v", err)
+	}
+}
+
 // TestParseFeedRegressions holds documents that once broke an invariant
 // (found by FuzzParseFeed or by probing), with the invariant they broke.
 func TestParseFeedRegressions(t *testing.T) {
@@ -549,6 +580,38 @@ func BenchmarkParseFeed(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseFeed(body, src); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestControlCharacters: NUL, BEL, ESC, DEL and C1 controls of a
+// publisher's, escaped in XML or JSON, reach no field of an entry or the
+// feed; tabs and line breaks stay.
+func TestControlCharacters(t *testing.T) {
+	const src = "00000000-0000-5000-8000-000000000001"
+	for name, doc := range map[string]string{
+		"rss": `<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
+<title>Bad&#x1b;[31m feed&#x7;</title><link>https://example.org/</link><description>d&#x9b;2J</description>
+<item><title>Evil&#x1b;]0;pwned&#x7; title</title><link>https://example.org/1</link>
+<description>line one
+&#x0;line&#x9;two</description><dc:creator>Mal&#x1b;[2Jlory</dc:creator><category>c&#x7f;at</category></item></channel></rss>`,
+		"json": `{"version":"https://jsonfeed.org/version/1.1","title":"Bad\u001b[31m feed\u0007","description":"d\u009b2J",
+"items":[{"id":"1","url":"https://example.org/1","title":"Evil\u001b]0;pwned\u0007 title","content_text":"line one\n\u0000line\ttwo",
+"authors":[{"name":"Mal\u001b[2Jlory"}],"tags":["c\u007fat"]}]}`,
+	} {
+		f := mustParse(t, []byte(doc), Source{FeedID: src, FetchID: "00000000-0000-7000-8000-000000000001"})
+		e := f.Entries[0]
+		fields := []string{f.Info.Title, f.Info.Description, f.Info.Publisher, e.Title, e.Summary, e.Content, e.Authors[0].Name, e.Categories[0]}
+		for _, v := range fields {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r >= 0x7f && r <= 0x9f }) {
+				t.Errorf("%s: a control character left in %q", name, v)
+			}
+		}
+		if f.Info.Title != "Bad[31m feed" || e.Title != "Evil]0;pwned title" || e.Authors[0].Name != "Mal[2Jlory" || e.Categories[0] != "cat" {
+			t.Errorf("%s: %q %q %q %q", name, f.Info.Title, e.Title, e.Authors[0].Name, e.Categories[0])
+		}
+		if body := e.Summary + e.Content; !strings.Contains(body, "line one\nline\ttwo") {
+			t.Errorf("%s: tabs and line breaks lost: %q", name, body)
 		}
 	}
 }

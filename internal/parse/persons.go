@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/feedpipe/feedpipe/internal/ids"
-
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -159,7 +159,7 @@ func words(s string) int { return len(strings.Fields(s)) }
 // addAuthor adds a to list, or completes the entry already there for the
 // same person.
 func addAuthor(list []ndjson.Author, a ndjson.Author) []ndjson.Author {
-	a.Name, a.Email, a.URI = strings.TrimSpace(a.Name), strings.TrimSpace(a.Email), strings.TrimSpace(a.URI)
+	a.Name, a.Email, a.URI = strings.TrimSpace(safetext.StripControls(a.Name)), strings.TrimSpace(safetext.StripControls(a.Email)), strings.TrimSpace(a.URI)
 	if a.Name == "" && a.Email == "" && a.URI == "" {
 		return list
 	}

@@ -25,6 +25,7 @@ type rawFeed struct {
 	skipDays        []string
 	hubs            []rawLink // JSON Feed hubs
 	self            rawLink   // JSON Feed feed_url
+	next            rawLink   // JSON Feed next_url (RFC 5005 §3's next, for JSON)
 	items           []*rawItem
 }
 

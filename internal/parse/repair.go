@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/feedpipe/feedpipe/internal/plural"
 )
 
 // repair finds in an XML text what would stop the tokenizer (as it would
@@ -111,10 +113,10 @@ func repairText(text []byte, w *warnings) (out []byte, changed bool) {
 		}
 	}
 	if controls > 0 {
-		w.add(warnRepair, fmt.Sprintf("%d control %s that XML forbids removed", controls, plural(controls, "character", "characters")))
+		w.add(warnRepair, fmt.Sprintf("%d control %s that XML forbids removed", controls, plural.Word(controls, "character", "characters")))
 	}
 	if badRefs > 0 {
-		w.add(warnRepair, fmt.Sprintf("%d character %s to characters that XML forbids removed", badRefs, plural(badRefs, "reference", "references")))
+		w.add(warnRepair, fmt.Sprintf("%d character %s to characters that XML forbids removed", badRefs, plural.Word(badRefs, "reference", "references")))
 	}
 	counts.warnUpperX(w)
 	if nonChars > 0 {
@@ -219,7 +221,7 @@ func (r *refCounts) add(kind refKind, name []byte) {
 
 func (r *refCounts) warnUpperX(w *warnings) {
 	if r.upperX > 0 {
-		w.add(warnRepair, fmt.Sprintf("%d character %s written &#X...; read as hexadecimal", r.upperX, plural(r.upperX, "reference", "references")))
+		w.add(warnRepair, fmt.Sprintf("%d character %s written &#X...; read as hexadecimal", r.upperX, plural.Word(r.upperX, "reference", "references")))
 	}
 }
 

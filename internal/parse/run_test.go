@@ -146,6 +146,7 @@ func TestRunStream(t *testing.T) {
 	unknownLine := `{"type":"mystery","v":7, "feed_id":"x", "nested":{"a":[1,2.50,"\u00e9"]}}` + "\n"
 
 	garbage := fetchRec(4, putBody(t, st, []byte("\x00\x01binary garbage\xff\xfe")))
+	page := fetchRec(8, putBody(t, st, []byte("<!DOCTYPE html><html><body>a web page</body></html>")))
 	limited := fetchRec(5, putBody(t, st, fiftyItems()))
 	limited.Due.ItemLimit = 20
 
@@ -159,12 +160,13 @@ func TestRunStream(t *testing.T) {
 		articleLine,
 		marshalLine(t, garbage),
 		marshalLine(t, limited),
+		marshalLine(t, page),
 	)
 
 	if !errors.Is(err, pipe.ErrFailed) {
 		t.Errorf("Run error = %v, want one matching pipe.ErrFailed", err)
-	} else if msg := err.Error(); !strings.Contains(msg, "1 payload failed") || !strings.Contains(msg, "1 malformed input line skipped") {
-		t.Errorf("Run error = %q, want it to count 1 failed payload and 1 malformed line", msg)
+	} else if msg := err.Error(); !strings.Contains(msg, "2 payloads failed") || !strings.Contains(msg, "1 malformed input line skipped") {
+		t.Errorf("Run error = %q, want it to count 2 failed payloads and 1 malformed line", msg)
 	}
 	if !strings.Contains(log, "line=4") || !strings.Contains(log, "malformed") {
 		t.Errorf("the malformed line 4 was not reported:\n%s", log)
@@ -181,7 +183,7 @@ func TestRunStream(t *testing.T) {
 	want = append(want, slices.Repeat([]string{"e:" + feedA.FetchID}, 20)...)
 	want = append(want, "f:"+feedA.FetchID, notModifiedLine, websiteLine, fulltextLine, articleLine, "f:"+garbage.FetchID)
 	want = append(want, slices.Repeat([]string{"e:" + limited.FetchID}, 20)...)
-	want = append(want, "f:"+limited.FetchID)
+	want = append(want, "f:"+limited.FetchID, "f:"+page.FetchID)
 
 	var got []string
 	for _, line := range out {
@@ -251,13 +253,19 @@ func TestRunStream(t *testing.T) {
 		if f.Parse == nil || f.Parse.Error == "" {
 			t.Fatalf("parse = %+v, want an error", f.Parse)
 		}
-		// The message adds what to do about a web page subscribed to.
+		// The message of a binary payload is the parse error alone, and
+		// says so; of a text (a web page subscribed to), it adds what to
+		// do about it.
 		if f.Error == nil || f.Error.Class != ndjson.ClassParse || f.Error.Code != "not_a_feed" ||
-			f.Error.Message != f.Parse.Error+"; if it is a web page, feed-sub discover "+f.Due.URL+" lists the feeds it links to" {
-			t.Errorf("error = %+v, want class parse, code not_a_feed, the parse error and feed-sub discover as message", f.Error)
+			f.Error.Message != f.Parse.Error || !strings.Contains(f.Error.Message, `a binary payload (no Content-Type, it looks like application/octet-stream), starting "\x00\x01binary garbage\xff\xfe"`) {
+			t.Errorf("error = %+v, want class parse, code not_a_feed, the parse error as message", f.Error)
 		}
 		if f.Parse.SkipHours == nil || f.Parse.SkipDays == nil || f.Parse.Warnings == nil {
 			t.Errorf("a failed parse section has null lists: %+v", f.Parse)
+		}
+		p := fetches[page.FetchID]
+		if p.Error == nil || p.Error.Code != "not_a_feed" || p.Error.Message != p.Parse.Error+"; if it is a web page, feed-sub discover "+p.Due.URL+" lists the feeds it links to" {
+			t.Errorf("error of a web page = %+v, want the parse error and feed-sub discover as message", p.Error)
 		}
 	})
 

@@ -3,6 +3,8 @@ package parse
 import (
 	"fmt"
 	"strings"
+
+	"github.com/feedpipe/feedpipe/internal/plural"
 )
 
 // maxWarnings caps the warnings of one document: a feed that gets every
@@ -90,9 +92,9 @@ func (w *warnings) strings() []string {
 		var msg string
 		switch k {
 		case warnDate:
-			msg = fmt.Sprintf("%d %s that cannot be read, left empty; the first: %s", c.n, plural(c.n, "date", "dates"), c.example)
+			msg = fmt.Sprintf("%d %s that cannot be read, left empty; the first: %s", c.n, plural.Word(c.n, "date", "dates"), c.example)
 		case warnFuture:
-			msg = fmt.Sprintf("%d %s in the future, kept; the first: %s", c.n, plural(c.n, "date", "dates"), c.example)
+			msg = fmt.Sprintf("%d %s in the future, kept; the first: %s", c.n, plural.Word(c.n, "date", "dates"), c.example)
 		default:
 			msg = fmt.Sprintf("%d times: %s", c.n, c.example)
 		}
@@ -103,16 +105,9 @@ func (w *warnings) strings() []string {
 		}
 	}
 	if w.dropped > 0 {
-		out = append(out, fmt.Sprintf("and %d more %s", w.dropped, plural(w.dropped, "warning", "warnings")))
+		out = append(out, fmt.Sprintf("and %d more %s", w.dropped, plural.Word(w.dropped, "warning", "warnings")))
 	}
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // quote shows a value from a document in a warning: quoted, short, one

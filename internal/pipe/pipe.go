@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -43,19 +44,12 @@ type failedError struct {
 func (e *failedError) Error() string {
 	var parts []string
 	if n := e.f.Records; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s failed", n, plural(n, e.one, e.many)))
+		parts = append(parts, fmt.Sprintf("%d %s failed", n, plural.Word(n, e.one, e.many)))
 	}
 	if n := e.f.BadLines; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d malformed input %s skipped", n, plural(n, "line", "lines")))
+		parts = append(parts, fmt.Sprintf("%d malformed input %s skipped", n, plural.Word(n, "line", "lines")))
 	}
 	return strings.Join(parts, ", ") + " (each reported above)"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func (e *failedError) Is(target error) bool { return target == ErrFailed }

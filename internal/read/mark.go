@@ -7,6 +7,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/plural"
 )
 
 // MarkSpec is what feed-read mark does: an action on the entries of UIDs,
@@ -92,7 +93,7 @@ func Mark(ctx context.Context, cfg Config, spec MarkSpec) error {
 		if !spec.Until.IsZero() {
 			what += " first seen before " + spec.Until.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(cfg.Err, "feed-read: marked %s read %s (reader %s)\n", plural(n, "entry", "entries"), what, reader)
+		fmt.Fprintf(cfg.Err, "feed-read: marked %s read %s (reader %s)\n", plural.Count(n, "entry", "entries"), what, reader)
 		return nil
 	}
 	var keys []catalog.EntryKey
@@ -120,23 +121,16 @@ func Mark(ctx context.Context, cfg Config, spec MarkSpec) error {
 		if _, err := cat.Mark(ctx, reader, spec.Action, keys, cfg.now()); err != nil {
 			return err
 		}
-		fmt.Fprintf(cfg.Err, "feed-read: marked %s %s (reader %s)\n", plural(len(keys), "entry", "entries"), done[spec.Action], reader)
+		fmt.Fprintf(cfg.Err, "feed-read: marked %s %s (reader %s)\n", plural.Count(len(keys), "entry", "entries"), done[spec.Action], reader)
 	}
 	if failed > 0 {
-		return failedError(fmt.Sprintf("%s of %d not found (the others are marked)", plural(failed, "uid", "uids"), len(spec.UIDs)))
+		return failedError(fmt.Sprintf("%s of %d not found (the others are marked)", plural.Count(failed, "uid", "uids"), len(spec.UIDs)))
 	}
 	return nil
 }
 
 // done words what an action did.
 var done = map[string]string{catalog.MarkRead: "read", catalog.MarkUnread: "unread", catalog.MarkStar: "starred", catalog.MarkUnstar: "unstarred"}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
 
 // failedError is a run in which some uids failed, each reported: it
 // matches pipe.ErrFailed (exit status 1).

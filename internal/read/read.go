@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -48,7 +50,9 @@ type Config struct {
 	// Location is the time zone of the dates on a terminal and in show;
 	// nil: time.Local. TSV and JSON are in UTC.
 	Location *time.Location
-	// Reader is whose marks are read and set (catalog.DefaultReader when "").
+	// Reader is whose marks are read and set; "": the one user of the
+	// Google Reader API when there is exactly one, else
+	// catalog.DefaultReader.
 	Reader string
 	Format Format
 	// Width is the terminal's width in columns (Terminal; show wraps its
@@ -126,9 +130,25 @@ func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
 }
 
-// open returns the catalog and what closes it.
+// open returns the catalog and what closes it. A Config that names no
+// reader reads, from then on, as the one user of the Google Reader API
+// when there is exactly one (the person who also reads in an app), else
+// as catalog.DefaultReader.
 func (cfg *Config) open(ctx context.Context) (*catalog.Catalog, func(), error) {
-	return catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
+	if err != nil || cfg.Reader != "" {
+		return cat, done, err
+	}
+	users, err := cat.Users(ctx)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	cfg.Reader = catalog.DefaultReader
+	if len(users) == 1 {
+		cfg.Reader = users[0].Name
+	}
+	return cat, done, nil
 }
 
 // Run lists the entries cfg selects, newest first.
@@ -374,9 +394,9 @@ func (l *lister) terminal(lines []line) error {
 	rest := max(w-fixed, 20)
 	feedW, titleW, linkW := 0, 0, 0
 	for _, ln := range lines {
-		feedW = max(feedW, displayWidth(clean(ln.feed)))
-		titleW = max(titleW, displayWidth(clean(ln.entry.Title)))
-		linkW = max(linkW, displayWidth(clean(ln.entry.CanonicalLink)))
+		feedW = max(feedW, table.Width(clean(ln.feed)))
+		titleW = max(titleW, table.Width(clean(entrytext.Title(&ln.entry))))
+		linkW = max(linkW, table.Width(clean(ln.entry.CanonicalLink)))
 	}
 	if feedW+gap+titleW > rest {
 		feedW = min(feedW, max(10, rest/4), 24)
@@ -404,16 +424,13 @@ func (l *lister) terminal(lines []line) error {
 		if ln.row.Starred {
 			marks[1] = '*'
 		}
-		title := clean(ln.entry.Title)
-		if title == "" {
-			title = "(no title)"
-		}
+		title := clean(entrytext.Title(&ln.entry)) // as feed-serve's page says it
 		s := string(marks) + " " + l.date(ln.row).In(l.cfg.loc()).Format(dateLayout) + " " + ln.row.UID + strings.Repeat(" ", gap) +
 			pad(clean(ln.feed), feedW) + strings.Repeat(" ", gap)
 		if linkW > 0 {
-			s += pad(title, titleW) + strings.Repeat(" ", gap) + truncate(clean(ln.entry.CanonicalLink), linkW)
+			s += pad(title, titleW) + strings.Repeat(" ", gap) + table.Cut(clean(ln.entry.CanonicalLink), linkW, false)
 		} else {
-			s += truncate(title, titleW)
+			s += table.Cut(title, titleW, false)
 		}
 		l.out.WriteString(strings.TrimRight(s, " ") + "\n")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -54,6 +55,14 @@ func testStore(t *testing.T) *catalog.Catalog {
 		entry("plain", "p2", t0.Add(4*time.Hour), "Searchable words: aardvark zebra", "https://plain.example/animals",
 			`<h2>Animals</h2><p>An aardvark met a zebra.<br>The end.</p><blockquote>quoted</blockquote><p><img src="https://plain.example/a.png" alt="aardvark"></p>`),
 	}
+	storeEntries(t, cat, entries...)
+	return cat
+}
+
+// storeEntries stores entries as feed-store does.
+func storeEntries(t *testing.T, cat *catalog.Catalog, entries ...*ndjson.Entry) {
+	t.Helper()
+	st := cat.Store()
 	for _, e := range entries {
 		b, err := ndjson.Marshal(e)
 		if err != nil {
@@ -70,7 +79,22 @@ func testStore(t *testing.T) *catalog.Catalog {
 			t.Fatal(err)
 		}
 	}
-	return cat
+}
+
+// TestUntitled: an entry without a title (a JSON Feed item needs none)
+// is shown by the start of its text, on a terminal and by show, as
+// feed-serve's page shows it (entrytext.Title); it was "(no title)".
+func TestUntitled(t *testing.T) {
+	cat := testStore(t)
+	storeEntries(t, cat, entry("plain", "p3", t0.Add(5*time.Hour), "", "https://plain.example/note", "<p>Just a <b>note</b>, posted without a title.</p>"))
+	out, _, err := run(t, cat, Config{Format: Terminal, Width: 120, Limit: 1}, list)
+	if err != nil || !strings.HasSuffix(out, "  Just a note, posted without a title.\n") {
+		t.Errorf("terminal: %v\n%s", err, out)
+	}
+	out, _, err = run(t, cat, Config{}, func(cfg Config) error { return Show(ctx, cfg, []string{testids.UID("p3"), testids.UID("p1")}, true) })
+	if err != nil || !strings.HasPrefix(out, "Just a note, posted without a title.\n") || !strings.Contains(out, "\n(untitled)\n") {
+		t.Errorf("show: %v\n%s", err, out)
+	}
 }
 
 func entry(feed, uid string, seen time.Time, title, link, content string) *ndjson.Entry {
@@ -129,7 +153,7 @@ func TestListGolden(t *testing.T) {
 			}
 			if tc.cfg.Format == Terminal {
 				for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-					if w := displayWidth(l); w > tc.cfg.Width && tc.cfg.Width >= 80 {
+					if w := table.Width(l); w > tc.cfg.Width && tc.cfg.Width >= 80 {
 						t.Errorf("%d columns: %q", w, l)
 					}
 				}
@@ -336,7 +360,7 @@ func TestShowGolden(t *testing.T) {
 		t.Errorf("show marks read unless keepUnread:\n%s", unread)
 	}
 	out, _, err = run(t, cat, Config{}, show(false, testids.UID("p1"), "0000000000000000"))
-	if !errors.Is(err, ErrNoEntry) || !strings.Contains(err.Error(), "no entry 0000000000000000 in the store") || !strings.Contains(out, "(no title)") {
+	if !errors.Is(err, ErrNoEntry) || !strings.Contains(err.Error(), "no entry 0000000000000000 in the store") || !strings.Contains(out, "(untitled)") {
 		t.Errorf("an unknown uid: %v\n%s", err, out)
 	}
 	for _, uids := range [][]string{nil, {"xyz"}, {strings.ToUpper(testids.UID("t1"))}} {
@@ -384,8 +408,8 @@ func TestWidth(t *testing.T) {
 		{"e\u0301te\u0301", 3, "e\u0301te\u0301"},
 		{"abc", 0, ""},
 	} {
-		if got := truncate(tc.in, tc.w); got != tc.want || displayWidth(got) > max(tc.w, 0) {
-			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		if got := table.Cut(tc.in, tc.w, false); got != tc.want || table.Width(got) > max(tc.w, 0) {
+			t.Errorf("table.Cut(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
 		}
 	}
 	if got := pad("日本", 6); got != "日本  " {
@@ -396,5 +420,43 @@ func TestWidth(t *testing.T) {
 	}
 	if got := tsvField("a\tb\\c\nd\re\x01"); got != `a\tb\\c\nd\re` {
 		t.Errorf("tsvField: %q", got)
+	}
+}
+
+// TestSoleUserReads: with no reader named, feed-read reads as the one
+// user of the Google Reader API when there is exactly one (what they read
+// in an app is read here), and as the default reader otherwise.
+func TestSoleUserReads(t *testing.T) {
+	defer catalog.SetTestIterations(1000)()
+	cat := testStore(t)
+	readerOf := func() string {
+		t.Helper()
+		out, _, err := run(t, cat, Config{Format: JSON, Limit: 1}, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var it struct {
+			Reader string `json:"reader"`
+		}
+		json.Unmarshal([]byte(out), &it)
+		return it.Reader
+	}
+	if r := readerOf(); r != catalog.DefaultReader {
+		t.Errorf("no user: reads as %q", r)
+	}
+	if err := cat.AddUser(ctx, "alice", "alice's password", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := readerOf(); r != "alice" {
+		t.Errorf("one user: reads as %q", r)
+	}
+	if out, _, _ := run(t, cat, Config{Format: JSON, Limit: 1, Reader: "default"}, list); !strings.Contains(out, `"reader":"default"`) {
+		t.Errorf("a reader named: %s", out)
+	}
+	if err := cat.AddUser(ctx, "bob", "bob's password!", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := readerOf(); r != catalog.DefaultReader {
+		t.Errorf("two users: reads as %q", r)
 	}
 }

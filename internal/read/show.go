@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -104,10 +105,7 @@ func Show(ctx context.Context, cfg Config, uids []string, keepUnread bool) error
 // show is the text of one entry.
 func (l *lister) show(r catalog.EntryRow, e ndjson.Entry, feed string, width int) string {
 	var b strings.Builder
-	title := clean(e.Title)
-	if title == "" {
-		title = "(no title)"
-	}
+	title := clean(entrytext.Title(&e)) // as feed-serve's page says it
 	b.WriteString(title + "\n")
 	field := func(name, value string) {
 		if value = clean(value); value != "" {

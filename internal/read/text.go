@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/feedpipe/feedpipe/internal/table"
 )
 
 // Text renders the HTML of an entry (or its plain text, which reads as
@@ -118,14 +120,14 @@ func (r *renderer) flush() {
 	}
 	r.breaks()
 	first, rest := r.prefixes()
-	avail := r.width - displayWidth(rest)
+	avail := r.width - table.Width(rest)
 	if r.width > 0 && avail < 20 {
 		avail = 20
 	}
 	r.b.WriteString(first)
 	lw := 0
 	for w := range strings.SplitSeq(text, " ") {
-		ww := displayWidth(w)
+		ww := table.Width(w)
 		if lw > 0 && r.width > 0 && lw+1+ww > avail {
 			r.b.WriteString("\n" + rest)
 			lw = 0

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/parse"
+	"github.com/feedpipe/feedpipe/internal/table"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -168,7 +169,7 @@ func checkText(t testing.TB, in, text string, links []string, width int) {
 		// columns for its words; pre blocks are never wrapped.
 		body := strings.TrimLeft(l, " >-0123456789.")
 		allowed := max(width, len(l)-len(body)+20)
-		if displayWidth(l) > allowed && strings.Contains(body, " ") && !strings.Contains(strings.ToLower(in), "<pre") {
+		if table.Width(l) > allowed && strings.Contains(body, " ") && !strings.Contains(strings.ToLower(in), "<pre") {
 			t.Fatalf("%q: line over %d columns: %q", in, allowed, l)
 		}
 	}

@@ -58,7 +58,7 @@ const (
 // since the previous fetch. It returns the number of new entries.
 //
 // An item's time is its publication time, or, for an item without one (or
-// with one in the future), when it was first seen (seed 000 §7). First
+// with one in the future), when it was first seen (docs/scheduler.md §3). First
 // seen says when an item arrived only across fetches: the items of one
 // answer without dates arrived at some time since the previous fetch, and
 // are spread evenly over it, so that they make no burst. Undated items
@@ -186,16 +186,22 @@ func (r *run) observe(o Outcome, prev time.Time, answered bool, withheld int) in
 			st.Peak = math.Max(st.Peak, rate*math.Exp(-age*math.Ln2/peakHalfLife.Seconds()))
 		}
 	}
+	// The hours first: they may move the publisher's day start, which the
+	// days are counted from.
 	for _, pt := range pubs {
-		w := float32(math.Exp(-math.Max(float64(t0-pt), 0) / tauP))
-		h, d := hourDay(pt)
-		st.Hours[h] += w
-		st.Days[d] += w
+		st.Hours[hourOf(pt)] += float32(math.Exp(-math.Max(float64(t0-pt), 0) / tauP))
+	}
+	if len(pubs) > 0 {
+		st.moveDayStart(p)
+	}
+	for _, pt := range pubs {
+		st.Days[dayOf(pt, st.DayStart)] += float32(math.Exp(-math.Max(float64(t0-pt), 0) / tauP))
 	}
 	return n
 }
 
-// ewma is seed 000 §4.6's EWMA of the gaps between sorted times.
+// ewma is the seed policy's EWMA of the gaps between sorted times
+// (docs/scheduler.md §3).
 func ewma(ts []int64, alpha float64) float64 {
 	if len(ts) < 2 {
 		return 0
@@ -207,12 +213,8 @@ func ewma(ts []int64, alpha float64) float64 {
 	return e
 }
 
-// hourDay returns the UTC hour and weekday (Sunday = 0) of Unix time t.
-func hourDay(t int64) (int, int) {
-	h := floorDiv(t, 3600)
-	d := floorDiv(t, 86400)
-	return int(floorMod(h, 24)), int(floorMod(d+4, 7)) // 1970-01-01 was a Thursday
-}
+// hourOf returns the UTC hour of Unix time t.
+func hourOf(t int64) int { return int(floorMod(floorDiv(t, 3600), 24)) }
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -301,40 +303,6 @@ func (st *State) rateAtWith(c rateConsts, at time.Time) float64 {
 	return fmax(long, burst)
 }
 
-// weights returns the polling weight by UTC hour and by weekday, each with
-// mean 1, from the profile: sqrt of the smoothed relative posting rate,
-// since the poll rate should follow sqrt(rate(t)). ok is false while the
-// profile holds too little to use.
-func (st *State) weights() (gh [24]float64, gd [7]float64, fh [24]float64, fd [7]float64, ok bool) {
-	var sh, sd float64
-	for _, v := range st.Hours {
-		sh += float64(v)
-	}
-	for _, v := range st.Days {
-		sd += float64(v)
-	}
-	if sh < profileMinItems || sd < profileMinItems {
-		return gh, gd, fh, fd, false
-	}
-	smooth := func(counts []float32, f, g []float64, total float64) {
-		mean := total / float64(len(counts))
-		k := math.Max(profileFloor*mean, profilePrior)
-		var gs float64
-		for i, c := range counts {
-			f[i] = (float64(c) + k) / (mean + k)
-			g[i] = math.Sqrt(f[i])
-			gs += g[i]
-		}
-		gm := gs / float64(len(counts))
-		for i := range g {
-			g[i] /= gm
-		}
-	}
-	smooth(st.Hours[:], fh[:], gh[:], sh)
-	smooth(st.Days[:], fd[:], gd[:], sd)
-	return gh, gd, fh, fd, true
-}
-
 // adaptive returns the adaptive policy's interval.
 func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 	st, p, in := &r.st, r.p, r.in()
@@ -352,27 +320,40 @@ func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 	}
 	in.BaseSec = int(base)
 	gap := base
-	gh, gd, fh, fd, ok := st.weights()
+	pt := st.pattern(p)
+	ok := pt.ok && !p.NoProfile
 	now := r.t0.Unix()
-	if ok && !p.NoProfile {
-		gap = integrate(now, base, hi, gh, gd)
+	if ok && pt.clear {
+		// A clear pattern: the tail rule shortens the feed's average gap,
+		// and the pattern spreads it over the week. Its long gaps fall in
+		// hours without items, which no item waits through.
+		if t := tail(base, p.tailInterval()); t < base {
+			base = t
+			in.TailCapSec = int(t)
+		}
+		gap = integrate(now, base, hi, &pt)
 		in.ProfileFactor = math.Round(gap/base*100) / 100
-	}
-	// The tail rule: no gap much longer than a fixed policy's at the
-	// same budget (1h at 24 a feed and day), unless the feed posts too
-	// little for it to matter (tail, tailInterval).
-	if t := tail(gap, p.tailInterval()); t < gap {
-		gap = t
-		in.TailCapSec = int(t)
+		r.explainPattern(&pt, now)
+	} else {
+		if ok {
+			gap = integrate(now, base, hi, &pt)
+			in.ProfileFactor = math.Round(gap/base*100) / 100
+		}
+		// The tail rule: no gap much longer than a fixed policy's at the
+		// same budget (1h at 24 a feed and day), unless the feed posts too
+		// little for it to matter (tail, tailInterval).
+		if t := tail(gap, p.tailInterval()); t < gap {
+			gap = t
+			in.TailCapSec = int(t)
+		}
 	}
 	// A feed shows only its last Window items: keep the expected number of
 	// new items per poll well inside it, at the rate expected now, and at
 	// the feed's recent peak rate.
 	if w := float64(st.Window); w > 0 {
 		perSec := rate / secsPerDay
-		if ok && !p.NoProfile {
-			h, d := hourDay(now)
-			perSec *= fh[h] * fd[d]
+		if ok {
+			perSec *= pt.fh[hourOf(now)] * pt.fd[dayOf(now, pt.dayStart)]
 		}
 		if c := st.windowCap(p, perSec*secsPerDay, 0); c < gap {
 			gap = c
@@ -441,13 +422,14 @@ func jitterBias(j float64) float64 {
 }
 
 // integrate returns the time after t0 (Unix seconds) at which the integral
-// of the weight g(hour, weekday) reaches base, at most hi seconds.
-func integrate(t0 int64, base, hi float64, gh [24]float64, gd [7]float64) float64 {
+// of the pattern's poll weight g(hour, day) reaches base, at most hi
+// seconds.
+func integrate(t0 int64, base, hi float64, pt *pattern) float64 {
 	u := float64(t0)
 	rem, elapsed := base, 0.0
 	for elapsed < hi {
-		h, d := hourDay(int64(math.Floor(u)))
-		w := gh[h] * gd[d]
+		t := int64(math.Floor(u))
+		w := pt.gh[hourOf(t)] * pt.gd[dayOf(t, pt.dayStart)]
 		end := (math.Floor(u/3600) + 1) * 3600
 		span := end - u
 		if w*span >= rem {

@@ -9,7 +9,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Kind is what a decision asks for (seed 002 §7).
+// Kind is what a decision asks for (docs/scheduler.md §2).
 type Kind string
 
 // The decision kinds.
@@ -20,10 +20,10 @@ const (
 	Pause    Kind = "pause"     // do not fetch before Until (null Until: until enabled by hand)
 )
 
-// Reason says why (seed 002 §7, and the ones feedpipe adds).
+// Reason says why (docs/scheduler.md §2).
 type Reason string
 
-// The reasons. The first seven are seed 002's.
+// The reasons. The first seven are the decision record's from the start.
 const (
 	ReasonNewFeed        Reason = "new_feed"        // never fetched
 	ReasonRetryAfter     Reason = "retry_after"     // 429/503 with Retry-After: paused exactly that long
@@ -96,7 +96,7 @@ type Inputs struct {
 	MinSec            int `json:"min_sec"` // the clamps in force
 	MaxSec            int `json:"max_sec"`
 
-	// EWMASecs is the EWMA of inter-arrival times (seed 002's ewma_secs);
+	// EWMASecs is the EWMA of inter-arrival times (the record's ewma_secs);
 	// 0 without two publication times.
 	EWMASecs float64 `json:"ewma_secs"`
 	// RatePerDay is the estimated posting rate, items a day; Scale the
@@ -111,6 +111,20 @@ type Inputs struct {
 	ProfileFactor float64 `json:"profile_factor,omitempty"`
 	TailCapSec    int     `json:"tail_cap_sec,omitempty"`
 	WindowCapSec  int     `json:"window_cap_sec,omitempty"`
+	// What a clear posting pattern said (pattern.go), when the adaptive
+	// policy decided by it: PatternGain the share of the mean delay of
+	// evenly spaced polls that polls placed by it promise; PatternHours
+	// the UTC hours in which the feed posts above its average rate
+	// ("08-12,14-17"; empty until it has been watched for 3 days);
+	// PatternDays the publisher's days on which it posts at least half
+	// its average ("Mon-Fri"; empty until 14 days), each day starting at
+	// DayStart UTC (0: midnight); PollWeight the rate of polls at the
+	// fetch, relative to evenly spaced polls at the feed's rate.
+	PatternGain  float64 `json:"pattern_gain,omitempty"`
+	PatternHours string  `json:"pattern_hours,omitempty"`
+	PatternDays  string  `json:"pattern_days,omitempty"`
+	DayStart     int     `json:"day_start,omitempty"`
+	PollWeight   float64 `json:"poll_weight,omitempty"`
 	// Slot is the time of day, "15:04" UTC, at which the feed's items
 	// have appeared on its last days, when the adaptive policy polls
 	// just after it.
@@ -119,7 +133,7 @@ type Inputs struct {
 	CronError  string `json:"cron_error,omitempty"`
 
 	// Publisher floors: ttl and max-age (capped at the max interval), the
-	// floor they set, and Retry-After (seed 002's retry_after_secs).
+	// floor they set, and Retry-After (the record's retry_after_secs).
 	TTLSec         int `json:"ttl_sec,omitempty"`
 	MaxAgeSec      int `json:"max_age_sec,omitempty"`
 	FloorSec       int `json:"floor_sec,omitempty"`
@@ -170,7 +184,7 @@ func (d Decision) ExplainAt(now time.Time) string {
 	case Backoff:
 		delay := fmtDur(time.Duration(in.BackoffSec) * time.Second)
 		if d.Reason == ReasonRefused {
-			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: --allow-private or FEEDPIPE_ALLOW_PRIVATE=1 permits it. Not the feed's failure: none counted, no error budget spent.",
+			fmt.Fprintf(&b, "Tried again %s: this machine refused the feed's address (%s), a private one: feed-sub set FEED --allow-private permits it. Not the feed's failure: none counted, no error budget spent.",
 				when(next), failure(in))
 			break
 		}
@@ -212,6 +226,9 @@ func (d Decision) ExplainAt(now time.Time) string {
 	if line := cadence(d); line != "" {
 		b.WriteString("\n" + line)
 	}
+	if line := patternLine(d); line != "" {
+		b.WriteString("\n" + line)
+	}
 	var adj []string
 	if in.TTLSec > 0 {
 		adj = append(adj, fmt.Sprintf("ttl %s is a floor", fmtDur(sec(in.TTLSec))))
@@ -228,7 +245,11 @@ func (d Decision) ExplainAt(now time.Time) string {
 	// A daily slot's poll time is not the interval's: the caps on the
 	// interval do not apply to it.
 	if in.TailCapSec > 0 && in.WindowCapSec == 0 && d.Reason != ReasonDailySlot {
-		adj = append(adj, fmt.Sprintf("shortened to %s so that few items wait much longer than a fixed policy at the same request budget would make them", fmtDur(sec(in.TailCapSec))))
+		what := "shortened"
+		if in.PatternGain > 0 { // the average gap, which the pattern then spreads
+			what = "the average shortened"
+		}
+		adj = append(adj, fmt.Sprintf("%s to %s so that few items wait much longer than a fixed policy at the same request budget would make them", what, fmtDur(sec(in.TailCapSec))))
 	}
 	if in.WindowCapSec > 0 && d.Reason != ReasonDailySlot {
 		// Items is what this fetch's document held: none on a 304, whose
@@ -290,6 +311,26 @@ func cadence(d Decision) string {
 		return fmt.Sprintf("Cron %s fires next at %s.", cronOf(in.Override), in.CronNextAt)
 	}
 	return ""
+}
+
+// patternLine is the line about a clear posting pattern.
+func patternLine(d Decision) string {
+	in := d.Inputs
+	if in.PatternGain <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("Pattern: posts mostly at %s UTC", in.PatternHours)
+	if in.PatternDays != "" && in.PatternDays != "Sun-Sat" {
+		s += ", " + in.PatternDays
+		if in.DayStart != 0 {
+			s += fmt.Sprintf(" (its days start at %02d:00 UTC)", in.DayStart)
+		}
+	}
+	if d.Reason != ReasonPostingRate {
+		return s + "."
+	}
+	return s + fmt.Sprintf("; polls follow it: ×%s of their average rate now, for ×%s of the delay of evenly spaced polls.",
+		fmtNum(in.PollWeight), fmtNum(in.PatternGain))
 }
 
 // cronOf is the cron expression in an Override list ("min 10m, cron 0 3

@@ -48,6 +48,9 @@ func demandBefore(st State, p Params, ov Overrides, now time.Time) Demand {
 	case p.Policy.Kind == PolicySeed:
 		return fixed(st.Interval())
 	}
+	if _, _, slot := dailySlot(st.Runs, st.Window); slot && r.hi >= 24*time.Hour {
+		return Demand{Fixed: true, PerDay: 1, Min: lo, Max: r.hi}
+	}
 	dt := 0.0
 	if now.After(st.FetchedAt.Time) {
 		dt = now.Sub(st.FetchedAt.Time).Seconds()

@@ -6,7 +6,7 @@ import (
 )
 
 // LogDecision logs d as every program that decides writes it: message
-// "scheduled" with seed 002 §7's keys feed_id, state, decision, next_at,
+// "scheduled" with the keys feed_id, state, decision, next_at,
 // reason, ewma_secs, error_budget and retry_after_secs, and fetch_id after
 // feed_id when the decision answers a fetch ("" for a nudge), at level:
 // feed-store logs one per feed and run, at debug; feed-sub the one a

@@ -48,7 +48,7 @@ type Outcome struct {
 
 	// NewEntries is how many entries were new. Published holds their
 	// publication times, zero where the entry had none; a missing or
-	// future time counts as At (first_seen, seed 000 §7). When Published
+	// future time counts as At (first_seen, docs/scheduler.md §3). When Published
 	// is shorter than NewEntries the rest count as At.
 	NewEntries int         `json:"new_entries,omitempty"`
 	Published  []time.Time `json:"published,omitempty"`

@@ -15,7 +15,7 @@ type PolicyKind string
 // The policies. Adaptive is the default.
 const (
 	PolicyAdaptive PolicyKind = "adaptive" // rate estimate, intervals ∝ 1/sqrt(rate) under a global scale
-	PolicySeed     PolicyKind = "seed"     // seed 000 §4.6/§6.2 as written: b_up, b_down, EWMA blend
+	PolicySeed     PolicyKind = "seed"     // the classic rule: b_up, b_down, EWMA blend (docs/scheduler.md §3)
 	PolicyFixed    PolicyKind = "fixed"    // one interval for every feed (fixed:DURATION)
 )
 
@@ -65,9 +65,9 @@ func ParsePolicy(s string) (Policy, error) {
 	return Policy{}, fmt.Errorf("%w %q: want adaptive, seed or fixed:DURATION", ErrBadPolicy, s)
 }
 
-// Params are the scheduler's global parameters. Defaults returns the seed's
-// values (seed 000 §6.1); a zero field is read as its default, so Params{}
-// is usable.
+// Params are the scheduler's global parameters. Defaults returns the
+// values of docs/scheduler.md §5; a zero field is read as its default,
+// so Params{} is usable.
 type Params struct {
 	Policy Policy
 
@@ -122,7 +122,7 @@ type Params struct {
 // posting 4 times a day is polled hourly.
 const DefaultScale = 7200.0
 
-// Defaults returns the seed's parameters with the adaptive policy.
+// Defaults returns the default parameters, with the adaptive policy.
 func Defaults() Params {
 	return Params{
 		Policy:            Policy{Kind: PolicyAdaptive},
@@ -221,7 +221,7 @@ func (p Params) BudgetPerFeedDay() float64 {
 	return 24
 }
 
-// Env names ParamsFromEnv reads. The seeds' names (SCHED_*, NEWSFED_*) are
+// Env names ParamsFromEnv reads. The older names (SCHED_*, NEWSFED_*) are
 // aliases of the FEEDPIPE_SCHED_* ones; when both are set the FEEDPIPE name
 // wins.
 var envNames = []struct {

@@ -14,6 +14,9 @@ type world struct {
 	rnd *rand.Rand
 	p   Params
 	ov  Overrides
+	// habit, when set, holds the UTC hours the feed posts in: its items
+	// make a clear pattern, and its polls follow it.
+	habit []int
 }
 
 func newWorld(seed uint64) *world {
@@ -56,6 +59,12 @@ func newWorld(seed uint64) *world {
 	case 3:
 		w.ov.PausedUntil = t0.Add(time.Duration(r.IntN(5*86400)) * time.Second)
 	}
+	if r.IntN(3) == 0 {
+		first := r.IntN(24)
+		for k := range 1 + r.IntN(6) {
+			w.habit = append(w.habit, (first+k)%24)
+		}
+	}
 	return w
 }
 
@@ -76,6 +85,13 @@ func (w *world) outcome(at time.Time) Outcome {
 				o.Published = append(o.Published, time.Time{})
 			case 1:
 				o.Published = append(o.Published, at.Add(time.Duration(r.IntN(1e6))*time.Second)) // future
+			case 2, 3:
+				if w.habit != nil { // in one of its hours, today or on one of the last 30 days
+					day := at.Truncate(24 * time.Hour).Add(-time.Duration(r.IntN(30)) * 24 * time.Hour)
+					o.Published = append(o.Published, day.Add(time.Duration(w.habit[r.IntN(len(w.habit))])*time.Hour+time.Duration(r.IntN(3600))*time.Second))
+					break
+				}
+				fallthrough
 			default:
 				o.Published = append(o.Published, at.Add(-time.Duration(r.IntN(1e7))*time.Second))
 			}
@@ -236,6 +252,7 @@ func TestProperties(t *testing.T) {
 	if testing.Short() {
 		n = 30
 	}
+	patterned := 0 // decisions placed by a clear pattern
 	for seed := range uint64(n) {
 		w := newWorld(seed)
 		rnd := rand.New(rand.NewPCG(seed, 7))
@@ -254,8 +271,15 @@ func TestProperties(t *testing.T) {
 			before := st
 			st, d = Next(st, out, w.p, w.ov, now, rnd)
 			check(t, "seed "+itoa(seed)+" step "+itoa(uint64(i)), before, out, w.p, w.ov, now, st, d)
+			if d.Inputs.PatternGain > 0 {
+				patterned++
+			}
 		}
 	}
+	if patterned == 0 {
+		t.Error("no decision placed by a clear pattern: the promises were not checked for them")
+	}
+	t.Logf("%d decisions placed by a clear pattern", patterned)
 }
 
 func itoa(n uint64) string {

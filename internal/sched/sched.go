@@ -341,7 +341,7 @@ func (r *run) backoff(class string) {
 		reason = ReasonParseError
 	}
 	var gap time.Duration
-	if seedRule { // jittered as after an answer (§6.2 ends every branch alike)
+	if seedRule { // jittered as after an answer (the rule ends every branch alike)
 		gap = r.jitter(delay, max(r.floor, r.lo), r.hi)
 	} else {
 		gap = r.jitter(delay, r.floor, time.Duration(float64(delay)*(1+max(p.Jitter, 0))))
@@ -351,14 +351,13 @@ func (r *run) backoff(class string) {
 	r.d.Until = r.d.NextAt
 }
 
-// seedBackoff is seed 000 §6.2's error branch as written: the stored
-// interval itself becomes I = min(I·base, cap) (so an interval longer than
-// the cap comes down to it), kept within the clamps, then blended with the
-// EWMA and raised to the floors as after an answer. It returns the new
-// interval, before jitter. The pseudocode names only 429/503 without
-// Retry-After; every other failure that is not permanent (5xx, network,
-// blocked, parse errors) gets the same rule: seed 000 §7's "continue with
-// cautious backoff" names no other.
+// seedBackoff is the seed policy's error branch (docs/scheduler.md §3):
+// the stored interval itself becomes I = min(I·base, cap) (so an interval
+// longer than the cap comes down to it), kept within the clamps, then
+// blended with the EWMA and raised to the floors as after an answer. It
+// returns the new interval, before jitter. The rule names only 429/503
+// without Retry-After; every other failure that is not permanent (5xx,
+// network, blocked, parse errors) gets the same cautious backoff.
 func (r *run) seedBackoff() time.Duration {
 	st, p := &r.st, r.p
 	iv := math.Min(float64(st.Interval())*p.BackoffBase, float64(p.BackoffCap))
@@ -406,7 +405,7 @@ func (r *run) success(o Outcome, newCount int, prev time.Time) {
 		default:
 			iv, reason = r.adaptive(newCount, prev)
 		}
-		if o.Truncated { // seed 000 §7: a body cut at the cap asks for a longer interval
+		if o.Truncated { // a body cut at the size cap asks for a longer interval
 			iv = max(iv, time.Duration(float64(st.Interval())*p.Up))
 			r.in().Truncated = true
 		}
@@ -427,7 +426,7 @@ func (r *run) success(o Outcome, newCount int, prev time.Time) {
 	}
 }
 
-// seed is seed 000 §6.2: ×b_up on 304 or no new entries, ×b_down on new
+// seed is the seed policy (docs/scheduler.md §3): ×b_up on 304 or no new entries, ×b_down on new
 // entries, then the blend with the EWMA of inter-arrival times.
 func (r *run) seed(o Outcome, newCount int) (time.Duration, Reason) {
 	st, p := &r.st, r.p
@@ -451,7 +450,7 @@ func (r *run) seed(o Outcome, newCount int) (time.Duration, Reason) {
 	return time.Duration(iv), reason
 }
 
-// blend is seed 000 §6.2's EWMA step: with two publication times or more,
+// blend is the seed policy's EWMA step: with two publication times or more,
 // I = clamp(λ·I* + (1-λ)·I, min, max), I* the EWMA of the feed's gaps
 // within the clamps. ok is false, and iv unchanged, with fewer.
 func (r *run) blend(iv float64) (blended, target float64, ok bool) {

@@ -34,7 +34,7 @@ func started(p Params, ov Overrides) State {
 
 func secs(d Decision) float64 { return d.NextAt.Sub(d.At.Time).Seconds() }
 
-// The seed policy's rules, one line each (seed 000 §6.2).
+// The seed policy's rules, one line each (docs/scheduler.md §3).
 func TestSeedRules(t *testing.T) {
 	p := seedParams()
 	tests := []struct {
@@ -59,7 +59,7 @@ func TestSeedRules(t *testing.T) {
 			pubs: []int64{t0.Unix() - 7200, t0.Unix() - 3600, t0.Unix()}},
 		{name: "ttl is a floor", out: Outcome{Status: 200, NewEntries: 1, Parsed: true, TTLMinutes: 60}, before: 1000, want: 3600, reason: ReasonNewEntries},
 		{name: "max-age is a floor", out: Outcome{Status: 304, NotModified: true, MaxAgeSec: 7200}, before: 1000, want: 7200, reason: ReasonNotModified},
-		// seed 000 §7: a body cut at the size cap increases the interval,
+		// a body cut at the size cap increases the interval,
 		// here against ×b_down.
 		{name: "truncated body at least ×b_up", out: Outcome{Status: 200, NewEntries: 1, Truncated: true}, before: 1000, want: 1250, reason: ReasonNewEntries},
 		{name: "a ttl above the max is capped at it", out: Outcome{Status: 200, Parsed: true, TTLMinutes: 3000}, before: 1000, want: 86400, reason: ReasonNoNewEntries},
@@ -111,7 +111,7 @@ func TestRetryAfterExact(t *testing.T) {
 
 // Backoff on failures. The adaptive (and fixed) policies count steps:
 // delay = min(I·base^step, max(cap, I)), the interval kept for when the
-// feed answers. The seed policy follows seed 000 §6.2 as written: the
+// feed answers. The seed policy follows its rule as written: the
 // interval itself becomes min(I·base, cap), then the EWMA blend and the
 // floors apply as after an answer.
 func TestBackoffAndCap(t *testing.T) {
@@ -520,7 +520,7 @@ func TestParamsFromEnv(t *testing.T) {
 	if p.Min != 10*time.Minute || p.Max != 2*time.Hour || p.Jitter >= 0 || p.DisableThreshold != 3 || p.Policy.String() != "fixed:30m" || !p.NoProbe {
 		t.Errorf("%+v", p)
 	}
-	// The FEEDPIPE name wins over the seed's alias.
+	// The FEEDPIPE name wins over the older alias.
 	p, _ = ParamsFromEnv(env("SCHED_MIN_INTERVAL_SEC", "600", "FEEDPIPE_SCHED_MIN_INTERVAL_SEC", "900"))
 	if p.Min != 15*time.Minute {
 		t.Errorf("min %s", p.Min)

@@ -9,7 +9,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Lifecycle is a feed's scheduling state (seed 002 §7).
+// Lifecycle is a feed's scheduling state (docs/scheduler.md §2).
 type Lifecycle string
 
 // The lifecycle states.
@@ -38,7 +38,7 @@ const (
 // CoolingDown back to Healthy and reset its backoff step.
 const CoolDownSuccesses = 3
 
-// PubWindow is N, how many publication times a State keeps (seed 000 §6.3).
+// PubWindow is N, how many publication times a State keeps.
 const PubWindow = 20
 
 // State is everything the scheduler remembers about one feed between two
@@ -65,8 +65,8 @@ type State struct {
 	// a manual nudge, schedules a fetch before it.
 	RetryUntil ndjson.Time `json:"retry_until,omitzero"`
 
-	// EWMASec is the EWMA of the inter-arrival times of Pub (seed 000
-	// §4.6, alpha), in seconds; meaningful when len(Pub) >= 2.
+	// EWMASec is the EWMA of the inter-arrival times of Pub (alpha), in
+	// seconds; meaningful when len(Pub) >= 2.
 	EWMASec float64 `json:"ewma_sec,omitempty"`
 	// Pub holds the last PubWindow publication times (first_seen where the
 	// feed gave none or a future one), Unix seconds, ascending.
@@ -86,6 +86,11 @@ type State struct {
 	// where 168 separate hours would take months.
 	Hours [24]float32 `json:"hours,omitzero"`
 	Days  [7]float32  `json:"days,omitzero"`
+	// DayStart is the UTC hour the publisher's day starts at, which Days
+	// are counted from, twelve hours from the middle of the day of a feed
+	// with a clear daily pattern (pattern.go); 0, UTC midnight, for the
+	// others. A day is named after the UTC date that holds most of it.
+	DayStart int `json:"day_start,omitempty"`
 	// Peak is the fastest the feed has posted in a burst lately, items a
 	// day, decayed; with Window it caps the interval so that a burst does
 	// not push items out of the feed unseen.
@@ -211,6 +216,9 @@ func (st State) clean(p Params) State {
 		if !(st.Days[i] >= 0 && st.Days[i] < 1e9) {
 			st.Days[i] = 0
 		}
+	}
+	if st.DayStart < 0 || st.DayStart > 23 {
+		st.DayStart = 0
 	}
 	st.ErrorsSpent = min(st.ErrorsSpent, p.ErrorBudget)
 	st.Failures = min(max(st.Failures, 0), 1<<20)

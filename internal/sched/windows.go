@@ -11,7 +11,7 @@ import (
 
 // Overrides are one feed's own settings, from its subscription (feed-sub).
 type Overrides struct {
-	// Interval is a fixed polling_interval (seed 001 §3.1), clamped to
+	// Interval is a fixed polling_interval (feed-sub set --interval), clamped to
 	// [5m, 24h] and to Min/Max; it replaces the policy's cadence.
 	Interval time.Duration `json:"interval,omitempty"`
 	// Min and Max narrow the global clamps for this feed; they never
@@ -27,7 +27,7 @@ type Overrides struct {
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 }
 
-// Bounds of a fixed polling_interval (seed 001 §3.1).
+// Bounds of a fixed polling_interval.
 const (
 	MinPollingInterval = 5 * time.Minute
 	MaxPollingInterval = 24 * time.Hour

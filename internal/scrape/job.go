@@ -26,7 +26,7 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Validation of scraped articles (seed 001 §7.4, its RFC 3 §6.3).
+// Validation of scraped articles (docs/design.md#scraping).
 const (
 	MaxTitleRunes = 500
 	// FutureTolerance is how far ahead of the clock a publication date may
@@ -381,7 +381,7 @@ func (j *job) canonical(declared, pageURL string) string {
 	return c
 }
 
-// entry validates an article (seed 001 §7.4) and makes it an entry: nil,
+// entry validates an article (docs/design.md#scraping) and makes it an entry: nil,
 // with the rejection recorded, when it is not valid. native is the
 // article's identity (its URL as the list links it, or a direct page's
 // canonical URL); pageURL the page's final URL.
@@ -418,12 +418,12 @@ func (j *job) entry(art extract.Article, native, pageURL, fetchID string) *ndjso
 		Summary:       art.Summary,
 		Content:       art.Content,
 		Authors:       authors(art.Authors),
-		Categories:    nonNil(art.Tags),
+		Categories:    ndjson.NonNil(art.Tags),
 		Enclosures:    images(nil, art.Images),
 		Published:     ndjson.At(art.Published),
 		RawRef:        ndjson.RawRef{FetchID: fetchID},
 	}
-	// A scraped article's identity is its URL (seed 001 RFC 3 §4.2), the
+	// A scraped article's identity is its URL (docs/design.md#identity), the
 	// same one whatever the page says of itself later.
 	e.EntryUID = ids.EntryUID(ids.EntryKey{FeedID: e.FeedID, NativeID: native})
 	e.ContentHash = ids.ContentHash(e.Title, e.Summary, e.Content, links(e))
@@ -497,7 +497,7 @@ func (j *job) fulltext(e *ndjson.Entry) *ndjson.Entry {
 			cats = append(cats, t)
 		}
 	}
-	out.Categories = nonNil(cats)
+	out.Categories = ndjson.NonNil(cats)
 	if c := j.canonical(art.Canonical, link); c != "" {
 		out.CanonicalLink = c
 	}
@@ -514,7 +514,8 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	if j.ctx.Err() != nil {
 		return nil, nil, false
 	}
-	allowed, err := cfg.Client.RobotsAllowed(j.ctx, rawURL, cfg.Limiter)
+	client := j.client()
+	allowed, err := client.RobotsAllowed(j.ctx, rawURL, cfg.Limiter)
 	if j.ctx.Err() != nil {
 		return nil, nil, false
 	}
@@ -536,7 +537,7 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	// A page fetch in flight finishes even after a signal, and is stored.
 	req := j.request(rawURL)
 	req.Limiter, req.Release = cfg.Limiter, release // a redirect to another host waits for a turn there
-	r := cfg.Client.Get(context.WithoutCancel(j.ctx), req)
+	r := client.Get(context.WithoutCancel(j.ctx), req)
 	release()
 	rec := &ndjson.Fetch{
 		Header:          ndjson.Head(ndjson.TypeFetch),
@@ -544,7 +545,7 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 		Due:             pageDue(j.f.Due, rawURL),
 		RequestedURL:    rawURL,
 		URL:             r.URL,
-		Redirects:       nonNilRedirects(r.Redirects),
+		Redirects:       ndjson.NonNil(r.Redirects),
 		FetchedAt:       ndjson.At(at),
 		DurationMS:      r.Duration.Milliseconds(),
 		HTTPStatus:      r.Status,
@@ -578,6 +579,16 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 	return rec, r, true
 }
 
+// client is the HTTP client of the source's pages: one that may reach
+// private addresses when its subscription allows them (the store's
+// subscription says so, not the record).
+func (j *job) client() *httpx.Client {
+	if j.s.access[j.f.Due.FeedID].AllowPrivate {
+		return j.s.cfg.Client.Private()
+	}
+	return j.s.cfg.Client
+}
+
 // request is the GET of a page: as a browser asks for a page, with the
 // subscription's own User-Agent, and its headers and credentials when the
 // page is on the host of the subscription's URL (never elsewhere).
@@ -586,7 +597,7 @@ func (j *job) request(rawURL string) httpx.Request {
 	acc, ok := j.s.access[j.f.Due.FeedID]
 	if !ok {
 		acc = j.f.Due.Access // redacted secrets are useless, but the rest holds
-		acc.Auth = nil
+		acc.Auth, acc.AllowPrivate = nil, false
 	}
 	req.UserAgent = acc.UserAgent
 	if httpx.HostKey(rawURL) == httpx.HostKey(j.f.Due.URL) {
@@ -699,18 +710,4 @@ func images(encs []ndjson.Enclosure, urls []string) []ndjson.Enclosure {
 		out = append(out, ndjson.Enclosure{URL: u, Type: typ})
 	}
 	return out
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func nonNilRedirects(r []ndjson.Redirect) []ndjson.Redirect {
-	if r == nil {
-		return []ndjson.Redirect{}
-	}
-	return r
 }

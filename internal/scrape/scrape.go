@@ -1,7 +1,6 @@
 // Package scrape is feed-scrape: it turns websites without feeds into
-// entries (seed 001 §5), fills in the full text of new entries of feeds
-// that ask for it (seed 004 stage 2), and derives keywords from their text
-// (seed 002).
+// entries, fills in the full text of new entries of feeds that ask for
+// it, and derives keywords from their text (docs/design.md#scraping).
 package scrape
 
 import (

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -252,6 +255,9 @@ func TestConditionalAndGzip(t *testing.T) {
 	if resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 	}
+	if v := resp.Header.Values("Vary"); len(v) != 1 || v[0] != "Accept-Encoding" {
+		t.Errorf("Vary %q, want Accept-Encoding once", v)
+	}
 	zr, err := gzip.NewReader(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +337,7 @@ func TestWrites(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, name string) []byte {
+func mustRead(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "feeds", name))
 	if err != nil {
@@ -375,7 +381,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown feed entries", "GET", "/feeds/00000000-0000-5000-8000-000000000000/entries", "", nil, 404, "knows no feed"},
 		{"unknown feed feed", "GET", "/feeds/00000000-0000-5000-8000-000000000000/feed.atom", "", nil, 404, "no feed"},
 		{"feed id upper case", "GET", "/feeds/" + strings.ToUpper(id), "", nil, 400, "lower case"},
-		{"feed id prefix", "GET", "/feeds/" + id[:8], "", nil, 400, "UUID"},
+		{"feed id too short a prefix", "GET", "/feeds/" + id[:3], "", nil, 400, "4 characters or more"},
 		{"label with a slash", "GET", "/labels/a%2Fb.atom", "", nil, 400, "slash"},
 		{"label dot dot", "GET", "/labels/...atom", "", nil, 400, "dot"},
 		{"label query slash", "GET", "/entries?label=a/b", "", nil, 400, "slash"},
@@ -498,5 +504,89 @@ func TestCacheFollowsTheCatalog(t *testing.T) {
 	w.get("/feeds/"+id+"/entries?limit=1000").json(t, &after)
 	if len(after.Entries) != len(before.Entries)+2 {
 		t.Fatalf("after a commit: %d entries, want %d", len(after.Entries), len(before.Entries)+2)
+	}
+}
+
+// TestFeedIDPrefixes: a route of a feed takes a unique prefix of its id,
+// as feed-sub does; an ambiguous one is a 409 that lists the candidates.
+func TestFeedIDPrefixes(t *testing.T) {
+	w := newWorld(t)
+	id := w.ids["TechCrunch.xml"]
+	var f FeedOut
+	w.get("/feeds/"+id[:6]).json(t, &f)
+	if f.FeedID != id {
+		t.Errorf("by prefix: %q", f.FeedID)
+	}
+	if r := w.get("/feeds/" + id[:8] + "/entries?limit=1"); r.status != 200 || !strings.Contains(string(r.body), id) {
+		t.Errorf("entries by prefix: %d", r.status)
+	}
+	// Two feeds whose ids begin alike.
+	seen := map[string]string{}
+	var a, b string
+	for i := 0; a == ""; i++ {
+		u := fmt.Sprintf("https://x.example/%d.xml", i)
+		p := ids.FeedID(u)[:4]
+		if other, ok := seen[p]; ok {
+			a, b = other, u
+		}
+		seen[p] = u
+	}
+	for _, u := range []string{a, b} {
+		if r := w.write("POST", "/feeds", `{"url": "`+u+`"}`); r.status != 201 {
+			t.Fatalf("add %s: %d %s", u, r.status, r.body)
+		}
+	}
+	prefix := ids.FeedID(a)[:4]
+	p := w.get("/feeds/"+prefix).problem(t, 409)
+	if !strings.Contains(p.Detail, ids.FeedID(a)) || !strings.Contains(p.Detail, ids.FeedID(b)) {
+		t.Errorf("409 without the candidates: %s", p.Detail)
+	}
+	w.get("/feeds/abc").problem(t, 400)
+	w.get("/feeds/ffffffff-ffff").problem(t, 404)
+	w.get("/feeds/NOT-HEX").problem(t, 400)
+}
+
+// TestParseWarningsKept: a feed read with warnings (cut short, a bare
+// '&') says so in its state, its status and on its page, and its fetch
+// record has its parse; a reader app's htmlUrl is the site it links to.
+func TestParseWarningsKept(t *testing.T) {
+	t.Cleanup(catalog.SetTestIterations(1000))
+	w := newWorld(t)
+	os.WriteFile(filepath.Join(w.www, "cut.rss"), []byte(`<?xml version="1.0"?><rss version="2.0"><channel><title>Cut & dried</title>
+<link>https://cut.example/home</link>
+<item><title>One</title><link>https://cut.example/1</link></item>
+<item><title>Two</title><link>https://cut.example/2</link></item>
+<item><title>Thr`), 0o644)
+	s, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard}, sub.Spec{URL: w.feeds.URL + "/cut.rss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(t0.Add(time.Hour))
+	var f FeedOut
+	w.get("/feeds/"+s.FeedID).json(t, &f)
+	if len(f.Warnings) == 0 || !strings.Contains(f.StatusText, "parse warning") || f.Link != "https://cut.example/home" {
+		t.Fatalf("the feed: status %q, warnings %q, link %q", f.StatusText, f.Warnings, f.Link)
+	}
+	fetchID := w.firstFetchID(s.FeedID)
+	var rec ndjson.Fetch
+	w.get("/fetches/"+fetchID).json(t, &rec)
+	if rec.Parse == nil || !slices.Equal(rec.Parse.Warnings, f.Warnings) || rec.Parse.Entries != 2 {
+		t.Errorf("the fetch record's parse: %+v", rec.Parse)
+	}
+	if p := w.page("/web/feeds/"+s.FeedID, 200); !strings.Contains(p, "read with warnings") || !strings.Contains(p, "parse warning") {
+		t.Errorf("the feed's page says nothing of its warnings")
+	}
+	if err := w.cat.AddUser(context.Background(), "alice", "alice's password", catalog.RoleReader, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, auth := w.login(t, "alice", "alice's password")
+	var list struct {
+		Subscriptions []grSubscription `json:"subscriptions"`
+	}
+	w.gr(auth, "GET", "/reader/api/0/subscription/list", "").json(t, &list)
+	for _, sb := range list.Subscriptions {
+		if sb.ID == "feed/"+s.FeedID && sb.HTMLURL != "https://cut.example/home" {
+			t.Errorf("htmlUrl %q, want the site's link", sb.HTMLURL)
+		}
 	}
 }

@@ -8,26 +8,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/feedpipe/feedpipe/internal/browsertest"
 	"github.com/feedpipe/feedpipe/internal/sub"
 )
-
-// chromium returns a headless browser to run, or skips the test saying
-// how to get one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: the browser tests are skipped (Debian: apt-get install chromium; ./scripts/test installs it when it can)")
-	return ""
-}
 
 // browse runs a headless Chromium on url until ctx is done.
 func browse(ctx context.Context, t *testing.T, bin, url string, extra ...string) *exec.Cmd {
@@ -60,9 +51,9 @@ es.onerror = () => { if (n == 0) report("events", "blocked"); };
 
 // TestBrowser: a real browser calls the API from the origin --cors allows
 // (reads, a write with its preflight, the event stream) and is refused from
-// another; a payload served by /raw runs no script in it.
+// another; an HTML payload is served by /raw as a download.
 func TestBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Binary(t)
 	var (
 		mu                sync.Mutex
 		pageAPI, pageFeed string                           // the addresses the page calls, set once the servers run
@@ -139,20 +130,70 @@ func TestBrowser(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("no payload of the page: %v", err)
 	}
-	dump := func(url string) string {
-		out, err := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
-			"--virtual-time-budget=2000", "--dump-dom", url).Output()
+	// Served as nothing a browser opens: it is saved, not shown, and even
+	// a browser that showed it would run no script in it.
+	r := w.get("/raw/" + ref.FetchID)
+	h := r.header
+	if r.status != 200 || h.Get("Content-Type") != "application/octet-stream" || h.Get("Content-Disposition") != "attachment" ||
+		h.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(h.Get("Content-Security-Policy"), "sandbox") ||
+		string(r.body) != string(mustReadFile(t, filepath.Join(w.www, "page.html"))) {
+		t.Errorf("/raw of an HTML page: %d %v", r.status, h)
+	}
+}
+
+func mustReadFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBidiIsolated: in a real browser, a feed name with a U+202E (right-
+// to-left override) reorders nothing after it on the river's lines: the
+// time stays to the right of the name. The same line without isolation
+// (unicode-bidi: normal, set by the test) shows the check can fail.
+func TestBidiIsolated(t *testing.T) {
+	bin := browsertest.Binary(t)
+	w := newWorld(t)
+	os.WriteFile(filepath.Join(w.www, "bidi.rss"), []byte(`<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>
+<title>Evil&#x202e;eman and more</title><link>https://evil.example/</link>
+<item><title>One</title><link>https://evil.example/1</link><pubDate>Sat, 21 Nov 2026 09:00:00 GMT</pubDate></item></channel></rss>`), 0o644)
+	if _, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard}, sub.Spec{URL: w.feeds.URL + "/bidi.rss"}); err != nil {
+		t.Fatal(err)
+	}
+	w.cycle(t0.Add(time.Hour))
+	ctx, cancelT := context.WithTimeout(browsertest.Start(t, bin), 60*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.Navigate(w.api.URL+"/web/river")); err != nil {
+		t.Fatal(err)
+	}
+	// How far right of the name's last box the time begins, on the line of
+	// the entry whose feed name holds the override; isolate false first
+	// takes the isolation off.
+	gap := func(isolate bool) float64 {
+		t.Helper()
+		js := `((isolate) => {
+			for (const m of document.querySelectorAll(".entry .meta")) {
+				const a = m.querySelector("a");
+				if (!a.textContent.includes("\u202e")) continue;
+				if (!isolate) a.style.unicodeBidi = "normal";
+				const right = Math.max(...[...a.getClientRects()].map(r => r.right));
+				return m.querySelector("time").getBoundingClientRect().left - right;
+			}
+			return -1e9;
+		})(` + strconv.FormatBool(isolate) + `)`
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(out)
+		return v
 	}
-	// The same page from the feed server, without /raw's policy: its
-	// script runs (the check below can fail).
-	if out := dump(w.feeds.URL + "/page.html"); !strings.Contains(out, "<title>ran</title>") || !strings.Contains(out, `<p id="p">changed</p>`) {
-		t.Fatalf("the script does not run even without the policy:\n%s", out)
+	if g := gap(true); g < 0 {
+		t.Errorf("the time is %.0f px left of the feed's name: the override reordered the line", -g)
 	}
-	if out := dump(w.api.URL + "/raw/" + ref.FetchID); !strings.Contains(out, `<p id="p">kept</p>`) || !strings.Contains(out, "<title>original</title>") {
-		t.Errorf("the payload's script ran, or the page is not shown:\n%s", out)
+	if g := gap(false); g >= 0 {
+		t.Errorf("without isolation the time is still right of the name (%.0f px): the check cannot fail", g)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,16 +206,6 @@ func (c *answerCache) put(key string, e *cached) {
 // client reads what it wrote.
 const metaFeedLinger = time.Second
 
-// cachedRoutes are the routes whose answers depend on the catalog alone
-// (and entries/ and fetches/, whose lines it indexes), each with how long
-// its answer lingers past a commit: the meta-feeds metaFeedLinger, the
-// others not at all.
-var cachedRoutes = map[string]time.Duration{
-	"/feeds": 0, "/feeds/{id}": 0, "/feeds/{id}/entries": 0, "/entries": 0, "/entries/{uid}": 0, "/fetches/{id}": 0,
-	"/feeds/{id}/feed.atom": metaFeedLinger, "/feeds/{id}/feed.rss": metaFeedLinger, "/feeds/{id}/feed.json": metaFeedLinger,
-	"/labels/{file}": metaFeedLinger, "/all.atom": metaFeedLinger, "/all.rss": metaFeedLinger, "/all.json": metaFeedLinger,
-}
-
 // serveCached answers a GET from the cache, or runs the handler and keeps
 // its answer. While the catalog changes (a pipeline's commits, tens a
 // second), each answer is made by one request at a time: a request that
@@ -223,8 +214,9 @@ var cachedRoutes = map[string]time.Duration{
 // while the one under way finishes), and takes its answer, which reflects the catalog as it was then or later, as one of
 // its own would; it never takes an answer of a catalog older than the one
 // it saw.
-func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time.Duration, handle func(http.ResponseWriter, *http.Request)) {
-	key := r.URL.RequestURI()
+func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, p policy, handle func(http.ResponseWriter, *http.Request)) {
+	linger := p.linger
+	key := s.cacheKey(r)
 	gen := s.changes.look(r.Context())
 	if e := s.cache.get(key, &s.changes, time.Now(), linger); e != nil {
 		s.replay(w, r, e)
@@ -234,7 +226,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 	for {
 		m, maker := s.cache.join(key, gen, seq)
 		if maker {
-			s.make(w, r, key, linger, m, handle)
+			s.make(w, r, key, p, m, handle)
 			return
 		}
 		// A meta-feed being made anew: the kept one serves meanwhile
@@ -266,17 +258,35 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, linger time
 		s.replay(w, r, m.e)
 		return
 	}
-	s.gated(handle)(w, r)
+	s.gated(p.gate, handle)(w, r)
+}
+
+// cacheKey is what a kept answer is kept under: everything its body
+// depends on. That is the request's URI; unless --base-url gives the
+// links' origin, the origin the links are made of (hosts.go): a request
+// with another Host must not leave its links in everyone's answer; and
+// whether the caller holds the token, which shows the messages of errors
+// (publicError).
+func (s *Server) cacheKey(r *http.Request) string {
+	key := r.URL.RequestURI()
+	if s.cfg.BaseURL == "" {
+		key = s.origin(r) + " " + key
+	}
+	if s.holdsToken(r) {
+		key = "token " + key
+	}
+	return key
 }
 
 // make makes the answer of key as its maker m, keeps it and answers r.
-func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, linger time.Duration, m *making, handle func(http.ResponseWriter, *http.Request)) {
+func (s *Server) make(w http.ResponseWriter, r *http.Request, key string, p policy, m *making, handle func(http.ResponseWriter, *http.Request)) {
+	linger := p.linger
 	var e *cached
 	dropped := true
 	defer func() { s.cache.made(key, m, e, dropped) }()
 	// In line at the read gate (gate.go) before the catalog's version is
 	// read: a make that waited there long reads a newer catalog.
-	leave, ok := s.enterReads(r)
+	leave, ok := s.enterReads(r, p.gate)
 	if !ok {
 		return // its client went away; a waiter makes it instead
 	}
@@ -333,7 +343,9 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, e *cached) {
 	if len(e.body) >= gzipMinSize && acceptsGzip(r) {
 		payload = e.gzipped()
 		h.Set("Content-Encoding", "gzip")
-		h.Add("Vary", "Accept-Encoding")
+		if !slices.Contains(h.Values("Vary"), "Accept-Encoding") { // gzhttp, in front, has said it
+			h.Add("Vary", "Accept-Encoding")
+		}
 	}
 	sendTagged(w, r, http.StatusOK, e.header.Get("Content-Type"), e.etag, payload, e.modified)
 }

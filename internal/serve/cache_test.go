@@ -41,7 +41,7 @@ func commit(t *testing.T, s *Server) {
 
 func get(s *Server, handle func(http.ResponseWriter, *http.Request)) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	s.serveCached(rec, httptest.NewRequest("GET", "/feeds", nil), 0, handle)
+	s.serveCached(rec, httptest.NewRequest("GET", "/feeds", nil), catalogRead, handle)
 	return rec
 }
 
@@ -118,7 +118,7 @@ func TestCacheNoOlderAnswer(t *testing.T) {
 	r := httptest.NewRequest("GET", "/feeds", nil)
 	r.Header.Set("If-None-Match", b.Header().Get("ETag"))
 	rec := httptest.NewRecorder()
-	s.serveCached(rec, r, 0, handle)
+	s.serveCached(rec, r, catalogRead, handle)
 	if rec.Code != http.StatusNotModified || runs.Load() != 2 {
 		t.Errorf("a third request: %d after %d makes, want 304 after 2", rec.Code, runs.Load())
 	}
@@ -138,7 +138,7 @@ func TestCacheMetaFeedLinger(t *testing.T) {
 	const linger = 300 * time.Millisecond
 	ask := func(uri string, linger time.Duration) string {
 		rec := httptest.NewRecorder()
-		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), linger, handle)
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), policy{gate: gateRead, keep: true, linger: linger}, handle)
 		return rec.Body.String()
 	}
 	start := time.Now()
@@ -178,7 +178,7 @@ func TestCacheMetaFeedServedWhileMade(t *testing.T) {
 	}
 	ask := func(uri string, linger time.Duration) string {
 		rec := httptest.NewRecorder()
-		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), linger, handle)
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), policy{gate: gateRead, keep: true, linger: linger}, handle)
 		return rec.Body.String()
 	}
 	const linger = time.Millisecond
@@ -225,7 +225,7 @@ func TestCacheKeepsOtherFeedsAnswers(t *testing.T) {
 	}
 	ask := func(uri string) string {
 		rec := httptest.NewRecorder()
-		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), 0, handle)
+		s.serveCached(rec, httptest.NewRequest("GET", uri, nil), catalogRead, handle)
 		return rec.Body.String()
 	}
 	state := func(id string) {

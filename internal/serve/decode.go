@@ -29,6 +29,15 @@ type FeedSpec struct {
 	Headers     []string             `json:"headers"`
 	BasicAuth   string               `json:"basic_auth"`
 	Scrape      *ndjson.ScrapeConfig `json:"scrape"`
+	// AllowPrivate lets the feed be on a private address: only where
+	// feed-serve runs with --allow-private.
+	AllowPrivate bool `json:"allow_private"`
+	// Media are the feed's media settings (feed-sub add --media).
+	Media *ndjson.MediaSettings `json:"media"`
+	// Push is the push mode (off, preferred, only); Backfill walks the
+	// feed's archive (docs/design.md#push, #backfill).
+	Push     string `json:"push"`
+	Backfill bool   `json:"backfill"`
 }
 
 // FeedPatch is the body of PATCH /feeds/{id}: what feed-sub set, enable,
@@ -43,16 +52,26 @@ type FeedPatch struct {
 	UserAgent      *string   `json:"user_agent"`
 	Headers        *[]string `json:"headers"`
 	BasicAuth      *string   `json:"basic_auth"`
+	AllowPrivate   *bool     `json:"allow_private"`
 	IntervalSec    *int      `json:"interval_sec"`
 	MinIntervalSec *int      `json:"min_interval_sec"`
 	MaxIntervalSec *int      `json:"max_interval_sec"`
 	Cron           *string   `json:"cron"`
 	// Scrape replaces the scraper configuration; null removes it.
 	Scrape json.RawMessage `json:"scrape"`
+	// Media replaces the media settings (feed-sub set --media); null turns
+	// media off.
+	Media json.RawMessage `json:"media"`
 	// Disabled disables (true) or enables (false) the feed.
 	Disabled *bool `json:"disabled"`
 	// PausedUntil pauses the feed until a time; null resumes it.
 	PausedUntil json.RawMessage `json:"paused_until"`
+	// Push and Backfill set the push mode and the archive walk;
+	// NewSecret gives a webhook source a new secret (in the answer's
+	// notes, once).
+	Push      *string `json:"push"`
+	Backfill  *bool   `json:"backfill"`
+	NewSecret bool    `json:"new_secret"`
 }
 
 // errBody is a request body the API cannot take; its Field names the
@@ -178,4 +197,22 @@ func (p *FeedPatch) scrape() (c *ndjson.ScrapeConfig, set bool, err error) {
 		return nil, true, &errBody{Field: "scrape", Msg: `member "scrape" must be a scraper configuration (pkg/ndjson, "scrape configuration"), or null to remove it: ` + err.Error()}
 	}
 	return c, true, nil
+}
+
+// media reads the media member: set says it is there; nil settings turn
+// media off.
+func (p *FeedPatch) media() (m *ndjson.MediaSettings, set bool, err error) {
+	if p.Media == nil {
+		return nil, false, nil
+	}
+	if string(bytes.TrimSpace(p.Media)) == "null" {
+		return nil, true, nil
+	}
+	m = &ndjson.MediaSettings{}
+	dec := json.NewDecoder(bytes.NewReader(p.Media))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return nil, true, &errBody{Field: "media", Msg: `member "media" must be media settings {"types": ["audio/*"], "max_bytes": 0, "images": false}, or null to turn media off: ` + err.Error()}
+	}
+	return m, true, nil
 }

@@ -101,7 +101,7 @@ func isNumber(s string, signed bool) bool {
 
 // feedEntries is GET /feeds/{id}/entries.
 func (s *Server) feedEntries(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -280,7 +280,12 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 		History  []version       `json:"history"`
 		AlsoIn   []string        `json:"also_in,omitempty"` // feeds with an entry of the same uid
 		FeedLink string          `json:"feed"`
+		Media    []MediaOut      `json:"media,omitempty"` // its files (feed-media)
 	}{Entry: withVersions(latest, row.Versions), AlsoIn: others, FeedLink: "/feeds/" + row.FeedID}
+	if out.Media, err = s.entryMedia(r, row.FeedID, uid); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	for _, v := range versions[pick] {
 		vo := version{Version: v.Version, ContentHash: v.Hash, StoredAt: ndjson.At(v.StoredAt), Entry: json.RawMessage("null")}
 		if b, err := s.line(v.Location); err == nil && len(b) > 1 && b[0] == '{' && b[len(b)-1] == '}' &&

@@ -36,7 +36,12 @@ type FeedOut struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *FeedOut {
+// feedOut is the feed of s and fs as the API shows it at now; full shows
+// the message of its last error too (the caller holds the token).
+func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time, full bool) *FeedOut {
+	if !full {
+		fs.LastError = publicError(fs.LastError)
+	}
 	st := stats.StatusOf(s, fs, now)
 	counts := fs.Counts
 	if counts.ErrorCodes == nil {
@@ -49,7 +54,7 @@ func feedOut(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *FeedOu
 }
 
 // The states GET /feeds?state= selects (stats.StatusOf).
-var feedStates = []string{stats.StateEnabled, stats.StateFailing, stats.StatePaused, stats.StateDisabled}
+var feedStates = []string{stats.StateEnabled, stats.StateFailing, stats.StateRefused, stats.StatePaused, stats.StateDisabled}
 
 // errPageFull ends a scan of the feeds once a page is full.
 var errPageFull = errors.New("page full")
@@ -89,6 +94,7 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	page := []*FeedOut{}
+	full := s.holdsToken(r)
 	var next string
 	skipping := cursor != ""
 	err := s.cat.Feeds(r.Context(), catalog.FeedFilter{Label: label}, func(f *catalog.Feed) error {
@@ -103,7 +109,7 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 			next = page[len(page)-1].FeedID
 			return errPageFull
 		}
-		out := feedOut(cloneSub(f.Sub), f.State, now)
+		out := feedOut(cloneSub(f.Sub), f.State, now, full)
 		if unread != nil {
 			n := unread[f.Sub.FeedID].Count
 			out.Unread = &n
@@ -117,6 +123,10 @@ func (s *Server) listFeeds(w http.ResponseWriter, r *http.Request) {
 	}
 	if skipping {
 		badParam(w, r, "cursor", "cursor "+cursor+" names a feed no longer subscribed (or not of this list): start from the first page")
+		return
+	}
+	if err := s.withPush(r.Context(), page...); err != nil {
+		s.serverError(w, r, err)
 		return
 	}
 	out := struct {
@@ -136,15 +146,40 @@ func cloneSub(s ndjson.Subscription) ndjson.Subscription {
 	return s
 }
 
-// feedParam reads the path's feed id; false when the request is answered.
-func feedParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+// feedParam reads the path's feed id, or a unique prefix of one of 4
+// characters or more (as feed-sub takes them); false when the request is
+// answered.
+func (s *Server) feedParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if !ndjson.IsFeedID(id) {
+	if ndjson.IsFeedID(id) {
+		return id, true
+	}
+	if len(id) < 4 || len(id) > 35 || strings.Trim(id, "0123456789abcdef-") != "" {
 		writeProblem(w, r, Problem{Title: "bad feed id", Status: http.StatusBadRequest, Field: "id",
-			Detail: "feed id " + strconv.Quote(clip(id)) + " is not one: a feed id is a UUID in lower case, as GET /feeds lists them"})
+			Detail: "feed id " + strconv.Quote(clip(id)) + " is not one: a feed id is a UUID in lower case, as GET /feeds lists them, or 4 characters or more of its start"})
 		return "", false
 	}
-	return id, true
+	subs, err := s.cat.Subscriptions(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return "", false
+	}
+	var matches []string
+	for _, sb := range subs {
+		if strings.HasPrefix(sb.FeedID, id) {
+			matches = append(matches, sb.FeedID)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], true
+	case 0:
+		problem(w, r, http.StatusNotFound, "no such feed", "no subscribed feed's id begins "+id+": GET /feeds lists them")
+	default:
+		problem(w, r, http.StatusConflict, "ambiguous feed id", id+" begins the ids of "+strconv.Itoa(len(matches))+" feeds: "+
+			strings.Join(matches[:min(10, len(matches))], ", ")+": give more of it")
+	}
+	return "", false
 }
 
 // feed reads a subscription and its state; false when the request is
@@ -169,7 +204,7 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, id string) (ndjson
 
 // getFeed is GET /feeds/{id}.
 func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -177,7 +212,25 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.sendJSON(w, r, http.StatusOK, feedOut(sb, fs, s.cfg.Now()), fs.LastFetchAt.Time)
+	out := feedOut(sb, fs, s.cfg.Now(), s.holdsToken(r))
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.sendJSON(w, r, http.StatusOK, out, fs.LastFetchAt.Time)
+}
+
+// privateAllowed answers a request to let a feed reach private addresses
+// that this server does not take, and reports whether it does: only with
+// --allow-private, and only from the token's holder (every write of this
+// API is).
+func (s *Server) privateAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.AllowPrivate {
+		return true
+	}
+	problem(w, r, http.StatusForbidden, "private addresses refused", "this feed-serve takes no feed on a private address "+
+		"(allow_private): start it with --allow-private to let the token's holder add them, or use feed-sub add --allow-private")
+	return false
 }
 
 // subConfig is the configuration of the functions feed-sub uses; what
@@ -248,6 +301,9 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 		badParam(w, r, "url", `member "url" is missing: the feed's URL (http or https)`)
 		return
 	}
+	if spec.AllowPrivate && !s.privateAllowed(w, r) {
+		return
+	}
 	var msg bytes.Buffer
 	u := spec.URL
 	if spec.Discover {
@@ -256,7 +312,11 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 			problem(w, r, http.StatusUnprocessableEntity, "invalid subscription", "url "+strconv.Quote(clip(u))+" is not an http or https URL")
 			return
 		}
-		f, more, err := sub.Discovered(r.Context(), s.cfg.Discover, u)
+		dc := s.cfg.Discover
+		if spec.AllowPrivate {
+			dc.Client = dc.Client.Private()
+		}
+		f, more, err := sub.Discovered(r.Context(), dc, u)
 		if err != nil {
 			problem(w, r, http.StatusUnprocessableEntity, "no feed found", err.Error())
 			return
@@ -270,7 +330,8 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, added, err := sub.Add(s.subConfig(&msg), sub.Spec{URL: u, Name: spec.Name, Labels: spec.Labels, Type: spec.Type,
 		Interval: time.Duration(spec.IntervalSec) * time.Second, Cron: spec.Cron, UserAgent: spec.UserAgent, Headers: spec.Headers,
-		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext})
+		BasicAuth: spec.BasicAuth, Scrape: spec.Scrape, Fulltext: spec.Fulltext, AllowPrivate: spec.AllowPrivate, Media: spec.Media,
+		Push: spec.Push, Backfill: spec.Backfill})
 	if err != nil {
 		s.subError(w, r, err)
 		return
@@ -280,8 +341,12 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	out := feedOut(sb, fs, s.cfg.Now())
+	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(&msg)
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	status := http.StatusOK
 	if added {
 		status = http.StatusCreated
@@ -295,7 +360,7 @@ func (s *Server) addFeed(w http.ResponseWriter, r *http.Request) {
 // checked before anything changes; a later step that fails leaves the
 // earlier ones made, and says so.
 func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok || !wantJSON(w, r) {
 		return
 	}
@@ -314,15 +379,27 @@ func (s *Server) patchFeed(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, r, err)
 		return
 	}
+	mediaSettings, setMedia, err := p.media()
+	if err != nil {
+		bodyError(w, r, err)
+		return
+	}
+	if p.AllowPrivate != nil && *p.AllowPrivate && !s.privateAllowed(w, r) {
+		return
+	}
 	c := sub.Changes{Name: p.Name, Labels: p.Labels, AddLabels: p.AddLabels, RmLabels: p.RmLabels, Type: p.Type,
-		Fulltext: p.Fulltext, UserAgent: p.UserAgent, Headers: p.Headers, BasicAuth: p.BasicAuth, Overrides: sub.Overrides{
-			Interval: seconds(p.IntervalSec), Min: seconds(p.MinIntervalSec), Max: seconds(p.MaxIntervalSec), Cron: p.Cron}}
+		Fulltext: p.Fulltext, UserAgent: p.UserAgent, Headers: p.Headers, BasicAuth: p.BasicAuth, AllowPrivate: p.AllowPrivate, Overrides: sub.Overrides{
+			Interval: seconds(p.IntervalSec), Min: seconds(p.MinIntervalSec), Max: seconds(p.MaxIntervalSec), Cron: p.Cron},
+		Push: p.Push, Backfill: p.Backfill, NewSecret: p.NewSecret}
 	if setScrape {
 		c.Scrape = func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig { return scrape }
 	}
-	settings := setScrape || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
-		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || p.IntervalSec != nil ||
-		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil
+	if setMedia {
+		c.Media = func(*ndjson.MediaSettings) *ndjson.MediaSettings { return mediaSettings }
+	}
+	settings := setScrape || setMedia || c.Name != nil || c.Labels != nil || len(c.AddLabels) > 0 || len(c.RmLabels) > 0 || c.Type != nil ||
+		c.Fulltext != nil || c.UserAgent != nil || c.Headers != nil || c.BasicAuth != nil || c.AllowPrivate != nil || p.IntervalSec != nil ||
+		p.MinIntervalSec != nil || p.MaxIntervalSec != nil || p.Cron != nil || p.Push != nil || p.Backfill != nil || p.NewSecret
 	if !settings && p.Disabled == nil && !pause {
 		problem(w, r, http.StatusUnprocessableEntity, "nothing to change", "the body changes nothing: give a member to change ("+
 			strings.Join(members(&p), ", ")+")")
@@ -375,8 +452,12 @@ func (s *Server) answerFeed(w http.ResponseWriter, r *http.Request, id string, m
 	if !ok {
 		return
 	}
-	out := feedOut(sb, fs, s.cfg.Now())
+	out := feedOut(sb, fs, s.cfg.Now(), true) // a write: the caller holds the token
 	out.Notes = notes(msg)
+	if err := s.withPush(r.Context(), out); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	s.sendJSON(w, r, http.StatusOK, out, time.Time{})
 }
 
@@ -390,7 +471,7 @@ func seconds(n *int) *time.Duration {
 
 // deleteFeed is DELETE /feeds/{id}: feed-sub rm. The stored entries stay.
 func (s *Server) deleteFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -405,12 +486,27 @@ func (s *Server) deleteFeed(w http.ResponseWriter, r *http.Request) {
 // refetchFeed is POST /feeds/{id}/refetch: feed-sub refetch, the manual
 // nudge; the next feed-due lists the feed.
 func (s *Server) refetchFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
 	var msg bytes.Buffer
 	if err := sub.Refetch(s.subConfig(&msg), []string{id}, s.cfg.Sched); err != nil {
+		s.subError(w, r, err)
+		return
+	}
+	s.answerFeed(w, r, id, &msg)
+}
+
+// backfillFeed is POST /feeds/{id}/backfill: feed-sub backfill, a walk of
+// the feed's archive asked for by hand.
+func (s *Server) backfillFeed(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.feedParam(w, r)
+	if !ok {
+		return
+	}
+	var msg bytes.Buffer
+	if err := sub.Backfill(s.subConfig(&msg), []string{id}); err != nil {
 		s.subError(w, r, err)
 		return
 	}
@@ -465,25 +561,7 @@ func labelProblem(label string) string {
 func nextURL(r *http.Request, param, value string) string {
 	q := r.URL.Query()
 	q.Set(param, value)
-	return r.URL.Path + "?" + q.Encode()
-}
-
-// absolute makes a path of this server an absolute URL.
-func (s *Server) absolute(r *http.Request, path string) string {
-	if s.cfg.BaseURL != "" {
-		return s.cfg.BaseURL + path
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	host := r.Host
-	if host == "" || strings.IndexFunc(host, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c))
-	}) >= 0 {
-		host = "localhost" // a Host header that is no host name goes into no link
-	}
-	return scheme + "://" + host + path
+	return r.URL.EscapedPath() + "?" + q.Encode()
 }
 
 func contains(list []string, s string) bool {

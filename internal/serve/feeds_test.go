@@ -163,3 +163,25 @@ func TestPublish(t *testing.T) {
 	_ = catalog.DefaultLimit
 	_ = ndjson.TypeEntry
 }
+
+// TestPublishSelfEncoded: a label's file keeps its name, and its self
+// link has it percent-encoded.
+func TestPublishSelfEncoded(t *testing.T) {
+	w := newWorld(t)
+	label := "two words#x?"
+	if err := sub.Set(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard, Msg: io.Discard}, []string{w.ids["youtube_atom.xml"]}, sub.Changes{AddLabels: []string{label}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Publish(context.Background(), PublishConfig{Catalog: w.cat, Dir: dir, BaseURL: "https://example.org/feeds", Limit: 5}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, label+".atom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parse.ParseFeed(b, parse.Source{FeedID: "00000000-0000-5000-8000-0000000000ff"})
+	if err != nil || f.Info.Self != "https://example.org/feeds/two%20words%23x%3F.atom" {
+		t.Errorf("self %q %v", f.Info.Self, err)
+	}
+}

@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"cmp"
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -36,6 +36,12 @@ func (s *Server) getFetch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		problem(w, r, http.StatusNotFound, "no such fetch", "no fetch "+id+" is in the store (or it was pruned)")
 		return
+	}
+	if !s.holdsToken(r) {
+		f.Error = publicError(f.Error)
+		if f.Parse != nil && f.Parse.Error != "" {
+			f.Parse.Error = hiddenMessage
+		}
 	}
 	b, err := ndjson.Marshal(f)
 	if err != nil {
@@ -78,14 +84,46 @@ func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
 		problem(w, r, http.StatusNotFound, "no such payload", "the payload of fetch "+id+" is no longer in the store (pruned)")
 		return
 	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		ct = "application/octet-stream"
-	}
 	h := w.Header()
+	ct, runnable := rawType(ct)
+	if runnable {
+		h.Set("Content-Disposition", "attachment")
+	}
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("X-Fetch-Url", f.URL)
 	h.Set("Cache-Control", "public, max-age=31536000, immutable") // a payload never changes
-	send(w, r, http.StatusOK, cmp.Or(ct, "application/octet-stream"), body, f.FetchedAt.Time)
+	send(w, r, http.StatusOK, ct, body, f.FetchedAt.Time)
+}
+
+// rawType is the Content-Type a stored payload is served with: the one
+// it was served with, but never a type a browser would run or render as
+// a page of this site (HTML, XHTML, SVG, script): those are sent as
+// application/octet-stream, runnable true, to be saved, not opened. (The
+// sandbox policy and nosniff hold besides.)
+func rawType(ct string) (string, bool) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || ct == "" {
+		return "application/octet-stream", false
+	}
+	switch {
+	case mt == "text/html", mt == "application/xhtml+xml", mt == "image/svg+xml", mt == "text/xsl", mt == "application/xslt+xml",
+		strings.Contains(mt, "javascript"), strings.Contains(mt, "ecmascript"), strings.HasSuffix(mt, "+html"):
+		return "application/octet-stream", true
+	}
+	return ct, false
+}
+
+// hiddenMessage stands for a message of an error shown only with the
+// token: it may name addresses of the server's own network.
+const hiddenMessage = "(shown with the API token)"
+
+// publicError is e as anyone may see it: its class and code, not its
+// message.
+func publicError(e *ndjson.Error) *ndjson.Error {
+	if e == nil || e.Message == "" {
+		return e
+	}
+	return &ndjson.Error{Class: e.Class, Code: e.Code, Message: hiddenMessage}
 }
 
 type keyError string

@@ -29,9 +29,8 @@ import (
 // environment sets it. feed-serve runs on the machine of the pipeline
 // that writes its store (SQLite shares a database within one machine),
 // and a cycle's writer needs about one CPU: under bench-serve's load on
-// two CPUs, a pipeline cycle took +6% against +59% (medians of 7 and 4
-// runs) with feed-serve on one CPU rather than two, a feed's entries p99
-// 33 against 29 ms, 26,500 requests/s against 29,800 (docs/serve.md).
+// two CPUs the cycle ran +6% slower than alone with feed-serve on one CPU
+// (+59% on two; docs/serve.md#load).
 func DefaultCPUs() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)
@@ -43,9 +42,9 @@ func DefaultCPUs() int {
 // not told: one a CPU it runs on (a make is CPU work; more at once only share the
 // CPUs, and take them from a pipeline on the same machine), and never
 // more than the catalog's connections (catalog.MaxConns), on which more
-// would queue again, at random. On two CPUs, 2 against 4 made a
-// pipeline's cycle under bench-serve's load +22% slower than alone
-// against +46% (medians of 4 runs), a feed's entries as fast.
+// would queue again, at random: on two CPUs, 2 at once kept a pipeline's
+// cycle near +22% under load, 4 +46%
+// (docs/bench/2026-11-26-serve-read-gate.md).
 func DefaultMaxReads() int { return min(catalog.MaxConns, runtime.GOMAXPROCS(0)) }
 
 // gate admits at most cap(slots) holders at once, first come first in: a
@@ -86,32 +85,37 @@ func (g *gate) leave() {
 	}
 }
 
-// ungated are the routes whose GETs do not pass the gate (see above).
-var ungated = map[string]bool{
-	"/events/stream": true, "/healthz": true, "/openapi.json": true, "/metrics": true, "/raw/{id}": true,
-	"/web/static/{file}": true,
-}
+// gateKind is how a route's reads wait for the catalog (its policy).
+type gateKind int
 
-// heavyRoutes are the reads that merge the entries of many feeds: a
-// label's or the whole store's meta-feed (16 ms of CPU each on a store of
-// a million entries, ten times a feed's page) and /entries. At most
-// MaxHeavyReads of them hold a slot of the gate at once, so that while a
-// pipeline's commits (ten a second) make every kept answer anew, the
-// meta-feeds of a dozen labels, each remade after each commit, cannot
-// take every slot from the cheap reads: one make of each answer at a
-// time, while the kept one serves its requests (cache.go).
-var heavyRoutes = map[string]bool{
-	"GET /labels/{file}": true, "GET /all.atom": true, "GET /all.rss": true, "GET /all.json": true, "GET /entries": true,
-}
+const (
+	// gateNone: not at all (see above for which).
+	gateNone gateKind = iota
+	// gateRead: in line at the read gate.
+	gateRead
+	// gateHeavy: a read that merges the entries of many feeds (a label's
+	// or the whole store's meta-feed, 16 ms of CPU each on a store of a
+	// million entries, ten times a feed's page; /entries). At most
+	// MaxHeavyReads of them hold a slot of the read gate at once, so that
+	// while a pipeline's commits (ten a second) make every kept answer
+	// anew, the meta-feeds of a dozen labels, each remade after each
+	// commit, cannot take every slot from the cheap reads: one make of
+	// each answer at a time, while the kept one serves its requests
+	// (cache.go).
+	gateHeavy
+)
 
-// MaxHeavyReads is how many of heavyRoutes' reads hold a slot at once.
+// MaxHeavyReads is how many gateHeavy reads hold a slot at once.
 const MaxHeavyReads = 1
 
 // enterReads waits for r's slot at the gate (and, for a heavy read, for a
 // heavy one first); ok is false when r's client went away meanwhile.
 // leave frees what it took.
-func (s *Server) enterReads(r *http.Request) (leave func(), ok bool) {
-	heavy := heavyRoutes[r.Pattern]
+func (s *Server) enterReads(r *http.Request, kind gateKind) (leave func(), ok bool) {
+	if kind == gateNone {
+		return func() {}, true
+	}
+	heavy := kind == gateHeavy
 	if heavy {
 		if s.heavy.enter(r.Context()) != nil {
 			return nil, false
@@ -131,11 +135,11 @@ func (s *Server) enterReads(r *http.Request) (leave func(), ok bool) {
 	}, true
 }
 
-// gated runs h behind the read gate; a request whose client went away
+// gated runs h behind the gate of kind; a request whose client went away
 // while it waited is not answered (no one is left to read it).
-func (s *Server) gated(h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
+func (s *Server) gated(kind gateKind, h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		leave, ok := s.enterReads(r)
+		leave, ok := s.enterReads(r, kind)
 		if !ok {
 			return
 		}

@@ -232,13 +232,12 @@ func TestGateHeavy(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		for _, p := range []string{"/labels/a.atom", "/labels/b.atom", "/feeds/x/entries"} {
-			pattern := "GET /labels/{file}"
+			kind := feedOfMany.gate
 			if p == "/feeds/x/entries" {
-				pattern = "GET /feeds/{id}/entries"
+				kind = catalogRead.gate
 			}
 			r := httptest.NewRequest("GET", p, nil)
-			r.Pattern = pattern
-			wg.Go(func() { s.gated(handle)(httptest.NewRecorder(), r) })
+			wg.Go(func() { s.gated(kind, handle)(httptest.NewRecorder(), r) })
 			synctest.Wait()
 		}
 		mu.Lock()

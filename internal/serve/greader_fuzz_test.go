@@ -1,9 +1,15 @@
 package serve
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -133,6 +139,89 @@ func FuzzGreaderForm(f *testing.F) {
 		for k, vs := range form {
 			if len(vs) > maxFormItems {
 				t.Fatalf("%s: %d values", k, len(vs))
+			}
+		}
+	})
+}
+
+// FuzzGReaderRoles sends any route and form of the Google Reader API as
+// the reader bob or the admin alice: nothing answers 5xx, a reader's
+// request never changes a subscription, and no request makes a name or
+// label that is no name, nor a feed allowed private addresses.
+func FuzzGReaderRoles(f *testing.F) {
+	f.Cleanup(catalog.SetTestIterations(1000))
+	w := newWorld(f)
+	ctx := context.Background()
+	if err := w.cat.AddUser(ctx, "alice", "alice's password", catalog.RoleAdmin, t0); err != nil {
+		f.Fatal(err)
+	}
+	if err := w.cat.AddUser(ctx, "bob", "bob's password!", catalog.RoleReader, t0); err != nil {
+		f.Fatal(err)
+	}
+	auth := map[bool]string{}
+	for admin, who := range map[bool][2]string{true: {"alice", "alice's password"}, false: {"bob", "bob's password!"}} {
+		r := w.grLogin(who[0], who[1])
+		_, a, ok := strings.Cut(string(r.body), "Auth=")
+		if r.status != 200 || !ok {
+			f.Fatalf("login %s: %d %s", who[0], r.status, r.body)
+		}
+		auth[admin] = strings.TrimSpace(a)
+	}
+	id := w.ids["TechCrunch.xml"]
+	for _, seed := range []struct {
+		route, form string
+		admin       bool
+	}{
+		{"subscription/quickadd", "quickadd=https://example.org/feed.xml", false},
+		{"subscription/quickadd", "quickadd=http://127.0.0.1/internal", true},
+		{"subscription/edit", "ac=unsubscribe&s=feed/" + id, false},
+		{"subscription/edit", "ac=edit&s=feed/" + id + "&t=%3Cb%3Ex%3C%2Fb%3E", true},
+		{"subscription/edit", "ac=edit&s=feed/" + id + "&a=user/-/label/a%E2%80%AEb", true},
+		{"subscription/edit", "ac=subscribe&s=feed/https://example.org/x&t=a%0D%0Ab", true},
+		{"edit-tag", "i=1&a=user/-/state/com.google/read", false},
+		{"mark-all-as-read", "s=user/-/state/com.google/reading-list", false},
+		{"stream/contents/user%2F-%2Fstate%2Fcom.google%2Freading-list", "n=2", false},
+		{"unread-count", "", true},
+	} {
+		f.Add(seed.route, seed.form, seed.admin)
+	}
+	snapshot := func(t *testing.T) string {
+		subs, err := w.cat.Subscriptions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, s := range subs {
+			fmt.Fprintf(&b, "%s %q %q %v\n", s.FeedID, s.Name, s.Labels, s.AllowPrivate)
+		}
+		return b.String()
+	}
+	f.Fuzz(func(t *testing.T, route, form string, admin bool) {
+		r, err := http.NewRequest("POST", "http://127.0.0.1/reader/api/0/"+route, strings.NewReader(form))
+		if err != nil {
+			return
+		}
+		r.Header.Set("Authorization", "GoogleLogin auth="+auth[admin])
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		before := snapshot(t)
+		rec := httptest.NewRecorder()
+		w.s.ServeHTTP(rec, r)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %q as admin %v: %d %s", route, form, admin, rec.Code, rec.Body)
+		}
+		after := snapshot(t)
+		if !admin && after != before {
+			t.Fatalf("%s %q: a reader changed the subscriptions:\n%s\nto\n%s", route, form, before, after)
+		}
+		subs, _ := w.cat.Subscriptions(ctx)
+		for _, s := range subs {
+			if s.AllowPrivate {
+				t.Fatalf("%s %q made a feed allowed private addresses", route, form)
+			}
+			for _, name := range append([]string{s.Name}, s.Labels...) {
+				if safetext.CheckName(name) != nil {
+					t.Fatalf("%s %q made the name %q", route, form, name)
+				}
 			}
 		}
 	})

@@ -72,7 +72,7 @@ func (g *greq) feedInfo(cache map[string]feedInfo, id string) feedInfo {
 	var fi feedInfo
 	if sb, ok, err := g.s.cat.Subscription(g.ctx(), id); err == nil && ok {
 		fs, _, _ := g.s.cat.State(g.ctx(), id)
-		fi = feedInfo{title: feedTitle(sb, fs.Title), url: sb.URL}
+		fi = feedInfo{title: feedTitle(sb, fs.Title), url: siteOf(sb, fs)}
 		for _, l := range sb.Labels {
 			if labelProblem(l) == "" {
 				fi.labels = append(fi.labels, l)
@@ -212,7 +212,7 @@ func (g *greq) atom(st stream, items []grItem, next string) {
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	f := atomFeed{GR: "http://www.google.com/schemas/reader/atom/", ID: "tag:google.com,2005:reader/" + st.id(),
 		Title: g.streamTitle(st), Updated: rfc(g.now), Continuation: next,
-		Links: []atomLink{{Rel: "self", Href: g.s.absolute(g.r, g.r.URL.RequestURI())}}}
+		Links: []atomLink{{Rel: "self", Href: g.s.absolute(g.r, selfPath(g.r))}}}
 	for _, it := range items {
 		e := atomEntry{Crawl: it.CrawlTimeMsec, ID: it.ID, Title: atomText{Type: "html", Text: escapeHTMLText(it.Title)},
 			Published: rfc(time.Unix(it.Published, 0)), Updated: rfc(it.updatedAt),

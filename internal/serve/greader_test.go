@@ -19,10 +19,10 @@ func greaderWorld(t *testing.T) (*world, string) {
 	t.Helper()
 	t.Cleanup(catalog.SetTestIterations(1000))
 	w := newWorld(t)
-	if err := w.cat.AddUser(context.Background(), "alice", "secret pw", t0); err != nil {
+	if err := w.cat.AddUser(context.Background(), "alice", "secret password", catalog.RoleAdmin, t0); err != nil {
 		t.Fatal(err)
 	}
-	r := w.do("POST", "/accounts/ClientLogin", "Email=alice&Passwd=secret+pw&service=reader", "Content-Type", "application/x-www-form-urlencoded")
+	r := w.do("POST", "/accounts/ClientLogin", "Email=alice&Passwd=secret+password&service=reader", "Content-Type", "application/x-www-form-urlencoded")
 	if r.status != 200 {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
@@ -88,7 +88,7 @@ func (w *world) restUnread(reader, feedID string) int {
 	var out struct {
 		Feeds []FeedOut `json:"feeds"`
 	}
-	w.get("/feeds?reader="+reader).json(w.t, &out)
+	w.get("/feeds?reader="+reader, "Authorization", "Bearer "+testToken).json(w.t, &out)
 	for _, f := range out.Feeds {
 		if f.FeedID == feedID && f.Unread != nil {
 			return *f.Unread
@@ -155,7 +155,7 @@ func TestGReaderAuth(t *testing.T) {
 		t.Errorf("edit-tag with T: %d %s", r.status, r.body)
 	}
 	// A new password ends the sessions.
-	if err := w.cat.SetPassword(context.Background(), "alice", "new pw"); err != nil {
+	if err := w.cat.SetPassword(context.Background(), "alice", "a new password"); err != nil {
 		t.Fatal(err)
 	}
 	w.gr(auth, "GET", "/reader/api/0/user-info", "").problem(t, 401)
@@ -341,15 +341,15 @@ func TestGReaderMarks(t *testing.T) {
 			Starred  *bool  `json:"starred"`
 		} `json:"entries"`
 	}
-	w.get("/feeds/"+tc+"/entries?reader=alice&order=first_seen&limit=2").json(t, &list)
+	w.get("/feeds/"+tc+"/entries?reader=alice&order=first_seen&limit=2", "Authorization", "Bearer "+testToken).json(t, &list)
 	if len(list.Entries) != 2 || list.Entries[0].EntryUID != uidA || !*list.Entries[0].Read || *list.Entries[0].Starred || !*list.Entries[1].Starred {
 		t.Errorf("REST marks %+v", list.Entries)
 	}
-	w.get("/entries?reader=alice&starred=true").json(t, &list)
+	w.get("/entries?reader=alice&starred=true", "Authorization", "Bearer "+testToken).json(t, &list)
 	if len(list.Entries) != 1 || list.Entries[0].EntryUID != b.ID[len(itemPrefix):] {
 		t.Errorf("REST starred %+v", list.Entries)
 	}
-	w.get("/feeds/"+tc+"/entries?reader=alice&unread=true&limit=1000").json(t, &list)
+	w.get("/feeds/"+tc+"/entries?reader=alice&unread=true&limit=1000", "Authorization", "Bearer "+testToken).json(t, &list)
 	if len(list.Entries) != after.of("feed/"+tc) {
 		t.Errorf("REST unread: %d, the API %d", len(list.Entries), after.of("feed/"+tc))
 	}
@@ -536,7 +536,7 @@ func TestOpenAPIReadState(t *testing.T) {
 		if path == "/feeds" {
 			query = "?reader=alice"
 		}
-		if r := w.get(path + query); r.status != 200 {
+		if r := w.get(path+query, "Authorization", "Bearer "+testToken); r.status != 200 {
 			t.Errorf("GET %s with read state: %d %s", path, r.status, r.body)
 		}
 	}
@@ -553,10 +553,10 @@ func TestOpenAPIReadState(t *testing.T) {
 func TestGReaderUnreadWindow(t *testing.T) {
 	t.Cleanup(catalog.SetTestIterations(1000))
 	w := newWorld(t, func(c *Config) { c.UnreadWindow = 30 * time.Second }) // the entries are a minute old
-	if err := w.cat.AddUser(context.Background(), "alice", "pw", t0); err != nil {
+	if err := w.cat.AddUser(context.Background(), "alice", "a long password", catalog.RoleReader, t0); err != nil {
 		t.Fatal(err)
 	}
-	_, auth := w.login(t, "alice", "pw")
+	_, auth := w.login(t, "alice", "a long password")
 	tc := w.ids["TechCrunch.xml"]
 	if c := w.counts(auth); len(c.Counts) != 0 || c.Max != 0 {
 		t.Errorf("counts of old entries: %+v", c)
@@ -576,7 +576,7 @@ func TestGReaderUnreadWindow(t *testing.T) {
 	var list struct {
 		Entries []json.RawMessage `json:"entries"`
 	}
-	w.get("/feeds/"+tc+"/entries?reader=alice&unread=true&limit=5").json(t, &list)
+	w.get("/feeds/"+tc+"/entries?reader=alice&unread=true&limit=5", "Authorization", "Bearer "+testToken).json(t, &list)
 	if len(list.Entries) != 5 {
 		t.Errorf("the catalog's view lost the old unread entries: %d", len(list.Entries))
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ type collection struct {
 
 // feedFeed is GET /feeds/{id}/feed.{atom,rss,json}.
 func (s *Server) feedFeed(w http.ResponseWriter, r *http.Request) {
-	id, ok := feedParam(w, r)
+	id, ok := s.feedParam(w, r)
 	if !ok {
 		return
 	}
@@ -124,11 +125,14 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		badParam(w, r, "cursor", "cursor "+strconv.Quote(clip(cursor))+" is not one a page of this feed gave: take it from its next link")
 		return
 	}
-	self := s.absolute(r, r.URL.RequestURI())
+	self := s.absolute(r, selfPath(r))
 	f, next, err := buildFeed(r.Context(), s.entry, c, catalog.EntryQuery{Limit: limit, Cursor: cursor}, self)
 	if errors.Is(err, errNoLabel) {
 		problem(w, r, http.StatusNotFound, "no such label", strings.TrimPrefix(err.Error(), errNoLabel.Error()+": "))
 		return
+	}
+	if err == nil {
+		err = pointEnclosures(r.Context(), s.cat, f, s.cfg.MediaURL)
 	}
 	if err != nil {
 		s.serverError(w, r, err)
@@ -167,9 +171,42 @@ func buildFeed(ctx context.Context, entryOf func(catalog.EntryRow) (ndjson.Entry
 		if err != nil {
 			continue // pruned meanwhile
 		}
-		f.Entries = append(f.Entries, e)
+		f.Entries = append(f.Entries, publishable(e))
 	}
 	// The feed's time is its newest entry's (feedwrite): it changes when
 	// its content does, and only then.
 	return f, page.Next, nil
+}
+
+// publishable is e as a meta-feed republishes it: its HTML through the
+// web page's policy (sanitise), and no link of a scheme but http and
+// https: a reader app that trusts this feed must not get a publisher's
+// script or javascript: link from it.
+func publishable(e ndjson.Entry) ndjson.Entry {
+	e.Content = string(sanitise(e.Content, e.CanonicalLink))
+	e.Summary = string(sanitise(e.Summary, e.CanonicalLink))
+	e.CanonicalLink = webLink(e.CanonicalLink)
+	encs := make([]ndjson.Enclosure, 0, len(e.Enclosures))
+	for _, enc := range e.Enclosures {
+		if enc.URL = webLink(enc.URL); enc.URL != "" {
+			encs = append(encs, enc)
+		}
+	}
+	e.Enclosures = encs
+	authors := make([]ndjson.Author, len(e.Authors))
+	for i, a := range e.Authors {
+		a.URI = webLink(a.URI)
+		authors[i] = a
+	}
+	e.Authors = authors
+	return e
+}
+
+// webLink is u when it is an absolute http or https URL, else "".
+func webLink(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return ""
+	}
+	return u
 }

@@ -22,21 +22,18 @@ import (
 )
 
 // The figures of /metrics: those the stages write for node_exporter
-// (stats.WriteMetrics: seed 001 §10.2's names, and feedpipe_* for the
-// rest), the same numbers from the same catalog; and what only a server
-// that watches the store sees: outcomes and response sizes of the fetches
-// in fetches/, the decisions in decisions/, the feeds by scheduler state,
-// the overdue ones, those whose error budget is spent, and seed 000 §10's
-// freshness objective. The figures are computed at most every
+// (stats.Families: the names of docs/design.md#metrics), the same numbers
+// from the same catalog; and what only a server that watches the store
+// sees: outcomes and response sizes of the fetches in fetches/, the
+// decisions in decisions/, the feeds by scheduler state, the overdue
+// ones, those whose error budget is spent, and the freshness objective
+// (docs/design.md#freshness). The figures are computed at most every
 // Config.MetricsEvery; a scrape between gets the last ones.
 
 // sizeBuckets are the upper bounds of the response size histogram, bytes.
 var sizeBuckets = []float64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
 
-// durationBuckets are stats' fetch duration buckets, seconds.
-var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
-
-// DecisionsDir is the store's decisions tap (DESIGN.md §3), when
+// DecisionsDir is the store's decisions tap (docs/store.md), when
 // feed-store writes it.
 const DecisionsDir = "decisions"
 
@@ -158,16 +155,6 @@ func (l promLog) Println(v ...any) {
 }
 
 var (
-	descSources     = prometheus.NewDesc("sources_total", "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).", []string{"state"}, nil)
-	descFetched     = prometheus.NewDesc("sources_fetched_total", "Fetches that succeeded (200 or 304).", nil, nil)
-	descFailed      = prometheus.NewDesc("sources_failed_total", "Fetches that failed.", nil, nil)
-	descDiscovered  = prometheus.NewDesc("items_discovered_total", "Entries stored for the first time.", nil, nil)
-	descUpdated     = prometheus.NewDesc("feedpipe_items_updated_total", "New versions of stored entries.", nil, nil)
-	descFetches     = prometheus.NewDesc("feedpipe_fetches_total", "Fetches, by result.", []string{"result"}, nil)
-	descErrors      = prometheus.NewDesc("feedpipe_fetch_errors_total", "Failed fetches, by error code.", []string{"code"}, nil)
-	descBytesIn     = prometheus.NewDesc("feedpipe_bytes_in_total", "Body bytes received, decoded.", nil, nil)
-	descBytesSaved  = prometheus.NewDesc("feedpipe_bytes_saved_total", "Body bytes that conditional GET (304) spared.", nil, nil)
-	descDuration    = prometheus.NewDesc("fetch_duration_seconds", "How long fetches took, body included.", nil, nil)
 	descOutcomes    = prometheus.NewDesc("feedpipe_fetch_outcomes_total", "Fetch records in fetches/, by outcome: ok (a new body), not_modified (304), same_body (200 with the body of the last fetch), or the error class (transient, permanent, rate_limited, blocked, parse).", []string{"outcome"}, nil)
 	descSizes       = prometheus.NewDesc("feedpipe_response_size_bytes", "Sizes of the bodies received (decoded), of the fetch records in fetches/.", nil, nil)
 	descDecisions   = prometheus.NewDesc("feedpipe_decisions_total", "Scheduler decisions in decisions/, by reason.", []string{"reason"}, nil)
@@ -176,7 +163,7 @@ var (
 	descOverdue     = prometheus.NewDesc("feedpipe_feeds_overdue", "Feeds due for more than a minute and not fetched yet: the backlog.", nil, nil)
 	descBudget      = prometheus.NewDesc("feedpipe_feeds_budget_open", "Feeds whose error budget is spent: their circuit is open.", nil, nil)
 	descFresh       = prometheus.NewDesc("feedpipe_freshness_feeds", "Feeds polled on an interval, by whether their last fetch is within twice their interval (on_time) or not (late).", []string{"polled"}, nil)
-	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (seed 000 §10: 95% or more).", nil, nil)
+	descFreshRatio  = prometheus.NewDesc("feedpipe_freshness_ratio", "The share of feeds polled within twice their interval (objective: 95% or more, docs/design.md#freshness).", nil, nil)
 	descFeedIntv    = prometheus.NewDesc("feedpipe_feed_interval_seconds", "The interval the scheduler chose, per feed (--per-feed-metrics).", perFeed, nil)
 	descFeedEWMA    = prometheus.NewDesc("feedpipe_feed_ewma_seconds", "The EWMA of the feed's posting interval, per feed (--per-feed-metrics).", perFeed, nil)
 	descFeedNew     = prometheus.NewDesc("feedpipe_feed_new_entries_total", "Entries stored for the first time, per feed (--per-feed-metrics).", perFeed, nil)
@@ -275,25 +262,31 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	t := m.totals
 	gauge(descScrapeError, failed)
-	gauge(descSources, float64(t.Enabled), "enabled")
-	gauge(descSources, float64(t.Disabled), "disabled")
-	gauge(descSources, float64(t.Failing), "failing")
-	gauge(descSources, float64(t.Paused), "paused")
-	counter(descFetched, float64(t.Counts.OK+t.Counts.NotModified))
-	counter(descFailed, float64(t.Counts.Errors))
-	counter(descDiscovered, float64(t.Counts.NewEntries))
-	counter(descUpdated, float64(t.Counts.Updated))
-	counter(descFetches, float64(t.Counts.OK), "ok")
-	counter(descFetches, float64(t.Counts.NotModified), "not_modified")
-	counter(descFetches, float64(t.Counts.Errors), "error")
-	for _, code := range sortedKeys(t.Counts.ErrorCodes) {
-		counter(descErrors, float64(t.Counts.ErrorCodes[code]), code)
+	// The lines the stages write (feed-stats --prometheus), from the one
+	// list of them.
+	for _, f := range stats.Families(m.totals, &m.hist) {
+		var labels []string
+		if f.Label != "" {
+			labels = []string{f.Label}
+		}
+		d := prometheus.NewDesc(f.Name, f.Help, labels, nil)
+		if f.Hist != nil {
+			ch <- prometheus.MustNewConstHistogram(d, f.Hist.Count, f.Hist.Sum, cumulative(stats.DurationBounds(), f.Hist.Counts))
+			continue
+		}
+		kind := prometheus.GaugeValue
+		if f.Type == "counter" {
+			kind = prometheus.CounterValue
+		}
+		for _, v := range f.Samples {
+			if f.Label != "" {
+				ch <- prometheus.MustNewConstMetric(d, kind, v.Value, v.Label)
+			} else {
+				ch <- prometheus.MustNewConstMetric(d, kind, v.Value)
+			}
+		}
 	}
-	counter(descBytesIn, float64(t.Counts.BytesIn))
-	counter(descBytesSaved, float64(t.Counts.BytesSaved))
-	ch <- prometheus.MustNewConstHistogram(descDuration, m.hist.Count, m.hist.Sum, cumulative(durationBuckets, m.hist.Counts))
 	for _, o := range sortedKeys(m.fetches.outcomes) {
 		counter(descOutcomes, m.fetches.outcomes[o], o)
 	}
@@ -352,10 +345,10 @@ func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
 func (m *metrics) refresh(now time.Time) error {
 	ctx := m.s.ctx
 	cat := m.s.cat
-	t := stats.Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}}
+	t := stats.NewTotals(ctx, cat)
 	hist := *stats.LoadHistogram(ctx, cat)
-	if len(hist.Counts) != len(durationBuckets)+1 {
-		hist.Counts = make([]uint64, len(durationBuckets)+1)
+	if len(hist.Counts) != len(stats.DurationBounds())+1 {
+		hist.Counts = make([]uint64, len(stats.DurationBounds())+1)
 	}
 	perFeed := m.s.cfg.PerFeedMetrics
 	f := feedFigures{bySched: map[string]int{}, byLastReason: map[string]int{}}

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/feedpipe/feedpipe/internal/stats"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // TestMetrics: /metrics is the Prometheus text format; it has every line
@@ -19,6 +21,12 @@ import (
 // server adds: outcomes, sizes, scheduler states, freshness, requests.
 func TestMetrics(t *testing.T) {
 	w := newWorld(t, func(c *Config) { c.PerFeedMetrics = true })
+	// A cycle of feed-loop's: the heartbeat's lines.
+	start := t0.Add(30 * time.Second)
+	if _, err := stats.RecordCycle(context.Background(), w.cat, stats.Cycle{Start: ndjson.At(start), End: ndjson.At(start.Add(3 * time.Second)),
+		Status: 1, Counts: map[string]int64{"feeds": 3, "new": 7}}); err != nil {
+		t.Fatal(err)
+	}
 	w.get("/feeds") // a request to count
 	r := w.get("/metrics")
 	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
@@ -38,17 +46,33 @@ func TestMetrics(t *testing.T) {
 	if err := stats.WriteMetrics(&text, tot, stats.LoadHistogram(context.Background(), w.cat)); err != nil {
 		t.Fatal(err)
 	}
-	served := map[string]bool{}
-	for _, l := range strings.Split(string(r.body), "\n") {
-		served[l] = true
+	// Every family and sample of the textfile is served, with its help,
+	// type, labels and value (the client writes numbers its own way).
+	wp := expfmt.NewTextParser(model.UTF8Validation)
+	written, err := wp.TextToMetricFamilies(bytes.NewReader(text.Bytes()))
+	if err != nil {
+		t.Fatalf("the textfile is not the text format: %v\n%s", err, text.String())
 	}
-	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) > 2 && f[0] == "#" && !slices.ContainsFunc(lines, func(s string) bool { return strings.HasPrefix(s, f[2]) }) {
-			continue // a family without samples: the client leaves it out
+	for _, name := range []string{"feedpipe_cycles_total", "feedpipe_last_cycle_count", "feedpipe_last_completed_cycle_end_timestamp_seconds", "sources_total"} {
+		if written[name] == nil {
+			t.Errorf("the textfile has no %s", name)
 		}
-		if !served[l] {
-			t.Errorf("the textfile's line %q is not served", l)
+	}
+	for name, wf := range written {
+		sf := families[name]
+		if sf == nil {
+			if len(wf.Metric) > 0 {
+				t.Errorf("%s is not served", name)
+			}
+			continue
+		}
+		if sf.GetHelp() != wf.GetHelp() || sf.GetType() != wf.GetType() {
+			t.Errorf("%s: served as %s %q, written as %s %q", name, sf.GetType(), sf.GetHelp(), wf.GetType(), wf.GetHelp())
+		}
+		for _, wm := range wf.Metric {
+			if !slices.ContainsFunc(sf.Metric, func(sm *dto.Metric) bool { return sameSample(sm, wm) }) {
+				t.Errorf("%s: the textfile's sample %v is not served", name, wm)
+			}
 		}
 	}
 	value := func(name string, labels ...string) float64 {
@@ -179,4 +203,25 @@ func TestMetricsStale(t *testing.T) {
 	if m := (&metrics{s: s}); !m.stale(at, 0) {
 		t.Error("never made: not stale")
 	}
+}
+
+// sameSample reports whether two samples have the same labels and value.
+func sameSample(a, b *dto.Metric) bool {
+	if len(a.Label) != len(b.Label) {
+		return false
+	}
+	for i := range a.Label {
+		if a.Label[i].GetName() != b.Label[i].GetName() || a.Label[i].GetValue() != b.Label[i].GetValue() {
+			return false
+		}
+	}
+	switch {
+	case a.Counter != nil && b.Counter != nil:
+		return a.Counter.GetValue() == b.Counter.GetValue()
+	case a.Gauge != nil && b.Gauge != nil:
+		return a.Gauge.GetValue() == b.Gauge.GetValue()
+	case a.Histogram != nil && b.Histogram != nil:
+		return a.Histogram.GetSampleCount() == b.Histogram.GetSampleCount() && a.Histogram.GetSampleSum() == b.Histogram.GetSampleSum()
+	}
+	return false
 }

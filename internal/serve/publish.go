@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,10 @@ type PublishConfig struct {
 	Hub     string // WebSub hub the feeds name; "" none
 	Limit   int    // entries per feed; 0: FeedLimit
 	Msg     io.Writer
+	// MediaURL is where the stored media are served (feed-serve's /media,
+	// or a web server's): an enclosure whose file is stored points there;
+	// "": at the publisher's.
+	MediaURL string
 }
 
 // PublishSummary counts what Publish did.
@@ -34,8 +39,9 @@ type PublishSummary struct {
 	Skipped                   []string // labels that cannot be file names
 }
 
-// extensions are the files of one feed: RSS as seed 004 §3.6 names it
-// ({label}.xml), Atom and JSON Feed beside it.
+// extensions are the files of one feed: RSS as {label}.xml, the name
+// static feed hosts expect (docs/design.md#meta-feeds), Atom and JSON
+// Feed beside it.
 var extensions = []struct{ ext, format string }{{".xml", feedwrite.RSS}, {".atom", feedwrite.Atom}, {".json", feedwrite.JSON}}
 
 // Publish writes the feeds of every label, and of all entries, to files in
@@ -85,9 +91,12 @@ func Publish(ctx context.Context, cfg PublishConfig) (PublishSummary, error) {
 	for _, name := range names {
 		var self string
 		if cfg.BaseURL != "" {
-			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + name
+			self = strings.TrimRight(cfg.BaseURL, "/") + "/" + url.PathEscape(name) // a label's spaces and '#'s
 		}
 		f, _, err := buildFeed(ctx, cfg.Catalog.Entry, colls[name], catalog.EntryQuery{Limit: cfg.Limit}, "")
+		if err == nil {
+			err = pointEnclosures(ctx, cfg.Catalog, f, cfg.MediaURL)
+		}
 		if err != nil {
 			return sum, err
 		}

@@ -2,17 +2,16 @@ package serve
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,43 +31,53 @@ import (
 //go:embed web
 var webFiles embed.FS
 
-// webRoute is a route of the site: its ServeMux pattern, whether it
-// changes something (the sign-in cookie needed), whether it is open even
-// with --auth reads (signing in, the style sheet), and its handler.
+// webRoute is a route of the site: its ServeMux pattern, its policy (a
+// write needs signing in; an open route is open even with --auth reads:
+// signing in, the style sheet), and its handler.
 type webRoute struct {
 	method, pattern string
-	write, open     bool
-	handle          func(s *Server, w http.ResponseWriter, r *http.Request)
+	policy
+	handle func(s *Server, w http.ResponseWriter, r *http.Request)
 }
+
+// The policies of the site's routes.
+var (
+	pageRead   = policy{gate: gateRead}
+	pageChange = policy{write: true}
+	// openPage is open to anyone, and waits at no gate: signing in,
+	// the style sheet and icon (they read no catalog).
+	openPage = policy{open: true}
+)
 
 // webRoutes are the pages of the site. They are not the API's routes
 // (openapi.json describes those).
 var webRoutes = []webRoute{
-	{"GET", "/{$}", false, false, (*Server).webFeeds},
-	{"GET", "/web/feeds/{id}", false, false, (*Server).webFeed},
-	{"GET", "/web/river", false, false, (*Server).webRiver},
-	{"GET", "/web/entries/{id}/{uid}", false, false, (*Server).webEntry},
-	{"GET", "/web/dashboard", false, false, (*Server).webDashboard},
-	{"GET", "/web/signin", false, true, (*Server).webSignInForm},
-	{"POST", "/web/signin", false, true, (*Server).webSignIn},
-	{"POST", "/web/signout", false, true, (*Server).webSignOut},
-	{"POST", "/web/mark", true, false, (*Server).webMark},
-	{"GET", "/web/static/{file}", false, true, (*Server).webStatic},
-	{"GET", "/web/", false, true, (*Server).webNotFound},
+	{"GET", "/{$}", pageRead, (*Server).webFeeds},
+	{"GET", "/web/feeds/{id}", pageRead, (*Server).webFeed},
+	{"GET", "/web/river", pageRead, (*Server).webRiver},
+	{"GET", "/web/entries/{id}/{uid}", pageRead, (*Server).webEntry},
+	{"GET", "/web/dashboard", pageRead, (*Server).webDashboard},
+	{"GET", "/web/signin", openPage, (*Server).webSignInForm},
+	{"POST", "/web/signin", openPage, (*Server).webSignIn},
+	{"POST", "/web/signout", openPage, (*Server).webSignOut},
+	{"POST", "/web/mark", pageChange, (*Server).webMark},
+	{"GET", "/web/static/{file}", openPage, (*Server).webStatic},
+	{"GET", "/web/", openPage, (*Server).webNotFound},
 }
 
 // addWeb registers the site's routes on the server's mux, each through
 // wrap (compressed answers).
 func (s *Server) addWeb(wrap func(http.Handler) http.HandlerFunc) {
 	for _, rt := range webRoutes {
-		s.mux.Handle(rt.method+" "+rt.pattern, wrap(s.webHandler(rt)))
+		s.mux.Handle(rt.method+" "+rt.pattern, rt.compressed(wrap, s.webHandler(rt)))
 	}
 }
 
-// pagePolicy is the Content-Security-Policy of every page: scripts from
-// this site only (there are none), no inline script or style, images from
-// anywhere an entry links them, no framing, forms to this site only.
-const pagePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https: http: data:; " +
+// pagePolicy is the Content-Security-Policy of every page: no script at
+// all (the site has none, and a payload of /raw served from this origin
+// must not become one), no inline style, images from anywhere an entry
+// links them, no framing, forms to this site only.
+const pagePolicy = "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' https: http: data:; " +
 	"media-src 'self' https: http:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 
 // webHandler is a page's handler behind the site's headers and checks.
@@ -82,6 +91,9 @@ func (s *Server) webHandler(rt webRoute) http.Handler {
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Cache-Control", "private, no-cache")
+		if c, err := s.callerOf(r); err == nil {
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c)) // looked up once a page
+		}
 		if r.Method == http.MethodPost {
 			if !s.sameOrigin(r) {
 				s.webMessage(w, r, http.StatusForbidden, "Refused", "This form was not sent from a page of this site, so it is refused: "+
@@ -94,11 +106,10 @@ func (s *Server) webHandler(rt webRoute) http.Handler {
 			s.signInPage(w, r, http.StatusUnauthorized, s.whyNotSignedIn(r, rt.write))
 			return
 		}
-		if isRead(r) && !ungated[rt.pattern] {
-			s.gated(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })(w, r)
+		if !rt.open && !s.pageReaderAllowed(w, r) {
 			return
 		}
-		rt.handle(s, w, r)
+		s.gated(rt.gate, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })(w, r)
 	})
 }
 
@@ -127,47 +138,29 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	return false
 }
 
-// sessionCookie is the name of the sign-in cookie.
+// sessionCookie is the name of the sign-in cookie: a web session's token
+// (catalog.NewWebSession), random for each browser, which signing out or
+// a rotated API token ends.
 const sessionCookie = "feedpipe_session"
 
-// sessionValue is what the sign-in cookie holds: a MAC of a constant
-// under the token, so that the cookie is not the token (it opens the
-// site's forms, not the API), and a new token signs every browser out.
-func (s *Server) sessionValue() string {
-	m := hmac.New(sha256.New, []byte(s.cfg.Token))
-	m.Write([]byte("feedpipe web session v1"))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// signedIn reports whether the request carries the sign-in cookie or the
-// bearer token.
+// signedIn reports whether the request may change what its page shows:
+// it carries the API token, or a session opened with it or with the
+// password of a user.
 func (s *Server) signedIn(r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return false
-	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		return subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.sessionValue())) == 1
-	}
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.Token)) == 1
+	c, err := s.callerOf(r)
+	return err == nil && (c.token || c.user != "")
 }
 
 // whyNotSignedIn says why a request must sign in first.
 func (s *Server) whyNotSignedIn(r *http.Request, write bool) string {
 	what := "Reading this site needs the API token (feed-serve runs with --auth reads)."
 	if write {
-		what = "Marking entries changes the catalog, and changes need the API token."
+		what = "Marking entries changes the catalog: sign in with the API token, or as a user of the Google Reader API."
 	}
 	if _, err := r.Cookie(sessionCookie); err == nil {
-		what += " This browser signed in with another token (the server's token changed): sign in again."
+		what += " This browser's session ended (signed out elsewhere, expired, or the token changed): sign in again."
 	}
 	return what
-}
-
-// sameSite is whether cookies should be Secure: the request came over
-// TLS, or the server is reached by https (--base-url).
-func (s *Server) secure(r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https://")
 }
 
 // localPath returns p when it is a path of this site (a "back" or "next"
@@ -184,13 +177,46 @@ func localPath(p string) string {
 }
 
 // readerOf is the reader whose marks the page shows and changes: the
-// reader query parameter or form field, else catalog.DefaultReader.
-func readerOf(r *http.Request) (string, error) {
+// reader query parameter or form field; else the user signed in; else,
+// for the token's holder, the one user of the Google Reader API when
+// there is exactly one (the person who also reads in an app, as feed-read
+// reads); else catalog.DefaultReader.
+func (s *Server) readerOf(r *http.Request) (string, error) {
 	name := r.FormValue("reader")
-	if name == "" {
-		return catalog.DefaultReader, nil
+	if name != "" {
+		return name, catalog.CheckReader(name)
 	}
-	return name, catalog.CheckReader(name)
+	c, err := s.callerOf(r)
+	switch {
+	case err != nil:
+	case c.user != "":
+		return c.user, nil
+	case c.token:
+		if users, err := s.cat.Users(r.Context()); err == nil && len(users) == 1 {
+			return users[0].Name, nil
+		}
+	}
+	return catalog.DefaultReader, nil
+}
+
+// pageReaderAllowed answers with the sign-in page a request for the marks
+// of a reader its caller may not see (caller.mayRead), and reports
+// whether it may go on.
+func (s *Server) pageReaderAllowed(w http.ResponseWriter, r *http.Request) bool {
+	reader, err := s.readerOf(r)
+	if err != nil || reader == catalog.DefaultReader {
+		return true // a bad name gets its own page
+	}
+	c, err := s.callerOf(r)
+	if err != nil {
+		s.webError(w, r, err)
+		return false
+	}
+	if c.mayRead(reader) {
+		return true
+	}
+	s.signInPage(w, r, http.StatusUnauthorized, "The marks of reader "+reader+" are theirs: sign in as "+reader+", or with the API token.")
+	return false
 }
 
 // pageData is what every page's template gets: the page's own data in
@@ -301,9 +327,9 @@ func size(n int64) string {
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
 	d.Now = s.cfg.Now()
 	d.SignedIn = s.signedIn(r)
-	d.HasToken = s.cfg.Token != ""
+	d.HasToken = s.token.current() != ""
 	if d.Reader == "" {
-		d.Reader, _ = readerOf(r)
+		d.Reader, _ = s.readerOf(r)
 	}
 	if d.Reader == catalog.DefaultReader {
 		d.Reader = ""
@@ -347,11 +373,12 @@ func (s *Server) webError(w http.ResponseWriter, r *http.Request, err error) {
 
 // signIn is the data of the sign-in page.
 type signIn struct {
-	Why       string // what needs signing in; "" when asked for directly
-	Wrong     bool   // a token was sent and it is not the server's
-	Next      string
-	NoToken   bool // the server has no token: nothing to sign in with
-	TokenFile string
+	Why     string // what needs signing in; "" when asked for directly
+	Wrong   string // what was wrong with what was sent; "" when nothing was
+	Next    string
+	NoToken bool // the server has no token
+	Users   bool // the Google Reader API has users, who may sign in
+	User    string
 }
 
 // signInPage answers with the sign-in form, saying why.
@@ -363,10 +390,13 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, status int, 
 	if next == "" && r.Method == http.MethodGet && r.URL.Path != "/web/signin" {
 		next = r.URL.RequestURI()
 	}
-	d := signIn{Why: why, Next: localPath(next), NoToken: s.cfg.Token == ""}
-	if s.cfg.Store != nil {
-		d.TokenFile = path.Join(s.cfg.Store.Root, TokenFile)
-	}
+	s.renderSignIn(w, r, status, signIn{Why: why, Next: localPath(next)})
+}
+
+// renderSignIn answers with the sign-in form of d.
+func (s *Server) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signIn) {
+	d.NoToken = s.token.current() == ""
+	d.Users, _ = s.cat.HasUsers(r.Context())
 	s.render(w, r, status, "signin", pageData{Title: "Sign in", Data: d})
 }
 
@@ -375,29 +405,58 @@ func (s *Server) webSignInForm(w http.ResponseWriter, r *http.Request) {
 	s.signInPage(w, r, http.StatusOK, "")
 }
 
-// webSignIn is POST /web/signin: token=TOKEN&next=PATH. The right token
-// sets the cookie and goes on to next.
+// webSignIn is POST /web/signin: token=TOKEN, or user=NAME&password=PW
+// (a user of the Google Reader API), and next=PATH. Either opens a new
+// session for this browser and goes on to next.
 func (s *Server) webSignIn(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Token == "" {
-		s.signInPage(w, r, http.StatusForbidden, "")
-		return
-	}
-	token := strings.TrimSpace(r.PostFormValue("token"))
-	if subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) != 1 {
-		d := signIn{Wrong: true, Next: localPath(r.PostFormValue("next"))}
-		if s.cfg.Store != nil {
-			d.TokenFile = path.Join(s.cfg.Store.Root, TokenFile)
+	next := localPath(r.PostFormValue("next"))
+	user := strings.TrimSpace(r.PostFormValue("user"))
+	if user == "" {
+		if s.token.current() == "" {
+			s.renderSignIn(w, r, http.StatusForbidden, signIn{Next: next})
+			return
 		}
-		s.render(w, r, http.StatusUnauthorized, "signin", pageData{Title: "Sign in", Data: d})
+		if !s.isToken(strings.TrimSpace(r.PostFormValue("token"))) {
+			s.renderSignIn(w, r, http.StatusUnauthorized, signIn{Next: next,
+				Wrong: "That is not this server's token: nothing was signed in. Copy it again from the token file."})
+			return
+		}
+	} else {
+		ok, wait, err := s.checkLogin(r, user, r.PostFormValue("password"))
+		if err != nil {
+			s.webError(w, r, err)
+			return
+		}
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			s.renderSignIn(w, r, http.StatusTooManyRequests, signIn{User: user, Next: next,
+				Wrong: "Too many wrong passwords: try again in " + spanOf(wait.Seconds()) + "."})
+			return
+		}
+		if !ok {
+			s.renderSignIn(w, r, http.StatusUnauthorized, signIn{User: user, Next: next, Wrong: "That name and password do not match: nothing was signed in."})
+			return
+		}
+	}
+	token, err := s.cat.NewWebSession(r.Context(), user, s.cfg.Now())
+	if err != nil {
+		s.webError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.sessionValue(), Path: "/", MaxAge: 90 * 24 * 3600,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", MaxAge: int(catalog.WebSessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// webSignOut is POST /web/signout: the cookie is dropped.
+// webSignOut is POST /web/signout: this browser's session ends, and the
+// cookie is dropped.
 func (s *Server) webSignOut(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if err := s.cat.EndWebSession(r.Context(), c.Value); err != nil {
+			s.webError(w, r, err)
+			return
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
 	http.Redirect(w, r, "/", http.StatusSeeOther)

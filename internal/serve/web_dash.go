@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/stats"
 )
 
-// The dashboards of seed 000 §10 on the web page, from the figures
+// The dashboards of docs/design.md#metrics on the web page, from the figures
 // /metrics serves (metrics.go computes them once for both): success vs
 // 304 vs error over time (the fetches of fetches/ by hour), the totals
 // and bytes saved (stats.Totals), freshness and backlog, scheduler
@@ -103,7 +103,7 @@ func (s *Server) webDashboard(w http.ResponseWriter, r *http.Request) {
 	var feeds []bar
 	hosts := map[string]float64{}
 	err := s.cat.Feeds(r.Context(), catalog.FeedFilter{}, func(fd *catalog.Feed) error {
-		c := fd.State.Counts
+		c, _ := stats.Attempted(fd.State.Counts) // a refused fetch is no failure of the feed's
 		if c.NewEntries > 0 {
 			feeds = append(feeds, bar{Label: cmp.Or(fd.Sub.Name, fd.State.Title, fd.Sub.URL), Href: pageURL(reader, "/web/feeds/"+fd.Sub.FeedID),
 				Value: float64(c.NewEntries)})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -42,6 +43,7 @@ type feedRow struct {
 	LastFetch, NextFetch time.Time
 	Listed               bool
 	LastError            string
+	Warnings             []string // of the last body's parse
 	IntervalSec          int
 	Unread               int
 	New                  int // in the sparkline's days
@@ -49,16 +51,21 @@ type feedRow struct {
 	Counts               catalog.FeedCounts
 }
 
-func feedRowOf(f *catalog.Feed, now time.Time) feedRow {
+// feedRowOf is the row of f at now; full shows the message of its last
+// error too (signed in with the token: it may name addresses).
+func feedRowOf(f *catalog.Feed, now time.Time, full bool) feedRow {
 	st := stats.StatusOf(f.Sub, f.State, now)
 	row := feedRow{ID: f.Sub.FeedID, Name: cmp.Or(f.Sub.Name, f.State.Title, f.Sub.URL), URL: f.Sub.URL, Title: f.State.Title,
 		Labels: slices.Clone(f.Sub.Labels), State: st.State, StatusText: st.Text, LastFetch: f.State.LastFetchAt.Time,
-		Listed: st.Listed, IntervalSec: st.IntervalSec, Counts: f.State.Counts}
+		Listed: st.Listed, IntervalSec: st.IntervalSec, Counts: f.State.Counts, Warnings: f.State.Warnings}
 	if st.Listed {
 		row.NextFetch = st.Next
 	}
 	if e := f.State.LastError; e != nil {
-		row.LastError = strings.TrimSpace(e.Code + ": " + e.Message)
+		row.LastError = e.Code
+		if full {
+			row.LastError = strings.TrimSpace(e.Code + ": " + e.Message)
+		}
 	}
 	return row
 }
@@ -77,7 +84,7 @@ type feedsData struct {
 // badReader answers a request whose reader name is not one; false when
 // it did.
 func (s *Server) reader(w http.ResponseWriter, r *http.Request) (string, bool) {
-	reader, err := readerOf(r)
+	reader, err := s.readerOf(r)
 	if err != nil {
 		s.render(w, r, http.StatusBadRequest, "message", pageData{Title: "Bad reader", Reader: catalog.DefaultReader,
 			Data: message{Heading: "Bad reader", Text: "The reader named is not one: " + err.Error() + ". Leave reader out for the default reader."}})
@@ -154,12 +161,14 @@ func (s *Server) webFeeds(w http.ResponseWriter, r *http.Request) {
 		d.Unread += v.unread[sb.FeedID].Count
 	}
 	skipping := after != ""
+	c, _ := s.callerOf(r)
+	full := c.token
 	err = s.cat.Feeds(ctx, catalog.FeedFilter{Label: d.Label}, func(f *catalog.Feed) error {
 		if skipping {
 			skipping = f.Sub.FeedID != after
 			return nil
 		}
-		row := feedRowOf(f, now)
+		row := feedRowOf(f, now, full)
 		if d.State != "" && row.State != d.State {
 			return nil
 		}
@@ -264,7 +273,7 @@ func (s *Server) entryViews(ctx context.Context, page catalog.EntryPage, names m
 		}
 		v := viewOf(row, &e, names[row.FeedID])
 		text := catalog.TextOf(cmp.Or(e.Summary, e.Content))
-		v.Snippet = cut(text, 280)
+		v.Snippet = entrytext.Cut(text, 280)
 		l.Entries = append(l.Entries, v)
 		l.Keys = append(l.Keys, row.FeedID+"/"+row.UID)
 		if !row.Read {
@@ -275,16 +284,9 @@ func (s *Server) entryViews(ctx context.Context, page catalog.EntryPage, names m
 }
 
 func viewOf(row catalog.EntryRow, e *ndjson.Entry, feedName string) entryView {
-	v := entryView{FeedID: row.FeedID, UID: row.UID, FeedName: cmp.Or(feedName, row.FeedID[:8]), Title: strings.TrimSpace(e.Title),
+	return entryView{FeedID: row.FeedID, UID: row.UID, FeedName: cmp.Or(feedName, row.FeedID[:8]), Title: entrytext.Title(e),
 		Link: httpURL(e.CanonicalLink), Published: row.Published, FirstSeen: row.FirstSeen, Read: row.Read, Starred: row.Starred,
 		Versions: row.Versions}
-	if v.Title == "" {
-		v.Title = cut(catalog.TextOf(cmp.Or(e.Summary, e.Content)), 80)
-	}
-	if v.Title == "" {
-		v.Title = "(untitled)"
-	}
-	return v
 }
 
 // riverData is the river's.
@@ -444,6 +446,10 @@ type feedPage struct {
 	UnreadOnly bool
 	Unread     int
 	Links      map[string]string
+	// Push and Walk: the feed's push and archive walk (push.go), nil for
+	// none.
+	Push *catalog.PushStatus
+	Walk *catalog.Walk
 	entryList
 }
 
@@ -486,7 +492,8 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := catalog.Feed{Sub: sb, State: fs}
-	d := feedPage{feedRow: feedRowOf(&f, now), Sub: sb, UnreadOnly: q.Get("unread") != ""}
+	c, _ := s.callerOf(r)
+	d := feedPage{feedRow: feedRowOf(&f, now, c.token), Sub: sb, UnreadOnly: q.Get("unread") != ""}
 	unread, err := s.cat.FeedUnread(ctx, reader, id)
 	if err != nil {
 		s.webError(w, r, err)
@@ -495,6 +502,10 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 	d.Unread = unread.Count
 	base := "/feeds/" + id
 	d.Links = map[string]string{"Atom": base + "/feed.atom", "RSS": base + "/feed.rss", "JSON Feed": base + "/feed.json", "API": base}
+	if d.Push, d.Walk, err = s.pushOfFeed(ctx, sb, fs, now); err != nil {
+		s.webError(w, r, err)
+		return
+	}
 
 	points, err := s.decisionsOf(id, now, fs)
 	if err != nil {

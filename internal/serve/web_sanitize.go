@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// Feed HTML is untrusted (DESIGN.md §6): the web page shows an entry's
+// Feed HTML is untrusted (docs/design.md#security): the web page shows an entry's
 // content only through sanitise, which keeps the markup of an article
 // (bluemonday's policy for user content: text, links, images, lists,
 // tables, quotes, code) and drops everything else: script, style, event

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/feedpipe/feedpipe/internal/entrytext"
 )
 
 // The web page's charts: SVG drawn here, sized by a viewBox so that they
@@ -272,7 +274,7 @@ func hbars(items []bar, class, title string) template.HTML {
 	}
 	for i, it := range items {
 		y := i*row + 2
-		label := html.EscapeString(cut(it.Label, 28))
+		label := html.EscapeString(entrytext.Cut(it.Label, 28))
 		if it.Href != "" {
 			label = fmt.Sprintf(`<a href="%s">%s</a>`, html.EscapeString(it.Href), label)
 		}
@@ -326,12 +328,4 @@ func spanOf(sec float64) string {
 		return fmt.Sprintf("%dd%dh", days, hh)
 	}
 	return fmt.Sprintf("%dd", days)
-}
-
-// cut shortens s to n runes, with an ellipsis.
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -55,7 +55,7 @@ func (w *world) page(path string, status int, header ...string) string {
 			w.t.Errorf("GET %s: %s %q, want %q", path, k, h.Get(k), v)
 		}
 	}
-	if !strings.Contains(pagePolicy, "script-src 'self'") || strings.Contains(pagePolicy, "unsafe-inline") {
+	if !strings.Contains(pagePolicy, "script-src 'none'") || strings.Contains(pagePolicy, "unsafe-inline") {
 		w.t.Fatalf("the policy lets inline script run: %s", pagePolicy)
 	}
 	body := string(r.body)
@@ -136,6 +136,10 @@ func TestWebPages(t *testing.T) {
 		if !strings.Contains(feed, want) {
 			t.Errorf("the feed's page has no %q", want)
 		}
+	}
+	// Its unread entries are counted beside its name, in its heading.
+	if !regexp.MustCompile(`<h1><bdi>TechCrunch</bdi> <small[^>]*>.*· <a href="/web/feeds/` + tc + `\?unread=1">20 unread</a></small></h1>`).MatchString(feed) {
+		t.Errorf("the feed's page has no unread count in its heading")
 	}
 	river := w.page("/web/river", 200)
 	for _, want := range []string{"Mark read", "Older", `name="key"`, "A quiet entry about gophers", "Script in the title &lt;script&gt;"} {
@@ -319,7 +323,7 @@ func TestWebMark(t *testing.T) {
 	if unread("alice") != 0 || unread(catalog.DefaultReader) != 1 {
 		t.Errorf("alice %d, default %d unread", unread("alice"), unread(catalog.DefaultReader))
 	}
-	if p := w.page("/web/river?reader=alice&unread=1&label=news", 200); strings.Contains(p, "gophers") || !strings.Contains(p, `name="reader" value="alice"`) {
+	if p := w.page("/web/river?reader=alice&unread=1&label=news", 200, "Cookie", c); strings.Contains(p, "gophers") || !strings.Contains(p, `name="reader" value="alice"`) {
 		t.Error("alice's unread river shows an entry she read, or forgets her")
 	}
 	// Bad forms.
@@ -338,6 +342,9 @@ func TestWebMark(t *testing.T) {
 	}
 	if r = w.form("/web/mark", mark, "Cookie", sessionCookie+"=0000"); r.status != 401 {
 		t.Errorf("a forged cookie: %d", r.status)
+	}
+	if r = w.form("/web/mark", mark, "Cookie", c); r.status != 401 {
+		t.Errorf("the cookie of a session signed out still marks: %d", r.status)
 	}
 }
 

@@ -42,7 +42,7 @@ func (c atClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // world is a real store fed by the real stages, in process, from a
 // loopback feed server over files, and feed-serve over it on loopback.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	st    *storage.Store
 	cat   *catalog.Catalog
 	www   string
@@ -54,7 +54,7 @@ type world struct {
 
 // newWorld subscribes to three of the shared fixtures (two labelled
 // "news", one "video"), runs a pipeline cycle, and serves the store.
-func newWorld(t *testing.T, cfgs ...func(*Config)) *world {
+func newWorld(t testing.TB, cfgs ...func(*Config)) *world {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := storage.Open(filepath.Join(dir, "store"))
@@ -100,13 +100,19 @@ func newWorld(t *testing.T, cfgs ...func(*Config)) *world {
 // feed-store at now.
 func (w *world) cycle(now time.Time) {
 	w.t.Helper()
+	w.cycleWith(now, httpx.New(httpx.Options{AllowPrivate: true}))
+}
+
+// cycleWith is cycle with the HTTP client of feed-fetch.
+func (w *world) cycleWith(now time.Time, client *httpx.Client) {
+	w.t.Helper()
 	ctx := context.Background()
 	var dues, fetched, parsed, deduped bytes.Buffer
 	if err := due.Run(due.Config{Out: ndjson.NewWriter(&dues), Store: w.st, Now: now, All: true}); err != nil {
 		w.t.Fatal(err)
 	}
 	err := fetch.Run(ctx, fetch.Config{In: &dues, Out: ndjson.NewWriter(&fetched), Store: w.st,
-		Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{now}})
+		Client: client, Limiter: httpx.NewLimiter(8, 0, nil), Clock: atClock{now}})
 	if err != nil && !errors.Is(err, pipe.ErrFailed) {
 		w.t.Fatal(err)
 	}
@@ -128,7 +134,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T, v any) {
+func (r reply) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("%v: %s", err, r.body)
@@ -137,7 +143,7 @@ func (r reply) json(t *testing.T, v any) {
 
 // problem reads a problem detail, failing unless the reply is one of the
 // status.
-func (r reply) problem(t *testing.T, status int) Problem {
+func (r reply) problem(t testing.TB, status int) Problem {
 	t.Helper()
 	var p Problem
 	if r.status != status || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
@@ -163,6 +169,10 @@ func (w *world) do(method, path string, body string, header ...string) reply {
 		w.t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	client := *w.api.Client()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,6 +23,11 @@ type GenConfig struct {
 	// (rates, cycles, kinds, outages), without the floors that set a
 	// delay no policy can shorten.
 	NoFloors bool
+	// Mix is the share of each kind of feed (Mixes): "" or "classic"
+	// for the kinds below; "mixed" adds publishers that follow their
+	// own clock (a quarter diurnal or weekly); "patterned" is diurnal
+	// and weekly publishers alone; "poisson" constant-rate ones alone.
+	Mix string
 }
 
 // Limits of a generated workload. Its memory grows with its feeds and its
@@ -46,6 +52,9 @@ func (cfg GenConfig) withDefaults() GenConfig {
 	if cfg.Start.IsZero() {
 		cfg.Start = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	}
+	if cfg.Mix == "classic" {
+		cfg.Mix = ""
+	}
 	return cfg
 }
 
@@ -54,6 +63,9 @@ func (cfg GenConfig) withDefaults() GenConfig {
 func (cfg GenConfig) Check() error {
 	cfg = cfg.withDefaults()
 	historyDays := int(History / (24 * time.Hour))
+	if _, ok := mixes[cfg.Mix]; !ok {
+		return fmt.Errorf("--mix %q: want %s", cfg.Mix, strings.Join(MixNames, ", "))
+	}
 	switch {
 	case cfg.Feeds > MaxFeeds:
 		return fmt.Errorf("--feeds %d: at most %d", cfg.Feeds, MaxFeeds)
@@ -95,12 +107,18 @@ const History = 60 * 24 * time.Hour
 // items without dates on 4%, and outages on 12%: 503 with and without
 // Retry-After, 500s, 429 with Retry-After, a 404 for a day or more, a
 // flapping 502, and a few feeds gone (410) for good.
+//
+// GenConfig.Mix picks other shares and the kinds that follow their
+// publisher's clock, diurnal, weekly and scheduled, and constant-rate
+// poisson feeds (pattern.go). Every feed gets its true Shape, what the
+// oracle-timed yardstick knows.
 func Generate(cfg GenConfig) *Workload {
 	cfg = cfg.withDefaults()
 	w := &Workload{Start: cfg.Start.UTC(), End: cfg.Start.UTC().Add(time.Duration(cfg.Days) * 24 * time.Hour)}
 	for i := range cfg.Feeds {
 		rnd := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15))
-		f := genFeed(rnd, fmt.Sprintf("g%04d", i), w.Start, w.End)
+		f := genFeed(rnd, mixOf(cfg.Mix), fmt.Sprintf("g%04d", i), w.Start, w.End)
+		f.Shape = normShape(f.Shape)
 		if cfg.Plain || cfg.NoFloors {
 			f.TTLMinutes, f.MaxAgeSec = 0, 0
 		}
@@ -186,7 +204,7 @@ func (g gen) poisson(base float64, c cycle, from, to time.Time) []int64 {
 	}
 }
 
-func genFeed(rnd *rand.Rand, id string, start, end time.Time) *Feed {
+func genFeed(rnd *rand.Rand, mix mix, id string, start, end time.Time) *Feed {
 	g := gen{rnd: rnd, start: start, end: end}
 	f := &Feed{ID: id}
 	hist := start.Add(-History)
@@ -207,12 +225,13 @@ func genFeed(rnd *rand.Rand, id string, start, end time.Time) *Feed {
 		c.quietDays = 1<<time.Saturday | 1<<time.Sunday
 	}
 
-	switch x := rnd.Float64(); {
-	case x < 0.55:
-		f.Kind = "regular"
+	switch kind := mix.kind(rnd.Float64()); kind {
+	case "regular":
+		f.Kind = kind
 		f.Posts = g.poisson(min(g.lognormal(2, 1.4), 400), c, hist, end)
-	case x < 0.67:
-		f.Kind = "bursty"
+		f.Shape = shapeOf(c.at)
+	case "bursty":
+		f.Kind = kind
 		base := min(g.lognormal(1, 1), 20)
 		f.Posts = g.poisson(base, c, hist, end)
 		for t := hist.Add(time.Duration(rnd.ExpFloat64() * 3 * 24 * float64(time.Hour))); t.Before(end); t = t.Add(time.Duration(rnd.ExpFloat64() * 3 * 24 * float64(time.Hour))) {
@@ -220,20 +239,33 @@ func genFeed(rnd *rand.Rand, id string, start, end time.Time) *Feed {
 			items := g.uniform(5, 30)
 			f.Posts = append(f.Posts, g.poisson(items/(dur.Hours()/24), cycle{weekend: 1}, t, t.Add(dur))...)
 		}
-	case x < 0.75:
-		f.Kind = "dormant"
+		// Bursts start at any time: on average they add a constant rate
+		// (17.5 items every 3 days) to the base's cycle.
+		f.Shape = shapeOf(func(t float64) float64 { return base*c.at(t) + 17.5/3 })
+	case "dormant":
+		f.Kind = kind
 		silent := start.Add(-time.Duration(g.uniform(10, 50) * 24 * float64(time.Hour)))
 		wake := start.Add(time.Duration(g.uniform(0.1, 0.8) * float64(end.Sub(start))))
 		f.Posts = g.poisson(min(g.lognormal(1, 1), 20), c, hist.Add(-90*24*time.Hour), silent)
 		f.Posts = append(f.Posts, g.poisson(min(g.lognormal(3, 1), 50), c, wake, end)...)
-	case x < 0.85:
-		f.Kind = "dead"
+		f.Shape = shapeOf(c.at)
+	case "dead":
+		f.Kind = kind
 		last := start.Add(-time.Duration(g.uniform(60, 700) * 24 * float64(time.Hour)))
 		f.Posts = g.poisson(g.uniform(0.1, 2), c, last.Add(-200*24*time.Hour), last)
-	case x < 0.93:
-		f.Kind = "batch"
+		f.Shape = shapeOf(c.at)
+	case "batch":
+		f.Kind = kind
 		hour, k := rnd.IntN(24), 2+rnd.IntN(11)
 		weekdays := rnd.Float64() < 0.4
+		f.Shape = make([]float64, HoursOfWeek)
+		for d := range 7 {
+			wd := time.Weekday(d)
+			if (weekdays && (wd == time.Saturday || wd == time.Sunday)) || c.quietHours&(1<<hour) != 0 || c.quietDays&(1<<wd) != 0 {
+				continue
+			}
+			f.Shape[d*24+hour] = 1
+		}
 		for d := hist.Truncate(24 * time.Hour); d.Before(end); d = d.Add(24 * time.Hour) {
 			at := d.Add(time.Duration(hour)*time.Hour + time.Duration(rnd.IntN(600))*time.Second)
 			if at.Before(hist) || !at.Before(end) || (weekdays && (at.Weekday() == time.Saturday || at.Weekday() == time.Sunday)) {
@@ -246,10 +278,16 @@ func genFeed(rnd *rand.Rand, id string, start, end time.Time) *Feed {
 				f.Posts = append(f.Posts, at.Unix()+int64(rnd.IntN(60)))
 			}
 		}
-	default:
-		f.Kind = "sparse"
+	case "sparse":
+		f.Kind = kind
 		c.amp = 0.9
 		f.Posts = g.poisson(g.uniform(0.05, 0.5), c, hist.Add(-120*24*time.Hour), end)
+		f.Shape = shapeOf(c.at)
+	default:
+		// The kinds of the other mixes, whose posting follows the
+		// publisher's own clock (pattern.go).
+		f.Kind = kind
+		f.Posts, f.Shape = g.patterned(kind, c, hist, end)
 	}
 	slices.Sort(f.Posts)
 

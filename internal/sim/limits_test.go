@@ -42,6 +42,10 @@ func TestLoadRejects(t *testing.T) {
 		{"window as a string", post + `{"type":"feed","feed_id":"a","window":"10"}`, `line 2: "window" must be a whole number, not a string`},
 		{"skip hours not a list", post + `{"type":"feed","feed_id":"a","skip_hours":3}`, `line 2: "skip_hours" must be a list of hours such as [1,2], not a number`},
 		{"etag as a number", post + `{"type":"feed","feed_id":"a","etag":1}`, `line 2: "etag" must be true or false, not a number`},
+		{"short shape", post + `{"type":"feed","feed_id":"a","shape":[1,2,3]}`, `line 2: "shape" must hold 168 numbers, not all 0`},
+		{"zero shape", post + `{"type":"feed","feed_id":"a","shape":[` + strings.Repeat("0,", 167) + `0]}`, `line 2: "shape" must hold 168 numbers, not all 0`},
+		{"negative shape", post + `{"type":"feed","feed_id":"a","shape":[-1` + strings.Repeat(",1", 167) + `]}`, `line 2: "shape" must hold numbers from 0 to 1e6, not -1`},
+		{"shape not a list", post + `{"type":"feed","feed_id":"a","shape":1}`, `line 2: "shape" must be a list of 168 numbers, not a number`},
 		{"not JSON", post + `{oops`, "line 2: not a JSON record"},
 	}
 	for _, tt := range tests {
@@ -111,6 +115,9 @@ func TestGenConfigCheck(t *testing.T) {
 		{"too many feed-days", GenConfig{Feeds: 10_000, Days: 1000}, "--feeds 10000 × (--days 1000 + 60 days of history): at most 10000000 feed-days"},
 		{"start too early", GenConfig{Days: 1, Start: time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)}, "--start 1971-01-01T00:00:00Z: at least 1972-06-19"},
 		{"end too late", GenConfig{Days: 30, Start: time.Date(2199, 11, 15, 0, 0, 0, 0, time.UTC)}, "the period must end by 2199-12-01"},
+		{"a mix", GenConfig{Days: 3, Mix: "patterned"}, ""},
+		{"classic by name", GenConfig{Days: 3, Mix: "classic"}, ""},
+		{"no such mix", GenConfig{Days: 3, Mix: "weird"}, `--mix "weird": want classic, mixed, patterned, poisson`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

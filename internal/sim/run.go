@@ -22,7 +22,8 @@ import (
 // DefaultPolicies are the policies simulated when none are named.
 var DefaultPolicies = []string{"seed", "adaptive", "fixed:15m", "fixed:1h", "oracle"}
 
-// TargetPolicies are the policies the issue's targets compare.
+// TargetPolicies are the policies the adaptive policy's targets compare
+// (CheckTargets).
 var TargetPolicies = []string{"seed", "fixed:15m", "fixed:1h", "adaptive@fixed:1h", "adaptive@0.4*fixed:15m", "oracle@fixed:1h"}
 
 // Config is one run of the simulator. A nil writer discards.
@@ -45,7 +46,7 @@ type Config struct {
 
 	Seed    uint64 // seeds the schedulers' jitter
 	JSON    bool   // NDJSON, one record per policy, instead of the table
-	Targets bool   // simulate TargetPolicies and check the issue's targets
+	Targets bool   // simulate TargetPolicies and check the targets (CheckTargets)
 	Show    string // a feed id whose every decision is written to Err
 	ByKind  bool   // the table also breaks results down by feed kind
 
@@ -171,7 +172,7 @@ func SimulateAll(ctx context.Context, w *Workload, names []string, cfg Config) (
 		if err != nil {
 			return nil, err
 		}
-		if (p.Base == "adaptive" || p.Base == "oracle") && p.Budget == 0 && p.Of == "" {
+		if p.budgeted() && p.Budget == 0 && p.Of == "" {
 			p.Budget, p.Of = cfg.Budget, cfg.BudgetOf
 			if p.Of != "" {
 				if err := CheckBudgetOf(p.Of); err != nil {
@@ -300,7 +301,7 @@ type Check struct {
 	OK     bool    `json:"ok"`
 }
 
-// CheckTargets evaluates the issue's targets on results that include
+// CheckTargets evaluates the adaptive policy's targets on results that include
 // TargetPolicies. A target whose policies are missing is left out.
 func CheckTargets(results []Result) []Check {
 	by := map[string]Result{}

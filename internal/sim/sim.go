@@ -125,16 +125,22 @@ func ParsePolicy(s string) (Policy, error) {
 			p.Of = b
 		}
 	}
-	if p.Base != "oracle" {
+	if !p.oracle() {
 		if _, err := sched.ParsePolicy(p.Base); err != nil || p.Base == "" {
-			return Policy{}, fmt.Errorf("sim: policy %q: want seed, adaptive, fixed:DURATION or oracle", s)
+			return Policy{}, fmt.Errorf("sim: policy %q: want seed, adaptive, fixed:DURATION, oracle or oracle-timed", s)
 		}
 	}
-	if (p.Budget > 0 || p.Of != "") && p.Base != "adaptive" && p.Base != "oracle" {
-		return Policy{}, fmt.Errorf("sim: policy %q: only adaptive and oracle take a budget", s)
+	if (p.Budget > 0 || p.Of != "") && !p.budgeted() {
+		return Policy{}, fmt.Errorf("sim: policy %q: only adaptive, oracle and oracle-timed take a budget", s)
 	}
 	return p, nil
 }
+
+// oracle reports whether the policy is a yardstick, not the scheduler's.
+func (p Policy) oracle() bool { return p.Base == "oracle" || p.Base == "oracle-timed" }
+
+// budgeted reports whether the policy spends a request budget.
+func (p Policy) budgeted() bool { return p.Base == "adaptive" || p.oracle() }
 
 // feedRun is one feed in one simulation.
 type feedRun struct {
@@ -153,6 +159,7 @@ type feedRun struct {
 	requests   int
 	delays     []float64
 	missed     int
+	timed      *timed // oracle-timed's schedule
 }
 
 // Simulate runs one policy over w. budget is the policy's request budget
@@ -160,14 +167,14 @@ type feedRun struct {
 // gets every decision for the feed with id show.
 func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budget float64, seed uint64, show string, log io.Writer) (Result, error) {
 	res := Result{Policy: pol.Name, Feeds: len(w.Feeds), Days: w.Days()}
-	if pol.Base == "adaptive" || pol.Base == "oracle" {
+	if pol.budgeted() {
 		if budget <= 0 {
 			budget = p.BudgetPerFeedDay()
 		}
 		res.Budget = budget
 		p.Budget = budget // as feed-store's: the tail rule reads it
 	}
-	if pol.Base != "oracle" {
+	if !pol.oracle() {
 		sp, err := sched.ParsePolicy(pol.Base)
 		if err != nil {
 			return res, err
@@ -186,8 +193,12 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 		fr := &feedRun{f: f, servedEnd: -1}
 		feeds[i] = fr
 	}
-	if pol.Base == "oracle" {
+	var timedScale float64
+	switch pol.Base {
+	case "oracle":
 		oracle(w, feeds, p, budget)
+	case "oracle-timed":
+		timedScale = oracleTimed(w, feeds, p, budget)
 	}
 	adaptive := pol.Base == "adaptive"
 	nextScale := start
@@ -238,6 +249,10 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 		fr := feeds[it.i]
 		t := it.at
 		out, bytes := fr.poll(t, p, &res, start, end, &delays)
+		if fr.timed != nil {
+			// The next poll after this one, as the true λ(t) places it.
+			fr.ov.Interval = time.Duration(fr.timed.gap(t.Unix(), timedScale) * float64(time.Second))
+		}
 		perHour[int(t.Sub(start)/time.Hour)]++
 		if t.Before(end) {
 			res.Requests++

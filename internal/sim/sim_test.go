@@ -232,13 +232,15 @@ func TestParsePolicy(t *testing.T) {
 		"adaptive@24":            {Name: "adaptive@24", Base: "adaptive", Budget: 24, Factor: 1},
 		"oracle@fixed:1h":        {Name: "oracle@fixed:1h", Base: "oracle", Of: "fixed:1h", Factor: 1},
 		"adaptive@0.4*fixed:15m": {Name: "adaptive@0.4*fixed:15m", Base: "adaptive", Of: "fixed:15m", Factor: 0.4},
+		"oracle-timed":           {Name: "oracle-timed", Base: "oracle-timed", Factor: 1},
+		"oracle-timed@12":        {Name: "oracle-timed@12", Base: "oracle-timed", Budget: 12, Factor: 1},
 	} {
 		got, err := ParsePolicy(in)
 		if err != nil || got != want {
 			t.Errorf("%q: %+v %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "sometimes", "seed@24", "adaptive@0", "adaptive@-1", "adaptive@x*fixed:1h", "adaptive@adaptive@1", "fixed:1h@fixed:15m"} {
+	for _, bad := range []string{"", "sometimes", "seed@24", "adaptive@0", "adaptive@-1", "adaptive@x*fixed:1h", "adaptive@adaptive@1", "fixed:1h@fixed:15m", "oracle-timed@0", "timed"} {
 		if _, err := ParsePolicy(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -28,7 +28,10 @@ const TraceFormat = `A trace is NDJSON, one record per line, in any order:
       publisher's hints; etag = the server answers 304 when nothing changed
       (else 200 with the same body); bytes = body size (10000); no_dates =
       items carry no publication time. A post for an undeclared feed
-      declares it with these defaults.
+      declares it with these defaults. "shape" (optional; the generator
+      writes it) is the feed's true posting rate by hour of the week,
+      168 relative numbers from Sunday 00:00 UTC: the oracle-timed
+      yardstick polls by it; without it the rate counts as constant.
   {"type":"post","feed_id":"a","at":"2026-06-03T07:24:00Z"}
       one item published at that time.
   {"type":"outage","feed_id":"a","from":"...","to":"...","status":503,
@@ -55,6 +58,11 @@ type Feed struct {
 	NoDates    bool
 	Posts      []int64 // Unix seconds, ascending
 	Outages    []Outage
+	// Shape is the feed's true posting rate by hour of the week, relative
+	// (the generator's have mean 1), HoursOfWeek values from Sunday 00:00 UTC: what the
+	// oracle-timed yardstick knows. nil: a constant rate, as far as
+	// anyone knows (a real trace's).
+	Shape []float64
 }
 
 // Outage is a time when a feed's server fails.
@@ -97,6 +105,7 @@ type traceRecord struct {
 	RetryAfterSec int       `json:"retry_after_sec,omitempty"`
 	RetryAfterAt  time.Time `json:"retry_after_at,omitzero"`
 	FailRatio     float64   `json:"fail_ratio,omitempty"`
+	Shape         []float64 `json:"shape,omitempty"`
 }
 
 // The times a workload may hold and the longest period it may measure:
@@ -140,6 +149,7 @@ var fieldWants = map[string]string{
 	"max_age_sec": "a whole number", "status": "a whole number", "retry_after_sec": "a whole number",
 	"skip_hours": "a list of hours such as [1,2]", "skip_days": `a list of weekday names such as ["Sunday"]`,
 	"etag": "true or false", "no_dates": "true or false", "fail_ratio": "a number",
+	"shape": "a list of 168 numbers",
 }
 
 // decodeLine reads one line of a trace.
@@ -209,6 +219,18 @@ func (rec *traceRecord) checkValues() error {
 	if rec.FailRatio < 0 || rec.FailRatio > 1 {
 		return fmt.Errorf(`"fail_ratio" must be between 0 and 1, not %v`, rec.FailRatio)
 	}
+	if rec.Shape != nil {
+		sum := 0.0
+		for _, v := range rec.Shape {
+			if !(v >= 0 && v < 1e6) {
+				return fmt.Errorf(`"shape" must hold numbers from 0 to 1e6, not %v`, v)
+			}
+			sum += v
+		}
+		if len(rec.Shape) != HoursOfWeek || sum == 0 {
+			return fmt.Errorf(`"shape" must hold %d numbers, not all 0`, HoursOfWeek)
+		}
+	}
 	return nil
 }
 
@@ -271,6 +293,7 @@ func Load(r io.Reader) (*Workload, error) {
 			f := feed(rec.FeedID)
 			f.Kind, f.Window, f.TTLMinutes, f.SkipHours, f.SkipDays = rec.Kind, rec.Window, rec.TTLMinutes, rec.SkipHours, rec.SkipDays
 			f.ETag, f.Bytes, f.MaxAgeSec, f.NoDates = rec.ETag, rec.Bytes, rec.MaxAgeSec, rec.NoDates
+			f.Shape = rec.Shape
 		case "post":
 			if rec.At.IsZero() {
 				return nil, fmt.Errorf("%w: line %d: post without at", ErrTrace, line)
@@ -340,7 +363,8 @@ func (w *Workload) Write(out io.Writer) error {
 	start := w.Start.Unix()
 	for _, f := range w.Feeds {
 		rec := traceRecord{Type: "feed", FeedID: f.ID, Kind: f.Kind, Window: f.Window, TTLMinutes: f.TTLMinutes,
-			SkipHours: f.SkipHours, SkipDays: f.SkipDays, ETag: f.ETag, Bytes: f.Bytes, MaxAgeSec: f.MaxAgeSec, NoDates: f.NoDates}
+			SkipHours: f.SkipHours, SkipDays: f.SkipDays, ETag: f.ETag, Bytes: f.Bytes, MaxAgeSec: f.MaxAgeSec, NoDates: f.NoDates,
+			Shape: f.Shape}
 		if err := enc.Encode(rec); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // Cycle is the summary of one cycle of the pipeline, as feed-loop ran it
-// (seed 004 §7's heartbeat): when it started and ended, its exit status,
+// (the heartbeat of docs/design.md#heartbeat): when it started and ended, its exit status,
 // and feed-store's counts of it.
 type Cycle struct {
 	Start  ndjson.Time `json:"start"`

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -51,68 +52,104 @@ func SaveHistogram(ctx context.Context, cat *catalog.Catalog, h *Histogram) erro
 	return cat.SetMeta(ctx, catalog.MetaHistogram, h)
 }
 
-// WriteMetrics writes the store's figures in the Prometheus text format:
-// the names of seed 001 §10.2 and the totals of seed 000 §4.9.
+// Family is one metric of the store's figures with its samples: the one
+// list feed-stats --prometheus and --metrics-file write as text and
+// feed-serve's /metrics serves (Families).
+type Family struct {
+	Name, Help string
+	Type       string // counter, gauge or histogram
+	Label      string // the name of its samples' one label; "" for none
+	Samples    []Sample
+	Hist       *Histogram // a histogram's counts, over DurationBounds
+}
+
+// Sample is a value of a Family, under its label's value.
+type Sample struct {
+	Label string
+	Value float64
+}
+
+// DurationBounds are the upper bounds, in seconds, of the fetch duration
+// histogram's buckets.
+func DurationBounds() []float64 { return slices.Clone(durationBounds) }
+
+// Families are the store's figures: the names of the totals, fetch
+// outcomes and loop heartbeat that docs/design.md#metrics lists, from the
+// totals t, the fetch duration histogram h and the loop's heartbeat in t.
+func Families(t Totals, h *Histogram) []Family {
+	one := func(name, typ, help string, v float64) Family {
+		return Family{Name: name, Type: typ, Help: help, Samples: []Sample{{Value: v}}}
+	}
+	c := t.Counts
+	errs := Family{Name: "feedpipe_fetch_errors_total", Type: "counter", Help: "Failed fetches, by error code.", Label: "code"}
+	for _, code := range sortedKeys(c.ErrorCodes) {
+		errs.Samples = append(errs.Samples, Sample{code, float64(c.ErrorCodes[code])})
+	}
+	out := []Family{
+		{Name: "sources_total", Type: "gauge", Label: "state",
+			Help: "Subscriptions, by state: enabled (in service; failing, refused and paused ones too), failing, refused (a private address not allowed), paused, disabled (by hand or by the scheduler).",
+			Samples: []Sample{{"enabled", float64(t.Enabled)}, {"disabled", float64(t.Disabled)}, {"failing", float64(t.Failing)}, {"refused", float64(t.Refused)},
+				{"paused", float64(t.Paused)}}},
+		one("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).", float64(c.OK+c.NotModified)),
+		one("sources_failed_total", "counter", "Fetches that failed.", float64(c.Errors)),
+		one("items_discovered_total", "counter", "Entries stored for the first time.", float64(c.NewEntries)),
+		one("feedpipe_items_updated_total", "counter", "New versions of stored entries.", float64(c.Updated)),
+		{Name: "feedpipe_fetches_total", Type: "counter", Help: "Fetches, by result.", Label: "result",
+			Samples: []Sample{{"ok", float64(c.OK)}, {"not_modified", float64(c.NotModified)}, {"error", float64(c.Errors)}}},
+		errs,
+		one("feedpipe_fetches_refused_total", "counter", "Fetches this machine refused to make: a private address of a feed not allowed one (no fetch, no failure).", float64(t.Refusals)),
+		one("feedpipe_bytes_in_total", "counter", "Body bytes received, decoded.", float64(c.BytesIn)),
+		one("feedpipe_bytes_saved_total", "counter", "Body bytes that conditional GET (304) spared.", float64(c.BytesSaved)),
+		{Name: "fetch_duration_seconds", Type: "histogram", Help: "How long fetches took, body included.", Hist: h},
+	}
+	hb := t.Heartbeat
+	if hb == nil {
+		return out
+	}
+	last := hb.Last
+	out = append(out,
+		one("feedpipe_cycles_total", "counter", "Cycles feed-loop ran (the heartbeat).", float64(hb.Cycles)),
+		one("feedpipe_last_cycle_start_timestamp_seconds", "gauge", "When the last cycle started.", unixSeconds(last.Start.Time)),
+		one("feedpipe_last_cycle_end_timestamp_seconds", "gauge", "When the last cycle ended.", unixSeconds(last.End.Time)),
+		one("feedpipe_last_cycle_status", "gauge", "The last cycle's exit status: 0 all good, 1 some feeds failed, 2 a setup error, 130 or 143 stopped by a signal.", float64(last.Status)))
+	completed := Family{Name: "feedpipe_last_completed_cycle_end_timestamp_seconds", Type: "gauge",
+		Help: "When the last cycle that ran to its end (status 0 or 1) ended: alert when it is old."}
+	if !hb.Completed.IsZero() {
+		completed.Samples = []Sample{{Value: unixSeconds(hb.Completed.Time)}}
+	}
+	counts := Family{Name: "feedpipe_last_cycle_count", Type: "gauge", Label: "name",
+		Help: "feed-store's counts of the last cycle, by name (feeds, not_modified, same_body, errors, new, updated, bytes_saved)."}
+	for _, name := range countNames(last.Counts) {
+		counts.Samples = append(counts.Samples, Sample{name, float64(last.Counts[name])})
+	}
+	return append(out, completed, counts)
+}
+
+// WriteMetrics writes the store's figures (Families) in the Prometheus
+// text format.
 func WriteMetrics(w io.Writer, t Totals, h *Histogram) error {
-	var err error
-	p := func(format string, args ...any) {
-		if err == nil {
-			_, err = fmt.Fprintf(w, format, args...)
+	var b strings.Builder
+	for _, f := range Families(t, h) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.Name, f.Help, f.Name, f.Type)
+		for _, s := range f.Samples {
+			b.WriteString(f.Name)
+			if f.Label != "" {
+				fmt.Fprintf(&b, "{%s=%q}", f.Label, s.Label)
+			}
+			b.WriteString(" " + strconv.FormatFloat(s.Value, 'f', -1, 64) + "\n")
+		}
+		if h := f.Hist; h != nil {
+			var cum uint64
+			for i, bound := range durationBounds {
+				if i < len(h.Counts) {
+					cum += h.Counts[i]
+				}
+				fmt.Fprintf(&b, "%s_bucket{le=%q} %d\n", f.Name, strconv.FormatFloat(bound, 'f', -1, 64), cum)
+			}
+			fmt.Fprintf(&b, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", f.Name, h.Count, f.Name, h.Sum, f.Name, h.Count)
 		}
 	}
-	metric := func(name, typ, help string) {
-		p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	metric("sources_total", "gauge", "Subscriptions, by state: enabled (in service; failing and paused ones too), failing, paused, disabled (by hand or by the scheduler).")
-	p("sources_total{state=\"enabled\"} %d\nsources_total{state=\"disabled\"} %d\nsources_total{state=\"failing\"} %d\nsources_total{state=\"paused\"} %d\n",
-		t.Enabled, t.Disabled, t.Failing, t.Paused)
-	metric("sources_fetched_total", "counter", "Fetches that succeeded (200 or 304).")
-	p("sources_fetched_total %d\n", t.Counts.OK+t.Counts.NotModified)
-	metric("sources_failed_total", "counter", "Fetches that failed.")
-	p("sources_failed_total %d\n", t.Counts.Errors)
-	metric("items_discovered_total", "counter", "Entries stored for the first time.")
-	p("items_discovered_total %d\n", t.Counts.NewEntries)
-	metric("feedpipe_items_updated_total", "counter", "New versions of stored entries.")
-	p("feedpipe_items_updated_total %d\n", t.Counts.Updated)
-	metric("feedpipe_fetches_total", "counter", "Fetches, by result.")
-	p("feedpipe_fetches_total{result=\"ok\"} %d\nfeedpipe_fetches_total{result=\"not_modified\"} %d\nfeedpipe_fetches_total{result=\"error\"} %d\n",
-		t.Counts.OK, t.Counts.NotModified, t.Counts.Errors)
-	metric("feedpipe_fetch_errors_total", "counter", "Failed fetches, by error code.")
-	for _, code := range sortedKeys(t.Counts.ErrorCodes) {
-		p("feedpipe_fetch_errors_total{code=%q} %d\n", code, t.Counts.ErrorCodes[code])
-	}
-	metric("feedpipe_bytes_in_total", "counter", "Body bytes received, decoded.")
-	p("feedpipe_bytes_in_total %d\n", t.Counts.BytesIn)
-	metric("feedpipe_bytes_saved_total", "counter", "Body bytes that conditional GET (304) spared.")
-	p("feedpipe_bytes_saved_total %d\n", t.Counts.BytesSaved)
-	metric("fetch_duration_seconds", "histogram", "How long fetches took, body included.")
-	var cum uint64
-	for i, bound := range durationBounds {
-		if i < len(h.Counts) {
-			cum += h.Counts[i]
-		}
-		p("fetch_duration_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(bound, 'f', -1, 64), cum)
-	}
-	p("fetch_duration_seconds_bucket{le=\"+Inf\"} %d\nfetch_duration_seconds_sum %g\nfetch_duration_seconds_count %d\n", h.Count, h.Sum, h.Count)
-	if hb := t.Heartbeat; hb != nil {
-		c := hb.Last
-		metric("feedpipe_cycles_total", "counter", "Cycles feed-loop ran (the heartbeat, seed 004 §7).")
-		p("feedpipe_cycles_total %d\n", hb.Cycles)
-		metric("feedpipe_last_cycle_start_timestamp_seconds", "gauge", "When the last cycle started.")
-		p("feedpipe_last_cycle_start_timestamp_seconds %s\n", unixSeconds(c.Start.Time))
-		metric("feedpipe_last_cycle_end_timestamp_seconds", "gauge", "When the last cycle ended.")
-		p("feedpipe_last_cycle_end_timestamp_seconds %s\n", unixSeconds(c.End.Time))
-		metric("feedpipe_last_cycle_status", "gauge", "The last cycle's exit status: 0 all good, 1 some feeds failed, 2 a setup error, 130 or 143 stopped by a signal.")
-		p("feedpipe_last_cycle_status %d\n", c.Status)
-		metric("feedpipe_last_completed_cycle_end_timestamp_seconds", "gauge", "When the last cycle that ran to its end (status 0 or 1) ended: alert when it is old.")
-		if !hb.Completed.IsZero() {
-			p("feedpipe_last_completed_cycle_end_timestamp_seconds %s\n", unixSeconds(hb.Completed.Time))
-		}
-		metric("feedpipe_last_cycle_count", "gauge", "feed-store's counts of the last cycle, by name (feeds, not_modified, same_body, errors, new, updated, bytes_saved).")
-		for _, name := range countNames(c.Counts) {
-			p("feedpipe_last_cycle_count{name=%q} %d\n", name, c.Counts[name])
-		}
-	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
@@ -143,9 +180,7 @@ func WriteMetricsFile(path string, t Totals, h *Histogram) error {
 
 // unixSeconds is t as Prometheus writes times: Unix seconds, with the
 // fraction.
-func unixSeconds(t time.Time) string {
-	return strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', -1, 64)
-}
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
 func sortedKeys(m map[string]int) []string {
 	keys := make([]string, 0, len(m))

@@ -12,12 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/storage"
+	tablefmt "github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -27,9 +27,9 @@ type Row struct {
 	FeedID          string      `json:"feed_id"`
 	Name            string      `json:"name"`
 	URL             string      `json:"url"`
-	State           string      `json:"state"`  // enabled, failing, paused or disabled (StatusOf); "" for the total
-	Status          string      `json:"status"` // the same for people, as feed-sub ls says it; "" for the total
-	Fetches         int         `json:"fetches"`
+	State           string      `json:"state"`             // enabled, failing, refused, paused or disabled (StatusOf); "" for the total
+	Status          string      `json:"status"`            // the same for people, as feed-sub ls says it; "" for the total
+	Fetches         int         `json:"fetches"`           // made: those this machine refused to make are Refused, not fetches
 	OKRate          float64     `json:"ok_rate"`           // 2xx / fetches
 	NotModifiedRate float64     `json:"not_modified_rate"` // 304 / fetches
 	ErrorRate       float64     `json:"error_rate"`
@@ -41,6 +41,9 @@ type Row struct {
 	IntervalSec     int         `json:"interval_sec"`         // while polled on an interval (enabled); else 0
 	NextFetchAt     ndjson.Time `json:"next_fetch_at"`        // null when feed-due does not list it by itself
 	LastError       string      `json:"last_error"`
+	// Refused are the fetches this machine refused to make (a private
+	// address): no failure of the feed, and not among Fetches.
+	Refused int `json:"refused"`
 	// LastCycle is feed-loop's last cycle (the heartbeat), on the total
 	// row; null on a feed's, and when feed-loop never ran one.
 	LastCycle *Heartbeat `json:"last_cycle"`
@@ -52,17 +55,26 @@ const TypeStats = "feed_stats"
 // Totals are the figures of the whole store.
 type Totals struct {
 	// Subscriptions by status (StatusOf): Enabled are those in service,
-	// not disabled (by hand or by the scheduler), Failing and Paused
-	// among them.
-	Enabled, Failing, Paused, Disabled int
-	Counts                             catalog.FeedCounts
+	// not disabled (by hand or by the scheduler), Failing, Refused and
+	// Paused among them.
+	Enabled, Failing, Refused, Paused, Disabled int
+	// Counts are the fetches made (Attempted): without Refusals, the
+	// fetches this machine refused to make (an address refused).
+	Counts   catalog.FeedCounts
+	Refusals int
 	// Heartbeat is feed-loop's last cycle; nil when it never ran one.
 	Heartbeat *Heartbeat
 }
 
+// NewTotals are the totals of no feed yet, with the store's heartbeat:
+// Add each feed to them.
+func NewTotals(ctx context.Context, cat *catalog.Catalog) Totals {
+	return Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
+}
+
 // Compute adds up the feed states of a store at now, a feed at a time.
 func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
-	t := Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
+	t := NewTotals(ctx, cat)
 	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
 		t.add(f, StatusOf(f.Sub, f.State, now))
 		return nil
@@ -78,13 +90,17 @@ func (t *Totals) add(f *catalog.Feed, st Status) {
 	case StateFailing:
 		t.Failing++
 		t.Enabled++
+	case StateRefused:
+		t.Refused++
+		t.Enabled++
 	case StatePaused:
 		t.Paused++
 		t.Enabled++
 	default:
 		t.Enabled++
 	}
-	c := f.State.Counts
+	c, refused := Attempted(f.State.Counts)
+	t.Refusals += refused
 	t.Counts.Fetches += c.Fetches
 	t.Counts.OK += c.OK
 	t.Counts.NotModified += c.NotModified
@@ -97,6 +113,32 @@ func (t *Totals) add(f *catalog.Feed, st Status) {
 	for code, n := range c.ErrorCodes {
 		t.Counts.ErrorCodes[code] += n
 	}
+}
+
+// refusedCode is the error code of a fetch this machine refused to make
+// (httpx.CodeAddressRefused).
+const refusedCode = "address_refused"
+
+// Attempted are the counts of the fetches made of c: without those this
+// machine refused to make (an address it refuses), which asked nothing of
+// the publisher and are no failure of the feed, as the scheduler counts
+// none; refused is how many there were. feed-stats's rates and the
+// metrics count so, and so should any other count of failures.
+func Attempted(c catalog.FeedCounts) (attempted catalog.FeedCounts, refused int) {
+	refused = c.ErrorCodes[refusedCode]
+	if refused == 0 {
+		return c, 0
+	}
+	c.Fetches -= refused
+	c.Errors -= refused
+	codes := make(map[string]int, len(c.ErrorCodes))
+	for code, n := range c.ErrorCodes {
+		if code != refusedCode {
+			codes[code] = n
+		}
+	}
+	c.ErrorCodes = codes
+	return c, refused
 }
 
 // Format is how Run writes its rows.
@@ -116,6 +158,9 @@ type Config struct {
 	Now     time.Time
 	Days    int // window of new_per_day and median_article_bytes
 	Format  Format
+	// Width, when set, is the terminal's: the table fits it, its names
+	// and statuses cut to fit.
+	Width int
 }
 
 // Run writes a row per subscription and a total row.
@@ -140,7 +185,9 @@ func Run(cfg Config) error {
 		s, st := f.Sub, f.State
 		status := StatusOf(s, st, cfg.Now)
 		t.add(f, status)
-		r := row(st.Counts, heldDays(s, cfg.Now, cfg.Days), recent[s.FeedID])
+		c, refused := Attempted(st.Counts)
+		r := row(c, heldDays(s, cfg.Now, cfg.Days), recent[s.FeedID])
+		r.Refused = refused
 		r.FeedID, r.Name, r.URL = s.FeedID, cmp.Or(s.Name, st.Title), s.URL
 		r.State, r.Status, r.IntervalSec = status.State, status.Text, status.IntervalSec
 		if status.Listed {
@@ -162,7 +209,7 @@ func Run(cfg Config) error {
 	}
 	all.sizes = allSizes
 	total := row(t.Counts, float64(cfg.Days), all)
-	total.FeedID = "total"
+	total.FeedID, total.Refused = "total", t.Refusals
 	// The store's rate is its feeds' together, each over its own days.
 	total.NewPerDay = 0
 	for _, r := range rows {
@@ -251,27 +298,20 @@ func write(cfg Config, rows []Row) error {
 	case CSV:
 		w := csv.NewWriter(cfg.Out)
 		w.Write([]string{"feed_id", "name", "url", "state", "fetches", "ok_rate", "not_modified_rate", "error_rate", "bytes_in", "bytes_saved",
-			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status"})
+			"new_entries", "new_per_day", "median_article_bytes", "interval_sec", "next_fetch_at", "last_error", "status", "refused"})
 		for _, r := range rows {
 			w.Write([]string{r.FeedID, r.Name, r.URL, r.State, strconv.Itoa(r.Fetches), ratio(r.OKRate), ratio(r.NotModifiedRate), ratio(r.ErrorRate),
 				strconv.FormatInt(r.BytesIn, 10), strconv.FormatInt(r.BytesSaved, 10), strconv.Itoa(r.NewEntries),
-				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status})
+				strconv.FormatFloat(r.NewPerDay, 'f', 2, 64), strconv.Itoa(r.MedianArticle), strconv.Itoa(r.IntervalSec), r.NextFetchAt.String(), r.LastError, r.Status, strconv.Itoa(r.Refused)})
 		}
 		w.Flush()
 		return w.Error()
 	}
-	// Numbers right-aligned, words left: the word columns are padded to
-	// one width, which right-aligns as left.
-	names, states, errs := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
-	for i, r := range rows {
-		code, _, _ := strings.Cut(r.LastError, ":")
-		names[i], states[i], errs[i] = cell(r.Name, 30), cell(r.Status, 60), cell(code, 24)
-	}
-	names, states, errs = padded("NAME", names), padded("STATE", states), padded("LAST ERROR", errs)
-	var table strings.Builder
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-8s\t%s\tFETCHES\tOK\t304\tERR\tIN\tSAVED\tNEW\tNEW/DAY\tMEDIAN\tINTERVAL\t%s\t%s\t\n", "FEED ID", names[0], states[0], errs[0])
-	for i, r := range rows {
+	// Numbers right-aligned, words left; to fit a terminal, the name and
+	// the status are cut. The status ends with the last error's code when
+	// it does not say it (--json and --csv have the whole last_error).
+	table := [][]string{{"FEED ID", "NAME", "FETCHES", "OK", "304", "ERR", "IN", "SAVED", "NEW", "NEW/DAY", "MEDIAN", "INTERVAL", "STATUS"}}
+	for _, r := range rows {
 		id := r.FeedID
 		if len(id) > 8 {
 			id = id[:8]
@@ -280,51 +320,46 @@ func write(cfg Config, rows []Row) error {
 		if r.IntervalSec > 0 {
 			interval = (time.Duration(r.IntervalSec) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%-8s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", id, names[i+1], r.Fetches, pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
-			size(r.BytesIn), size(r.BytesSaved), r.NewEntries, r.NewPerDay, size(int64(r.MedianArticle)), interval, states[i+1], errs[i+1])
+		status := r.Status
+		if code, _, _ := strings.Cut(r.LastError, ":"); code != "" && !strings.Contains(status, code) {
+			status += ", last error " + code
+		}
+		table = append(table, []string{id, safetext.Cell(r.Name, 30), strconv.Itoa(r.Fetches), pct(r.OKRate), pct(r.NotModifiedRate), pct(r.ErrorRate),
+			size(r.BytesIn), size(r.BytesSaved), strconv.Itoa(r.NewEntries), fmt.Sprintf("%.1f", r.NewPerDay), size(int64(r.MedianArticle)), interval,
+			safetext.Cell(status, 80)})
 	}
-	if err := tw.Flush(); err != nil {
+	num := tablefmt.Col{Right: true}
+	cols := []tablefmt.Col{{}, {Min: 12}, num, num, num, num, num, num, num, num, num, num, {Min: 16}}
+	if err := tablefmt.Write(cfg.Out, table, cols, cfg.Width); err != nil {
 		return err
 	}
-	// Right alignment pads every cell on its left, the first column's
-	// too, and the padded word columns on their right.
-	for _, line := range strings.SplitAfter(strings.TrimSuffix(table.String(), "\n"), "\n") {
-		line = strings.TrimRight(strings.TrimPrefix(line, "  "), " \n") + "\n"
-		if _, err := io.WriteString(cfg.Out, line); err != nil {
-			return err
-		}
-	}
 	if hb := rows[len(rows)-1].LastCycle; hb != nil {
-		_, err := fmt.Fprintln(cfg.Out, hb.Text(cfg.Now))
+		_, err := io.WriteString(cfg.Out, wrap(hb.Text(cfg.Now), cfg.Width))
 		return err
 	}
 	return nil
 }
 
-// cell is s for a table cell: on one line, cut to n runes, "-" when empty.
-func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return "-"
+// wrap breaks s at spaces into lines of at most width columns (0: one
+// line), the lines after the first indented by two.
+func wrap(s string, width int) string {
+	if width <= 0 || tablefmt.Width(s) <= width {
+		return s + "\n"
 	}
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && tablefmt.Width(line)+1+tablefmt.Width(w) > width {
+			b.WriteString(line + "\n")
+			line = "  " + w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
 	}
-	return s
-}
-
-// padded is the column's heading then its cells, each padded with spaces
-// to the widest.
-func padded(heading string, cells []string) []string {
-	all := append([]string{heading}, cells...)
-	width := 0
-	for _, c := range all {
-		width = max(width, utf8.RuneCountInString(c))
-	}
-	for i, c := range all {
-		all[i] = c + strings.Repeat(" ", width-utf8.RuneCountInString(c))
-	}
-	return all
+	return b.String() + line + "\n"
 }
 
 func ratio(f float64) string { return strconv.FormatFloat(f, 'f', 4, 64) }

@@ -185,10 +185,49 @@ func TestTableNamesAndRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
-	if !regexp.MustCompile(`^FEED ID +NAME +FETCHES .* STATE +LAST ERROR *$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^aaaaaaaa +A +10 .* enabled +- *$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^bbbbbbbb +B's title +2 .* disabled by hand +http_404 *$`).MatchString(lines[2]) {
+	if !regexp.MustCompile(`^FEED ID +NAME +FETCHES .* INTERVAL +STATUS$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^aaaaaaaa +A +10 .* enabled$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^bbbbbbbb +B's title +2 .* disabled by hand, last error http_404$`).MatchString(lines[2]) {
 		t.Errorf("table:\n%q", lines)
+	}
+}
+
+// TestTableFits: on a terminal of 120 columns the table fits it, however
+// long the names and statuses (it was 143 columns and more), the last
+// cycle's line too; piped, it is whole.
+func TestTableFits(t *testing.T) {
+	st, cat := fixture(t)
+	ctx := context.Background()
+	cat.EditSubscriptions(ctx, func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+		subs[0].Name = "A feed with a name far longer than any column should have to hold"
+		return subs, nil
+	})
+	cat.Update(ctx, func(tx *catalog.Tx) error {
+		fs, _, err := tx.State("bbbbbbbb-0000-4000-8000-000000000002")
+		if err != nil {
+			return err
+		}
+		fs.LastError = &ndjson.Error{Code: "http_404_with_a_long_code", Message: "gone"}
+		return tx.PutStates(fs)
+	})
+	RecordCycle(ctx, cat, Cycle{Start: ndjson.At(now.Add(-time.Minute)), End: ndjson.At(now), Counts: map[string]int64{"feeds": 40000, "not_modified": 31000, "same_body": 2000, "errors": 100, "new": 17000, "updated": 200, "bytes_saved": 1843221000}})
+	for _, width := range []int{120, 0} {
+		var out bytes.Buffer
+		if err := Run(Config{Out: &out, Store: st, Catalog: cat, Now: now, Format: Table, Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		long := 0
+		for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			long = max(long, len([]rune(l)))
+		}
+		switch {
+		case width > 0 && long > width:
+			t.Errorf("width %d: a line of %d:\n%s", width, long, out.String())
+		case width == 0 && (long <= 120 || !strings.Contains(out.String(), "A feed with a name far longer")):
+			t.Errorf("piped: cut:\n%s", out.String())
+		case !strings.Contains(out.String(), "A feed with") || !strings.Contains(out.String(), "bytes_saved="):
+			t.Errorf("width %d:\n%s", width, out.String())
+		}
 	}
 }
 
@@ -252,5 +291,49 @@ func TestHeartbeat(t *testing.T) {
 	}
 	if _, err := ParseCounts("feeds=x"); err == nil {
 		t.Error("feeds=x read as a count")
+	}
+}
+
+// TestRefusalsAreNoFailures: a fetch this machine refused to make (its
+// address private) asked nothing of the publisher: feed-stats's rates and
+// the metrics count it apart, not as a failed fetch, as the scheduler
+// counts no failure of it.
+func TestRefusalsAreNoFailures(t *testing.T) {
+	st, cat := testenv.Store(t)
+	id := "cccccccc-0000-4000-8000-000000000003"
+	cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: id, URL: "http://127.0.0.1:8000/feed.xml"}}, nil
+	})
+	err := cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.PutStates(catalog.FeedState{FeedID: id, Counts: catalog.FeedCounts{Fetches: 5, OK: 1, NotModified: 1, Errors: 3,
+			ErrorCodes: map[string]int{"address_refused": 2, "http_500": 1}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Run(Config{Out: &out, Store: st, Catalog: cat, Now: now, Format: NDJSON}); err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsOf(t, &out)
+	if r := rows[id]; r.Fetches != 3 || r.Refused != 2 || r.ErrorRate != 1.0/3 || r.OKRate != 1.0/3 {
+		t.Errorf("row: %+v", r)
+	}
+	if r := rows["total"]; r.Fetches != 3 || r.Refused != 2 || r.ErrorRate != 1.0/3 {
+		t.Errorf("total: %+v", r)
+	}
+	tot, err := Compute(context.Background(), cat, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	WriteMetrics(&metrics, tot, &Histogram{})
+	for _, want := range []string{"\nsources_failed_total 1\n", "feedpipe_fetches_total{result=\"error\"} 1\n", "sources_total{state=\"failing\"} 0\n"} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
+		}
+	}
+	if strings.Contains(metrics.String(), "address_refused") {
+		t.Errorf("refusals among the fetch errors:\n%s", metrics.String())
 	}
 }

@@ -2,9 +2,11 @@ package stats
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -15,9 +17,16 @@ const (
 	// StateEnabled: the feed answers (or has not been fetched yet) and is
 	// polled at its policy's pace; cooling down after failures too.
 	StateEnabled = "enabled"
-	// StateFailing: its fetches fail: backing off, its circuit open (the
-	// error budget spent), or its address refused by this machine.
+	// StateFailing: its fetches fail: backing off, or its circuit open
+	// (the error budget spent).
 	StateFailing = "failing"
+	// StateRefused: this machine refused its address, a loopback or
+	// private one, without asking the publisher: no failure of the feed
+	// (the scheduler counts none), but nothing is fetched until the feed
+	// (feed-sub set --allow-private) or every feed
+	// (FEEDPIPE_ALLOW_PRIVATE=1) is allowed such addresses; it is due at
+	// once then (feed-due).
+	StateRefused = "refused"
 	// StatePaused: paused by hand (feed-sub pause), or for a Retry-After
 	// that still runs.
 	StatePaused = "paused"
@@ -26,15 +35,25 @@ const (
 	StateDisabled = "disabled"
 )
 
+// RefusedText is the status of a feed whose address this machine refused;
+// RefusedHint says what allows it, once for all such feeds (feed-sub ls
+// says it below its table).
+const (
+	RefusedText = "refused: a private address"
+	RefusedHint = "a loopback, private or link-local address, which feedpipe refuses unless allowed: " +
+		"feed-sub set FEED --allow-private allows one feed, FEEDPIPE_ALLOW_PRIVATE=1 every feed; " +
+		"either makes it due at once (no feed-sub refetch needed)"
+)
+
 // Status is a feed's status at a time, as every command shows it: feed-sub
 // ls, feed-stats, the metrics, feed-due --explain. StatusOf computes it;
 // no command works it out for itself.
 type Status struct {
-	State string // StateEnabled, StateFailing, StatePaused or StateDisabled
+	State string // StateEnabled, StateFailing, StateRefused, StatePaused or StateDisabled
 	// Text says it for people, the STATUS column of feed-sub ls:
 	// "enabled (cooling down)", "failing (2): http_503", "paused for a
 	// Retry-After until 2026-11-26 10:30Z", "disabled: permanent error
-	// permanent/http_404 (probe in 23h)".
+	// http_404 (probe in 23h)".
 	Text string
 	// Next is when feed-due lists the feed next (a time past: due now);
 	// Listed is false when it does not by itself: disabled by hand, or by
@@ -57,7 +76,7 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 	st.Next, st.Listed = nextFetch(s, fs, now)
 	sc := fs.Sched
 	failing := func(n int) {
-		st.State, st.Text = StateFailing, fmt.Sprintf("failing (%d): %s", n, errorCode(fs.LastError))
+		st.State, st.Text = StateFailing, fmt.Sprintf("failing (%d): %s", n, ErrorCode(fs.LastError))
 	}
 	switch {
 	case s.Disabled:
@@ -75,9 +94,9 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 		if !sc.NextAt.IsZero() {
 			probe = "probe " + Until(now, sc.NextAt.Time)
 		}
-		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", sc.DisabledReason, probe)
+		st.State, st.Text = StateDisabled, fmt.Sprintf("disabled: %s (%s)", errorClass.ReplaceAllString(sc.DisabledReason, ""), probe)
 	case sc.Reason == sched.ReasonRefused:
-		st.State, st.Text = StateFailing, "refused: a private address (--allow-private permits it)"
+		st.State, st.Text = StateRefused, RefusedText
 	case sc.Lifecycle == sched.StateBackoff:
 		failing(sc.Failures)
 	case sc.Lifecycle == sched.StatePaused && sc.Reason == sched.ReasonBudgetExceeded:
@@ -100,6 +119,10 @@ func StatusOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) Status
 	default: // healthy, or a pause by hand that is over
 		st.State, st.Text, st.IntervalSec = StateEnabled, "enabled", sc.IntervalSec
 	}
+	if n := len(fs.Warnings); n > 0 && st.State == StateEnabled {
+		// Read, but repaired or cut short: healthy is not the word.
+		st.Text += ", " + plural.Count(n, "parse warning", "parse warnings")
+	}
 	return st
 }
 
@@ -121,7 +144,13 @@ func nextFetch(s ndjson.Subscription, fs catalog.FeedState, now time.Time) (at t
 	return at, ok
 }
 
-func errorCode(e *ndjson.Error) string {
+// errorClass is the class before an error's code in the scheduler's
+// reasons ("permanent error permanent/http_404"): the status says the
+// code, which says the class (and "permanent" once).
+var errorClass = regexp.MustCompile(`\b(transient|permanent|rate_limited|blocked|parse)/`)
+
+// ErrorCode is the code of a feed's last error, "?" when it has none.
+func ErrorCode(e *ndjson.Error) string {
 	if e == nil {
 		return "?"
 	}

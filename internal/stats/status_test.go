@@ -78,14 +78,16 @@ func statusCases() []statusCase {
 			decided("circuit", circuit...).NextFetchAt.Time},
 		// It was "failing (1)" with interval 15m in feed-stats, and not
 		// disabled in the metrics.
-		{"disabled for a 404", ndjson.Subscription{FeedID: "gone"}, gone, StateDisabled, "disabled: permanent error permanent/http_404 (probe in 23h)", false,
+		{"disabled for a 404", ndjson.Subscription{FeedID: "gone"}, gone, StateDisabled, "disabled: permanent error http_404 (probe in 23h)", false,
 			now.Add(23 * time.Hour)},
 		// It was "failing (1)" in feed-stats.
 		{"Retry-After running", ndjson.Subscription{FeedID: "limited"}, limited, StatePaused, "paused for a Retry-After until 2026-11-21 12:59Z", false,
 			now.Add(59 * time.Minute)},
 		// It was "paused (retry_after)", due now, in feed-sub ls.
 		{"Retry-After over", ndjson.Subscription{FeedID: "limited-over"}, limitedOver, StateEnabled, "enabled (Retry-After over)", true, now.Add(-time.Hour)},
-		{"address refused", ndjson.Subscription{FeedID: "refused"}, refused, StateFailing, "refused: a private address (--allow-private permits it)", false,
+		// It was "failing", counted as such by feed-stats and the metrics,
+		// though the scheduler counts no failure.
+		{"address refused", ndjson.Subscription{FeedID: "refused"}, refused, StateRefused, "refused: a private address", false,
 			refused.NextFetchAt.Time},
 		{"disabled by hand", ndjson.Subscription{FeedID: "by-hand", Disabled: true}, ok, StateDisabled, "disabled by hand", false, time.Time{}},
 		{"paused by hand", ndjson.Subscription{FeedID: "paused", PausedUntil: ndjson.At(now.Add(5 * time.Hour))}, ok, StatePaused,

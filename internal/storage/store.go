@@ -1,5 +1,6 @@
 // Package storage reads and writes feedpipe's store: one directory of NDJSON
-// logs, zstd payloads and small index files, laid out by DESIGN.md §3.
+// logs, zstd payloads and small index files, laid out as docs/store.md
+// says (docs/design.md#store).
 package storage
 
 import (
@@ -22,7 +23,7 @@ import (
 )
 
 // The store's top-level directories: the payloads, and the logs by day
-// (DESIGN.md §3). The catalog, catalog.db, is beside them.
+// (docs/store.md). The catalog, catalog.db, is beside them.
 const (
 	DirRaw     = "raw"
 	DirFetches = "fetches"
@@ -39,6 +40,10 @@ const DayLayout = "2006-01-02"
 
 // Day is the partition name for t.
 func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
+
+// KeyDay is the day of a day file's key: "2026-11-21" of
+// "fetches/2026-11-21.ndjson".
+func KeyDay(key string) string { return strings.TrimSuffix(path.Base(key), ".ndjson") }
 
 // Store is an open store directory. Its methods are safe for concurrent use
 // by one process; across processes, readers never block and writers are

@@ -34,7 +34,7 @@ type PruneConfig struct {
 	NoWait bool
 	DryRun bool
 
-	// Raw payloads (seed 000 §4.9): one goes when it is older than RawKeep
+	// Raw payloads (docs/design.md#retention): one goes when it is older than RawKeep
 	// (last fetched then) and is not among the RawKeepPerFeed newest of
 	// any feed that fetched it. Raw pruning is on when either is set.
 	RawKeep        time.Duration
@@ -42,7 +42,8 @@ type PruneConfig struct {
 	// EvenReferenced deletes payloads that stored entries come from too.
 	EvenReferenced bool
 
-	// TTLs of seed 004 §4, by whole days of the day files. Metadata is
+	// The retention of docs/design.md#retention, by whole days of the
+	// day files. Metadata is
 	// fetches/ (less the records stored entries point at), events/,
 	// aliases/ and decisions/; articles are entries/.
 	MetadataKeep time.Duration
@@ -73,6 +74,9 @@ type PruneSummary struct {
 	URLs           int   // links dropped from the index, their first entry gone
 	SeenForgotten  int   // entries forgotten by the seen-ids TTL
 	SeenFeedsKept  int   // feeds with entries past the TTL kept: their latest payload unreadable
+	MediaForgotten int   // media rows forgotten with their entries
+	MediaFiles     int   // media files (stored and partial) deleted
+	MediaRecords   int   // media records deleted
 	Bytes          int64 // bytes freed
 	DryRun         bool
 }
@@ -82,9 +86,13 @@ func (s PruneSummary) String() string {
 	if s.DryRun {
 		verb = "would delete"
 	}
-	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d decisions files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable); %s bytes freed",
+	media := ""
+	if s.MediaForgotten+s.MediaFiles+s.MediaRecords > 0 {
+		media = fmt.Sprintf(", %d media files (%d of entries gone), %d media records", s.MediaFiles, s.MediaForgotten, s.MediaRecords)
+	}
+	return fmt.Sprintf("%s %d raw payloads (kept %d referenced by entries, %d as a feed's newest), %d entries files (%d entries, %d links), %d events files, %d aliases files, %d decisions files, %d fetch records (%d fetches files deleted, %d trimmed), %d seen entries (kept all of %d feeds whose latest payload is unreadable)%s; %s bytes freed",
 		verb, s.Raw, s.RawReferenced, s.RawLastN, s.EntryFiles, s.Entries, s.URLs, s.EventFiles, s.AliasFiles, s.DecisionFiles, s.FetchRecords, s.FetchFiles, s.FetchesTrimmed,
-		s.SeenForgotten, s.SeenFeedsKept, strconv.FormatInt(s.Bytes, 10))
+		s.SeenForgotten, s.SeenFeedsKept, media, strconv.FormatInt(s.Bytes, 10))
 }
 
 // ParseAge reads an age such as 30d, 2w, 36h or 90m: a Go duration, or a
@@ -175,8 +183,8 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	// it never names an entry that is not stored.
 	if cfg.ArticlesKeep > 0 {
 		cutoff := before(now, cfg.ArticlesKeep)
-		if entriesFrom != "" && dayOf(entriesFrom) < cutoff {
-			cutoff = dayOf(entriesFrom)
+		if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
+			cutoff = storage.KeyDay(entriesFrom)
 		}
 		cutoff = min(cutoff, today)
 		if sum.Entries, sum.URLs, err = cat.ForgetEntryDays(ctx, cutoff, cfg.DryRun); err != nil {
@@ -190,6 +198,19 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	}
 	if cfg.SeenKeep > 0 {
 		if err := forgetSeen(ctx, cfg, &sum, now); err != nil {
+			return sum, err
+		}
+	}
+	// The media of the entries gone go with them.
+	if cfg.ArticlesKeep > 0 || cfg.SeenKeep > 0 {
+		cutoff := ""
+		if cfg.ArticlesKeep > 0 {
+			cutoff = min(before(now, cfg.ArticlesKeep), today)
+			if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
+				cutoff = storage.KeyDay(entriesFrom)
+			}
+		}
+		if err := pruneMedia(ctx, cfg, &sum, cutoff); err != nil {
 			return sum, err
 		}
 	}
@@ -257,6 +278,9 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		if err := pruneFetches(ctx, cfg, &sum, referenced, cutoff, today, del); err != nil {
 			return sum, err
 		}
+		if err := pruneMediaRecords(ctx, cfg, &sum, cutoff, today); err != nil {
+			return sum, err
+		}
 	}
 	if ctx.Err() != nil {
 		return sum, ctx.Err()
@@ -272,15 +296,10 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 // before is the first day kept by a TTL: day files of earlier days go.
 func before(now time.Time, keep time.Duration) string { return storage.Day(now.Add(-keep)) }
 
-// dayOf is the day of a day file's key.
-func dayOf(key string) string {
-	return strings.TrimSuffix(key[strings.LastIndexByte(key, '/')+1:], ".ndjson")
-}
-
 // deletableDay reports whether a day file may go: before cutoff, not
 // today's, not at or past the file recovery starts from.
 func deletableDay(key, cutoff, today, recoverFrom string) bool {
-	day := dayOf(key)
+	day := storage.KeyDay(key)
 	return day < cutoff && day < today && (recoverFrom == "" || key < recoverFrom)
 }
 
@@ -446,7 +465,7 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 	return nil
 }
 
-// forgetSeen is the seen-ids TTL (seed 004 §4): it takes out of the index
+// forgetSeen is the seen-ids TTL (docs/design.md#retention): it takes out of the index
 // the entries last seen before now-SeenKeep, except those the feed's
 // latest payload holds. An entry's last_seen moves with every fetch that
 // shows it, but a feed answering 304, or with the same body, for months

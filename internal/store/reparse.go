@@ -24,7 +24,7 @@ const maxHeld = 4 * maxBatch
 
 // hold decides when each entry of a batch was seen: the fetched_at of the
 // fetch record that closes its feed's group, which follows the entries
-// (DESIGN.md §2). That time is in the data, so a replay of the same fetch
+// (docs/design.md#records). That time is in the data, so a replay of the same fetch
 // records stores byte-identical entries. An entry whose fetch record has not
 // arrived yet is held back to a later batch; at the end of the input
 // (c.final), or past maxHeld, the entries still held were seen now. It

@@ -24,9 +24,6 @@ type budgetState struct {
 	Fetches int         `json:"fetches"`
 }
 
-// OverridesOf is the scheduler's view of a subscription's own settings.
-func OverridesOf(s ndjson.Subscription) sched.Overrides { return sched.OverridesOf(s) }
-
 // NewRand is the random source of a run's jitter, seeded from the clock.
 func NewRand(now time.Time) *rand.Rand {
 	n := uint64(now.UnixNano())
@@ -49,8 +46,9 @@ func DecisionRecord(feedID, fetchID string, d sched.Decision) *ndjson.Decision {
 			ErrorClass: in.ErrorClass, ErrorCode: in.ErrorCode, NewEntries: in.NewEntries, Items: in.Items,
 			IntervalBeforeSec: in.IntervalBeforeSec, IntervalAfterSec: in.IntervalAfterSec, MinSec: in.MinSec, MaxSec: in.MaxSec,
 			EWMASecs: in.EWMASecs, RatePerDay: in.RatePerDay, Scale: in.Scale, BaseSec: in.BaseSec,
-			ProfileFactor: in.ProfileFactor, TailCapSec: in.TailCapSec, WindowCapSec: in.WindowCapSec, Slot: in.Slot,
-			CronNextAt: in.CronNextAt, CronError: in.CronError,
+			ProfileFactor: in.ProfileFactor, TailCapSec: in.TailCapSec, WindowCapSec: in.WindowCapSec,
+			PatternGain: in.PatternGain, PatternHours: in.PatternHours, PatternDays: in.PatternDays, DayStart: in.DayStart, PollWeight: in.PollWeight,
+			Slot: in.Slot, CronNextAt: in.CronNextAt, CronError: in.CronError,
 			TTLSec: in.TTLSec, MaxAgeSec: in.MaxAgeSec, FloorSec: in.FloorSec, RetryAfterSecs: in.RetryAfterSecs,
 			// Always lists, never null: a consumer reads them without a check.
 			SkipHours: append([]int{}, in.SkipHours...), SkipDays: append([]string{}, in.SkipDays...),
@@ -317,7 +315,7 @@ func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
 	before := fs.SchedState()
-	st, d := sched.Next(before, out, c.cfg.Sched, OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
+	st, d := sched.Next(before, out, c.cfg.Sched, sched.OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
 	fs.SetSched(st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))

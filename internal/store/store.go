@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -71,6 +72,9 @@ type Summary struct {
 	Moved       int   // feeds whose URL was changed after permanent redirects
 	Aliases     int   // entries recorded as aliases of another feed's (crossfeed.go)
 	Replayed    int   // fetch records committed by an earlier run, skipped
+	// Pushed bodies, archive pages read and entries stored from them
+	// (push.go).
+	Pushed, ArchivePages, Backfilled int
 }
 
 // item is one input record, decoded if feed-store consumes it.
@@ -168,7 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s := cfg.Summary
 	cfg.Log.Info("stored", "feeds", s.Feeds, "not_modified", s.NotModified, "same_body", s.SameBody, "errors", s.Errors,
 		"bytes_saved", s.BytesSaved, "new", s.New, "updated", s.Updated, "moved", s.Moved,
-		"aliases", s.Aliases, "replayed", s.Replayed)
+		"aliases", s.Aliases, "replayed", s.Replayed, "pushed", s.Pushed, "archive_pages", s.ArchivePages, "backfilled", s.Backfilled)
 	return fails.Err("record", "records")
 }
 
@@ -234,6 +238,7 @@ type committer struct {
 	// feeds is what the events say of each feed (name, labels), looked
 	// up once a run.
 	feeds map[string]catalog.EventFeed
+	side  side // push and history (push.go)
 }
 
 func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
@@ -241,6 +246,9 @@ func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
 		states: map[string]catalog.FeedState{}, newByFeed: map[string]int{}, updatedByFeed: map[string]int{}, knownByFeed: map[string][]string{},
 		feeds: map[string]catalog.EventFeed{}}
 	if err := c.startScheduling(); err != nil {
+		return nil, err
+	}
+	if err := c.startSide(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -272,7 +280,9 @@ type batchWrites struct {
 	decisions []*ndjson.Decision
 	states    []catalog.FeedState
 	sighted   []sighting
-	released  []catalog.Run // runs whose fetch is committed
+	released  []catalog.Run   // runs whose fetch is committed
+	parsed    []*ndjson.Fetch // fetches whose parse the catalog keeps (IndexParse)
+	side      sideWrites      // push and history (push.go)
 }
 
 type staged struct {
@@ -305,6 +315,7 @@ func (c *committer) commit(batch []item) error {
 		out   []any           // records, or lines without their newline, in input order
 	)
 	titles := feedTitles(batch)
+	past := history(batch) // entries of archive pages (push.go)
 	if err := c.loadLinks(batch); err != nil {
 		return err
 	}
@@ -319,7 +330,11 @@ func (c *committer) commit(batch []item) error {
 				}
 				continue
 			}
-			ev, err := c.stage(it.entry, now, seenAt[it.entry], entriesKey)
+			stage := c.stage
+			if past[it.entry] {
+				stage = c.stageHistory
+			}
+			ev, err := stage(it.entry, now, seenAt[it.entry], entriesKey)
 			if err != nil {
 				return err
 			}
@@ -352,6 +367,11 @@ func (c *committer) commit(batch []item) error {
 			// fetches/): not a fetch of the source, nothing to record.
 		case it.fetch != nil:
 			f := it.fetch
+			if done, err := c.sideFetch(f, &w); err != nil {
+				return err
+			} else if done {
+				break // pushed, or an archive page's: no poll (push.go)
+			}
 			// The feed's state, read once for both questions below.
 			prev := c.prior(f.Due.FeedID)
 			if c.replayed(f, prev) {
@@ -374,6 +394,7 @@ func (c *committer) commit(batch []item) error {
 				return err
 			}
 			if ok {
+				c.sidePoll(f, st, &w)
 				w.states = append(w.states, st)
 				if !f.Due.ScheduledAt.IsZero() {
 					w.released = append(w.released, catalog.Run{FeedID: f.Due.FeedID, ScheduledAt: f.Due.ScheduledAt.Time})
@@ -392,6 +413,9 @@ func (c *committer) commit(batch []item) error {
 				}
 			}
 			w.sighted = append(w.sighted, c.sightings(f)...)
+			if f.Parse != nil && bodyRead(f) && !f.Unchanged {
+				w.parsed = append(w.parsed, f)
+			}
 		default:
 			out = append(out, it.raw)
 		}
@@ -521,6 +545,14 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		}
 		for _, r := range w.released {
 			if err := t.ReleaseRuns(r.FeedID, r.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		if err := w.side.apply(t); err != nil {
+			return err
+		}
+		for _, f := range w.parsed {
+			if err := t.IndexParse(f); err != nil {
 				return err
 			}
 		}
@@ -686,7 +718,7 @@ func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedS
 	if f.Parse != nil && f.Parse.Title != "" {
 		st.Title = f.Parse.Title
 	}
-	if n := c.newByFeed[feedID]; n > 0 { // seed 001 §10.1: a fetch with its count of new items
+	if n := c.newByFeed[feedID]; n > 0 { // docs/design.md#logging: a line per feed with new items
 		c.cfg.Log.Info(fmt.Sprintf("%d new %s", n, map[bool]string{true: "item", false: "items"}[n == 1]),
 			"feed_id", feedID, "fetch_id", f.FetchID, "feed", cmp.Or(f.Due.Name, st.Title, f.Due.URL), "updated", c.updatedByFeed[feedID])
 	}
@@ -701,9 +733,9 @@ func (c *committer) nextState(f *ndjson.Fetch, prev priorState) (_ catalog.FeedS
 	return st, recs, true, nil
 }
 
-// describe keeps what the fetch f says the feed is (seed 003 §2.3.1): the
-// format and publisher its body was read as, and the Content-Type it came
-// with. A fetch that brought no body read (a 304, an error, the same body)
+// describe keeps what the fetch f says the feed is (docs/design.md#mapping): the
+// format, publisher and site its body was read as, the warnings of its
+// parse, and the Content-Type it came with. A fetch that brought no body read (a 304, an error, the same body)
 // leaves them as they were.
 func describe(st *catalog.FeedState, f *ndjson.Fetch) {
 	if !bodyRead(f) || f.Unchanged {
@@ -713,8 +745,9 @@ func describe(st *catalog.FeedState, f *ndjson.Fetch) {
 	switch {
 	case f.Parse != nil:
 		st.Format, st.FormatVersion, st.Publisher = f.Parse.Format, f.Parse.Version, f.Parse.Publisher
+		st.Link, st.Warnings = f.Parse.Link, slices.Clone(f.Parse.Warnings)
 	case f.Scrape != nil:
-		st.Format, st.FormatVersion, st.Publisher = "html", "", ""
+		st.Format, st.FormatVersion, st.Publisher, st.Link, st.Warnings = "html", "", "", f.Due.URL, nil
 	}
 }
 

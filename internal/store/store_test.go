@@ -586,8 +586,8 @@ func TestUnreadBodyNotStored(t *testing.T) {
 	}
 }
 
-// TestSightingsCountedNotStored: an unchanged entry seen again (seed 000
-// §4.4 lineage) is dropped by feed-dedup, which passes its uid on in the
+// TestSightingsCountedNotStored: an unchanged entry seen again (its
+// lineage, docs/design.md#deduplication) is dropped by feed-dedup, which passes its uid on in the
 // fetch record; feed-store moves its last_seen and counts the sighting in
 // the catalog, writes nothing to entries/ or events/, and a replay of the
 // same fetch counts nothing twice.

@@ -21,13 +21,17 @@ import (
 type Listing = listing
 
 // ListingOf is the listing of the subscription s, whose state is fs, at
-// now, without its secrets: the password of its basic auth and the values
-// of headers that carry credentials.
+// now, without its secrets: the password of its basic auth, the values
+// of headers that carry credentials, a webhook source's secret. Its push
+// and backfill are WithPush's to add.
 func ListingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *Listing {
 	if s.Auth != nil {
 		s.Auth = &ndjson.Auth{Username: s.Auth.Username, Password: "(redacted)"}
 	}
 	s.Headers = httpx.RedactHeaderMap(s.Headers)
+	if s.WebhookSecret != "" {
+		s.WebhookSecret = redactedValue
+	}
 	return listingOf(s, fs, now)
 }
 

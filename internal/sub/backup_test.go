@@ -17,7 +17,8 @@ func backupFixture(t *testing.T) *env {
 	for _, s := range []Spec{
 		{URL: "https://example.org/all", Name: "All", Labels: []string{"news", "LEA, GOV"}, Type: "rss", Interval: time.Hour, Cron: "@hourly",
 			UserAgent: "my agent", Headers: []string{"X-Token: s3cret", "Accept: application/rss+xml"}, BasicAuth: "me:pw", Fulltext: true,
-			Scrape: &ndjson.ScrapeConfig{ArticleConfig: ndjson.ArticleConfig{ContentSelector: "div.body"}}},
+			Scrape: &ndjson.ScrapeConfig{ArticleConfig: ndjson.ArticleConfig{ContentSelector: "div.body"}},
+			Media:  &ndjson.MediaSettings{Types: []string{"audio/*"}, MaxBytes: 100 << 20, Images: true}},
 		{URL: "https://blog.example.org/", Type: "website", Labels: []string{"blogs"},
 			Scrape: &ndjson.ScrapeConfig{DiscoveryMode: "list", ListConfig: ndjson.ListConfig{ArticleSelector: "ul.posts a", MaxPages: 3}}},
 		{URL: "https://example.org/plain"},
@@ -70,6 +71,9 @@ func restore(t *testing.T, data string) ([]ndjson.Subscription, string) {
 func TestExportNDJSONRoundTrip(t *testing.T) {
 	e := backupFixture(t)
 	want := records(t, e.subs(t))
+	if !strings.Contains(want, `"media":{"types":["audio/*"],"max_bytes":104857600,"images":true}`) {
+		t.Fatalf("the fixture lost its media settings:\n%s", want)
+	}
 	e.out.Reset()
 	if err := ExportNDJSON(e.cfg, true); err != nil {
 		t.Fatal(err)
@@ -159,5 +163,30 @@ func TestExportOPMLKeepsFeedpipeSettings(t *testing.T) {
 		if g.URL != w.URL || g.SourceType != w.SourceType || g.Fulltext != w.Fulltext || string(g.Scrape) != string(w.Scrape) {
 			t.Errorf("restored %s: type %q fulltext %v scrape %s; want %q %v %s", w.URL, g.SourceType, g.Fulltext, g.Scrape, w.SourceType, w.Fulltext, w.Scrape)
 		}
+	}
+}
+
+// TestOPMLSeveralLabels: the OPML export puts a feed with several labels
+// in the folder of each (a label with a comma, which category cannot
+// hold, too), and import gives it back as one subscription with them all.
+func TestOPMLSeveralLabels(t *testing.T) {
+	e := newEnv(t)
+	Add(e.cfg, Spec{URL: "https://a.example/feed", Name: "A", Labels: []string{"news", "World, Politics", "tech"}})
+	e.out.Reset()
+	if err := Export(e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	doc := e.out.String()
+	if n := strings.Count(doc, `xmlUrl="https://a.example/feed"`); n != 3 {
+		t.Errorf("the feed is in %d folders, want 3:\n%s", n, doc)
+	}
+	back := newEnv(t)
+	res, err := Import(back.cfg, strings.NewReader(doc), "export.opml", nil)
+	if err != nil || res.Added != 1 || res.Duplicates != 0 {
+		t.Fatalf("%+v %v\n%s", res, err, back.msg)
+	}
+	subs := back.subs(t)
+	if len(subs) != 1 || strings.Join(subs[0].Labels, "|") != "news|tech|World, Politics" && strings.Join(subs[0].Labels, "|") != "news|World, Politics|tech" {
+		t.Errorf("%+v", subs)
 	}
 }

@@ -3,6 +3,7 @@ package sub
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/opml"
 	"github.com/feedpipe/feedpipe/internal/pipe"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -42,56 +44,126 @@ type candidate struct {
 }
 
 // Import subscribes to every feed in r: an OPML document (1.0 to 2.0,
-// nested folders becoming labels), a JSON list such as seed 002's
-// feeds.json ([{"url", "label", "cron"}]), or a plain list of URLs, one per
-// line. source names r in messages; labels are added to every feed. Feeds
-// already subscribed, or repeated in the file, are counted and skipped;
-// entries that cannot be used are reported and skipped, and make Import
-// return an error matching pipe.ErrFailed after the rest is added.
+// nested folders becoming labels), a JSON list ([{"url", "label",
+// "cron"}], docs/design.md#subscriptions), or a plain list of URLs, one per
+// line. source names r in messages; labels are added to every feed. It is
+// ReadImport, then ImportFile.
 func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResult, error) {
-	cfg.defaults()
-	var res ImportResult
+	f, err := ReadImport(r, source)
+	if err != nil {
+		return ImportResult{Format: f.formatName()}, err
+	}
+	return ImportFrom(cfg, f, labels)
+}
+
+// ImportSource is a file to import, read and recognised (ReadImport).
+type ImportSource struct {
+	source   string
+	format   string
+	cands    []candidate
+	warnings []string
+}
+
+func (f *ImportSource) formatName() string {
+	if f == nil {
+		return ""
+	}
+	return f.format
+}
+
+// MaxInvalidImport is how many entries of a file that cannot be used an
+// import reads before it stops, when none could be used: a file that is no
+// list of feeds (a binary, a web page) is said to be one once, not line by
+// line.
+const MaxInvalidImport = 100
+
+// ReadImport reads and recognises a file to import, before any store is
+// opened: a file that cannot be read, or holds no feed URL, is an error
+// here. source names it in messages.
+func ReadImport(r io.Reader, source string) (*ImportSource, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
 	if err != nil {
-		return res, fmt.Errorf("read %s: %w", source, err)
+		return nil, fmt.Errorf("read %s: %w", source, err)
 	}
 	if len(data) > MaxImportBytes {
-		return res, fmt.Errorf("%s is over %d MiB", source, MaxImportBytes>>20)
+		return nil, fmt.Errorf("%s is over %d MiB", source, MaxImportBytes>>20)
 	}
-	var cands []candidate
-	var warnings []string
-	res.Format, cands, warnings, err = candidates(data)
+	f := &ImportSource{source: source}
+	f.format, f.cands, f.warnings, err = candidates(data)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", source, err)
+		return f, fmt.Errorf("%s: %w", source, err)
 	}
-	for _, w := range warnings {
+	if len(f.cands) == 0 {
+		return f, fmt.Errorf("%s: no feed URLs found (expected OPML, a JSON list of feeds, or one URL per line)", source)
+	}
+	// A file whose first entries are all unusable is not a list of feeds.
+	bad := 0
+	for _, c := range f.cands[:min(len(f.cands), MaxInvalidImport)] {
+		if c.err == nil {
+			if _, err := newSubscription(c.spec, time.Time{}, func(string) {}); err == nil {
+				break
+			}
+		}
+		bad++
+	}
+	if bad == MaxInvalidImport {
+		return f, fmt.Errorf("%s: not a list of feeds: its first %d entries (of %d) are no feed URLs (expected OPML, a JSON list of feeds, or one URL per line)",
+			source, MaxInvalidImport, len(f.cands))
+	}
+	return f, nil
+}
+
+// ImportFrom subscribes to every feed of f, with labels added to each.
+// Feeds already subscribed are counted and skipped; a feed repeated in the
+// file (one OPML outline per folder) is subscribed once with the labels of
+// all. Entries that cannot be used are reported (the first
+// maxFeedLines of them one by one) and skipped, and make ImportFrom return
+// an error matching pipe.ErrFailed after the rest is added.
+func ImportFrom(cfg Config, f *ImportSource, labels []string) (ImportResult, error) {
+	cfg.defaults()
+	res := ImportResult{Format: f.format, Found: len(f.cands)}
+	source := f.source
+	for _, w := range f.warnings {
 		fmt.Fprintf(cfg.Msg, "feed-sub: warning: %s: %s\n", source, w)
 	}
-	res.Found = len(cands)
-	if res.Found == 0 {
-		return res, fmt.Errorf("%s: no feed URLs found (expected OPML, a JSON list of feeds, or one URL per line)", source)
-	}
-
 	now := cfg.Now()
 	var fresh []ndjson.Subscription
-	for _, c := range cands {
+	at := map[string]int{} // feed id -> its index in fresh
+	for _, c := range f.cands {
 		c.spec.Labels = append(c.spec.Labels, labels...)
+		note := func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) }
 		var s ndjson.Subscription
 		err := c.err
 		if err == nil {
-			s, err = newSubscription(c.spec, now, func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s: %s: %s\n", source, c.where, n) })
+			s, err = newSubscription(c.spec.fitNames(note), now, note)
 		}
 		if err == nil && c.restore != nil {
 			c.restore(&s)
 		}
+		if err == nil && s.SourceType == ndjson.SourceWebhook && s.WebhookSecret == "" {
+			note("webhook source " + s.URL + " comes without its secret: feed-sub set " + s.URL + " --new-secret makes one (until then its POSTs are refused)")
+		}
 		if err != nil {
 			res.Invalid++
-			fmt.Fprintf(cfg.Msg, "feed-sub: skipped %s: %s: %v\n", source, c.where, err)
+			if res.Invalid <= maxFeedLines {
+				fmt.Fprintf(cfg.Msg, "feed-sub: skipped %s: %s: %v\n", source, c.where, err)
+			} else {
+				cfg.Log.Debug("skipped", "file", source, "where", c.where, "error", err)
+			}
 			continue
 		}
+		if i, ok := at[s.FeedID]; ok {
+			res.Found--
+			fresh[i].Labels = cleanLabels(append(fresh[i].Labels, s.Labels...))
+			continue
+		}
+		at[s.FeedID] = len(fresh)
 		fresh = append(fresh, s)
 	}
-	err = cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
+	if res.Invalid > maxFeedLines {
+		fmt.Fprintf(cfg.Msg, "feed-sub: skipped %d more entries of %s that cannot be used (--log-level debug lists them)\n", res.Invalid-maxFeedLines, source)
+	}
+	err := cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		have := make(map[string]bool, len(subs)+len(fresh))
 		for _, s := range subs {
 			have[s.FeedID] = true
@@ -114,7 +186,7 @@ func Import(cfg Config, r io.Reader, source string, labels []string) (ImportResu
 		return res, err
 	}
 	fmt.Fprintf(cfg.Msg, "feed-sub: imported %s (%s): %s found, %d added, %s skipped, %d invalid\n",
-		source, res.Format, count(res.Found, "feed", "feeds"), res.Added, count(res.Duplicates, "duplicate", "duplicates"), res.Invalid)
+		source, res.Format, plural.Count(res.Found, "feed", "feeds"), res.Added, plural.Count(res.Duplicates, "duplicate", "duplicates"), res.Invalid)
 	return res, pipe.Failures{Records: res.Invalid}.Err("entry", "entries")
 }
 
@@ -212,6 +284,7 @@ func recordCandidates(data []byte) ([]candidate, []string) {
 		rec := s
 		c := candidate{spec: spec, where: where, err: err, restore: func(n *ndjson.Subscription) {
 			n.Disabled, n.MinIntervalSec, n.MaxIntervalSec, n.PausedUntil = rec.Disabled, rec.MinIntervalSec, rec.MaxIntervalSec, rec.PausedUntil
+			n.Push, n.Backfill, n.WebhookSecret = rec.Push, rec.Backfill, rec.WebhookSecret
 			if !rec.CreatedAt.IsZero() {
 				n.CreatedAt = rec.CreatedAt
 			}
@@ -252,6 +325,9 @@ func redacted(s *ndjson.Subscription) bool {
 			delete(s.Headers, k)
 			found = true
 		}
+	}
+	if s.WebhookSecret == redactedValue {
+		s.WebhookSecret, found = "", true // feed-sub set --new-secret makes one
 	}
 	return found
 }
@@ -336,8 +412,8 @@ func jsonCandidate(obj map[string]any, label, where string) candidate {
 		return candidate{where: where, err: fmt.Errorf("not a feed entry: %w", err)}
 	}
 	spec := Spec{
-		URL:    firstNonEmpty(f.URL, f.XMLURL, f.Feed),
-		Name:   firstNonEmpty(f.Name, f.Title),
+		URL:    cmp.Or(strings.TrimSpace(f.URL), strings.TrimSpace(f.XMLURL), strings.TrimSpace(f.Feed)),
+		Name:   cmp.Or(strings.TrimSpace(f.Name), strings.TrimSpace(f.Title)),
 		Labels: append(append(nonEmpty(label), f.Labels...), nonEmpty(f.Label, f.Category)...),
 		Cron:   f.Cron,
 		Type:   f.Type,
@@ -357,22 +433,6 @@ func jsonCandidate(obj map[string]any, label, where string) candidate {
 		}
 	}
 	return candidate{spec: spec, where: where}
-}
-
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s = strings.TrimSpace(s); s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 func nonEmpty(ss ...string) []string {

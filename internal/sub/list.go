@@ -4,14 +4,17 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/opml"
+	"github.com/feedpipe/feedpipe/internal/plural"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
+	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -19,6 +22,10 @@ import (
 type ListOptions struct {
 	JSON  bool   // NDJSON subscription records, with the state the table shows, instead of a table
 	Label string // only subscriptions with this label
+	State string // only subscriptions in this state, as STATUS begins (States)
+	// Width, when set, is the terminal's: the table fits it, its wide
+	// columns (names, labels, statuses, URLs) cut to fit.
+	Width int
 }
 
 // List writes the subscriptions, as a table for people or as NDJSON.
@@ -29,23 +36,33 @@ func List(cfg Config, o ListOptions) error {
 		return err
 	}
 	defer done()
+	if o.State != "" && !slices.Contains(States, o.State) {
+		return fmt.Errorf("%w: state %q is not one of %s", ErrInvalid, o.State, strings.Join(States, ", "))
+	}
 	subs, states, err := feeds(cat, o.Label)
 	if err != nil {
 		return err
 	}
 	now := cfg.Now()
+	if o.State != "" {
+		subs = slices.DeleteFunc(subs, func(s ndjson.Subscription) bool { return stats.StatusOf(s, states[s.FeedID], now).State != o.State })
+	}
+	push, walks, err := pushAndWalks(cat, now)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		out := ndjson.NewWriter(cfg.Out)
 		for _, s := range subs {
 			// A listing is for reading and passing around: no secrets.
-			if err := out.Write(ListingOf(s, states[s.FeedID], now)); err != nil {
+			if err := out.Write(WithPush(ListingOf(s, states[s.FeedID], now), push, walks)); err != nil {
 				return err
 			}
 		}
 		return out.Flush()
 	}
-	tw := tabwriter.NewWriter(cfg.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FEED ID\tNAME\tLABELS\tSTATUS\tLAST FETCH\tNEXT\tURL")
+	rows := [][]string{{"FEED ID", "NAME", "LABELS", "STATUS", "LAST FETCH", "NEXT", "URL"}}
+	var pushCol, walkCol []string // PUSH and BACKFILL, shown when a feed has either
 	for _, s := range subs {
 		st := states[s.FeedID]
 		status := stats.StatusOf(s, st, now)
@@ -56,16 +73,34 @@ func List(cfg Config, o ListOptions) error {
 		if status.Listed {
 			next = stats.Until(now, status.Next)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.FeedID[:min(8, len(s.FeedID))], cell(cmp.Or(s.Name, st.Title), 30),
-			cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, s.URL)
+		l := WithPush(listingOf(s, st, now), push, walks)
+		if n, ok := pushNext(l, st, now); ok {
+			next = n
+		}
+		pushCol, walkCol = append(pushCol, pushCell(l, now)), append(walkCol, walkCell(l))
+		rows = append(rows, []string{s.FeedID[:min(8, len(s.FeedID))], safetext.Cell(cmp.Or(s.Name, st.Title), 30),
+			safetext.Cell(strings.Join(s.Labels, ","), 24), status.Text, last, next, safetext.Cell(s.URL, 2048)})
 	}
-	if err := tw.Flush(); err != nil {
+	// To fit a terminal, the name, the labels, the status and the URL
+	// (in its middle: its host and its end stay) are cut, the longest
+	// beyond its minimum first.
+	cols := []table.Col{{}, {Min: 12}, {Min: 8}, {Min: 16}, {}, {}, {Min: 24, Middle: true}}
+	rows, cols = addColumn(rows, cols, "PUSH", pushCol)
+	rows, cols = addColumn(rows, cols, "BACKFILL", walkCol)
+	if err := table.Write(cfg.Out, rows, cols, o.Width); err != nil {
 		return err
 	}
+	refused := 0
 	for _, s := range subs {
 		if e := states[s.FeedID].LastError; e != nil && e.Code == notAFeed {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s is not a feed (a web page?): feed-sub discover %s lists the feeds it links to\n", s.URL, s.URL)
 		}
+		if stats.StatusOf(s, states[s.FeedID], now).State == stats.StateRefused {
+			refused++
+		}
+	}
+	if refused > 0 {
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: %s refused: %s\n", plural.Count(refused, "feed is", "feeds are"), stats.RefusedHint)
 	}
 	return nil
 }
@@ -79,7 +114,7 @@ const notAFeed = "not_a_feed"
 type listing struct {
 	ndjson.Subscription
 	// Status and StatusText are the feed's status as every command says
-	// it (stats.StatusOf): enabled, failing, paused or disabled; and the
+	// it (stats.StatusOf): enabled, failing, refused, paused or disabled; and the
 	// STATUS column.
 	Status     string `json:"status"`
 	StatusText string `json:"status_text"`
@@ -98,13 +133,25 @@ type listing struct {
 	FormatVersion string `json:"format_version"`
 	ContentType   string `json:"content_type"`
 	Publisher     string `json:"publisher"`
+	// Link is the site the feed links to; Warnings what its last body's
+	// parse repaired or left out ([] for none).
+	Link     string   `json:"link"`
+	Warnings []string `json:"warnings"`
+	// PushState and Walk are the feed's push (a WebSub subscription, a
+	// webhook source's endpoint, what was pushed) and its archive walk;
+	// left out when there is nothing to say (push.go). Named apart from
+	// the subscription's push and backfill settings, which the record
+	// keeps.
+	PushState *catalog.PushStatus `json:"push_state,omitempty"`
+	Walk      *catalog.Walk       `json:"walk,omitempty"`
 }
 
 func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *listing {
 	status := stats.StatusOf(s, fs, now)
 	l := &listing{Subscription: s, Status: status.State, StatusText: status.Text,
 		ConsecutiveFailures: fs.ConsecutiveFailures, LastError: fs.LastError, LastFetchAt: fs.LastFetchAt,
-		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher}
+		Format: fs.Format, FormatVersion: fs.FormatVersion, ContentType: fs.ContentType, Publisher: fs.Publisher,
+		Link: fs.Link, Warnings: ndjson.NonNil(fs.Warnings)}
 	if st := fs.Sched; st != nil {
 		l.State, l.StateReason, l.ConsecutiveFailures = string(st.Lifecycle), string(st.Reason), st.Failures
 		if st.Lifecycle == sched.StateDisabled {
@@ -115,25 +162,6 @@ func listingOf(s ndjson.Subscription, fs catalog.FeedState, now time.Time) *list
 		l.NextFetchAt = ndjson.At(status.Next)
 	}
 	return l
-}
-
-func errorCode(e *ndjson.Error) string {
-	if e == nil {
-		return "?"
-	}
-	return e.Code
-}
-
-// cell shortens s for a table column, on a rune boundary.
-func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return "-"
-	}
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // Export writes the subscriptions as an OPML 2.0 document: URLs, names (or
@@ -183,8 +211,8 @@ func ExportNDJSON(cfg Config, withSecrets bool) error {
 	out := ndjson.NewWriter(cfg.Out)
 	secrets := 0
 	for _, s := range subs {
-		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0) {
-			s.Auth, s.Headers = nil, nil
+		if !withSecrets && (s.Auth != nil || len(s.Headers) > 0 || s.WebhookSecret != "") {
+			s.Auth, s.Headers, s.WebhookSecret = nil, nil, ""
 			secrets++
 		}
 		if err := out.Write(&s); err != nil {
@@ -195,7 +223,7 @@ func ExportNDJSON(cfg Config, withSecrets bool) error {
 		return err
 	}
 	if secrets > 0 {
-		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", count(secrets, "feed", "feeds"))
+		fmt.Fprintf(cfg.Msg, "feed-sub: note: the headers and credentials of %s are left out (--with-secrets keeps them)\n", plural.Count(secrets, "feed", "feeds"))
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/sched"
+	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -29,8 +31,8 @@ func SetOverrides(cfg Config, refs []string, o Overrides) error {
 	return Set(cfg, refs, Changes{Overrides: o})
 }
 
-// clampInterval keeps a fixed polling interval within [5m, 24h] (seed 001
-// §3.1); 0 means none.
+// clampInterval keeps a fixed polling interval within [5m, 24h]
+// (docs/design.md#rules-every-policy-keeps); 0 means none.
 func clampInterval(iv time.Duration, note func(string)) (time.Duration, error) {
 	switch {
 	case iv < 0:
@@ -91,8 +93,8 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 		return true
 	})
 	if err == nil {
-		r.write(cfg.Msg, func(due, held int) string {
-			s := "made " + count(due, "feed", "feeds") + " due now"
+		r.write(cfg, func(due, held int) string {
+			s := "made " + plural.Count(due, "feed", "feeds") + " due now"
 			if held > 0 {
 				s += fmt.Sprintf("; %d held back by a Retry-After from their server", held)
 			}
@@ -107,7 +109,11 @@ func Refetch(cfg Config, refs []string, p sched.Params) error {
 func nudge(cfg Config, s ndjson.Subscription, fs *catalog.FeedState, st sched.State, p sched.Params, now time.Time, rnd *rand.Rand) sched.Decision {
 	st, d := sched.Next(st, sched.Outcome{Kind: sched.Nudged}, p, sched.OverridesOf(s), now, rnd)
 	fs.SetSched(st, d)
-	sched.LogDecision(cfg.Log, slog.LevelInfo, s.FeedID, "", d)
+	level := slog.LevelInfo
+	if cfg.Bulk {
+		level = slog.LevelDebug
+	}
+	sched.LogDecision(cfg.Log, level, s.FeedID, "", d)
 	return d
 }
 
@@ -158,7 +164,7 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		case was.Lifecycle == sched.StateDisabled:
 			r.feed(true, "re-enabled %s (it was disabled: %s); %s", s.URL, was.DisabledReason, when)
 		case was.Lifecycle == sched.StateBackoff:
-			r.feed(true, "enabled %s again (it was failing: %d in a row, the last %s); %s", s.URL, was.Failures, errorCode(lastError), when)
+			r.feed(true, "enabled %s again (it was failing: %d in a row, the last %s); %s", s.URL, was.Failures, stats.ErrorCode(lastError), when)
 		case was.Lifecycle == sched.StatePaused:
 			r.feed(true, "enabled %s again (the scheduler had paused it: %s); %s", s.URL, was.Reason, when)
 		default:
@@ -167,7 +173,7 @@ func Enable(cfg Config, refs []string, p sched.Params) error {
 		return true
 	})
 	if err == nil {
-		r.write(cfg.Msg, counted("enabled", "enabled already"))
+		r.write(cfg, counted("enabled", "enabled already"))
 	}
 	return err
 }

@@ -181,7 +181,7 @@ func TestDisabledShownThenEnabled(t *testing.T) {
 	disabledState(t, e, a.FeedID)
 	e.out.Reset()
 	List(e.cfg, ListOptions{})
-	if !strings.Contains(e.out.String(), "disabled: permanent error permanent/http_404 (probe in 23h)") {
+	if !strings.Contains(e.out.String(), "disabled: permanent error http_404 (probe in 23h)") {
 		t.Errorf("ls:\n%s", e.out)
 	}
 	if err := Enable(e.cfg, []string{a.FeedID}, sched.Params{}); err != nil {
@@ -226,7 +226,7 @@ func TestRefetch(t *testing.T) {
 }
 
 // refetch and enable log each decision as feed-store does (msg=scheduled
-// and seed 002 §7's keys, in feed-store's order), store it for feed-due
+// and the keys of docs/design.md#states-and-decisions, in feed-store's order), store it for feed-due
 // --explain, and write nothing on stdout, which is for what ls and export
 // list.
 func TestNudgesLogDecisions(t *testing.T) {

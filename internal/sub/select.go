@@ -3,11 +3,11 @@ package sub
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -15,7 +15,7 @@ import (
 // Selection picks the subscriptions a command works on: those it names
 // (Refs: feed ids, id prefixes or URLs), or those All, Label and State
 // pick together: every one (All), narrowed to a label and to a status as
-// feed-sub ls shows it (enabled, failing, paused or disabled).
+// feed-sub ls shows it (enabled, failing, refused, paused or disabled).
 type Selection struct {
 	Refs  []string
 	All   bool
@@ -28,7 +28,7 @@ type Selection struct {
 func (s Selection) Selects() bool { return s.All || s.Label != "" || s.State != "" }
 
 // States are the statuses a Selection's State may name.
-var States = []string{stats.StateEnabled, stats.StateFailing, stats.StatePaused, stats.StateDisabled}
+var States = []string{stats.StateEnabled, stats.StateFailing, stats.StateRefused, stats.StatePaused, stats.StateDisabled}
 
 // Resolve returns the references a selection stands for: its Refs as they
 // are, or the feed ids of the subscriptions it picks, in the list's order.
@@ -132,15 +132,23 @@ func (r *report) note(format string, args ...any) {
 	r.lines = append(r.lines, fmt.Sprintf(format, args...))
 }
 
-// write says it to w, each line after "feed-sub: "; with more than one
-// feed, total says how many changed (and were left as they were).
-func (r *report) write(w io.Writer, total func(changed, unchanged int) string) {
-	if r.feeds <= maxFeedLines {
+// write says it to cfg.Msg, each line after "feed-sub: "; with more than
+// one feed, total says how many changed (and were left as they were). Of
+// feeds picked in bulk (cfg.Bulk: --all, --label, --state) it says only
+// the total, the line of each feed going to the log at debug.
+func (r *report) write(cfg Config, total func(changed, unchanged int) string) {
+	w := cfg.Msg
+	switch {
+	case cfg.Bulk && total != nil:
+		for _, l := range r.lines {
+			cfg.Log.Debug(l)
+		}
+	case r.feeds <= maxFeedLines:
 		for _, l := range r.lines {
 			fmt.Fprintf(w, "feed-sub: %s\n", l)
 		}
 	}
-	if r.feeds > 1 && total != nil {
+	if (r.feeds > 1 || cfg.Bulk) && total != nil {
 		fmt.Fprintf(w, "feed-sub: %s\n", total(r.changed, r.feeds-r.changed))
 	}
 }
@@ -149,7 +157,7 @@ func (r *report) write(w io.Writer, total func(changed, unchanged int) string) {
 // they were, "; 2 unchanged (why)".
 func counted(verb, why string) func(changed, unchanged int) string {
 	return func(changed, unchanged int) string {
-		s := verb + " " + count(changed, "feed", "feeds")
+		s := verb + " " + plural.Count(changed, "feed", "feeds")
 		if unchanged > 0 {
 			s += fmt.Sprintf("; %d unchanged (%s)", unchanged, why)
 		}

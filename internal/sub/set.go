@@ -1,15 +1,19 @@
 package sub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
+	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -28,16 +32,32 @@ type Changes struct {
 	UserAgent *string
 	Headers   *[]string // replaces the extra headers ("Name: value"); empty strings are dropped
 	BasicAuth *string   // "user:password", "" for none
+	// AllowPrivate lets the feed be fetched from private addresses, or
+	// no longer.
+	AllowPrivate *bool
 	// Scrape makes the new scraper configuration from the current one (nil
 	// for none); it returns nil for none.
 	Scrape func(cur *ndjson.ScrapeConfig) *ndjson.ScrapeConfig
+	// Media makes the new media settings from the current ones (nil for
+	// none); nil or settings that ask for nothing turn media off.
+	Media func(cur *ndjson.MediaSettings) *ndjson.MediaSettings
+	// Sched are the scheduler's parameters, for a feed the change makes
+	// due: one whose private address was refused, allowed it now.
+	Sched sched.Params
+	// Push sets the push mode (off, preferred, only); Backfill the
+	// archive walk; NewSecret gives a webhook source a new secret
+	// (push.go).
+	Push      *string
+	Backfill  *bool
+	NewSecret bool
 }
 
 func (c Changes) empty() bool {
 	o := c.Overrides
 	return o.Interval == nil && o.Min == nil && o.Max == nil && o.Cron == nil &&
 		c.Name == nil && c.Labels == nil && len(c.AddLabels) == 0 && len(c.RmLabels) == 0 && c.Type == nil &&
-		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil
+		c.Fulltext == nil && c.UserAgent == nil && c.Headers == nil && c.BasicAuth == nil && c.Scrape == nil && c.AllowPrivate == nil &&
+		c.Media == nil && c.Push == nil && c.Backfill == nil && !c.NewSecret
 }
 
 // Set changes the settings of the subscriptions refs name, in one atomic
@@ -79,6 +99,7 @@ func Set(cfg Config, refs []string, c Changes) error {
 			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
 		s.Name, s.Labels, s.SourceType, s.Fulltext, s.Scrape, s.Access = n.Name, n.Labels, n.SourceType, n.Fulltext, n.Scrape, n.Access
+		s.Media = n.Media
 		s.IntervalSec, s.Cron = n.IntervalSec, n.Cron
 		if o.Min != nil {
 			s.MinIntervalSec = int(*o.Min / time.Second)
@@ -89,12 +110,43 @@ func Set(cfg Config, refs []string, c Changes) error {
 		if err := checkClamps(*s, o); err != nil {
 			return "", fmt.Errorf("%s: %w", old.URL, err)
 		}
+		if err := c.applyPush(s); err != nil {
+			return "", fmt.Errorf("%s: %w", old.URL, err)
+		}
 		return describeChanges(old, *s), nil
 	})
 	if err == nil {
 		for _, n := range notes {
 			fmt.Fprintf(cfg.Msg, "feed-sub: note: %s\n", n)
 		}
+	}
+	if err == nil && c.AllowPrivate != nil && *c.AllowPrivate {
+		err = refetchRefused(cfg, refs, c.Sched)
+	}
+	if err == nil && c.NewSecret {
+		err = sayNewSecrets(cfg, refs)
+	}
+	return err
+}
+
+// refetchRefused makes due now the feeds refs name whose address was
+// refused (a private one), now that they are allowed it: not after the
+// interval the refusal left them.
+func refetchRefused(cfg Config, refs []string, p sched.Params) error {
+	now := cfg.Now()
+	rnd := rand.New(rand.NewPCG(uint64(now.UnixNano()), 2))
+	var r report
+	err := changeStates(cfg, refs, func(s ndjson.Subscription, fs *catalog.FeedState) bool {
+		if fs.Sched == nil || fs.Sched.Reason != sched.ReasonRefused {
+			return false
+		}
+		if d := nudge(cfg, s, fs, fs.SchedState(), p, now, rnd); d.Kind == sched.FetchNow {
+			r.feed(true, "due now: %s (its address was refused; it is allowed now)", s.URL)
+		}
+		return true
+	})
+	if err == nil {
+		r.write(cfg, nil)
 	}
 	return err
 }
@@ -142,7 +194,12 @@ func specOf(s ndjson.Subscription) (Spec, error) {
 	spec := Spec{
 		URL: s.URL, Name: s.Name, Labels: slices.Clone(s.Labels), Type: s.SourceType,
 		Interval: time.Duration(s.IntervalSec) * time.Second, Cron: s.Cron,
-		UserAgent: s.UserAgent, Fulltext: s.Fulltext,
+		UserAgent: s.UserAgent, Fulltext: s.Fulltext, AllowPrivate: s.AllowPrivate,
+	}
+	if s.Media != nil {
+		m := *s.Media
+		m.Types = slices.Clone(m.Types)
+		spec.Media = &m
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		spec.Headers = append(spec.Headers, k+": "+s.Headers[k])
@@ -178,6 +235,9 @@ func (c Changes) apply(spec *Spec) {
 	if c.Fulltext != nil {
 		spec.Fulltext = *c.Fulltext
 	}
+	if c.AllowPrivate != nil {
+		spec.AllowPrivate = *c.AllowPrivate
+	}
 	if c.Labels != nil {
 		spec.Labels = slices.Clone(*c.Labels)
 	}
@@ -190,6 +250,9 @@ func (c Changes) apply(spec *Spec) {
 	}
 	if c.Scrape != nil {
 		spec.Scrape = c.Scrape(spec.Scrape)
+	}
+	if c.Media != nil {
+		spec.Media = c.Media(spec.Media)
 	}
 }
 
@@ -206,6 +269,13 @@ func describeChanges(old, s ndjson.Subscription) string {
 	diff("labels", fmt.Sprintf("%q", old.Labels), fmt.Sprintf("%q", s.Labels))
 	diff("type", old.SourceType, s.SourceType)
 	diff("fulltext", fmt.Sprint(old.Fulltext), fmt.Sprint(s.Fulltext))
+	diff("push", cmp.Or(old.Push, ndjson.PushPreferred), cmp.Or(s.Push, ndjson.PushPreferred))
+	diff("backfill", fmt.Sprint(old.Backfill), fmt.Sprint(s.Backfill))
+	if old.WebhookSecret != s.WebhookSecret {
+		out = append(out, "webhook secret changed")
+	}
+	diff("allow private", fmt.Sprint(old.AllowPrivate), fmt.Sprint(s.AllowPrivate))
+	diff("media", mediaText(old.Media), mediaText(s.Media))
 	diff("interval", seconds(old.IntervalSec), seconds(s.IntervalSec))
 	diff("min interval", seconds(old.MinIntervalSec), seconds(s.MinIntervalSec))
 	diff("max interval", seconds(old.MaxIntervalSec), seconds(s.MaxIntervalSec))
@@ -234,6 +304,24 @@ func describeChanges(old, s ndjson.Subscription) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// mediaText says what media settings take.
+func mediaText(m *ndjson.MediaSettings) string {
+	if !m.On() {
+		return "none"
+	}
+	var parts []string
+	if len(m.Types) > 0 {
+		parts = append(parts, strings.Join(m.Types, ","))
+	}
+	if m.Images {
+		parts = append(parts, "images")
+	}
+	if m.MaxBytes > 0 {
+		parts = append(parts, "up to "+media.FormatSize(m.MaxBytes)+" a file")
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func seconds(n int) string {
@@ -318,6 +406,6 @@ func editEach(cfg Config, refs []string, change func(*ndjson.Subscription) (stri
 	if err != nil {
 		return err
 	}
-	r.write(cfg.Msg, counted("changed", "they have these settings already"))
+	r.write(cfg, counted("changed", "they have these settings already"))
 	return nil
 }

@@ -45,6 +45,14 @@ func TestSet(t *testing.T) {
 				return s.IntervalSec == 300 && s.MaxIntervalSec == 6*3600 && s.Cron == "@hourly"
 			},
 			`interval 1h0m0s -> 5m0s, max interval none -> 6h0m0s, cron "" -> "@hourly"`},
+		{"media on", Changes{Media: func(cur *ndjson.MediaSettings) *ndjson.MediaSettings {
+			return &ndjson.MediaSettings{Types: []string{"Audio/*", "video/mp4", "audio/*"}, MaxBytes: 500 << 20}
+		}}, func(s ndjson.Subscription) bool {
+			return s.Media != nil && strings.Join(s.Media.Types, ",") == "audio/*,video/mp4" && s.Media.MaxBytes == 500<<20
+		}, "media none -> [audio/*,video/mp4 up to 500 MiB a file]"},
+		{"media that asks for nothing is none", Changes{Media: func(cur *ndjson.MediaSettings) *ndjson.MediaSettings {
+			return &ndjson.MediaSettings{Types: []string{}, MaxBytes: 1 << 20}
+		}}, func(s ndjson.Subscription) bool { return s.Media == nil }, "unchanged"},
 		{"unchanged", Changes{Name: ptr("A")}, func(s ndjson.Subscription) bool { return s.Name == "A" }, "unchanged https://example.org/a: it has these settings already"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +101,9 @@ func TestSetRefusesBadInput(t *testing.T) {
 		{"discovery mode on a feed", nil, Changes{Type: ptr("rss"), Scrape: func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig {
 			return &ndjson.ScrapeConfig{DiscoveryMode: "direct"}
 		}}, "a discovery mode is for websites"},
+		{"media type", nil, Changes{Media: func(*ndjson.MediaSettings) *ndjson.MediaSettings {
+			return &ndjson.MediaSettings{Types: []string{"audio"}}
+		}}, `"audio" is not a media type`},
 		{"bad scrape", nil, Changes{Scrape: func(*ndjson.ScrapeConfig) *ndjson.ScrapeConfig {
 			return &ndjson.ScrapeConfig{DiscoveryMode: "list"}
 		}}, "article_selector"},

@@ -19,13 +19,15 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/ids"
+	"github.com/feedpipe/feedpipe/internal/media"
+	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// Polling intervals a subscription may set (seed 001 §3.1).
+// Polling intervals a subscription may set (docs/design.md#rules-every-policy-keeps).
 const (
 	MinInterval = 5 * time.Minute
 	MaxInterval = 24 * time.Hour
@@ -38,7 +40,11 @@ type Config struct {
 	Out     io.Writer        // data: ls and export output, ids of added feeds
 	Msg     io.Writer        // messages for the person at the terminal
 	Log     *slog.Logger
-	Now     func() time.Time
+	// Bulk says the feeds were picked by --all, --label or --state, not
+	// named: what is done to each is logged at debug, and only how many
+	// were changed is said.
+	Bulk bool
+	Now  func() time.Time
 }
 
 func (cfg *Config) defaults() {
@@ -87,18 +93,31 @@ type Spec struct {
 	Scrape *ndjson.ScrapeConfig
 	// Fulltext asks feed-scrape for the text of each new entry's page.
 	Fulltext bool
+	// AllowPrivate lets the feed be fetched from a loopback, private or
+	// link-local address (ndjson.Access.AllowPrivate).
+	AllowPrivate bool
+	// Media are the files of its new entries feed-media downloads; nil
+	// for none.
+	Media *ndjson.MediaSettings
+	// Push is the push mode (off, preferred, only; "" preferred), and
+	// Backfill walks the feed's archive (push.go).
+	Push     string
+	Backfill bool
 }
 
 // ErrInvalid marks a subscription that cannot be made: a URL that is not
 // http(s), an unknown type, a negative interval.
 var ErrInvalid = errors.New("invalid subscription")
 
-var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite}
+var sourceTypes = []string{ndjson.SourceAuto, ndjson.SourceRSS, ndjson.SourceAtom, ndjson.SourceJSON, ndjson.SourceWebsite, ndjson.SourceWebhook}
 
 // newSubscription validates spec and builds its subscription. The feed id
-// derives from the normalized URL (DESIGN.md §4). notes receives anything
+// derives from the normalized URL (docs/design.md#identity). notes receives anything
 // that was adjusted.
 func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscription, error) {
+	if spec.isWebhook() {
+		return newWebhook(spec, now) // push.go
+	}
 	// Credentials in the URL would be written with it into records and
 	// logs, and make the feed id: they become the basic auth instead.
 	raw, user := urlnorm.SplitUserinfo(spec.URL)
@@ -107,6 +126,9 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		// urlnorm's message names the URL; its package prefix means nothing
 		// to a user.
 		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "urlnorm: "))
+	}
+	if err := spec.checkNames(); err != nil {
+		return ndjson.Subscription{}, err
 	}
 	typ := strings.ToLower(cmp.Or(strings.TrimSpace(spec.Type), ndjson.SourceAuto))
 	if !slices.Contains(sourceTypes, typ) {
@@ -140,7 +162,18 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 	if err != nil {
 		return ndjson.Subscription{}, err
 	}
+	mediaSettings, err := media.Settings(spec.Media)
+	if err != nil {
+		return ndjson.Subscription{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), media.ErrSetting.Error()+": "))
+	}
+	push, err := checkPush(spec.Push)
+	if err != nil {
+		return ndjson.Subscription{}, err
+	}
 	return ndjson.Subscription{
+		Media:       mediaSettings,
+		Push:        push,
+		Backfill:    spec.Backfill && typ != ndjson.SourceWebsite,
 		Scrape:      scrape,
 		Fulltext:    spec.Fulltext,
 		Access:      access,
@@ -154,6 +187,38 @@ func newSubscription(spec Spec, now time.Time, note func(string)) (ndjson.Subscr
 		Cron:        strings.TrimSpace(spec.Cron),
 		CreatedAt:   ndjson.At(now),
 	}, nil
+}
+
+// checkNames refuses a name or label no page, app or terminal should be
+// given: control characters, bidi controls, markup (safetext.CheckName).
+func (spec Spec) checkNames() error {
+	if err := safetext.CheckName(spec.Name); err != nil {
+		return fmt.Errorf("%w: name %q: %v", ErrInvalid, spec.Name, err)
+	}
+	for _, l := range spec.Labels {
+		if err := safetext.CheckName(l); err != nil {
+			return fmt.Errorf("%w: label %q: %v", ErrInvalid, l, err)
+		}
+	}
+	return nil
+}
+
+// fitNames drops the name and labels of spec that checkNames refuses,
+// saying so with note: a file's feed is imported without them rather
+// than not at all.
+func (spec Spec) fitNames(note func(string)) Spec {
+	if err := safetext.CheckName(spec.Name); err != nil {
+		note(fmt.Sprintf("its name %q is left out: %v", spec.Name, err))
+		spec.Name = ""
+	}
+	spec.Labels = slices.DeleteFunc(slices.Clone(spec.Labels), func(l string) bool {
+		err := safetext.CheckName(l)
+		if err != nil {
+			note(fmt.Sprintf("its label %q is left out: %v", l, err))
+		}
+		return err != nil
+	})
+	return spec
 }
 
 // scrape checks the scraper configuration and returns it as the
@@ -174,7 +239,7 @@ func (spec Spec) scrape(typ string) (json.RawMessage, error) {
 }
 
 func (spec Spec) access() (ndjson.Access, error) {
-	a := ndjson.Access{UserAgent: strings.TrimSpace(spec.UserAgent)}
+	a := ndjson.Access{UserAgent: strings.TrimSpace(spec.UserAgent), AllowPrivate: spec.AllowPrivate}
 	for _, h := range spec.Headers {
 		name, value, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)
@@ -208,6 +273,13 @@ func cleanLabels(labels []string) []string {
 	return out
 }
 
+// Check validates spec as Add does, before a store is opened: a command
+// that fails it makes none.
+func Check(spec Spec) error {
+	_, err := newSubscription(spec, time.Time{}, func(string) {})
+	return err
+}
+
 // Add subscribes to one feed. Adding a URL that is already subscribed
 // changes nothing and is not an error: added is false.
 func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error) {
@@ -215,6 +287,11 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 	sub, err = newSubscription(spec, cfg.Now(), func(n string) { fmt.Fprintf(cfg.Msg, "feed-sub: note: %s\n", n) })
 	if err != nil {
 		return sub, false, err
+	}
+	if sub.SourceType == ndjson.SourceWebhook {
+		if sub.WebhookSecret, err = NewSecret(nil); err != nil {
+			return sub, false, err
+		}
 	}
 	err = cfg.editSubscriptions(func(subs []ndjson.Subscription) ([]ndjson.Subscription, error) {
 		for _, s := range subs {
@@ -231,6 +308,9 @@ func Add(cfg Config, spec Spec) (sub ndjson.Subscription, added bool, err error)
 		err = nil
 	} else if err == nil {
 		fmt.Fprintf(cfg.Msg, "feed-sub: subscribed to %s\n", sub.URL)
+		if sub.SourceType == ndjson.SourceWebhook {
+			sayWebhook(cfg, sub)
+		}
 	}
 	if err == nil {
 		fmt.Fprintln(cfg.Out, sub.FeedID)
@@ -319,7 +399,7 @@ func edit(cfg Config, refs []string, v verbs, change func(*ndjson.Subscription) 
 		return err
 	}
 	if v.done != "" {
-		r.write(cfg.Msg, counted(v.done, "as they were already"))
+		r.write(cfg, counted(v.done, "as they were already"))
 	}
 	return nil
 }

@@ -98,6 +98,10 @@ func TestAddRefusesBadInput(t *testing.T) {
 		{Spec{URL: "example.org/feed"}, "has no scheme"},
 		{Spec{URL: "https://example.org/", Type: "gopher"}, `type "gopher" is not one of`},
 		{Spec{URL: "https://example.org/", Interval: -time.Minute}, "negative"},
+		{Spec{URL: "https://example.org/", Name: "a\r\nSet-Cookie: x"}, `name "a\r\nSet-Cookie: x": not a name: it has the control character U+000D`},
+		{Spec{URL: "https://example.org/", Name: "<script>alert(1)</script>"}, "no markup"},
+		{Spec{URL: "https://example.org/", Name: "news\u202egnp.exe"}, "bidi control U+202E"},
+		{Spec{URL: "https://example.org/", Labels: []string{"ok", "bad\x1b[2J"}}, `label "bad\x1b[2J"`},
 	} {
 		_, _, err := Add(e.cfg, tc.spec)
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -106,6 +110,25 @@ func TestAddRefusesBadInput(t *testing.T) {
 	}
 	if len(e.subs(t)) != 0 {
 		t.Fatal("a refused subscription was stored")
+	}
+}
+
+// TestImportDropsBadNames: a file's feed whose title or folder is no
+// name is imported without it, and said so.
+func TestImportDropsBadNames(t *testing.T) {
+	e := newEnv(t)
+	doc := `<opml version="2.0"><body><outline text="bad&#x202e;folder">
+<outline type="rss" text="Evil&#x1b;[2J name" xmlUrl="https://example.org/a.xml"/>
+<outline type="rss" text="Fine" xmlUrl="https://example.org/b.xml"/></outline></body></opml>`
+	if _, err := Import(e.cfg, strings.NewReader(doc), "list.opml", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.subs(t)
+	if len(subs) != 2 || subs[0].Name != "" || subs[1].Name != "Fine" || len(subs[0].Labels)+len(subs[1].Labels) != 0 {
+		t.Fatalf("imported %+v", subs)
+	}
+	if msg := e.msg.String(); !strings.Contains(msg, `its name "Evil\x1b[2J name" is left out`) || !strings.Contains(msg, "its label") {
+		t.Errorf("messages: %s", msg)
 	}
 }
 
@@ -244,6 +267,47 @@ func TestList(t *testing.T) {
 	}
 }
 
+// TestListFitsAndStates: ls --state lists the feeds of one state, as
+// STATUS begins; on a terminal of 120 columns the table fits it, the URL
+// cut in its middle first (it was 181 columns); piped, lines are whole.
+func TestListFitsAndStates(t *testing.T) {
+	e := newEnv(t)
+	long := "https://feeds.example.org/some/very/long/path/to/a/feed/that/is/long/indeed.xml"
+	a, _, _ := Add(e.cfg, Spec{URL: long, Name: "A feed with a rather long name indeed", Labels: []string{"news", "technology", "science"}})
+	Add(e.cfg, Spec{URL: "https://example.org/b"})
+	SetDisabled(e.cfg, []string{"https://example.org/b"}, true)
+	e.putStates(t, catalog.FeedState{FeedID: a.FeedID, LastFetchAt: ndjson.At(now.Add(-5 * time.Minute)), NextFetchAt: ndjson.At(now.Add(55 * time.Minute)),
+		ConsecutiveFailures: 3, LastError: &ndjson.Error{Code: "http_500"}})
+	for _, width := range []int{120, 0} {
+		e.out.Reset()
+		if err := List(e.cfg, ListOptions{Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		widest := 0
+		for _, l := range strings.Split(strings.TrimSpace(e.out.String()), "\n") {
+			widest = max(widest, len([]rune(l)))
+		}
+		switch {
+		case width > 0 && (widest > width || !strings.Contains(e.out.String(), "https://feeds.e") || !strings.Contains(e.out.String(), "indeed.xml")):
+			t.Errorf("width %d: %d columns:\n%s", width, widest, e.out.String())
+		case width == 0 && !strings.Contains(e.out.String(), long):
+			t.Errorf("piped: the URL is cut:\n%s", e.out.String())
+		}
+	}
+	for state, want := range map[string]string{"failing": "feeds.example.org", "disabled": "example.org/b"} {
+		e.out.Reset()
+		if err := List(e.cfg, ListOptions{State: state}); err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Split(strings.TrimSpace(e.out.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], want) {
+			t.Errorf("--state %s:\n%s", state, e.out.String())
+		}
+	}
+	if err := List(e.cfg, ListOptions{State: "asleep"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("--state asleep: %v", err)
+	}
+}
+
 const opmlDoc = `<?xml version="1.0"?>
 <opml version="2.0"><head><title>mine</title></head><body>
 <outline text="Tech">
@@ -263,7 +327,7 @@ func TestImportFormats(t *testing.T) {
 		found, added, dups, invalid int
 		check                       func(t *testing.T, subs []ndjson.Subscription)
 	}{
-		{name: "opml", data: opmlDoc, format: "opml", found: 5, added: 3, dups: 1, invalid: 1, check: func(t *testing.T, subs []ndjson.Subscription) {
+		{name: "opml", data: opmlDoc, format: "opml", found: 4, added: 3, invalid: 1, check: func(t *testing.T, subs []ndjson.Subscription) {
 			if subs[0].Name != "Go blog" || strings.Join(subs[0].Labels, ",") != "Tech,Go,imported" {
 				t.Errorf("first: %+v", subs[0])
 			}
@@ -290,7 +354,7 @@ func TestImportFormats(t *testing.T) {
 					t.Errorf("%+v", subs)
 				}
 			}},
-		{name: "list", data: "# my feeds\nhttps://a.example/feed news daily\n\n  https://b.example/rss # comment\nnot-a-url\nhttps://a.example/feed\n", format: "list", found: 4, added: 2, dups: 1, invalid: 1,
+		{name: "list", data: "# my feeds\nhttps://a.example/feed news daily\n\n  https://b.example/rss # comment\nnot-a-url\nhttps://a.example/feed\n", format: "list", found: 3, added: 2, invalid: 1,
 			check: func(t *testing.T, subs []ndjson.Subscription) {
 				if strings.Join(subs[0].Labels, ",") != "news,daily,imported" {
 					t.Errorf("labels %v", subs[0].Labels)
@@ -320,7 +384,7 @@ func TestImportAgainAddsNothing(t *testing.T) {
 	e := newEnv(t)
 	Import(e.cfg, strings.NewReader(opmlDoc), "in", nil)
 	res, _ := Import(e.cfg, strings.NewReader(opmlDoc), "in", nil)
-	if res.Added != 0 || res.Duplicates != 4 || !strings.Contains(e.msg.String(), "0 added, 4 duplicates skipped, 1 invalid") {
+	if res.Added != 0 || res.Duplicates != 3 || !strings.Contains(e.msg.String(), "0 added, 3 duplicates skipped, 1 invalid") {
 		t.Fatalf("%+v\n%s", res, e.msg)
 	}
 }
@@ -376,4 +440,51 @@ func FuzzCandidates(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestImportGarbage: a file that is no list of feeds (here 5,000 lines of
+// junk, as a binary read as a list would be) is said to be one, once,
+// and nothing is subscribed; a list with many bad lines among good ones
+// reports the first 20 and counts the rest.
+func TestImportGarbage(t *testing.T) {
+	e := newEnv(t)
+	junk := strings.Repeat("\x00\x17garbage line\n", 5000)
+	_, err := Import(e.cfg, strings.NewReader(junk), "junk.bin", nil)
+	if err == nil || !strings.Contains(err.Error(), "junk.bin: not a list of feeds: its first 100 entries (of 5000) are no feed URLs") {
+		t.Errorf("err %v", err)
+	}
+	if n := strings.Count(e.msg.String(), "\n"); n > 0 {
+		t.Errorf("%d lines of messages:\n%s", n, e.msg.String())
+	}
+	if subs := e.subs(t); len(subs) != 0 {
+		t.Errorf("subscribed to %d feeds", len(subs))
+	}
+
+	mixed := "https://a.example/feed\n" + strings.Repeat("not-a-url\n", 300)
+	res, err := Import(e.cfg, strings.NewReader(mixed), "mixed.txt", nil)
+	if !errors.Is(err, pipe.ErrFailed) || res.Added != 1 || res.Invalid != 300 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	msg := e.msg.String()
+	if n := strings.Count(msg, "feed-sub: skipped mixed.txt: line "); n != 20 || !strings.Contains(msg, "feed-sub: skipped 280 more entries of mixed.txt that cannot be used (--log-level debug lists them)\n") {
+		t.Errorf("%d lines of skipped entries:\n%s", n, msg)
+	}
+}
+
+// TestImportRepeatedFeed: a feed under several folders of an OPML file
+// (as feed-sub export writes a feed with several labels) is one
+// subscription with the label of each.
+func TestImportRepeatedFeed(t *testing.T) {
+	e := newEnv(t)
+	doc := `<opml version="2.0"><body>
+<outline text="news"><outline text="A" xmlUrl="https://a.example/feed"/></outline>
+<outline text="tech"><outline text="A" xmlUrl="https://a.example/feed"/></outline>
+</body></opml>`
+	res, err := Import(e.cfg, strings.NewReader(doc), "two.opml", nil)
+	if err != nil || res.Found != 1 || res.Added != 1 || res.Duplicates != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if subs := e.subs(t); len(subs) != 1 || strings.Join(subs[0].Labels, ",") != "news,tech" {
+		t.Errorf("%+v", subs)
+	}
 }

@@ -1,4 +1,5 @@
-// Package urlnorm canonicalises feed and entry URLs (seed 000 §4.3) so that
+// Package urlnorm canonicalises feed and entry URLs (RFC 3986 §6.2,
+// docs/design.md#identity) so that
 // one resource has one spelling in ids and in the store.
 package urlnorm
 

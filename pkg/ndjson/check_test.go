@@ -33,13 +33,16 @@ func TestShapes(t *testing.T) {
 		{"entry uid", IsEntryUID, []string{goodUID, "ffffffffffffffff"}},
 		{"raw key", IsRawKey, []string{goodKey}},
 		{"entries file", func(s string) bool { return IsDayFile(s, "entries") }, []string{"entries/2026-11-21.ndjson", "entries/2024-02-29.ndjson"}},
+		{"media key", IsMediaKey, []string{"media/e3/" + goodKey[15:79], MediaKey(strings.Repeat("0", 64))}},
+		{"sha256", IsSHA256, []string{goodKey[15:79]}},
 	} {
 		for _, v := range tc.good {
 			if !tc.ok(v) {
 				t.Errorf("%s: %q refused", tc.name, v)
 			}
 		}
-		for _, v := range append(hostile, "", "0123456789ABCDEF", "entries/2025-02-29.ndjson", "fetches/2026-11-21.ndjson") {
+		for _, v := range append(hostile, "", "0123456789ABCDEF", "entries/2025-02-29.ndjson", "fetches/2026-11-21.ndjson",
+			"media/00/"+goodKey[15:79], "media/e3/"+strings.ToUpper(goodKey[15:79]), "media/e3/../"+goodKey[15:79]) {
 			if tc.ok(v) {
 				t.Errorf("%s: %q accepted", tc.name, v)
 			}
@@ -93,6 +96,10 @@ func TestChecksNameTheField(t *testing.T) {
 		{"fetch_id", func(v string) checked { return &Decision{FeedID: goodFeed, FetchID: v + "x"} }},
 		{"feed_id", func(v string) checked { return &FeedEvent{FeedID: v} }},
 		{"feed_id", func(v string) checked { return &Subscription{FeedID: v, URL: "https://x.test/"} }},
+		{"entry_uid", func(v string) checked { return &Media{FeedID: goodFeed, EntryUID: v} }},
+		{"key", func(v string) checked { return &Media{FeedID: goodFeed, EntryUID: goodUID, Key: v + "x"} }},
+		{"sha256", func(v string) checked { return &Media{FeedID: goodFeed, EntryUID: goodUID, SHA256: v + "x"} }},
+		{"stored_in", func(v string) checked { return &Media{FeedID: goodFeed, EntryUID: goodUID, StoredIn: v + "x"} }},
 	} {
 		for _, v := range append(hostile, "") {
 			err := tc.make(v).Check()
@@ -111,6 +118,7 @@ func TestChecksNameTheField(t *testing.T) {
 		&Fetch{FetchID: goodFetch, Due: Due{FeedID: goodFeed}, BodyRef: &BlobRef{Storage: "localfs", Key: goodKey}},
 		&Entry{EntryUID: goodUID, FeedID: goodFeed, ContentHash: "h", RawRef: RawRef{FetchID: goodFetch}},
 		&Event{EntryUID: goodUID, FeedID: goodFeed, StoredIn: "entries/2026-11-21.ndjson", RawRefs: []RawRef{{FetchID: goodFetch}}},
+		&Media{FeedID: goodFeed, EntryUID: goodUID, Key: MediaKey(goodKey[15:79]), SHA256: goodKey[15:79], StoredIn: "media/2026-11-29.ndjson"},
 	} {
 		if err := c.Check(); err != nil {
 			t.Errorf("%T: %v", c, err)

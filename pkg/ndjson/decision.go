@@ -1,5 +1,7 @@
 package ndjson
 
+import "cmp"
+
 // Record types feed-store writes for the scheduler.
 const (
 	// TypeDecision is the scheduler's decision for one feed after a fetch.
@@ -12,7 +14,7 @@ const (
 	TypeFeedReenabled = "feed_reenabled"
 )
 
-// Decision kinds (Decision.Decision), seed 002 §7.
+// Decision kinds (Decision.Decision), docs/design.md#states-and-decisions.
 const (
 	DecisionFetchNow = "fetch_now"
 	DecisionDefer    = "defer"
@@ -67,6 +69,11 @@ type DecisionInputs struct {
 	ProfileFactor float64 `json:"profile_factor"`
 	TailCapSec    int     `json:"tail_cap_sec"`
 	WindowCapSec  int     `json:"window_cap_sec"`
+	PatternGain   float64 `json:"pattern_gain"`
+	PatternHours  string  `json:"pattern_hours"`
+	PatternDays   string  `json:"pattern_days"`
+	DayStart      int     `json:"day_start"`
+	PollWeight    float64 `json:"poll_weight"`
 	Slot          string  `json:"slot"`
 	CronNextAt    string  `json:"cron_next_at"`
 	CronError     string  `json:"cron_error"`
@@ -122,7 +129,7 @@ func (d *Decision) Check() error {
 // Check reports what makes a feed event unusable: its feed_id must be a
 // feed id, its fetch_id empty or a fetch id.
 func (e *FeedEvent) Check() error {
-	c := checker{record: cmpOr(e.Type, "feed event")}
+	c := checker{record: cmp.Or(e.Type, "feed event")}
 	c.feedID("feed_id", e.FeedID, false)
 	c.fetchID("fetch_id", e.FetchID, true)
 	return c.err

@@ -37,12 +37,17 @@
 //	feed-scrape: entry for the articles of a website, then its fetch
 //	            record with "scrape"; entries of full-text feeds completed
 //	feed-dedup: entry with "status", fetch with "dedup"
-//	feed-store: new_entry, updated_entry (also in events/YYYY-MM-DD.ndjson);
+//	feed-store: new_entry, updated_entry, backfilled_entry (also in
+//	            events/YYYY-MM-DD.ndjson);
 //	            the stored entry goes to entries/YYYY-MM-DD.ndjson;
 //	            feed_disabled, feed_reenabled; these events are all its
 //	            stdout carries. A decision for each fetch goes to
 //	            decisions/YYYY-MM-DD.ndjson (stdout too with --decisions),
 //	            an alias to aliases/YYYY-MM-DD.ndjson
+//	feed-media: passes the events on, queueing the files of new entries
+//	            of feeds with media settings; feed-media run writes a
+//	            media record per try at a file (also appended to the
+//	            store's media/YYYY-MM-DD.ndjson)
 //	feed-bus:   take adds "bus" to each record it takes from a Redis
 //	            stream, and with --store-fetches writes bus_ack records;
 //	            put consumes bus_ack (see "bus and bus_ack" below)
@@ -62,7 +67,10 @@
 //	name          string  a name the user gave; "" means use the feed's title
 //	labels        [string] user labels (OPML folders become labels)
 //	source_type   string  rss, atom, json, website, or auto (detect from
-//	                      the content; "" means auto)
+//	                      the content; "" means auto); webhook: a source
+//	                      with no URL to poll, whose url is "webhook:NAME"
+//	                      and whose content is POSTed to feed-serve's
+//	                      /webhooks/FEED_ID (docs/design.md#push)
 //	interval_sec  int     a fixed polling interval in seconds, clamped to
 //	                      [300, 86400]; 0 means the scheduler's policy
 //	cron          string  a cron expression (five fields or @hourly,
@@ -86,12 +94,42 @@
 //	                      ls --json) and fetch records show the password,
 //	                      and the values of headers (but standard ones
 //	                      such as Accept), as "(redacted)"
+//	allow_private bool    true: the feed may be fetched from a loopback,
+//	                      private or link-local address (an intranet, a
+//	                      local server; feed-sub add --allow-private);
+//	                      false: such an address is refused, unless every
+//	                      feed may (FEEDPIPE_ALLOW_PRIVATE=1). feed-fetch
+//	                      and feed-scrape take it from the store's
+//	                      subscription, not from a due record
 //	min_interval_sec int  the shortest interval the scheduler may choose
 //	                      for this feed; 0 means the global one; it can
 //	                      narrow the global clamps, never widen them
 //	max_interval_sec int  the longest; 0 means the global one
 //	paused_until  time    no fetch before this time (feed-sub pause); null
 //	                      when not paused
+//	media         object  which files of its new entries feed-media
+//	                      downloads (feed-sub set --media); left out of
+//	                      the line when the feed has no media settings:
+//	    types             [string] the media types taken, type/subtype or
+//	                              type/* (audio/*, video/mp4), lower case;
+//	                              [] for no enclosure
+//	    max_bytes         int     the most bytes of one file; 0 means
+//	                              feed-media's --max-file-size
+//	    images            bool    also the images the entries' content
+//	                              links to (img src)
+//	push          string  off (never subscribe at a WebSub hub), preferred
+//	                      (subscribe when the feed names a hub, and poll it
+//	                      once a day while the subscription lives) or only
+//	                      (no poll while it lives); "" is preferred.
+//	                      Left out of the line when ""
+//	                      (docs/design.md#push)
+//	backfill      bool    walk the feed's archive (RFC 5005) into the
+//	                      store (docs/design.md#backfill); left out of the
+//	                      line when false
+//	webhook_secret string a webhook source's secret: the key of the
+//	                      HMAC-SHA256 a POST must be signed with; left out
+//	                      of the line when "". Listings show it
+//	                      "(redacted)"
 //
 // feed-sub ls --json adds what its table shows of each feed's state, from
 // the store's feed state (feed-store keeps it):
@@ -121,14 +159,70 @@
 //	                      fetch's parse.version)
 //	content_type  string  the Content-Type that body was served with
 //	publisher     string  who publishes it, as parse.publisher says
-//	                      (seed 003 §2.3.1); "" when unknown
+//	                      (docs/design.md#mapping); "" when unknown
+//	push_state    object  the feed's push (docs/design.md#push), left out
+//	                      when it has none:
+//	    mode              string  off, preferred or only (push above);
+//	                              only for a webhook source
+//	    hub, topic        string  the WebSub hub subscribed at, and the
+//	                              topic; "" for a webhook source, or a feed
+//	                              whose hub is known but not asked yet
+//	    state             string  requested (asked, not verified),
+//	                              verified, denied (by the hub: reason),
+//	                              failed (the hub refused or could not be
+//	                              reached: reason; asked again later); ""
+//	                              when not asked
+//	    live              bool    pushes come: verified, the lease running,
+//	                              and no poll since the last push found
+//	                              what pushes had missed; feed-due then
+//	                              polls the feed once a day (none with
+//	                              push only). A webhook source that is
+//	                              not disabled
+//	    verified_at       time    the hub's last verification; null before
+//	    lease_end         time    when the lease ends; null before one
+//	    last_push_at      time    the last body feed-serve took for the
+//	                              feed; null before one
+//	    pushes            int     bodies taken
+//	    missed_at         time    the last poll that found entries no push
+//	                              had brought; null for none
+//	    reason            string  the hub's reason for a denial, or its
+//	                              answer to a refused request; "" for none
+//	    endpoint          string  a webhook source's path on feed-serve,
+//	                              /webhooks/FEED_ID; left out otherwise
+//	walk          object  the feed's archive walk (RFC 5005,
+//	                      docs/design.md#backfill), left out when the
+//	                      feed names no archive and none was asked for:
+//	    state             string  "" (never walked), asked (feed-sub
+//	                              backfill), walking, done, stopped
+//	    kind              string  the relation the walk follows:
+//	                              prev-archive (§4) or next (§3)
+//	    head, head_kind   string  the current document's first link to its
+//	                              history, and its relation
+//	    head_read         bool    the head's page was read
+//	    next_url          string  walking: the page read next; stopped by
+//	                              a broken link: that page; "" otherwise
+//	    pages, entries    int     pages the walk read, entries it stored
+//	    pages_today       int     pages claimed since 00:00 UTC (20 a day
+//	                              at most)
+//	    started_at, ended_at
+//	                      time    when the walk started and ended; null
+//	                              before
+//	    reason            string  why it ended: "end: ...", "caught up:
+//	                              ...", "loop: ...", "broken link: ..."
+//	link          string  the site it links to (its home page), as
+//	                      parse.link says of its last body read; ""
+//	                      when unknown
+//	warnings      [string] what the parse of its last body read
+//	                      repaired or left out (parse.warnings); [] for
+//	                      none. A feed with warnings is read, not healthy:
+//	                      its status_text says how many
 //
 // # due (feed-due)
 //
 // One feed to fetch now.
 //
 //	feed_id, url, source_type, name, labels, fulltext, scrape, user_agent,
-//	headers, auth         as in the feed's subscription
+//	headers, auth, allow_private  as in the feed's subscription
 //	scheduled_at  time    when the fetch became due: the feed's
 //	                      next_fetch_at, its creation for a feed never
 //	                      fetched, or now when forced; stable across
@@ -136,8 +230,12 @@
 //	reason        string  new (never fetched), scheduled (its time has
 //	                      come, also the probe of a feed disabled for
 //	                      errors), manual (feed-sub refetch) or forced
-//	                      (--all, --feed); file in the fetch record of
-//	                      a file feed-parse read (see fetch)
+//	                      (--all, --feed); archive: url is a page of the
+//	                      feed's archive, not the feed (a backfill walk,
+//	                      docs/design.md#backfill; scheduled_at null:
+//	                      the page is claimed by its URL, fetched once);
+//	                      file in the fetch record of a file feed-parse
+//	                      read, push in that of a pushed body (see fetch)
 //	validators    object  {etag, last_modified}: the cache validators of
 //	                      the last response that carried them, sent as
 //	                      If-None-Match and If-Modified-Since; "" if none
@@ -170,6 +268,20 @@
 // parse; the other members are empty, body_ref null (the body is in no
 // store) and body_sha256 "" among them. feed-dedup and feed-store take it
 // as a fetch whose body was parsed; feed-parse passes it through.
+//
+// A body pushed to feedpipe (a WebSub hub's content distribution, a POST
+// to a webhook source) gets a fetch record too, written by feed-serve to
+// the store's spool/ and handed on by the next feed-fetch, which appends
+// it to fetches/ as its own: origin websub or webhook, due {feed_id, url,
+// source_type, name, labels, fulltext, scrape, reason "push"}, requested_url
+// and url the topic (the distribution's Link rel=self, else the
+// subscription's topic) or the webhook source's URL (webhook:NAME; the
+// callback's secret id is recorded nowhere), fetched_at when it arrived,
+// http_status 200,
+// response_headers the POST's (its signature left out), request_headers
+// {}, content_type, body_ref, body_sha256 and content_length of the body
+// kept in the raw store. feed-store stores its entries as any, but takes
+// nothing from it for the feed's schedule: a push is no poll.
 //
 //	fetch_id         string  UUIDv7 (time-ordered); ties together the log
 //	                         lines of all stages about this fetch
@@ -230,8 +342,13 @@
 //	                         http_status and url are those of the redirect
 //	                         not followed);
 //	                         message one line for people
+//	origin           string  websub or webhook: the body was pushed, not
+//	                         fetched (above); left out of the line for a
+//	                         fetch
 //	parse            object  null until feed-parse parsed the body, else:
-//	    format            string  rss, atom or json
+//	    format            string  rss, atom or json; ndjson for a body of
+//	                              entry records, one a line (a webhook
+//	                              source's POST, "NDJSON bodies" below)
 //	    version           string  the format's version: for RSS what the
 //	                              rss element says (0.91, 0.92, 2.0, ...),
 //	                              0.90 and 1.0 for RDF, 1.1 for RSS 1.1;
@@ -245,7 +362,7 @@
 //	    image             string  URL of the feed's image (RSS image,
 //	                              Atom logo or icon, itunes:image, JSON
 //	                              Feed icon); "" if none
-//	    publisher         string  who publishes the feed (seed 003):
+//	    publisher         string  who publishes the feed:
 //	                              dc:publisher, else the feed's title,
 //	                              else its managingEditor or author
 //	    self              string  the feed's own URL as it states it (Atom
@@ -257,6 +374,10 @@
 //	                      string  RFC 5005 archive links: the previous and
 //	                              next archive document and the current
 //	                              feed; "" if none
+//	    next              string  RFC 5005 §3 paged feeds: the rel="next"
+//	                              page (older entries; JSON Feed's
+//	                              next_url); left out of the line when
+//	                              there is none
 //	    ttl_minutes       int     RSS <ttl>; 0 if none
 //	    skip_hours        [int]   RSS <skipHours>, GMT hours 0-23
 //	    skip_days         [string] RSS <skipDays>
@@ -373,8 +494,9 @@
 //	                        the fetch of its own page (a fetch record with
 //	                        "page", in fetches/)
 //	derivations     [object] what feed-scrape derived from the text of a
-//	                        website's article or a full-text entry (seed
-//	                        002); left out of the line when nothing was:
+//	                        website's article or a full-text entry
+//	                        (docs/design.md#scraping); left out of the
+//	                        line when nothing was:
 //	    kind              string  keywords
 //	    extractor         string  the name of the extractor (feedpipe-tf)
 //	    version           string  its version: the same text and version
@@ -383,7 +505,14 @@
 //	                              the title and text that are not stop
 //	                              words, score = occurrences / words
 //	status          string  set by feed-dedup and feed-store: new or
-//	                        updated; "" before dedup. feed-dedup
+//	                        updated; backfilled, set by feed-store, for
+//	                        an entry stored from an archive page (RFC
+//	                        5005: history, docs/design.md#backfill),
+//	                        whose first_seen is its published time (else
+//	                        its updated time, else the page's fetch), so
+//	                        that what orders by first_seen (the Google
+//	                        Reader API, feed-read --new) keeps it with
+//	                        the past; "" before dedup. feed-dedup
 //	                        --cross-feed sets alias on a new entry whose
 //	                        canonical link was stored from another feed:
 //	                        feed-store records an alias record for it
@@ -400,15 +529,15 @@
 //	                        this version was stored. The line is never
 //	                        rewritten: the catalog's entries table goes
 //	                        on counting the sightings of an unchanged
-//	                        entry (seed 000 §4.4)
+//	                        entry (docs/design.md#deduplication)
 //
 // # new_entry and updated_entry (feed-store)
 //
 // One event per entry version durably stored, new_entry the first time an
 // entry_uid is stored and updated_entry when its content changed. The
 // events are what the pipeline's stdout carries to its consumers, with
-// what a consumer needs to file and show an entry without a lookup (seed
-// 004 §3.4: its category and abstract).
+// what a consumer needs to file and show an entry without a lookup: its
+// feed's name and labels, its title and summary (docs/design.md#events).
 //
 //	entry_uid, feed_id, title, summary, canonical_link, published,
 //	content_hash       as in the entry
@@ -421,10 +550,34 @@
 //	stored_in  string   the entries file holding the full entry, such as
 //	                    "entries/2026-11-21.ndjson"
 //
+// # backfilled_entry (feed-store)
+//
+// An entry stored from a page of the feed's archive (RFC 5005 §4 archived
+// feeds, §3 paged feeds; docs/design.md#backfill): history, not news. It
+// has the members of new_entry and goes where new_entry goes (stdout,
+// events/); a consumer that wants news only reads new_entry. An archive
+// never updates an entry already stored: the live feed's version wins, so
+// there is no backfilled update.
+//
+// # NDJSON bodies
+//
+// A body of entry records, one a line (served as application/x-ndjson,
+// or whose first line that is not blank is an object of type entry), is
+// a document of parse.format "ndjson" to feed-parse: what a webhook
+// source may POST. Each line is read as an entry record, tolerantly, and
+// then taken as a feed's item would be: a line of another type, or whose
+// feed_id is another feed's, is skipped with a warning; entry_uid and
+// content_hash are made again by the rules of every entry (its native_id,
+// else the entry_uid it came with, is its native id); raw_ref points at
+// its line; texts lose control characters; links and URIs that are not
+// http(s) are dropped; what feed-dedup and feed-store set (status,
+// first_seen, last_seen, seen_count, alias_of) and derivations are
+// dropped. A body with no entry line is not a feed.
+//
 // # alias (feed-store)
 //
 // An entry not stored because its canonical link had been stored first
-// from another feed (feed-dedup --cross-feed; seed 001 §6): the duplicate
+// from another feed (feed-dedup --cross-feed; docs/design.md#deduplication): the duplicate
 // is recorded, never dropped silently. feed-store writes it to the store's
 // aliases/YYYY-MM-DD.ndjson (not to stdout), once per feed_id and
 // entry_uid; later versions of the entry are not recorded again.
@@ -449,10 +602,11 @@
 //	fetch_id         string  the fetch the decision follows
 //	decision         string  fetch_now, defer, backoff or pause
 //	reason           string  new_feed, retry_after, http_error, parse_error,
-//	                         budget_exceeded, ewma_stable, manual (seed
-//	                         002 §7), or new_entries, not_modified,
-//	                         no_new_entries, posting_rate, fixed, cron,
-//	                         paused, disabled
+//	                         budget_exceeded, ewma_stable, manual,
+//	                         new_entries, not_modified, no_new_entries,
+//	                         posting_rate, daily_slot, fixed, cron,
+//	                         paused, disabled, address_refused
+//	                         (docs/design.md#states-and-decisions)
 //	at               time    when it was decided
 //	next_at          time    when the feed is due next; null: never
 //	                         (disabled and not probed)
@@ -472,7 +626,8 @@
 //	    http_status          int     the fetch's status; 0 without response
 //	    not_modified         bool    a 304 answer
 //	    truncated            bool    the body was cut at the size cap: the
-//	                                 interval is at least ×b_up (seed 000 §7)
+//	                                 interval is at least ×b_up
+//	                                 (docs/design.md#failures)
 //	    error_class          string  the fetch's error class
 //	    error_code           string  the fetch's error code
 //	    new_entries          int     entries stored new from the fetch
@@ -495,6 +650,22 @@
 //	    window_cap_sec       int     adaptive: the cap that keeps items
 //	                                 from leaving the feed's window unseen,
 //	                                 when it bound
+//	    pattern_gain         number  adaptive, a clear posting pattern:
+//	                                 the share of the mean delay of evenly
+//	                                 spaced polls that polls placed by the
+//	                                 pattern promise; 0 without one (and
+//	                                 the four fields below empty or 0)
+//	    pattern_hours        string  the UTC hours in which the feed posts
+//	                                 above its average rate, "08-12,14-17";
+//	                                 "" until it has been watched 3 days
+//	    pattern_days         string  the publisher's days on which it posts
+//	                                 at least half its average, "Mon-Fri";
+//	                                 "" until it has been watched 14 days
+//	    day_start            int     the UTC hour its days start at, in its
+//	                                 night; 0 is midnight
+//	    poll_weight          number  the rate of polls at the fetch, times
+//	                                 that of evenly spaced polls at the
+//	                                 feed's rate
 //	    slot                 string  adaptive, reason daily_slot: the time
 //	                                 of day ("15:04" UTC) by which the
 //	                                 feed's items have appeared on its last
@@ -538,6 +709,59 @@
 //	next_at          time    the next fetch (a probe of a disabled feed);
 //	                         null when it is not probed
 //
+// # media (feed-media)
+//
+// One try at one file of an entry: an enclosure, or an image its content
+// links to, of a feed with media settings. feed-media run writes one to
+// stdout and to the store's media/YYYY-MM-DD.ndjson for each try, by the
+// day it ended; a file stored is at media/<2 hex digits>/<sha256>, never
+// visible before it is whole and checked.
+//
+//	feed_id       string  the feed of the entry
+//	entry_uid     string  the entry the file belongs to
+//	kind          string  enclosure or image
+//	url           string  the file's URL as the entry gives it
+//	final_url     string  the URL it was fetched from, after redirects;
+//	                      "" when no request was answered
+//	status        string  stored (the file is in the store), refused (it
+//	                      breaks the feed's settings or feedpipe's rules:
+//	                      not tried again), failed (it cannot be had, or
+//	                      failed too often: not tried again), retrying
+//	                      (cut short or failed for now: tried again later,
+//	                      resumed where it can be)
+//	reason        string  why, when not stored: a short code: http_NNN,
+//	                      too_large, wrong_type, no_type, address_refused,
+//	                      robots_disallowed, invalid_url, the codes of a
+//	                      fetch's error (timeout, connection_reset, ...),
+//	                      short_body (the body ended before its length),
+//	                      bad_range (a 206 not of the rest asked for),
+//	                      budget (the day's byte budget is spent), disk_floor
+//	                      (the disk is too full), stopped (feed-media was
+//	                      stopped), storage (the store could not be
+//	                      written); "" when stored
+//	message       string  the reason for people, one line
+//	http_status   int     the final response's status; 0 if none
+//	key           string  media/<2 hex digits>/<sha256>: where the file is
+//	                      in the store; "" unless stored
+//	sha256        string  hex SHA-256 of the file; "" unless stored
+//	bytes         int     stored: the file's size; retrying: the bytes
+//	                      held for a resume; refused: those received
+//	                      before the cut
+//	content_type  string  the file's media type, as served (or, when the
+//	                      server says only application/octet-stream,
+//	                      as its first bytes show it); "" if unknown
+//	resumed_from  int     where in the file this try resumed, with a Range
+//	                      request checked by If-Range; 0 from the start
+//	restarted     bool    the bytes held from an earlier try were dropped:
+//	                      the file changed since (its ETag or
+//	                      Last-Modified), or the server would not resume
+//	attempt       int     which try at the file this is, from 1
+//	started_at    time    when the try began
+//	at            time    when it ended
+//	duration_ms   int     how long it took
+//	stored_in     string  the media file holding this record, such as
+//	                      "media/2026-11-29.ndjson"
+//
 // # bus and bus_ack (feed-bus)
 //
 // Between machines a pipe is a Redis stream (docs/bus.md). feed-bus take
@@ -557,8 +781,8 @@
 // feed-store consume entries and fetch records) cannot carry it, so
 // feed-bus take --store-fetches, which feeds them on the coordinator,
 // writes after each complete group of records (a feed's entries, then
-// its fetch record) a record of its own, which feed-dedup and feed-store
-// pass through once they have done with what came before it:
+// its fetch record) a record of its own, which feed-dedup, feed-store and
+// feed-media pass through once they have done with what came before it:
 //
 //	bus_ack    the entries of stream, taken by group, to acknowledge:
 //	    stream        string  the stream (without prefix)
@@ -570,8 +794,8 @@
 //
 // # scrape configuration
 //
-// The "scrape" object of a subscription and of its due records (seed 001
-// §5): how feed-scrape reads a website. Selectors are CSS selectors;
+// The "scrape" object of a subscription and of its due records
+// (docs/design.md#scraping): how feed-scrape reads a website. Selectors are CSS selectors;
 // "a, b" tries a, then b, and the first that matches wins.
 //
 //	discovery_mode  string  direct: the subscription's URL is the article;

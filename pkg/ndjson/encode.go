@@ -75,6 +75,12 @@ func appendRecord(b []byte, v any) (_ []byte, ok bool) {
 		}
 	case Alias:
 		return appendAlias(b, &v), true
+	case *Media:
+		if v != nil {
+			return appendMedia(b, v), true
+		}
+	case Media:
+		return appendMedia(b, &v), true
 	}
 	return b, false
 }
@@ -188,6 +194,9 @@ func appendFetch(b []byte, x *Fetch) []byte {
 	b = appendPtr(b, `,"dedup":`, x.Dedup, appendDedup)
 	b = appendPtr(b, `,"scrape":`, x.Scrape, appendScrape)
 	b = appendPtr(b, `,"page":`, x.Page, appendPage)
+	if x.Origin != "" { // omitempty
+		b = appendStr(b, `,"origin":`, x.Origin)
+	}
 	return append(b, '}')
 }
 
@@ -230,7 +239,8 @@ func appendLastFetch(b []byte, x *LastFetch) []byte {
 func appendAccess(b []byte, x *Access) []byte {
 	b = appendStr(b, `,"user_agent":`, x.UserAgent)
 	b = appendStrMap(b, `,"headers":`, x.Headers)
-	return appendPtr(b, `,"auth":`, x.Auth, appendAuth)
+	b = appendPtr(b, `,"auth":`, x.Auth, appendAuth)
+	return appendBool(b, `,"allow_private":`, x.AllowPrivate)
 }
 
 func appendAuth(b []byte, x *Auth) []byte {
@@ -273,6 +283,9 @@ func appendParse(b []byte, x *Parse) []byte {
 	b = appendStr(b, `,"prev_archive":`, x.PrevArchive)
 	b = appendStr(b, `,"next_archive":`, x.NextArchive)
 	b = appendStr(b, `,"current":`, x.Current)
+	if x.Next != "" { // omitempty
+		b = appendStr(b, `,"next":`, x.Next)
+	}
 	b = appendInt(b, `,"ttl_minutes":`, x.TTLMinutes)
 	b = appendInts(b, `,"skip_hours":`, x.SkipHours)
 	b = appendStrs(b, `,"skip_days":`, x.SkipDays)
@@ -353,6 +366,31 @@ func appendAlias(b []byte, x *Alias) []byte {
 	return append(b, '}')
 }
 
+func appendMedia(b []byte, x *Media) []byte {
+	b = appendHeader(append(b, '{'), x.Header)
+	b = appendStr(b, `,"feed_id":`, x.FeedID)
+	b = appendStr(b, `,"entry_uid":`, x.EntryUID)
+	b = appendStr(b, `,"kind":`, x.Kind)
+	b = appendStr(b, `,"url":`, x.URL)
+	b = appendStr(b, `,"final_url":`, x.FinalURL)
+	b = appendStr(b, `,"status":`, x.Status)
+	b = appendStr(b, `,"reason":`, x.Reason)
+	b = appendStr(b, `,"message":`, x.Message)
+	b = appendInt(b, `,"http_status":`, x.HTTPStatus)
+	b = appendStr(b, `,"key":`, x.Key)
+	b = appendStr(b, `,"sha256":`, x.SHA256)
+	b = appendInt64(b, `,"bytes":`, x.Bytes)
+	b = appendStr(b, `,"content_type":`, x.ContentType)
+	b = appendInt64(b, `,"resumed_from":`, x.ResumedFrom)
+	b = appendBool(b, `,"restarted":`, x.Restarted)
+	b = appendInt(b, `,"attempt":`, x.Attempt)
+	b = appendTime(b, `,"started_at":`, x.StartedAt)
+	b = appendTime(b, `,"at":`, x.At)
+	b = appendInt64(b, `,"duration_ms":`, x.DurationMS)
+	b = appendStr(b, `,"stored_in":`, x.StoredIn)
+	return append(b, '}')
+}
+
 func appendDecision(b []byte, x *Decision) []byte {
 	b = appendHeader(append(b, '{'), x.Header)
 	b = appendStr(b, `,"feed_id":`, x.FeedID)
@@ -391,6 +429,11 @@ func appendDecisionInputs(b []byte, x *DecisionInputs) []byte {
 	b = appendFloat(b, `,"profile_factor":`, x.ProfileFactor)
 	b = appendInt(b, `,"tail_cap_sec":`, x.TailCapSec)
 	b = appendInt(b, `,"window_cap_sec":`, x.WindowCapSec)
+	b = appendFloat(b, `,"pattern_gain":`, x.PatternGain)
+	b = appendStr(b, `,"pattern_hours":`, x.PatternHours)
+	b = appendStr(b, `,"pattern_days":`, x.PatternDays)
+	b = appendInt(b, `,"day_start":`, x.DayStart)
+	b = appendFloat(b, `,"poll_weight":`, x.PollWeight)
 	b = appendStr(b, `,"slot":`, x.Slot)
 	b = appendStr(b, `,"cron_next_at":`, x.CronNextAt)
 	b = appendStr(b, `,"cron_error":`, x.CronError)

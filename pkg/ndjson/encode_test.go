@@ -12,7 +12,7 @@ import (
 )
 
 // encodedByHand are the types appendRecord encodes, one value of each.
-var encodedByHand = []any{&Entry{}, &Fetch{}, &Due{}, &Event{}, &Decision{}, &FeedEvent{}, &Alias{}}
+var encodedByHand = []any{&Entry{}, &Fetch{}, &Due{}, &Event{}, &Decision{}, &FeedEvent{}, &Alias{}, &Media{}}
 
 // stdEncode is how records were encoded before appendRecord, and how every
 // other type still is.
@@ -342,6 +342,7 @@ func FuzzEncoder(f *testing.F) {
 		}
 		checkSame(t, fe)
 		checkSame(t, &Decision{Header: Head(s), Reason: s2, At: tm, Inputs: DecisionInputs{EWMASecs: x, Scale: -x, CronError: s, SkipDays: []string{s2}}})
+		checkSame(t, &Media{Header: Head(s), URL: s2, Message: s, Bytes: n, Restarted: n%2 == 0, At: tm, StoredIn: s})
 	})
 }
 

@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 )
@@ -16,6 +17,9 @@ const (
 	TypeEntry        = "entry"
 	TypeNewEntry     = "new_entry"
 	TypeUpdatedEntry = "updated_entry"
+	// TypeBackfilledEntry announces an entry stored from a feed's
+	// archive (RFC 5005): history, not news.
+	TypeBackfilledEntry = "backfilled_entry"
 )
 
 // Source types of a subscription (Subscription.SourceType, Due.SourceType).
@@ -25,6 +29,9 @@ const (
 	SourceAtom    = "atom"
 	SourceJSON    = "json"
 	SourceWebsite = "website"
+	// SourceWebhook is a source with no URL to poll: what it publishes is
+	// POSTed to feed-serve (docs/design.md#push).
+	SourceWebhook = "webhook"
 )
 
 // Error classes (Error.Class): what kind of failure a fetch met, which decides
@@ -41,6 +48,9 @@ const (
 const (
 	StatusNew     = "new"
 	StatusUpdated = "updated"
+	// StatusBackfilled is an entry feed-store stored from an archive page
+	// (RFC 5005): its event is backfilled_entry.
+	StatusBackfilled = "backfilled"
 )
 
 // Header is the part every record shares. It is embedded first in each
@@ -74,7 +84,25 @@ type Subscription struct {
 	MinIntervalSec int  `json:"min_interval_sec"`
 	MaxIntervalSec int  `json:"max_interval_sec"`
 	PausedUntil    Time `json:"paused_until"`
+	// Media are its media settings (feed-sub set --media); nil: none,
+	// and then left out of the line, as a subscription was written
+	// before them.
+	Media *MediaSettings `json:"media,omitempty"`
+	// Push, Backfill and WebhookSecret are left out of the line when
+	// empty, so that the records written before them read as they did
+	// (docs/design.md#push, #backfill).
+	Push          string `json:"push,omitempty"`
+	Backfill      bool   `json:"backfill,omitempty"`
+	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
+
+// Push modes of a subscription (Subscription.Push, docs/design.md#push);
+// "" is PushPreferred.
+const (
+	PushOff       = "off"       // never subscribe at a hub
+	PushPreferred = "preferred" // subscribe; poll daily while the subscription lives
+	PushOnly      = "only"      // subscribe; no poll while the subscription lives
+)
 
 // TypeSubscriptionRemoved is the record type of a SubscriptionRemoved.
 const TypeSubscriptionRemoved = "subscription_removed"
@@ -106,6 +134,11 @@ type Access struct {
 	UserAgent string            `json:"user_agent"`
 	Headers   map[string]string `json:"headers"`
 	Auth      *Auth             `json:"auth"`
+	// AllowPrivate lets the feed be fetched from a loopback, private or
+	// link-local address (feed-sub add --allow-private). feed-fetch and
+	// feed-scrape believe it only from the store's subscription, never
+	// from a record alone.
+	AllowPrivate bool `json:"allow_private"`
 }
 
 // Auth holds HTTP basic authentication credentials.
@@ -156,6 +189,19 @@ const (
 	ReasonScheduled = "scheduled" // its next_fetch_at has passed
 	ReasonForced    = "forced"    // asked for by --all or --feed
 	ReasonManual    = "manual"    // a nudge: feed-sub refetch
+	// ReasonArchive is an archive page of a backfill walk (RFC 5005,
+	// docs/design.md#backfill), not the feed's own URL.
+	ReasonArchive = "archive"
+	// ReasonPush is the due of a fetch record whose body was pushed to
+	// feed-serve (Fetch.Origin), not fetched.
+	ReasonPush = "push"
+)
+
+// Origins of a fetch record's body (Fetch.Origin): "" for one feed-fetch
+// fetched.
+const (
+	OriginWebSub  = "websub"  // a hub's content distribution (W3C WebSub §7)
+	OriginWebhook = "webhook" // a POST to a webhook source's endpoint
 )
 
 // Redirect is one hop of a redirect chain: the URL that answered with a
@@ -209,7 +255,15 @@ type Fetch struct {
 	Dedup           *Dedup            `json:"dedup"`
 	Scrape          *Scrape           `json:"scrape"`
 	Page            *Page             `json:"page"`
+	// Origin says where a body that was not fetched came from (OriginWebSub,
+	// OriginWebhook); left out of the line for a fetch, so that the
+	// records written before it read as they did.
+	Origin string `json:"origin,omitempty"`
 }
+
+// Pushed reports whether the record's body was pushed to feedpipe
+// (WebSub, a webhook) rather than fetched.
+func (f *Fetch) Pushed() bool { return f.Origin != "" }
 
 // Failed reports whether the fetch, or the parse of its body, failed.
 func (f *Fetch) Failed() bool { return f.Error != nil }
@@ -225,20 +279,24 @@ func (f *Fetch) HasBody() bool {
 
 // Parse is what feed-parse found in a fetched body.
 type Parse struct {
-	Format          string   `json:"format"`
-	Version         string   `json:"version"`
-	Charset         string   `json:"charset"`
-	Title           string   `json:"title"`
-	Link            string   `json:"link"`
-	Description     string   `json:"description"`
-	Language        string   `json:"language"`
-	Image           string   `json:"image"`
-	Publisher       string   `json:"publisher"`
-	Self            string   `json:"self"`
-	Hubs            []string `json:"hubs"`
-	PrevArchive     string   `json:"prev_archive"`
-	NextArchive     string   `json:"next_archive"`
-	Current         string   `json:"current"`
+	Format      string   `json:"format"`
+	Version     string   `json:"version"`
+	Charset     string   `json:"charset"`
+	Title       string   `json:"title"`
+	Link        string   `json:"link"`
+	Description string   `json:"description"`
+	Language    string   `json:"language"`
+	Image       string   `json:"image"`
+	Publisher   string   `json:"publisher"`
+	Self        string   `json:"self"`
+	Hubs        []string `json:"hubs"`
+	PrevArchive string   `json:"prev_archive"`
+	NextArchive string   `json:"next_archive"`
+	Current     string   `json:"current"`
+	// Next is the rel="next" link of a paged feed (RFC 5005 §3); left out
+	// of the line when there is none, so that the parse sections written
+	// before it read as they did.
+	Next            string   `json:"next,omitempty"`
 	TTLMinutes      int      `json:"ttl_minutes"`
 	SkipHours       []int    `json:"skip_hours"`
 	SkipDays        []string `json:"skip_days"`
@@ -283,7 +341,7 @@ type RawRef struct {
 	Length  int64  `json:"length"`
 }
 
-// Entry is one normalized item of a feed (seed 000 §5.2).
+// Entry is one normalized item of a feed (docs/design.md#data-model).
 type Entry struct {
 	Header
 	EntryUID      string      `json:"entry_uid"`
@@ -319,7 +377,7 @@ type Event struct {
 	EntryUID string `json:"entry_uid"`
 	FeedID   string `json:"feed_id"`
 	// FeedName and Labels are the feed's, as feed-sub ls shows them, so
-	// that a consumer needs no lookup (seed 004 §3.4: category).
+	// that a consumer needs no lookup (docs/design.md#events).
 	FeedName      string   `json:"feed_name"`
 	Labels        []string `json:"labels"`
 	Title         string   `json:"title"`
@@ -385,7 +443,7 @@ func (e *Entry) Check() error {
 // Check reports what makes a new_entry or updated_entry event unusable:
 // its ids and the entries file it names must have their shapes.
 func (ev *Event) Check() error {
-	c := checker{record: cmpOr(ev.Type, "event")}
+	c := checker{record: cmp.Or(ev.Type, "event")}
 	c.entryUID("entry_uid", ev.EntryUID, false)
 	c.feedID("feed_id", ev.FeedID, false)
 	c.dayFile("stored_in", ev.StoredIn, "entries", true)
@@ -404,22 +462,15 @@ func (s *Subscription) Check() error {
 	return c.err
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // Discovery modes of a website's scraper configuration
-// (ScrapeConfig.DiscoveryMode, seed 001 §5.1).
+// (ScrapeConfig.DiscoveryMode, docs/design.md#scraping).
 const (
 	ModeDirect = "direct" // the page is the article
 	ModeList   = "list"   // the page lists links to articles
 )
 
-// ScrapeConfig tells feed-scrape how to read a website (seed 001 §5, its
-// RFC 3 §2.2): Subscription.Scrape and Due.Scrape hold it as JSON. Every
+// ScrapeConfig tells feed-scrape how to read a website
+// (docs/design.md#scraping): Subscription.Scrape and Due.Scrape hold it as JSON. Every
 // selector is a CSS selector; "a, b" tries a, then b, the first that
 // matches winning.
 type ScrapeConfig struct {
@@ -489,8 +540,8 @@ const (
 	PageFulltext = "fulltext" // the page of a feed entry, for its full text
 )
 
-// Derivation is one set of features derived from an entry's text (seed
-// 002): what kind, and the name and version of the extractor that made
+// Derivation is one set of features derived from an entry's text
+// (docs/design.md#scraping): what kind, and the name and version of the extractor that made
 // them, so that a better extractor can be told apart later.
 type Derivation struct {
 	Kind      string    `json:"kind"`
@@ -506,4 +557,13 @@ const DerivationKeywords = "keywords"
 type Keyword struct {
 	Term  string  `json:"term"`
 	Score float64 `json:"score"`
+}
+
+// NonNil is s, or an empty slice for a nil one: a record's lists are
+// written as [], never null (writers write the whole record).
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

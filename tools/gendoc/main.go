@@ -68,6 +68,8 @@ func run(bin, loop, ndjsonDoc, out string) error {
 		if name == "feed-loop" {
 			continue
 		}
+		// Each runs as the command its name says: a link to the feedpipe
+		// binary too.
 		for _, k := range kinds {
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command(path, "--generate-docs="+k.kind)

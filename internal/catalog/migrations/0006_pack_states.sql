@@ -1,0 +1,4 @@
+-- feed_state's counts, sched and decision compressed: SQL cannot do it, so
+-- the migration is a Go step, packStates (statepack.go, migrationSteps), which
+-- rewrites the rows there are. An older feedpipe, which reads those columns
+-- as JSON text, refuses the catalog.
