@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -369,6 +370,39 @@ func TestBusCycle(t *testing.T) {
 	out, err := command(e.env, "feed-bus", "status").CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte("coordinator")) || !bytes.Contains(out, []byte("worker")) {
 		t.Errorf("feed-bus status: %v\n%s", err, out)
+	}
+	e.checkServe()
+}
+
+// checkServe starts feed-serve beside the coordinator, with the bus's
+// Redis in its environment (FEEDPIPE_REDIS), and reads the bus's status
+// on /metrics, at GET /bus and on the dashboard.
+func (e *busEnv) checkServe() {
+	e.t.Helper()
+	base, _ := startServe(e.t, append(e.env, "FEEDPIPE_STORE="+e.store))
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			e.t.Errorf("feed-serve %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	for path, want := range map[string][]string{
+		"/metrics":       {"feedpipe_bus_up 1", `feedpipe_bus_nodes{role="worker"} 3`, `feedpipe_bus_group_pending{group="workers",stream="due"} 0`, `feedpipe_bus_stream_length{stream="events"}`},
+		"/bus":           {`"name":"due"`, `"name":"workers"`, `"role":"coordinator"`},
+		"/web/dashboard": {`<td>parsed</td>`, `<td>store</td>`},
+	} {
+		body := get(path)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				e.t.Errorf("feed-serve %s lacks %s:\n%s", path, w, body)
+			}
+		}
 	}
 }
 

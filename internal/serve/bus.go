@@ -3,9 +3,8 @@ package serve
 import (
 	"context"
 	"encoding/json"
-	"html/template"
+	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,11 +14,11 @@ import (
 )
 
 // BusStatus shows a Redis bus's status (docs/bus.md) as feed-bus status
-// does: on /metrics, through Collect (a prometheus.Collector), and on a
-// page of its own, through ServeHTTP (HTML, or JSON when asked for with
-// ?format=json or Accept: application/json). Each scrape or request reads
-// the status afresh, within Timeout; a Redis that does not answer is
-// feedpipe_bus_up 0 and a page that says so.
+// does: on /metrics, through Collect (a prometheus.Collector), as JSON at
+// GET /bus, and on the web page (/web/bus, and a panel of the dashboard).
+// Each scrape or request reads the status afresh, within Timeout; a Redis
+// that does not answer is feedpipe_bus_up 0, a 503 and a page that says
+// so. The server has one only when Config.Bus is set (feed-serve --redis).
 type BusStatus struct {
 	Conn    *redisconn.Conn
 	Now     func() time.Time // default time.Now
@@ -41,7 +40,6 @@ var (
 	busConsumerPend  = prometheus.NewDesc("feedpipe_bus_consumer_pending", "Records a consumer holds unacknowledged.", []string{"stream", "group", "consumer"}, nil)
 	busConsumerIdle  = prometheus.NewDesc("feedpipe_bus_consumer_idle_seconds", "Time since a consumer last read or claimed.", []string{"stream", "group", "consumer"}, nil)
 	busDescs         = []*prometheus.Desc{busUp, busNodes, busNodeSeen, busStreamLength, busGroupPending, busGroupLag, busConsumerPend, busConsumerIdle}
-	busPageTemplate  = template.Must(template.New("bus").Funcs(template.FuncMap{"ago": busAgo}).Parse(busPageHTML))
 	busNoRedisFormat = "the bus's Redis did not answer: %v"
 )
 
@@ -98,58 +96,45 @@ func (b *BusStatus) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// ServeHTTP serves the status: a page of its own, or JSON (bus.Status).
-func (b *BusStatus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st, err := b.read(r.Context())
-	asJSON := r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if asJSON {
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(map[string]string{"error": strings.ReplaceAll(busNoRedisFormat, "%v", err.Error())})
-			return
-		}
-		json.NewEncoder(w).Encode(st)
+// getBus is GET /bus: the status as JSON (bus.Status), read afresh; 503
+// when the bus's Redis does not answer.
+func (s *Server) getBus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.bus.read(r.Context())
+	if err != nil {
+		problem(w, r, http.StatusServiceUnavailable, "the bus does not answer", fmt.Sprintf(busNoRedisFormat, err))
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	body, err := json.Marshal(st)
 	if err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
+		problem(w, r, http.StatusInternalServerError, "the bus's status", err.Error())
+		return
 	}
-	busPageTemplate.Execute(w, struct {
-		Status bus.Status
-		Err    error
-	}{st, err})
+	w.Header().Set("Cache-Control", "no-store")
+	send(w, r, http.StatusOK, "application/json", append(body, '\n'), time.Time{})
 }
 
-func busAgo(now, t time.Time) string {
-	d := now.Sub(t)
-	if d < 0 {
-		d = 0
-	}
-	return d.Round(time.Second).String()
+// busView is the bus on a page: its status, or why it could not be read.
+type busView struct {
+	Status bus.Status
+	Err    string
 }
 
-// busPageHTML is the page: the nodes, then the streams and their groups,
-// as feed-bus status prints them.
-const busPageHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>feedpipe: the bus</title></head>
-<body>
-<h1>The bus</h1>
-{{if .Err}}<p role="alert">The bus's Redis did not answer: {{.Err}}</p>{{else}}
-<p>Redis {{.Status.Redis}}, prefix {{.Status.Prefix}}, at {{.Status.At.Format "2006-01-02T15:04:05Z07:00"}}.</p>
-<h2>Nodes</h2>
-<table><thead><tr><th>Node</th><th>Role</th><th>Seen</th><th>Doing</th></tr></thead><tbody>
-{{range .Status.Nodes}}<tr><td>{{.Name}}</td><td>{{.Role}}</td><td>{{ago $.Status.At .Seen}} ago</td><td>{{range $what, $at := .Doing}}{{$what}} ({{ago $.Status.At $at}} ago) {{end}}{{range $k, $v := .Fields}}{{$k}}={{$v}} {{end}}</td></tr>
-{{else}}<tr><td colspan="4">No node's heartbeat is alive.</td></tr>{{end}}
-</tbody></table>
-<h2>Streams</h2>
-<table><thead><tr><th>Stream</th><th>Length</th><th>Group</th><th>Pending</th><th>Lag</th><th>Consumers (pending, idle)</th></tr></thead><tbody>
-{{range .Status.Streams}}{{$s := .}}{{range .Groups}}<tr><td>{{$s.Name}}</td><td>{{$s.Length}}</td><td>{{.Name}}</td><td>{{.Pending}}</td><td>{{if lt .Lag 0}}?{{else}}{{.Lag}}{{end}}</td><td>{{range .Consumers}}{{.Name}} ({{.Pending}}, {{.Idle}}) {{end}}</td></tr>
-{{else}}<tr><td>{{$s.Name}}</td><td>{{$s.Length}}</td><td colspan="4">no consumer group</td></tr>{{end}}
-{{else}}<tr><td colspan="6">No stream.</td></tr>{{end}}
-</tbody></table>{{end}}
-</body></html>
-`
+// busView reads the status for a page.
+func (s *Server) busView(ctx context.Context) *busView {
+	st, err := s.bus.read(ctx)
+	if err != nil {
+		return &busView{Err: fmt.Sprintf(busNoRedisFormat, err)}
+	}
+	return &busView{Status: st}
+}
+
+// webBus is GET /web/bus: the nodes, the streams and their groups, as
+// feed-bus status prints them; 503 when the bus's Redis does not answer.
+func (s *Server) webBus(w http.ResponseWriter, r *http.Request) {
+	v := s.busView(r.Context())
+	status := http.StatusOK
+	if v.Err != "" {
+		status = http.StatusServiceUnavailable
+	}
+	s.render(w, r, status, "bus", pageData{Title: "Bus", Nav: "bus", Data: v})
+}
