@@ -3,7 +3,6 @@ package apps
 import (
 	"context"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -22,7 +21,7 @@ func FeedBus() *cli.App {
 		Name:  "feed-bus",
 		Usage: "a pipe between machines: NDJSON records to and from Redis Streams",
 		UsageText: `coordinator:  feed-due | feed-bus put due
-                 feed-bus take parsed --group store --store-fetches --upstream due:workers --window 0 --count 512 | feed-dedup | feed-store | feed-bus put events --events-log
+                 feed-bus take parsed --group store --store-fetches --upstream due:workers --window 0 --count 512 | feed-dedup | feed-store | feed-media | feed-bus put events --events-log
    worker:       feed-bus take due --group workers | feed-fetch | feed-parse | feed-scrape | feed-bus put parsed
    any reader:   feed-bus take events --group mine --no-ack | jq -r .title
    feed-bus status`,
@@ -73,15 +72,7 @@ what that drops unacknowledged is reported.`,
 			&cli.BoolFlag{Name: "events-log", Usage: "put the store's events log (events/), not stdin's events: the coordinator's put events"},
 		},
 		Action: func(c *cli.Context) error {
-			stream, err := busStream(c)
-			if err != nil {
-				return err
-			}
-			log, err := cmdkit.Logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := busConfig(c, log, bus.CmdPut, stream)
+			cfg, err := busConfig(c, bus.CmdPut, true)
 			if err != nil {
 				return err
 			}
@@ -141,15 +132,7 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 			&cli.IntFlag{Name: "max-record-bytes", Usage: "refuse a record longer than this", Value: ndjson.MaxLineBytes},
 		},
 		Action: func(c *cli.Context) error {
-			stream, err := busStream(c)
-			if err != nil {
-				return err
-			}
-			log, err := cmdkit.Logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := busConfig(c, log, bus.CmdTake, stream)
+			cfg, err := busConfig(c, bus.CmdTake, true)
 			if err != nil {
 				return err
 			}
@@ -211,11 +194,7 @@ same figures.`,
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for a Redis that does not answer before failing", Value: 10 * time.Second},
 		},
 		Action: func(c *cli.Context) error {
-			log, err := cmdkit.Logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := busConfig(c, log, bus.CmdStatus, "")
+			cfg, err := busConfig(c, bus.CmdStatus, false)
 			if err != nil {
 				return err
 			}
@@ -240,11 +219,7 @@ func busHeartbeatCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "set", Usage: "NAME=VALUE to show with the heartbeat (repeatable)"},
 		},
 		Action: func(c *cli.Context) error {
-			log, err := cmdkit.Logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := busConfig(c, log, bus.CmdHeartbeat, "")
+			cfg, err := busConfig(c, bus.CmdHeartbeat, false)
 			if err != nil {
 				return err
 			}
@@ -275,8 +250,20 @@ func busStream(c *cli.Context) (string, error) {
 	return s, nil
 }
 
-// busConfig is the Config every command of feed-bus shares.
-func busConfig(c *cli.Context, log *slog.Logger, cmd, stream string) (bus.Config, error) {
+// busConfig is the Config every command of feed-bus shares; a command
+// that takes a stream reads its name first.
+func busConfig(c *cli.Context, cmd string, takesStream bool) (bus.Config, error) {
+	var stream string
+	if takesStream {
+		var err error
+		if stream, err = busStream(c); err != nil {
+			return bus.Config{}, err
+		}
+	}
+	log, err := cmdkit.Logger(c)
+	if err != nil {
+		return bus.Config{}, err
+	}
 	conn, err := cmdkit.RedisConn(c, log)
 	if err != nil {
 		return bus.Config{}, err

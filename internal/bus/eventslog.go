@@ -114,18 +114,7 @@ func (p *putter) logCall(lp *logPut) ([]*call, error) {
 		args := []any{c.from, c.to}
 		var acks []any
 		if i == len(chunks)-1 {
-			index := map[string]int{}
-			for _, a := range lp.acks {
-				k := p.b.key(a.Stream)
-				n, ok := index[k]
-				if !ok {
-					keys = append(keys, k)
-					n = len(keys)
-					index[k] = n
-					p.acked(a.Stream)
-				}
-				acks = append(acks, n, a.Group, a.ID)
-			}
+			keys, acks = p.ackArgs(keys, lp.acks)
 		}
 		args = append(args, len(acks)/3)
 		args = append(args, acks...)

@@ -390,22 +390,11 @@ func (p *putter) groupCall(group []item) *call {
 		return &call{script: putRunScript, keys: []string{p.key, p.b.conn.Key("run", last.run.feedID)},
 			args: append([]any{last.run.at, p.b.cfg.Put.RunTimeout.Milliseconds()}, last.fields...)}
 	}
-	keys := []string{p.key}
-	index := map[string]int{}
-	var acks []any
+	var refs []ndjson.BusRef
 	for _, it := range group {
-		for _, a := range it.acks {
-			k := p.b.key(a.Stream)
-			n, ok := index[k]
-			if !ok {
-				keys = append(keys, k)
-				n = len(keys)
-				index[k] = n
-				p.acked(a.Stream)
-			}
-			acks = append(acks, n, a.Group, a.ID)
-		}
+		refs = append(refs, it.acks...)
 	}
+	keys, acks := p.ackArgs([]string{p.key}, refs)
 	args := append([]any{len(acks) / 3}, acks...)
 	var records [][]any
 	for _, it := range group {
@@ -452,4 +441,25 @@ func (p *putter) trim(ctx context.Context, now bool) error {
 			"stream", p.stream, "group", replyString(res[i]), "lost", lost)
 	}
 	return nil
+}
+
+// ackArgs appends to keys the key of each stream refs acknowledge entries
+// of, once, and returns them with the scripts' acknowledgement arguments:
+// for each ref, the 1-based index of its stream's key, its group and its
+// entry's id.
+func (p *putter) ackArgs(keys []string, refs []ndjson.BusRef) ([]string, []any) {
+	index := map[string]int{}
+	var acks []any
+	for _, a := range refs {
+		k := p.b.key(a.Stream)
+		n, ok := index[k]
+		if !ok {
+			keys = append(keys, k)
+			n = len(keys)
+			index[k] = n
+			p.acked(a.Stream)
+		}
+		acks = append(acks, n, a.Group, a.ID)
+	}
+	return keys, acks
 }
