@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -191,5 +193,28 @@ for x in "${s[@]}"; do [ "$x" = 0 ] || exit 1; done`)
 		ts.Fatalf("every stage succeeded")
 	case !neg:
 		ts.Check(err)
+	}
+}
+
+// startServe starts feed-serve with env and args, listening on a loopback
+// port of its choosing, until the test ends; it returns its base URL
+// (http://127.0.0.1:PORT) and its log (stdout and stderr).
+func startServe(t testing.TB, env []string, args ...string) (string, *testenv.Buffer) {
+	t.Helper()
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	serve := exec.Command("feed-serve", append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
+	serve.Env = env
+	log := &testenv.Buffer{}
+	serve.Stdout, serve.Stderr = log, log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
+			return "http://" + strings.TrimSpace(string(b)), log
+		} else if time.Now().After(deadline) {
+			t.Fatalf("feed-serve did not start:\n%s", log.String())
+		}
 	}
 }

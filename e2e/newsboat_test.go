@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,27 +67,7 @@ func TestNewsboat(t *testing.T) {
 	run("", "bash", "-c", "set -o pipefail; feed-due | feed-fetch | feed-parse | feed-scrape | feed-dedup | feed-store >/dev/null")
 	run("correct horse\n", "feed-serve", "user", "add", "alice")
 
-	addrFile := filepath.Join(dir, "addr")
-	fs := exec.Command("feed-serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	fs.Env = env
-	var fsLog strings.Builder
-	fs.Stderr = &fsLog
-	if err := fs.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Process.Signal(syscall.SIGINT); fs.Wait() })
-	var addr string
-	for range 400 {
-		if b, _ := os.ReadFile(addrFile); len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("feed-serve did not listen: %s", fsLog.String())
-	}
-	base := "http://" + addr
+	base, fsLog := startServe(t, env)
 	// alice's marks are hers: the REST API shows them to the token.
 	token, err := os.ReadFile(filepath.Join(store, "serve.token"))
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 	"github.com/feedpipe/feedpipe/internal/browsertest"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storage"
-	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -93,24 +92,7 @@ func TestWebPage(t *testing.T) {
 	sh("feed-due --all | " + cycle) // 304s, for the charts
 
 	// feed-serve, on a port of its choosing.
-	addrFile := filepath.Join(dir, "addr")
-	serve := exec.Command("feed-serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	serve.Env = env
-	var serveLog testenv.Buffer
-	serve.Stdout, serve.Stderr = &serveLog, &serveLog
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { serve.Process.Kill(); serve.Wait() }()
-	var addr string
-	for deadline := time.Now().Add(20 * time.Second); addr == ""; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(addrFile); err == nil {
-			addr = strings.TrimSpace(string(b))
-		} else if time.Now().After(deadline) {
-			t.Fatalf("feed-serve did not start:\n%s", serveLog.String())
-		}
-	}
-	base := "http://" + addr
+	base, _ := startServe(t, env)
 	token, err := os.ReadFile(filepath.Join(store, "serve.token"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // table is every command of the feedpipe binary, by the name it is
 // installed under: one line adds one (and its file here, as feedfetch.go).
 var table = map[string]func() *cli.App{
+	"feed-bus":    FeedBus,
 	"feed-dedup":  FeedDedup,
 	"feed-due":    FeedDue,
 	"feed-fetch":  FeedFetch,

@@ -28,7 +28,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"feedpipe", "--help"}, 0, "   feedpipe COMMAND [ARGS...]", ""},
 		{[]string{"feedpipe", "--version"}, 0, "feedpipe version " + version.String() + "\n", ""},
 		{[]string{"feedpipe", "--commands"}, 0, strings.Join(Names(), "\n") + "\n", ""},
-		{[]string{"feedpipe", "feed-nope"}, 2, "", `feedpipe: error: unknown command "feed-nope": it is one of feed-dedup, `},
+		{[]string{"feedpipe", "feed-nope"}, 2, "", `feedpipe: error: unknown command "feed-nope": it is one of feed-bus, feed-dedup, `},
 	} {
 		var stdout, stderr bytes.Buffer
 		status := Main(tc.args, &stdout, &stderr)

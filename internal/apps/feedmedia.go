@@ -94,9 +94,12 @@ func mediaRunCommand() *cli.Command {
 		cmdkit.Duration(&cli.DurationFlag{Name: "poll", Usage: "with --follow, how often the queue is looked at", Value: media.DefaultPoll, EnvVars: []string{"FEEDPIPE_MEDIA_POLL"}}),
 	)
 	// feed-fetch's HTTP settings, but its cap on a body: a file's cap is
-	// the feed's (--media-max) or --max-file-size.
+	// the feed's (--media-max) or --max-file-size; and but the Redis of
+	// the per-host limits: feed-media run's are its own, on the
+	// coordinator of a bus as on one machine, so that a long download
+	// never holds a host's slot the workers' fetches need.
 	for _, f := range cmdkit.HTTPFlags("", "User-Agent header, unless the feed has its own (robots.txt is read for its first word)") {
-		if f.Names()[0] != "max-body-bytes" {
+		if n := f.Names()[0]; n != "max-body-bytes" && n != "redis" && n != "bus-prefix" {
 			flags = append(flags, f)
 		}
 	}

@@ -57,7 +57,13 @@ senders call it at --public-url, whose host it answers to.
 
 A web page for people is at / (no JavaScript, no network): the feeds, a
 feed's scheduler decisions and fetches, the river of entries by label with
-search, dashboards, and marking entries read after signing in with the token.`,
+search, dashboards, and marking entries read after signing in with the token.
+
+With --redis, on the coordinator of several machines
+sharing a Redis bus, it shows the bus as feed-bus status does: the nodes
+whose heartbeat is alive, each stream's length, each consumer group's
+pending records and lag, on /metrics (feedpipe_bus_*), at GET /bus (JSON),
+on the dashboard and on /web/bus (bus.md in share/doc/feedpipe).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, host:port", Value: serve.DefaultListen, EnvVars: []string{"FEEDPIPE_SERVE_LISTEN"}},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (host:port) to this `FILE`: with --listen 127.0.0.1:0 the system picks the port"},
@@ -78,7 +84,8 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			&cli.BoolFlag{Name: "allow-private", Usage: "the token's holder may add feeds on loopback, private and link-local addresses (POST /feeds allow_private, and its discovery); the Google Reader API never may", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
 			&cli.DurationFlag{Name: "timeout", Usage: "per discovery request", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT"}},
 			&cli.StringFlag{Name: "user-agent", Usage: "User-Agent of discovery requests", Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
-		}, append(cmdkit.CommonFlags(), cmdkit.HiddenSchedFlags()...)...),
+		}, append(append(cmdkit.RedisFlags("show the status of the Redis bus there (redis://HOST:PORT/DB): its nodes, streams and consumer groups on /metrics, GET /bus, the dashboard and /web/bus (bus.md in share/doc/feedpipe); default: no bus"),
+			cmdkit.CommonFlags()...), cmdkit.HiddenSchedFlags()...)...),
 		Commands: []*cli.Command{publishCommand(), userCommand(), tokenCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -145,11 +152,18 @@ search, dashboards, and marking entries read after signing in with the token.`,
 			if created {
 				fmt.Fprintf(c.App.ErrWriter, "feed-serve: made the API token, in %s (mode 0600); it is shown this once:\n%s\n", tokenFile, token)
 			}
+			busConn, err := cmdkit.RedisConnIfSet(c, log)
+			if err != nil {
+				return err
+			}
+			if busConn != nil {
+				defer busConn.Close()
+			}
 			return serve.Run(c.Context, serve.Config{
 				Store: st, Listen: c.String("listen"), Token: token, TokenFile: tokenFile, AuthReads: auth == "reads", CORS: c.String("cors"),
 				BaseURL: c.String("base-url"), PublicURL: public, AllowedHosts: c.StringSlice("allowed-host"), TrustedProxies: proxies,
 				Hub: c.String("websub-hub"), Sched: p, PerFeedMetrics: c.Bool("per-feed-metrics"), UnreadWindow: c.Duration("unread-window"),
-				MaxReads: c.Int("max-reads"), AllowPrivate: c.Bool("allow-private"), MediaURL: c.String("media-url"),
+				MaxReads: c.Int("max-reads"), AllowPrivate: c.Bool("allow-private"), MediaURL: c.String("media-url"), Bus: busConn,
 				// Discovery reaches private addresses only for a request that
 				// may (Client.Private), never by this switch alone.
 				Discover: discover.Config{Client: httpx.New(httpx.Options{UserAgent: c.String("user-agent"), Timeout: c.Duration("timeout")}), Log: log},

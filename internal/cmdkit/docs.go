@@ -233,12 +233,12 @@ the configuration file (\-\-config): a key per flag; the top level for every bin
 the store (\-\-store), unless FEEDPIPE_STORE names another
 .TP
 .I PREFIX/share/doc/feedpipe
-README.md and the documents the help names (scheduler.md, serve.md, store.md, parse.md, read.md), where scripts/install put feedpipe (PREFIX /usr/local: /usr/local/share/doc/feedpipe)
+README.md and the documents the help names (scheduler.md, serve.md, store.md, parse.md, read.md, design.md, bus.md), where scripts/install put feedpipe (PREFIX /usr/local: /usr/local/share/doc/feedpipe)
 .SH EXIT STATUS
 0 when everything went well; 1 when some records or feeds failed, each reported on stderr; 2 for usage errors and a store that cannot be opened; 130 or 143 when SIGINT or SIGTERM stopped it early (it finished what it held first).
 .SH SEE ALSO
 `)
-	see := []string{"feed-sub(1)", "feed-due(1)", "feed-fetch(1)", "feed-parse(1)", "feed-scrape(1)", "feed-dedup(1)", "feed-store(1)", "feed-stats(1)", "feed-read(1)", "feed-serve(1)", "feed-sim(1)", "feed-loop(1)", "feedpipe-ndjson(5)"}
+	see := []string{"feed-sub(1)", "feed-due(1)", "feed-fetch(1)", "feed-parse(1)", "feed-scrape(1)", "feed-dedup(1)", "feed-store(1)", "feed-stats(1)", "feed-read(1)", "feed-serve(1)", "feed-bus(1)", "feed-sim(1)", "feed-loop(1)", "feedpipe-ndjson(5)"}
 	see = slices.DeleteFunc(see, func(s string) bool { return s == name+"(1)" })
 	b.WriteString(Roff(strings.Join(see, ", ")) + "\n")
 	return b.String()

@@ -15,14 +15,14 @@ import (
 // names, environment and defaults in both. bodyUsage and userAgentUsage say
 // what the cap and the User-Agent mean to the stage.
 func HTTPFlags(bodyUsage, userAgentUsage string) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.IntFlag{Name: "host-concurrency", Usage: "requests in flight to one host (scheme, host and port)", Value: httpx.DefaultHostConcurrency, EnvVars: []string{"FEEDPIPE_HOST_CONCURRENCY", "HOST_MAX_CONCURRENCY"}},
 		&cli.Float64Flag{Name: "host-rps", Usage: "requests a second to one host; 0 for no limit", Value: httpx.DefaultHostRPS, EnvVars: []string{"FEEDPIPE_HOST_RPS", "HOST_RPS"}},
 		Duration(&cli.DurationFlag{Name: "timeout", Usage: "per request: connect, TLS and headers, then any stall of the body", Value: httpx.DefaultTimeout, EnvVars: []string{"FEEDPIPE_FETCH_TIMEOUT", "FETCH_TIMEOUT_MS"}}),
 		&cli.Int64Flag{Name: "max-body-bytes", Usage: bodyUsage, Value: httpx.DefaultMaxBodyBytes, EnvVars: []string{"FEEDPIPE_MAX_BODY_BYTES", "MAX_BODY_BYTES"}},
 		&cli.StringFlag{Name: "user-agent", Usage: userAgentUsage, Value: httpx.DefaultUserAgent, EnvVars: []string{"FEEDPIPE_USER_AGENT"}},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback, private and link-local addresses (tests, intranets; set the variable to 1)", EnvVars: []string{"FEEDPIPE_ALLOW_PRIVATE"}},
-	}
+	}, RedisFlags("keep the per-host limits in this Redis (redis://HOST:PORT/DB), shared by every process that uses it: the workers of a bus (bus.md in share/doc/feedpipe); default: in this process")...)
 }
 
 // AllowPrivateEnv reports whether FEEDPIPE_ALLOW_PRIVATE lets every feed
@@ -53,7 +53,18 @@ func HTTPSettings(c *cli.Context) (httpx.Options, *httpx.Limiter, error) {
 		Timeout:      timeout,
 		MaxBodyBytes: c.Int64("max-body-bytes"),
 	}
-	return opts, httpx.NewLimiter(c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
+	if c.String(redisFlag) == "" {
+		return opts, httpx.NewLimiter(c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
+	}
+	log, err := Logger(c)
+	if err != nil {
+		return httpx.Options{}, nil, err
+	}
+	conn, err := RedisConn(c, log)
+	if err != nil {
+		return httpx.Options{}, nil, err
+	}
+	return opts, httpx.NewRedisLimiter(conn, c.Int("host-concurrency"), c.Float64("host-rps"), nil), nil
 }
 
 // Progress is a status line on stderr when it is a terminal, else nil.

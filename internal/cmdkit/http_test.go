@@ -115,3 +115,41 @@ func TestHTTPSettings(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPSettingsRedis: --redis (FEEDPIPE_REDIS) keeps the per-host
+// limits in Redis, shared by the workers; without it they are the
+// process's; a bad prefix is a usage error.
+func TestHTTPSettingsRedis(t *testing.T) {
+	for _, tc := range []struct {
+		args, env string
+		shared    bool
+		err       string
+	}{
+		{"", "", false, ""},
+		{"--redis redis://127.0.0.1:1/0", "", true, ""},
+		{"", "redis://127.0.0.1:1/0", true, ""},
+		{"--redis redis://127.0.0.1:1/0 --bus-prefix a:b", "", false, `redis: prefix "a:b": it must be 1 to 64 letters, digits, '.', '_' or '-'`},
+	} {
+		t.Setenv("FEEDPIPE_REDIS", tc.env)
+		var (
+			shared bool
+			gotErr error
+		)
+		app := &cli.App{Name: "feed-test", Flags: append(HTTPFlags("cap", "UA"), CommonFlags()...), Action: func(c *cli.Context) error {
+			_, limiter, err := HTTPSettings(c)
+			if err == nil {
+				shared = limiter.Shared()
+			}
+			gotErr = err
+			return nil
+		}}
+		app.ErrWriter, app.Writer = &bytes.Buffer{}, &bytes.Buffer{}
+		Run(app, append([]string{"feed-test"}, strings.Fields(tc.args)...))
+		switch {
+		case tc.err != "" && (gotErr == nil || gotErr.Error() != tc.err):
+			t.Errorf("%q: error %v, want %q", tc.args, gotErr, tc.err)
+		case tc.err == "" && (gotErr != nil || shared != tc.shared):
+			t.Errorf("%q FEEDPIPE_REDIS=%q: shared %v, %v; want %v", tc.args, tc.env, shared, gotErr, tc.shared)
+		}
+	}
+}

@@ -243,6 +243,15 @@ func (cfg *Config) write(results <-chan result, stats *counts, stop func()) erro
 		}
 		if firstErr = cfg.emit(batch, stats); firstErr != nil {
 			stop()
+		} else if len(results) == 0 {
+			// Nothing more is ready: what was fetched goes on now, not
+			// when the buffer fills or the input ends. A bus worker's
+			// take waits for its records to be handed on before it takes
+			// more (docs/bus.md, "Window").
+			if err := cfg.Out.Flush(); err != nil {
+				firstErr = fmt.Errorf("write stdout: %w", err)
+				stop()
+			}
 		}
 		cfg.Progress.Show("feed-fetch: %d fetched, %d not modified, %d unchanged, %d failed", stats.fetched, stats.notModified, stats.unchanged, stats.failed)
 	}

@@ -92,6 +92,16 @@ func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetc
 			rs.skipped++
 			log.Info("skipped: this scheduled run was fetched and stored already")
 		case catalog.ClaimBusy:
+			if due.Bus != nil {
+				// A bus hands a run to one worker at a time: the claim is
+				// this worker's own, left by a take that was killed, and
+				// the bus handed the run out again (docs/bus.md).
+				log.Info("fetching a run this store claimed and did not fetch: the bus handed it out again")
+				if err := fetch(due); err != nil {
+					return err
+				}
+				continue
+			}
 			rs.skipped++
 			log.Info("skipped: another pipeline is fetching this scheduled run")
 		case catalog.ClaimFetched:

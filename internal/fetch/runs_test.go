@@ -1,7 +1,10 @@
 package fetch
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
+	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -153,6 +157,91 @@ func commit(t *testing.T, st *storage.Store, fetches []ndjson.Fetch) {
 		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBusyRunFromBus: a run this store claimed and did not fetch (a
+// worker's feed-fetch killed mid-fetch) is fetched when the bus hands it
+// out again (its due record has a bus member), and skipped as another
+// pipeline's otherwise.
+func TestBusyRunFromBus(t *testing.T) {
+	s0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	const feed = "a1b2c3d4-0000-5000-8000-000000000002"
+	for _, fromBus := range []bool{false, true} {
+		srv, requests := countingServer(t)
+		st, err := storage.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, err := catalog.Open(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cat.ClaimRuns(context.Background(), []catalog.Run{{FeedID: feed, ScheduledAt: s0}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		cat.Close()
+		d := ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed, URL: srv.URL + "/feed.xml", Labels: []string{}, ScheduledAt: ndjson.At(s0)}
+		if fromBus {
+			d.Bus = &ndjson.BusRef{Stream: "due", Group: "workers", ID: "1-0"}
+		}
+		line, err := ndjson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := run(t, st, string(line))
+		if res.err != nil {
+			t.Fatalf("bus %v: %v\n%s", fromBus, res.err, res.logs)
+		}
+		want := 0
+		if fromBus {
+			want = 1
+		}
+		if got := int(requests.Load()); got != want || len(res.fetches) != want {
+			t.Errorf("bus %v: %d requests, %d fetch records; want %d\n%s", fromBus, got, len(res.fetches), want, res.logs)
+		}
+		if fromBus && (res.fetches[0].Due.Bus == nil || res.fetches[0].Due.Bus.ID != "1-0") {
+			t.Errorf("the fetch record's due lost its bus member: %+v", res.fetches[0].Due.Bus)
+		}
+	}
+}
+
+// TestFlushesWhenIdle: a fetch record goes out once nothing more is
+// ready, while the input is still open: a stage downstream, or a bus
+// worker's take waiting for its records to be handed on, is not kept
+// waiting for the buffer to fill or the input to end.
+func TestFlushesWhenIdle(t *testing.T) {
+	srv, _ := countingServer(t)
+	st, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, inW := io.Pipe()
+	out, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{In: in, Out: ndjson.NewWriter(outW), Store: st,
+			Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(1, 0, nil)})
+		outW.Close()
+	}()
+	fmt.Fprintln(inW, scheduledDue(t, "a1b2c3d4-0000-5000-8000-000000000003", srv.URL+"/feed.xml", time.Time{}))
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		if !strings.HasPrefix(line, `{"type":"fetch"`) {
+			t.Errorf("first line out: %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetch record did not come out while the input stayed open")
+	}
+	inW.Close()
+	go io.Copy(io.Discard, out)
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -34,11 +34,14 @@ func HostKey(rawURL string) string {
 
 // Limiter keeps per-host politeness: at most PerHost requests in flight to
 // a host, and request starts to it at least 1/RPS apart. One slow or
-// rate-limited host holds back only its own requests.
+// rate-limited host holds back only its own requests. A Limiter with a
+// Shared store (NewSharedLimiter) keeps these limits across every
+// process that shares it, as the workers of a bus do.
 type Limiter struct {
 	perHost  int
 	interval time.Duration
 	clock    clock.Clock
+	shared   Shared // nil: the limits are this process's
 
 	mu      sync.Mutex
 	hosts   map[string]*hostState
@@ -63,10 +66,39 @@ func NewLimiter(perHost int, rps float64, c clock.Clock) *Limiter {
 	return l
 }
 
+// Shared keeps per-host limits where several processes see them (a
+// Redis: RedisHosts). Take takes a request slot at host for this process
+// if the limits allow one now, with the function that gives it back;
+// else it says how long to wait before asking again. An error means the
+// store could not be asked (the caller waits SharedRetry, and asks
+// again: no request goes out unaccounted for).
+type Shared interface {
+	Take(ctx context.Context, host string) (release func(), wait time.Duration, err error)
+}
+
+// SharedRetry is how long a Limiter waits to ask its Shared store again
+// after it failed to answer.
+const SharedRetry = time.Second
+
+// sharedTimeout bounds one question to a Shared store.
+const sharedTimeout = 5 * time.Second
+
+// NewSharedLimiter returns a Limiter whose limits are kept in s, across
+// the processes that share it; this process's requests in flight are also
+// counted here, so that one waits for its own to end without asking.
+func NewSharedLimiter(perHost int, s Shared, c clock.Clock) *Limiter {
+	l := NewLimiter(perHost, 0, c)
+	l.shared = s
+	return l
+}
+
 // TryAcquire takes a request slot for host if one is free now. If not, ok
 // is false and wait says how long until the rate allows the next request
 // (0 when the host is waiting for a request in flight to end instead).
 func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, ok bool) {
+	if l.shared != nil {
+		return l.tryShared(host)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.hosts[host]
@@ -85,6 +117,44 @@ func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, o
 	h.next = now.Add(l.interval)
 	var once sync.Once
 	return func() { once.Do(func() { l.done(host) }) }, 0, true
+}
+
+// Shared reports whether the limits are kept beyond this process
+// (NewSharedLimiter).
+func (l *Limiter) Shared() bool { return l.shared != nil }
+
+// tryShared is TryAcquire with the limits kept in l.shared.
+func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok bool) {
+	l.mu.Lock()
+	h := l.hosts[host]
+	if h == nil {
+		h = &hostState{}
+		l.hosts[host] = h
+	}
+	full := h.inFlight >= l.perHost
+	l.mu.Unlock()
+	if full {
+		return nil, 0, false // one of ours ends first
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	rel, wait, err := l.shared.Take(ctx, host)
+	switch {
+	case err != nil:
+		return nil, SharedRetry, false
+	case rel == nil:
+		return nil, max(wait, time.Millisecond), false
+	}
+	l.mu.Lock()
+	h.inFlight++
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.done(host)
+			rel()
+		})
+	}, 0, true
 }
 
 func (l *Limiter) done(host string) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/bus/redisconn"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/discover"
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -95,6 +96,11 @@ type Config struct {
 	// MaxReads is how many requests read the catalog at once; the others
 	// wait in line, in the order they came (gate.go). DefaultMaxReads().
 	MaxReads int
+	// Bus is the Redis bus (bus.md) whose status /metrics, GET /bus, the
+	// dashboard and /web/bus show: its nodes, its streams' length and its
+	// consumer groups' pending records and lag. nil: none, and no such
+	// route (feed-serve without --redis).
+	Bus *redisconn.Conn
 	// Ready is called with the address once the server listens.
 	Ready func(addr string)
 }

@@ -22,6 +22,7 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	push    *pushMetrics // push.go
+	bus     *BusStatus   // the Redis bus's status (bus.go); nil without one
 	reg     *prometheus.Registry
 	cache   answerCache
 	changes changeTracker
@@ -59,11 +60,20 @@ func New(cfg Config) (*Server, error) {
 	if s.push, err = newPushMetrics(s.reg); err != nil {
 		return nil, err
 	}
+	if cfg.Bus != nil {
+		s.bus = NewBusStatus(cfg.Bus)
+		if err := s.reg.Register(s.bus); err != nil {
+			return nil, err
+		}
+	}
 	gz, err := gzhttp.NewWrapper(gzhttp.MinSize(512))
 	if err != nil {
 		return nil, err
 	}
 	for _, rt := range routes {
+		if !rt.served(s) {
+			continue
+		}
 		s.mux.Handle(rt.method+" "+rt.pattern, rt.compressed(gz, s.wrap(rt)))
 	}
 	s.addWeb(gz) // the web page (web.go)

@@ -27,6 +27,9 @@ type policy struct {
 	// body caps the body of a route that is no write (a write's is
 	// MaxBodyBytes); 0 for none.
 	body int64
+	// bus: it shows the Redis bus (bus.go), and is there only when the
+	// server has one (Config.Bus, feed-serve --redis).
+	bus bool
 }
 
 // The policies of the routes, by kind.
@@ -54,6 +57,9 @@ var (
 	file = policy{stream: true}
 	// health must answer when the server is busiest, and to anyone.
 	health = policy{open: true}
+	// busRead reads the bus's Redis, not the catalog, afresh each time:
+	// never kept, waiting at no gate.
+	busRead = policy{bus: true}
 	// pushed is a hub's or a webhook sender's call (push.go): open to
 	// anyone, as each checks its own secret, and its body capped as a
 	// fetched one.
@@ -98,11 +104,16 @@ var routes = []route{
 	{method: "GET", pattern: "/events/stream", policy: streamed, handle: (*Server).streamEvents},
 	{method: "GET", pattern: "/healthz", policy: health, handle: (*Server).healthz},
 	{method: "GET", pattern: "/metrics", policy: ungatedRead, handle: (*Server).serveMetrics},
+	{method: "GET", pattern: "/bus", policy: busRead, handle: (*Server).getBus},
 	{method: "GET", pattern: "/openapi.json", policy: ungatedRead, handle: (*Server).openAPI},
 	{method: "GET", pattern: WebSubPath + "{id}", policy: pushed, handle: (*Server).websubVerify},
 	{method: "POST", pattern: WebSubPath + "{id}", policy: pushed, handle: (*Server).websubDistribute},
 	{method: "POST", pattern: WebhookPath + "{id}", policy: pushed, handle: (*Server).webhookPost},
 }
+
+// served reports whether the server has the route: a bus route only with
+// a bus.
+func (p policy) served(s *Server) bool { return !p.bus || s.bus != nil }
 
 // compressed is h behind gzip, unless its answers stream.
 func (p policy) compressed(gz func(http.Handler) http.HandlerFunc, h http.Handler) http.Handler {

@@ -47,6 +47,9 @@ var (
 	// openPage is open to anyone, and waits at no gate: signing in,
 	// the style sheet and icon (they read no catalog).
 	openPage = policy{open: true}
+	// busPage shows the Redis bus: there only with one, waiting at no
+	// gate (it reads Redis, not the catalog).
+	busPage = policy{bus: true}
 )
 
 // webRoutes are the pages of the site. They are not the API's routes
@@ -57,6 +60,7 @@ var webRoutes = []webRoute{
 	{"GET", "/web/river", pageRead, (*Server).webRiver},
 	{"GET", "/web/entries/{id}/{uid}", pageRead, (*Server).webEntry},
 	{"GET", "/web/dashboard", pageRead, (*Server).webDashboard},
+	{"GET", "/web/bus", busPage, (*Server).webBus},
 	{"GET", "/web/signin", openPage, (*Server).webSignInForm},
 	{"POST", "/web/signin", openPage, (*Server).webSignIn},
 	{"POST", "/web/signout", openPage, (*Server).webSignOut},
@@ -69,6 +73,9 @@ var webRoutes = []webRoute{
 // wrap (compressed answers).
 func (s *Server) addWeb(wrap func(http.Handler) http.HandlerFunc) {
 	for _, rt := range webRoutes {
+		if !rt.served(s) {
+			continue
+		}
 		s.mux.Handle(rt.method+" "+rt.pattern, rt.compressed(wrap, s.webHandler(rt)))
 	}
 }
@@ -223,11 +230,12 @@ func (s *Server) pageReaderAllowed(w http.ResponseWriter, r *http.Request) bool 
 // Data, and what the layout shows.
 type pageData struct {
 	Title    string
-	Nav      string // the menu entry of the page: feeds, river, dashboard
+	Nav      string // the menu entry of the page: feeds, river, dashboard, bus
 	Reader   string // the reader named, "" for the default one
 	Now      time.Time
 	SignedIn bool
 	HasToken bool   // the server takes changes at all
+	Bus      bool   // the server shows a Redis bus: the menu has its page
 	Here     string // this page's path and query, where its forms come back to
 	Data     any
 }
@@ -328,6 +336,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	d.Now = s.cfg.Now()
 	d.SignedIn = s.signedIn(r)
 	d.HasToken = s.token.current() != ""
+	d.Bus = s.bus != nil
 	if d.Reader == "" {
 		d.Reader, _ = s.readerOf(r)
 	}

@@ -36,7 +36,8 @@ type dashData struct {
 	SavedShare                     string // of the bytes a fetch would have brought
 	Freshness                      string
 	OnTime, Late, Overdue, Budget  int
-	Fetches, OK, NotModified, Errs float64 // of fetches/ (the chart's)
+	Fetches, OK, NotModified, Errs float64  // of fetches/ (the chart's)
+	Bus                            *busView // the Redis bus, when the server has one
 }
 
 // snapshot is the figures of /metrics, made again first when stale.
@@ -52,6 +53,12 @@ func (s *Server) webDashboard(w http.ResponseWriter, r *http.Request) {
 	reader, ok := s.reader(w, r)
 	if !ok {
 		return
+	}
+	// The bus's status is read from Redis while the catalog is.
+	var busRead chan *busView
+	if s.bus != nil {
+		busRead = make(chan *busView, 1)
+		go func() { busRead <- s.busView(r.Context()) }()
 	}
 	now := s.cfg.Now()
 	t, f, taps, decided := s.metrics.snapshot()
@@ -137,6 +144,9 @@ func (s *Server) webDashboard(w http.ResponseWriter, r *http.Request) {
 		reasons = append(reasons, bar{Label: rs, Value: n})
 	}
 	d.Decided = hbars(top(reasons), "s-int", "the scheduler's decisions by reason")
+	if busRead != nil {
+		d.Bus = <-busRead
+	}
 	s.render(w, r, http.StatusOK, "dashboard", pageData{Title: "Dashboard", Nav: "dashboard", Reader: reader, Data: d})
 }
 

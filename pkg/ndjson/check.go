@@ -116,6 +116,8 @@ const (
 	wantFetchID  = "a fetch id (a UUID in lower case)"
 	wantEntryUID = "an entry uid (16 lower-case hex digits)"
 	wantRawKey   = "a payload key raw/YYYY-MM-DD/<64 hex digits>.zst"
+	wantBusName  = "a name of 1 to 64 letters, digits, '.', '_' or '-'"
+	wantStreamID = "a stream entry id such as 1764316800000-0"
 	wantMediaKey = "a media key media/<2 hex digits>/<64 hex digits, the same 2 first>"
 	wantSHA256   = "a SHA-256 (64 lower-case hex digits)"
 )

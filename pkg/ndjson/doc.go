@@ -48,6 +48,9 @@
 //	            of feeds with media settings; feed-media run writes a
 //	            media record per try at a file (also appended to the
 //	            store's media/YYYY-MM-DD.ndjson)
+//	feed-bus:   take adds "bus" to each record it takes from a Redis
+//	            stream, and with --store-fetches writes bus_ack records;
+//	            put consumes bus_ack (see "bus and bus_ack" below)
 //
 // Within one feed the entry records come before the fetch record that
 // closes the group.
@@ -246,6 +249,12 @@
 //	    moved_to          string  the URL the last fetches were moved to
 //	                              permanently (301, 308); "" if not moved
 //	    moved_count       int     how many fetches in a row were moved there
+//	bus           object  the Redis stream entry the record was taken
+//	                      from, when feed-bus take wrote it; left out of
+//	                      the line otherwise (see "bus and bus_ack").
+//	                      feed-fetch keeps it in the fetch record's due,
+//	                      so that feed-bus put knows which due record a
+//	                      fetch answers
 //
 // # fetch (feed-fetch, completed by feed-parse and feed-dedup)
 //
@@ -752,6 +761,36 @@
 //	duration_ms   int     how long it took
 //	stored_in     string  the media file holding this record, such as
 //	                      "media/2026-11-29.ndjson"
+//
+// # bus and bus_ack (feed-bus)
+//
+// Between machines a pipe is a Redis stream (docs/bus.md). feed-bus take
+// writes each record it takes from a stream with one more member, last:
+//
+//	bus        object   {stream, group, id}: the stream it was taken from
+//	                    (its name without the deployment's prefix), the
+//	                    consumer group that took it, and the stream
+//	                    entry's id ("1764316800000-0"). A record that had
+//	                    a bus member has it replaced: a reader takes the
+//	                    last of repeated members
+//
+// feed-bus put acknowledges the entry a bus member names when it appends
+// the record that carries it to the next stream, in the same Redis
+// transaction; for a fetch record, the entry of its due (due.bus), which
+// feed-fetch carries over. Stages that consume a record (feed-dedup and
+// feed-store consume entries and fetch records) cannot carry it, so
+// feed-bus take --store-fetches, which feeds them on the coordinator,
+// writes after each complete group of records (a feed's entries, then
+// its fetch record) a record of its own, which feed-dedup, feed-store and
+// feed-media pass through once they have done with what came before it:
+//
+//	bus_ack    the entries of stream, taken by group, to acknowledge:
+//	    stream        string  the stream (without prefix)
+//	    group         string  the consumer group
+//	    ids           [string] the entries' ids
+//
+// feed-bus put consumes bus_ack records; no other stage writes or reads
+// them.
 //
 // # scrape configuration
 //

@@ -43,11 +43,11 @@ func TestDocDocumentsEveryField(t *testing.T) {
 			check(f.Type, path+"."+name)
 		}
 	}
-	for _, rec := range []any{Subscription{}, Due{}, Fetch{}, Entry{}, Event{}, Decision{}, FeedEvent{}, Media{}} {
+	for _, rec := range []any{Subscription{}, Due{}, Fetch{}, Entry{}, Event{}, Decision{}, FeedEvent{}, Media{}, BusAck{}} {
 		typ := reflect.TypeOf(rec)
 		check(typ, typ.Name())
 	}
-	for _, heading := range []string{TypeSubscription, TypeDue, TypeFetch, TypeEntry, TypeNewEntry + " and " + TypeUpdatedEntry, TypeDecision, TypeFeedDisabled + " and " + TypeFeedReenabled, TypeMedia} {
+	for _, heading := range []string{TypeSubscription, TypeDue, TypeFetch, TypeEntry, TypeNewEntry + " and " + TypeUpdatedEntry, TypeDecision, TypeFeedDisabled + " and " + TypeFeedReenabled, TypeMedia, "bus and " + TypeBusAck} {
 		if !regexp.MustCompile(`(?m)^// # ` + heading + `\b`).Match(doc) {
 			t.Errorf("doc.go has no section headed %q", heading)
 		}

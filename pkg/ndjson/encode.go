@@ -215,6 +215,9 @@ func appendDue(b []byte, x *Due) []byte {
 	b = appendRaw(b, `,"scrape":`, x.Scrape)
 	b = appendAccess(b, &x.Access) // embedded: its members are the due record's
 	b = appendLastFetch(append(b, `,"last":`...), &x.Last)
+	if x.Bus != nil { // omitempty
+		b = appendBusRef(append(b, `,"bus":`...), x.Bus)
+	}
 	return append(b, '}')
 }
 

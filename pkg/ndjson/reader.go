@@ -126,6 +126,17 @@ func (r *Reader) Next() (Line, error) {
 	}
 }
 
+// ParseLine checks one record read by other means than a Reader (a
+// message of a Redis stream, say) as Next checks a line: raw must be one
+// JSON object; the Line has its type and number 1.
+func ParseLine(raw []byte) (Line, error) {
+	line := Line{Num: 1, Raw: raw}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return line, &LineError{Line: 1, Err: errors.New("empty record")}
+	}
+	return line, line.classify(nil)
+}
+
 // readLine reads one physical line into r.buf without its line ending. A
 // line longer than r.max is consumed to its end and flagged in r.skipped.
 func (r *Reader) readLine() (raw []byte, terminated bool, err error) {

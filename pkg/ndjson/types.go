@@ -170,6 +170,9 @@ type Due struct {
 	Scrape      json.RawMessage `json:"scrape"`
 	Access
 	Last LastFetch `json:"last"`
+	// Bus is the stream entry the record was taken from (feed-bus take);
+	// left out of the line when nil.
+	Bus *BusRef `json:"bus,omitempty"`
 }
 
 // LastFetch is what a due record carries from the feed's last fetches.
@@ -388,12 +391,16 @@ type Event struct {
 }
 
 // Check reports what makes a due record unusable: it needs a url, and a
-// feed_id, when it has one, must be a feed id. (A missing feed_id is
+// feed_id, when it has one, must be a feed id, and its bus reference,
+// when it has one, must name a stream entry. (A missing feed_id is
 // derived from the url by feed-fetch.)
 func (d *Due) Check() error {
 	c := checker{record: TypeDue}
 	c.nonEmpty("url", d.URL)
 	c.feedID("feed_id", d.FeedID, true)
+	if d.Bus != nil {
+		d.Bus.check(&c, "bus")
+	}
 	return c.err
 }
 
@@ -404,6 +411,9 @@ func (f *Fetch) Check() error {
 	c := checker{record: TypeFetch}
 	c.fetchID("fetch_id", f.FetchID, false)
 	c.feedID("due.feed_id", f.Due.FeedID, false)
+	if f.Due.Bus != nil {
+		f.Due.Bus.check(&c, "due.bus")
+	}
 	if f.BodyRef != nil {
 		c.field("body_ref.key", f.BodyRef.Key, IsRawKey, wantRawKey, false)
 	}
