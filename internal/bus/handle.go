@@ -69,10 +69,13 @@ func (t *taker) handle(ctx context.Context, msgs []redis.XMessage, _ any, again 
 				dead = append(dead, refused{m, lineErr(err)})
 				continue
 			}
-			d.Bus = ref
-			if t.o.NoAck {
-				d.Bus = nil
+			if !t.o.NoAck {
+				// The reference appended last wins over one the record
+				// had (AppendBusRef), as in any other record.
+				line = ndjson.AppendBusRef(line, ref)
+				break
 			}
+			d.Bus = nil
 			b, err := ndjson.Marshal(&d)
 			if err != nil {
 				dead = append(dead, refused{m, err.Error()})
@@ -299,14 +302,9 @@ func (t *taker) storePayload(cf *checkedFetch) error {
 		}
 		return nil
 	}
-	key, _, err := st.PutRaw(dayOf(ref.Key), cf.body)
-	if err != nil {
-		return err
-	}
-	if key != ref.Key {
-		return refuse("its payload was stored at %s, not at its key %s", key, ref.Key)
-	}
-	return nil
+	// checkFetch found that it decodes to the body the key names: the
+	// worker's file, stored as it came, is what PutRaw would write.
+	return st.PutRawEncoded(ref.Key, cf.zst)
 }
 
 // flushOpenGroup writes the records of a group no fetch record closed

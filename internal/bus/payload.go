@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -177,6 +176,7 @@ type checkedFetch struct {
 	stored *ndjson.Fetch // as fetches/ keeps it: feed-fetch's record
 	line   []byte        // and its line
 	body   []byte        // the payload, decoded; nil when none came
+	zst    []byte        // the payload as it came (zstd), stored as it is
 	page   bool
 }
 
@@ -266,7 +266,7 @@ func checkFetch(record, fetchLine, body []byte, maxBody int64) (*checkedFetch, e
 	case n > maxBody:
 		return nil, refuse("its payload decodes to more than %d bytes", maxBody)
 	}
-	c.body = buf.Bytes()
+	c.body, c.zst = buf.Bytes(), body
 	got := sha256.Sum256(c.body)
 	if hex.EncodeToString(got[:]) != rec.BodySHA256 {
 		return nil, refuse("its payload does not match its body_sha256 %s (it hashes to %s)", short(rec.BodySHA256), short(hex.EncodeToString(got[:])))
@@ -292,10 +292,4 @@ func lineErr(err error) string {
 		return le.Err.Error()
 	}
 	return err.Error()
-}
-
-// dayOf is the day of a payload key, as a time PutRaw files under it.
-func dayOf(key string) time.Time {
-	t, _ := time.Parse(storage.DayLayout, key[len("raw/"):len("raw/YYYY-MM-DD")])
-	return t.Add(12 * time.Hour)
 }

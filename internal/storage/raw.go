@@ -61,6 +61,21 @@ func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (k
 	return key, sum, nil
 }
 
+// PutRawEncoded stores at key a payload compressed already, such as one
+// carried from another store's raw/ (feed-bus take): the caller has
+// checked that it decodes to a body whose SHA-256 the key names, so that
+// the file is what PutRaw would have stored, without compressing it
+// again. A payload stored at key already is kept.
+func (s *Store) PutRawEncoded(key string, compressed []byte) error {
+	if !ndjson.IsRawKey(key) {
+		return fmt.Errorf("storage: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
+	}
+	if _, err := s.root.Stat(key); err == nil {
+		return nil
+	}
+	return s.writeNew(key, compressed)
+}
+
 // rawBuffers hold compressed payloads on their way to a file; one of at
 // most maxPooledRaw bytes is kept for the next.
 var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
