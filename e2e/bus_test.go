@@ -32,12 +32,23 @@ import (
 // workers, the real binaries and a real redis-server, against generated
 // feeds answering in 250 ms on many loopback addresses, each a host with
 // its own politeness limits (issue 28's tests, at a tenth of the scale;
-// scripts/bench-bus runs the full one).
-const (
+// FEEDPIPE_BUS_FULL=1 runs them at the full one, 2,000 feeds over 200
+// hosts, and scripts/bench-bus times it).
+var (
 	busFeeds = 240
 	busHosts = 24
-	busRPS   = 2 // per host, across all workers
 )
+
+const busRPS = 2 // per host, across all workers
+
+// busFull is FEEDPIPE_BUS_FULL=1: the issue's scale.
+var busFull = os.Getenv("FEEDPIPE_BUS_FULL") == "1"
+
+func init() {
+	if busFull {
+		busFeeds, busHosts = 2000, 200
+	}
+}
 
 // busEnv is a Redis, a feed server on busHosts addresses, a coordinator's
 // store subscribed to busFeeds feeds, and workers.
@@ -52,6 +63,7 @@ type busEnv struct {
 	mu      sync.Mutex
 	served  []served
 	workers map[string]*exec.Cmd
+	addrs   []string // the hosts' addresses
 }
 
 // served is a request the feed server answered.
@@ -87,6 +99,7 @@ func newBusEnv(t *testing.T) *busEnv {
 		t.Cleanup(func() { srv.Close() })
 		addrs = append(addrs, ln.Addr().String())
 	}
+	e.addrs = addrs
 	for i := range busFeeds {
 		fmt.Fprintf(&subs, "http://%s/gen/%d.xml?delay=250ms\n", addrs[i%busHosts], i)
 	}
@@ -183,6 +196,9 @@ func (e *busEnv) stopWorkers() {
 // status and log.
 func (e *busEnv) coordinate(args ...string) (int, string) {
 	e.t.Helper()
+	if busFull {
+		args = append([]string{"--interval", "300"}, args...) // a cycle may take longer than a minute
+	}
 	cmd := e.loopCmd("coordinator", "coordinator", append([]string{"--once"}, args...)...)
 	err := cmd.Run()
 	log, _ := os.ReadFile(filepath.Join(e.dir, "coordinator.log"))
@@ -534,5 +550,95 @@ func TestLoopRole(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !bytes.Contains(out, []byte("--role 'leader' is not one, coordinator or worker")) {
 		t.Errorf("feed-loop --role leader: %v\n%s", err, out)
+	}
+}
+
+// TestBusFulltext: the full-text stage as a worker on the events stream.
+// A feed labelled fulltext links to pages of its host; after the cycle
+// that stores its entries, feed-bus take events | feed-scrape --events
+// --label fulltext | feed-bus put enriched completes each with its page's
+// text, acknowledges every other event with nothing put, and the
+// coordinator's next cycle (--enriched) stores those next versions: the
+// store holds each entry's page text, announced once on the events stream
+// as an updated_entry.
+func TestBusFulltext(t *testing.T) {
+	e := newBusEnv(t)
+	www := filepath.Join(e.dir, "www")
+	os.MkdirAll(filepath.Join(www, "articles"), 0o755)
+	host := e.addrs[0]
+	var items strings.Builder
+	const pages = 3
+	for k := range pages {
+		fmt.Fprintf(&items, "<item><title>Article %d</title><link>http://%s/articles/a%d.html</link><guid>a%d</guid><description>Teaser %d.</description><pubDate>Mon, 0%d Nov 2026 10:00:00 GMT</pubDate></item>\n",
+			k, host, k, k, k, k+1)
+		var body strings.Builder
+		for p := range 6 {
+			fmt.Fprintf(&body, "<p>Paragraph %d of article %d: the full text the feed leaves out, long enough for a reader to take it for the article's own words and not a menu.</p>\n", p, k)
+		}
+		page := fmt.Sprintf("<!doctype html><html><head><title>Article %d</title></head><body><nav><a href=\"/\">Home</a></nav><article><h1>Article %d</h1>%s</article></body></html>", k, k, body.String())
+		os.WriteFile(filepath.Join(www, "articles", fmt.Sprintf("a%d.html", k)), []byte(page), 0o644)
+	}
+	feed := fmt.Sprintf(`<?xml version="1.0"?><rss version="2.0"><channel><title>Teasers</title><link>http://%s/</link><description>d</description>%s</channel></rss>`, host, items.String())
+	os.WriteFile(filepath.Join(www, "teasers.xml"), []byte(feed), 0o644)
+	add := command(append(e.env, "FEEDPIPE_STORE="+e.store), "feed-sub", "add", "http://"+host+"/teasers.xml", "--label", "fulltext")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("feed-sub add: %v\n%s", err, out)
+	}
+	e.startWorker("w1")
+	if status, log := e.coordinate(); status != 0 {
+		t.Fatalf("cycle: status %d\n%s", status, log)
+	}
+	e.stopWorkers()
+	e.checkStored(busFeeds*10 + pages)
+
+	// The stage-2 worker, on a machine of its own: a scratch store.
+	ft := command(append(e.env, "FEEDPIPE_STORE="+filepath.Join(e.dir, "fulltext"), "FEEDPIPE_BUS_NODE=ft1", "FEEDPIPE_LOG_LEVEL=info"), "bash", "-c",
+		"set -o pipefail; feed-bus take events --group fulltext --idle 2s | feed-scrape --events --label fulltext | feed-bus put enriched")
+	out, err := ft.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the full-text worker: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	if n, _ := e.rdb.XLen(ctx, "{feedpipe}:enriched").Result(); n != pages {
+		t.Errorf("%d records on the enriched stream, want %d\n%s", n, pages, out)
+	}
+	if p, err := e.rdb.XPending(ctx, "{feedpipe}:events", "fulltext").Result(); err != nil || p.Count != 0 {
+		t.Errorf("events left unacknowledged by the fulltext group: %+v %v", p, err)
+	}
+
+	if status, log := e.coordinate("--enriched"); status != 0 {
+		t.Fatalf("the cycle that stores the enriched entries: status %d\n%s", status, log)
+	}
+	// The events stream holds what the fulltext group has not read (what
+	// every group acknowledged is trimmed): the updates only.
+	st, err := storage.Open(e.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if v := readVersions(t, st, storage.DirEntries); len(v) != busFeeds*10+2*pages {
+		t.Errorf("the store holds %d entry versions, want %d", len(v), busFeeds*10+2*pages)
+	}
+	if p, err := e.rdb.XPending(ctx, "{feedpipe}:enriched", "store").Result(); err != nil || p.Count != 0 {
+		t.Errorf("enriched records left unacknowledged by the store: %+v %v", p, err)
+	}
+	out, err = command(append(e.env, "FEEDPIPE_STORE="+e.store), "feed-read", "--json", "--label", "fulltext").CombinedOutput()
+	if err != nil {
+		t.Fatalf("feed-read: %v\n%s", err, out)
+	}
+	for k := range pages {
+		if want := fmt.Sprintf("Paragraph 5 of article %d", k); !bytes.Contains(out, []byte(want)) {
+			t.Errorf("the store's entry %d has not its page's text (%q):\n%s", k, want, out)
+		}
+	}
+	msgs, _ := e.rdb.XRange(ctx, "{feedpipe}:events", "-", "+").Result()
+	updated := 0
+	for _, m := range msgs {
+		if strings.Contains(m.Values["record"].(string), `"type":"updated_entry"`) {
+			updated++
+		}
+	}
+	if updated != pages {
+		t.Errorf("%d updated_entry events, want %d", updated, pages)
 	}
 }

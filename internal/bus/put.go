@@ -227,7 +227,10 @@ func (p *putter) prepare(ctx context.Context, line ndjson.Line) (item, error) {
 		return item{}, &ndjson.LineError{Line: line.Num, Err: fmt.Errorf("bad %s record: %w", strconv.Quote(line.Type), err)}
 	}
 	raw := line.Raw
-	it := item{closes: line.Type != ndjson.TypeEntry}
+	// An entry that answers a record of its own (a stage-2 worker's, such
+	// as feed-scrape --events on the events stream) is a group by itself:
+	// no fetch record follows it.
+	it := item{closes: line.Type != ndjson.TypeEntry || pk.Bus != nil}
 	if pk.Bus != nil {
 		if err := checkRef(pk.Bus, "bus"); err != nil {
 			return item{}, &ndjson.LineError{Line: line.Num, Err: err}

@@ -47,6 +47,12 @@ type Config struct {
 	Rand        io.Reader      // random bits of fetch ids; default crypto/rand
 	Concurrency int            // sources worked on at once; default DefaultConcurrency
 	Progress    *progress.Line // nil: no progress line
+	// Events reads the coordinator's events (the events stream) instead
+	// of feed-parse's records: each new_entry becomes its entry's next
+	// version with its page's text (events.go); Label, if set, limits
+	// that to the entries of feeds with the label.
+	Events bool
+	Label  string
 }
 
 func (cfg *Config) defaults() {
@@ -136,6 +142,22 @@ func Run(ctx context.Context, cfg Config) error {
 	emit := func(out ...output) {
 		slots <- &slot{out: out}
 	}
+	// spawn runs a job, at most cfg.Concurrency at once, its output in
+	// the next slot.
+	spawn := func(job func() ([]output, error)) {
+		sl := &slot{done: make(chan struct{})}
+		select {
+		case sem <- struct{}{}:
+		case <-readCtx.Done():
+			return
+		}
+		slots <- sl
+		go func() {
+			defer func() { <-sem }()
+			defer close(sl.done)
+			sl.out, sl.err = job()
+		}()
+	}
 	flush := func() {
 		for _, h := range pending {
 			emit(output{raw: h.raw})
@@ -144,6 +166,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	err = pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
 		raw := append([]byte(nil), line.Raw...)
+		if cfg.Events && eventTypes[line.Type] {
+			var ev takenEvent
+			if !pipe.Decode(line, &ev, cfg.Log, &fails) {
+				return nil
+			}
+			flush()
+			if !s.wantEvent(&ev) {
+				emit(consumed(&ev)...)
+				return nil
+			}
+			spawn(func() ([]output, error) { return s.eventJob(ctx, &ev) })
+			return nil
+		}
 		switch line.Type {
 		case ndjson.TypeEntry:
 			var e ndjson.Entry
@@ -175,18 +210,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			group := pending
 			pending = nil
-			sl := &slot{done: make(chan struct{})}
-			select {
-			case sem <- struct{}{}:
-			case <-readCtx.Done():
-				return nil
-			}
-			slots <- sl
-			go func() {
-				defer func() { <-sem }()
-				defer close(sl.done)
-				sl.out, sl.err = s.runJob(ctx, &f, kind, group)
-			}()
+			spawn(func() ([]output, error) { return s.runJob(ctx, &f, kind, group) })
 			return nil
 		default:
 			if len(pending) > 0 {
@@ -246,6 +270,15 @@ func (s *stage) write(slots <-chan *slot, stop func()) error {
 				firstErr = fmt.Errorf("write stdout: %w", err)
 				stop()
 				break
+			}
+		}
+		if s.cfg.Events && len(slots) == 0 {
+			// A worker on the events stream hands on what it has as soon
+			// as nothing more is ready: its take holds a window of events
+			// until they are acknowledged.
+			if err := s.cfg.Out.Flush(); err != nil {
+				firstErr = fmt.Errorf("write stdout: %w", err)
+				stop()
 			}
 		}
 		st := &s.stats
