@@ -789,8 +789,11 @@
 //	    group         string  the consumer group
 //	    ids           [string] the entries' ids
 //
-// feed-bus put consumes bus_ack records; no other stage writes or reads
-// them.
+// feed-bus put consumes bus_ack records. feed-scrape --events, a worker
+// on the events stream, writes one for each event it consumes without
+// an entry to hand on (docs/bus.md, "The full-text worker"), and the
+// entries it writes carry their event's bus member; no other stage
+// writes or reads them.
 //
 // # scrape configuration
 //
