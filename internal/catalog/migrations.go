@@ -24,7 +24,8 @@ var migrationFiles embed.FS
 // migrationSteps are the parts of migrations that SQL cannot do, by the
 // migration's number: each runs after its SQL, in its transaction.
 var migrationSteps = map[int]func(*Tx) error{
-	6: packStates, // compresses feed_state's JSON columns (statepack.go)
+	6:  packStates, // compresses feed_state's JSON columns (statepack.go)
+	15: binStates,  // feed_state's JSON columns in their binary layout (statebin.go)
 }
 
 // A migration is one file of migrations/, and its Go step.

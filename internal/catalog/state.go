@@ -156,12 +156,7 @@ func (r *stateRow) decodeAll(dst *FeedState, decision bool) error {
 	fs.LastRunAt, fs.NextFetchAt = ndjson.At(fromMS(r.run)), ndjson.At(fromMS(r.next))
 	fs.LastError, fs.Sched, fs.Decision = nil, nil, nil
 	fs.Counts = FeedCounts{}
-	// ndjson's decoder: encoding/json's rules, in a third of its time.
-	counts, err := unpackJSON(r.counts)
-	if err == nil {
-		err = ndjson.Unmarshal(counts, &fs.Counts)
-	}
-	if err != nil {
+	if err := readStateCol(r.counts, &fs.Counts); err != nil {
 		return fmt.Errorf("catalog: counts of %s: %w", fs.FeedID, err)
 	}
 	if r.lastErr.Valid {
@@ -175,27 +170,37 @@ func (r *stateRow) decodeAll(dst *FeedState, decision bool) error {
 			return fmt.Errorf("catalog: warnings of %s: %w", fs.FeedID, err)
 		}
 	}
-	for _, v := range []struct {
-		col []byte
-		dst any
-	}{{r.schedJSON, &fs.Sched}, {r.decJSON, &fs.Decision}} {
-		if v.col == nil {
-			continue
+	if r.schedJSON != nil {
+		fs.Sched = new(sched.State)
+		if err := readStateCol(r.schedJSON, fs.Sched); err != nil {
+			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
 		}
-		if v.dst == &fs.Decision && !decision {
-			fs.decision = v.col
-			continue
-		}
-		b, err := unpackJSON(v.col)
-		if err == nil {
-			err = ndjson.Unmarshal(b, v.dst)
-		}
-		if err != nil {
+	}
+	if r.decJSON != nil && !decision {
+		fs.decision = r.decJSON
+	} else if r.decJSON != nil {
+		fs.Decision = new(sched.Decision)
+		if err := readStateCol(r.decJSON, fs.Decision); err != nil {
 			return fmt.Errorf("catalog: state of %s: %w", fs.FeedID, err)
 		}
 	}
 	*dst = fs
 	return nil
+}
+
+// readStateCol decodes a counts, sched or decision column into dst: the
+// binary layout (statebin.go), or JSON, compressed (statepack.go) or not,
+// as rows written before schema version 15 hold it.
+func readStateCol(col []byte, dst any) error {
+	if len(col) > 0 && col[0] == stateBinV1 {
+		return readStateBin(col, dst)
+	}
+	b, err := unpackJSON(col)
+	if err != nil {
+		return err
+	}
+	// ndjson's decoder: encoding/json's rules, in a third of its time.
+	return ndjson.Unmarshal(b, dst)
 }
 
 // scanState reads a row of f.feed_id and stateColumns.
@@ -309,33 +314,25 @@ type EncodedState struct {
 
 // EncodeState encodes fs for its row.
 func EncodeState(fs *FeedState) (EncodedState, error) {
-	// counts, sched and decision compressed (statepack.go), last_error
-	// as JSON text: queries read it (docs/store.md).
-	var counts, lastErr, schedJSON, decJSON any
-	for _, v := range []struct {
-		src  any
-		null bool
-		pack bool
-		dst  *any
-	}{{fs.Counts, false, true, &counts}, {fs.LastError, fs.LastError == nil, false, &lastErr},
-		{fs.Sched, fs.Sched == nil, true, &schedJSON}, {fs.Decision, fs.Decision == nil, true, &decJSON}} {
-		if v.null {
-			continue
-		}
-		b, err := json.Marshal(v.src)
+	// counts, sched and decision in their binary layout (statebin.go),
+	// last_error as JSON text: queries read it (docs/store.md).
+	var lastErr, schedCol, decCol any
+	counts := appendStateBin(nil, fs.Counts)
+	if fs.LastError != nil {
+		b, err := json.Marshal(fs.LastError)
 		if err != nil {
 			return EncodedState{}, err
 		}
-		if !v.pack {
-			*v.dst = string(b)
-			continue
-		}
-		if *v.dst, err = packJSON(b); err != nil {
-			return EncodedState{}, err
-		}
+		lastErr = string(b)
 	}
-	if fs.Decision == nil && fs.decision != nil {
-		decJSON = fs.decision
+	if fs.Sched != nil {
+		schedCol = appendStateBin(nil, *fs.Sched)
+	}
+	switch {
+	case fs.Decision != nil:
+		decCol = appendStateBin(nil, *fs.Decision)
+	case fs.decision != nil:
+		decCol = fs.decision
 	}
 	var warnings string
 	if len(fs.Warnings) > 0 {
@@ -348,7 +345,7 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 	st := fs.SchedState()
 	return EncodedState{fs.FeedID, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
-		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedJSON, decJSON,
+		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedCol, decCol,
 		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher, fs.Link, warnings}}, nil
 }
 

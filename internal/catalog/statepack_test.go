@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/json"
 	"reflect"
@@ -13,9 +12,9 @@ import (
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
-// TestStatePacked checks what a state row holds since schema version 6:
-// counts, sched and decision compressed, much smaller than their JSON;
-// last_error as JSON text.
+// TestStatePacked checks what a state row holds since schema version 15:
+// counts, sched and decision in their binary layout (statebin.go), much
+// smaller than their JSON; last_error as JSON text.
 func TestStatePacked(t *testing.T) {
 	c := openTemp(t)
 	fs := FeedState{FeedID: testids.Feed("a"), LastFetchAt: ndjson.At(t0), LastError: &ndjson.Error{Class: "transient", Code: "http_503"},
@@ -38,7 +37,7 @@ func TestStatePacked(t *testing.T) {
 		src any
 	}{{counts, fs.Counts}, {schedCol, fs.Sched}, {decision, fs.Decision}} {
 		js, _ := json.Marshal(v.src)
-		if !bytes.HasPrefix(v.col, zstdMagic) || len(v.col) > len(js)*2/3 {
+		if len(v.col) == 0 || v.col[0] != stateBinV1 || len(v.col) > len(js)*2/3 {
 			t.Errorf("%d bytes for %d of JSON (%q)", len(v.col), len(js), v.col)
 		}
 	}
@@ -53,7 +52,8 @@ func TestStatePacked(t *testing.T) {
 }
 
 // TestPackStates: a row written before schema version 6, JSON text, is
-// read as it is, and migration 6 compresses it.
+// read as it is, migration 6 compresses it and migration 15 rewrites it
+// in the binary layout.
 func TestPackStates(t *testing.T) {
 	c := openAtVersion(t, 5)
 	feed, other := testids.Feed("old"), testids.Feed("new")
@@ -92,6 +92,11 @@ func TestPackStates(t *testing.T) {
 		AND (decision IS NULL OR typeof(decision) = 'blob')`).Scan(&n)
 	if n != 2 {
 		t.Fatalf("%d rows packed, want 2", n)
+	}
+	c.db.QueryRow(`SELECT count(*) FROM feed_state WHERE substr(counts, 1, 1) = x'01' AND (sched IS NULL OR substr(sched, 1, 1) = x'01')
+		AND (decision IS NULL OR substr(decision, 1, 1) = x'01')`).Scan(&n)
+	if n != 2 {
+		t.Fatalf("%d rows in the binary layout, want 2", n)
 	}
 	var nulls int
 	c.db.QueryRow(`SELECT count(*) FROM feed_state WHERE sched IS NULL AND decision IS NULL`).Scan(&nulls)

@@ -189,3 +189,33 @@ func textLog(w io.Writer) *slog.Logger {
 		return a
 	}}))
 }
+
+// TestPassRaw: an entry that goes on is its input line with its status
+// set, byte for byte, whether dedup passes the line on (passRaw) or
+// decodes it (a canonical link with an escape); both are what encoding
+// the entry would write.
+func TestPassRaw(t *testing.T) {
+	st, _ := testenv.Store(t)
+	var lines []string
+	var want bytes.Buffer
+	w := ndjson.NewWriter(&want)
+	for i, link := range []string{"https://example.com/a", `https://example.com/"q"`, "", "https://example.com/é"} {
+		e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed("f"), EntryUID: testids.UID(strconv.Itoa(i)), ContentHash: "h",
+			CanonicalLink: link, Title: "<b>" + link + "</b>", RawRef: ndjson.RawRef{FetchID: testids.Fetch("x")}}
+		b, _ := ndjson.Marshal(e)
+		lines = append(lines, string(b))
+		e.Status = ndjson.StatusNew
+		w.Write(&e)
+	}
+	w.Flush()
+	var out bytes.Buffer
+	if err := Run(context.Background(), Config{In: strings.NewReader(strings.Join(lines, "\n") + "\n"), Out: ndjson.NewWriter(&out), Store: st}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want.String())
+	}
+	if _, ok := rawLink([]byte(lines[1])); ok {
+		t.Error("a link with an escape read as it is")
+	}
+}

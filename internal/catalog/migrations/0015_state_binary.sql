@@ -1,0 +1,5 @@
+-- feed_state's counts, sched and decision in a binary layout of their own
+-- (statebin.go) instead of compressed JSON: SQL cannot do it, so the
+-- migration is a Go step, binStates (migrationSteps), which rewrites the
+-- rows there are. An older feedpipe, which cannot read that layout,
+-- refuses the catalog.
