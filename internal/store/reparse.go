@@ -27,8 +27,10 @@ const maxHeld = 4 * maxBatch
 // (docs/design.md#records). That time is in the data, so a replay of the same fetch
 // records stores byte-identical entries. An entry whose fetch record has not
 // arrived yet is held back to a later batch; at the end of the input
-// (c.final), or past maxHeld, the entries still held were seen now. It
-// returns the items to commit, in input order, and the time of each entry.
+// (c.final), or past maxHeld, or before a bus_ack (which would
+// acknowledge them on their stream once passed on: docs/bus.md), the
+// entries still held were seen now. It returns the items to commit, in
+// input order, and the time of each entry.
 func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry]time.Time) {
 	all := batch
 	if len(c.held) > 0 {
@@ -39,6 +41,7 @@ func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry
 	closing := map[string]time.Time{} // feed id -> fetched_at of its next fetch record
 	release := c.final || len(all) > maxHeld
 	keep := make([]bool, len(all))
+	acked := false // a bus_ack follows: nothing before it is held
 	for i := len(all) - 1; i >= 0; i-- {
 		it := all[i]
 		switch {
@@ -48,10 +51,11 @@ func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry
 		case it.entry != nil:
 			if at, ok := closing[it.entry.FeedID]; ok {
 				seenAt[it.entry], keep[i] = at, true
-			} else if release {
+			} else if release || acked {
 				seenAt[it.entry], keep[i] = now, true
 			}
 		default:
+			acked = acked || it.ack
 			keep[i] = true
 		}
 	}

@@ -83,6 +83,10 @@ type item struct {
 	fetch *ndjson.Fetch
 	raw   []byte
 	link  string // the entry's link hash (catalog.LinkHash), "" when it has none: set by loadLinks
+	// ack: raw is a bus_ack, which acknowledges the records before it on
+	// their stream once it is passed on: the entries before it are
+	// committed with it, never held past it (hold).
+	ack bool
 }
 
 // Run stores what it reads. Records are committed in batches: whatever
@@ -129,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 					items <- item{fetch: &f}
 				}
 			default:
-				items <- item{raw: append([]byte(nil), line.Raw...)}
+				items <- item{raw: append([]byte(nil), line.Raw...), ack: line.Type == ndjson.TypeBusAck}
 			}
 			return nil
 		})

@@ -635,3 +635,44 @@ func TestSightingsCountedNotStored(t *testing.T) {
 		}
 	}
 }
+
+// TestBusAckFollowsItsEntries: entries with no fetch record after them
+// (the full-text worker's, taken from a stream) are not held past a
+// bus_ack, which acknowledges them on their stream once passed on: their
+// events come out before it, while the input is still open.
+func TestBusAckFollowsItsEntries(t *testing.T) {
+	st, _ := storage.Open(t.TempDir())
+	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
+		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://a.example/feed"}}, nil
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{In: inR, Out: ndjson.NewWriter(outW), Store: st, Now: func() time.Time { return t0 }, Sched: hourly})
+		outW.Close()
+	}()
+	go func() {
+		io.WriteString(inW, entry("A", "u1", "h1", "One")+`{"type":"bus_ack","v":1,"stream":"enriched","group":"store","ids":["1-0"]}`+"\n")
+	}()
+	rd := ndjson.NewReader(outR)
+	var types []string
+	for {
+		l, err := rd.Next()
+		if err != nil {
+			t.Fatalf("output ended after %v: %v", types, err)
+		}
+		types = append(types, l.Type)
+		if l.Type == ndjson.TypeBusAck {
+			break
+		}
+	}
+	if want := []string{ndjson.TypeNewEntry, ndjson.TypeBusAck}; fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Errorf("before the input ended, feed-store wrote %v, want %v", types, want)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
