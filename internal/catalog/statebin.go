@@ -251,66 +251,14 @@ func (r *binReader) read(v reflect.Value) {
 // JSON or zstd: the first cycle after an upgrade costs what every cycle
 // costs.
 func binStates(t *Tx) error {
-	var n int
-	if err := t.readRow(once, `SELECT count(*) FROM feed_state`).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	t.c.log.Info("rewriting the feed states in their binary layout (catalog schema version 15), once", "feeds", n)
-	type row struct {
-		key                   int64
-		counts, sched, decide any
-	}
-	todo := make([]row, 0, packChunk)
-	for after := int64(-1 << 63); ; {
-		rows, err := t.read(once, `SELECT feed_key, counts, sched, decision FROM feed_state WHERE feed_key > ? ORDER BY feed_key LIMIT ?`, after, packChunk)
-		if err != nil {
-			return err
+	return rewriteStates(t, "rewriting the feed states in their binary layout (catalog schema version 15), once", func(i int, col []byte) (any, error) {
+		if col[0] == stateBinV1 {
+			return col, nil
 		}
-		todo = todo[:0]
-		for rows.Next() {
-			var r row
-			var cols [3][]byte
-			if err := rows.Scan(&r.key, &cols[0], &cols[1], &cols[2]); err != nil {
-				rows.Close()
-				return err
-			}
-			for i, v := range []struct {
-				dst any
-				out *any
-			}{{&FeedCounts{}, &r.counts}, {&sched.State{}, &r.sched}, {&sched.Decision{}, &r.decide}} {
-				switch {
-				case cols[i] == nil:
-					*v.out = nil // NULL stays NULL
-				case cols[i][0] == stateBinV1:
-					*v.out = cols[i]
-				default:
-					if err := readStateCol(cols[i], v.dst); err != nil {
-						rows.Close()
-						return fmt.Errorf("catalog: state of feed %d: %w", r.key, err)
-					}
-					*v.out = appendStateBin(nil, reflect.ValueOf(v.dst).Elem().Interface())
-				}
-			}
-			todo = append(todo, r)
+		dst := []any{&FeedCounts{}, &sched.State{}, &sched.Decision{}}[i]
+		if err := readStateCol(col, dst); err != nil {
+			return nil, err
 		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return err
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		for _, r := range todo {
-			if _, err := t.write(kept, `UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = ?`, r.counts, r.sched, r.decide, r.key); err != nil {
-				return err
-			}
-		}
-		after = todo[len(todo)-1].key
-	}
+		return appendStateBin(nil, reflect.ValueOf(dst).Elem().Interface()), nil
+	})
 }

@@ -108,6 +108,19 @@ func unpackJSON(v []byte) ([]byte, error) {
 // time so that memory holds a thousand: 100,000 feeds took 7.5 s of CPU
 // here, and 50 s in all on a busy machine (the table is rewritten), once.
 func packStates(t *Tx) error {
+	return rewriteStates(t, "compressing the feed states (catalog schema version 6), once", func(_ int, col []byte) (any, error) {
+		if bytes.HasPrefix(col, zstdMagic) {
+			return col, nil
+		}
+		return packJSON(col)
+	})
+}
+
+// rewriteStates sets each non-NULL counts, sched and decision column
+// (i = 0, 1, 2) of every state row to what convert makes of it, packChunk
+// rows at a time so that memory holds that many: a migration's Go step
+// (packStates, binStates), saying msg in the log first when there are rows.
+func rewriteStates(t *Tx, msg string, convert func(i int, col []byte) (any, error)) error {
 	var n int
 	if err := t.readRow(once, `SELECT count(*) FROM feed_state`).Scan(&n); err != nil {
 		return err
@@ -115,12 +128,12 @@ func packStates(t *Tx) error {
 	if n == 0 {
 		return nil
 	}
-	t.c.log.Info("compressing the feed states (catalog schema version 6), once", "feeds", n)
-	type packed struct {
-		key                   int64
-		counts, sched, decide any
+	t.c.log.Info(msg, "feeds", n)
+	type row struct {
+		key  int64
+		cols [3]any
 	}
-	todo := make([]packed, 0, packChunk)
+	todo := make([]row, 0, packChunk)
 	for after := int64(-1 << 63); ; {
 		rows, err := t.read(once, `SELECT feed_key, counts, sched, decision FROM feed_state WHERE feed_key > ? ORDER BY feed_key LIMIT ?`, after, packChunk)
 		if err != nil {
@@ -128,26 +141,22 @@ func packStates(t *Tx) error {
 		}
 		todo = todo[:0]
 		for rows.Next() {
-			var p packed
+			var r row
 			var cols [3][]byte
-			if err := rows.Scan(&p.key, &cols[0], &cols[1], &cols[2]); err != nil {
+			if err := rows.Scan(&r.key, &cols[0], &cols[1], &cols[2]); err != nil {
 				rows.Close()
 				return err
 			}
-			for i, dst := range []*any{&p.counts, &p.sched, &p.decide} {
-				switch {
-				case cols[i] == nil:
-					*dst = nil // NULL stays NULL
-				case bytes.HasPrefix(cols[i], zstdMagic):
-					*dst = cols[i]
-				default:
-					if *dst, err = packJSON(cols[i]); err != nil {
-						rows.Close()
-						return err
-					}
+			for i, col := range cols {
+				if col == nil {
+					continue // NULL stays NULL
+				}
+				if r.cols[i], err = convert(i, col); err != nil {
+					rows.Close()
+					return fmt.Errorf("catalog: state of feed %d: %w", r.key, err)
 				}
 			}
-			todo = append(todo, p)
+			todo = append(todo, r)
 		}
 		if err := rows.Err(); err != nil {
 			rows.Close()
@@ -159,8 +168,8 @@ func packStates(t *Tx) error {
 		if len(todo) == 0 {
 			return nil
 		}
-		for _, p := range todo {
-			if _, err := t.write(kept, `UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = ?`, p.counts, p.sched, p.decide, p.key); err != nil {
+		for _, r := range todo {
+			if _, err := t.write(kept, `UPDATE feed_state SET counts = ?, sched = ?, decision = ? WHERE feed_key = ?`, r.cols[0], r.cols[1], r.cols[2], r.key); err != nil {
 				return err
 			}
 		}
