@@ -31,10 +31,18 @@ type claimed struct {
 
 // release drops the claims of the runs this process claimed but did not
 // fetch (a signal or a full disk stopped it): the next pipeline fetches
-// them at once rather than take them for another's.
-func (rs *runs) release(ctx context.Context) error {
+// them at once rather than take them for another's. The runs in recorded
+// have their fetches indexed, which Unclaim would leave as they are: only
+// the others are asked about (in a run that ends normally, none).
+func (rs *runs) release(ctx context.Context, recorded map[catalog.Run]bool) error {
 	for _, c := range rs.claimed {
-		if err := rs.cat.Unclaim(ctx, c.runs, c.at); err != nil {
+		var left []catalog.Run
+		for _, r := range c.runs {
+			if !recorded[r] {
+				left = append(left, r)
+			}
+		}
+		if err := rs.cat.Unclaim(ctx, left, c.at); err != nil {
 			return err
 		}
 	}
