@@ -56,6 +56,9 @@ type Config struct {
 	// private are the feeds whose subscriptions allow private addresses
 	// (catalog.PrivateFeeds), read at the start of the run.
 	private map[string]bool
+	// recorded are the runs whose fetch records are appended and indexed:
+	// written by write, read by runs.release once write has ended.
+	recorded map[catalog.Run]bool
 }
 
 // result is one line of output: a fetch record, or a record passed through
@@ -88,6 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 	readCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	writeErr := make(chan error, 1)
+	cfg.recorded = map[catalog.Run]bool{}
 	go func() { writeErr <- cfg.write(results, &stats, stop) }()
 
 	cat, done, err := catalog.Use(ctx, cfg.Catalog, cfg.Store, cfg.Log)
@@ -152,7 +156,7 @@ func Run(ctx context.Context, cfg Config) error {
 	werr := <-writeErr
 	// Every fetch made is recorded by now (or never will be): the claims
 	// of the others go.
-	if err := rs.release(pipe.Drain(ctx)); err != nil && werr == nil {
+	if err := rs.release(pipe.Drain(ctx), cfg.recorded); err != nil && werr == nil {
 		werr = err
 	}
 	if werr != nil {
@@ -279,6 +283,11 @@ func (cfg *Config) emit(batch []result, stats *counts) error {
 	}
 	if err := cfg.Store.AppendFetchLines(records, lines, cfg.Catalog.FetchIndexer(context.Background())); err != nil {
 		return err
+	}
+	for _, f := range records {
+		if f.Page == nil && !f.Due.ScheduledAt.IsZero() { // as IndexFetch notes the run's fetch
+			cfg.recorded[catalog.Run{FeedID: f.Due.FeedID, ScheduledAt: f.Due.ScheduledAt.Time}] = true
+		}
 	}
 	if err := cfg.archivesFetched(records); err != nil {
 		return err

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -31,10 +32,18 @@ type claimed struct {
 
 // release drops the claims of the runs this process claimed but did not
 // fetch (a signal or a full disk stopped it): the next pipeline fetches
-// them at once rather than take them for another's.
-func (rs *runs) release(ctx context.Context) error {
+// them at once rather than take them for another's. The runs in recorded
+// have their fetches indexed, which Unclaim would leave as they are: only
+// the others are asked about (in a run that ends normally, none).
+func (rs *runs) release(ctx context.Context, recorded map[catalog.Run]bool) error {
 	for _, c := range rs.claimed {
-		if err := rs.cat.Unclaim(ctx, c.runs, c.at); err != nil {
+		var left []catalog.Run
+		for _, r := range c.runs {
+			if !recorded[r] {
+				left = append(left, r)
+			}
+		}
+		if err := rs.cat.Unclaim(ctx, left, c.at); err != nil {
 			return err
 		}
 	}
@@ -86,36 +95,38 @@ func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetc
 		if due.FeedID == "" {
 			continue
 		}
-		log := cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt)
+		// Made only for a line that is logged: With formats its
+		// attributes at once, for every due record of a cycle.
+		log := func() *slog.Logger { return cfg.Log.With("feed_id", due.FeedID, "scheduled_at", due.ScheduledAt) }
 		switch got[i].Claim {
 		case catalog.ClaimStored:
 			rs.skipped++
-			log.Info("skipped: this scheduled run was fetched and stored already")
+			log().Info("skipped: this scheduled run was fetched and stored already")
 		case catalog.ClaimBusy:
 			if due.Bus != nil {
 				// A bus hands a run to one worker at a time: the claim is
 				// this worker's own, left by a take that was killed, and
 				// the bus handed the run out again (docs/bus.md).
-				log.Info("fetching a run this store claimed and did not fetch: the bus handed it out again")
+				log().Info("fetching a run this store claimed and did not fetch: the bus handed it out again")
 				if err := fetch(due); err != nil {
 					return err
 				}
 				continue
 			}
 			rs.skipped++
-			log.Info("skipped: another pipeline is fetching this scheduled run")
+			log().Info("skipped: another pipeline is fetching this scheduled run")
 		case catalog.ClaimFetched:
 			line, err := rs.cat.Line(storage.DirFetches, got[i].Fetch.Location)
 			if err != nil {
 				// Its record cannot be read: fetch it again.
-				log.Warn("fetching again: the stored fetch record of this run cannot be read", "error", err)
+				log().Warn("fetching again: the stored fetch record of this run cannot be read", "error", err)
 				if err := fetch(due); err != nil {
 					return err
 				}
 				continue
 			}
 			rs.resumed++
-			log.Info("not fetched again: passing on the stored fetch record of this scheduled run, not yet stored by feed-store", "fetch_id", got[i].Fetch.FetchID)
+			log().Info("not fetched again: passing on the stored fetch record of this scheduled run, not yet stored by feed-store", "fetch_id", got[i].Fetch.FetchID)
 			results <- result{raw: line}
 		default:
 			if err := fetch(due); err != nil {
