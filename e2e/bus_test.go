@@ -23,7 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/feedpipe/feedpipe/internal/bus/redistest"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -301,12 +301,12 @@ func (e *busEnv) checkRate() {
 // once.
 func (e *busEnv) checkStored(want int) {
 	e.t.Helper()
-	st, err := storage.Open(e.store)
+	st, err := storedir.Open(e.store)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer st.Close()
-	versions := readVersions(e.t, st, storage.DirEntries)
+	versions := readVersions(e.t, st, storedir.DirEntries)
 	doubled := 0
 	for _, n := range versions {
 		if n > 1 {
@@ -616,12 +616,12 @@ func TestBusFulltext(t *testing.T) {
 	}
 	// The events stream holds what the fulltext group has not read (what
 	// every group acknowledged is trimmed): the updates only.
-	st, err := storage.Open(e.store)
+	st, err := storedir.Open(e.store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if v := readVersions(t, st, storage.DirEntries); len(v) != e.feeds*10+2*pages {
+	if v := readVersions(t, st, storedir.DirEntries); len(v) != e.feeds*10+2*pages {
 		t.Errorf("the store holds %d entry versions, want %d", len(v), e.feeds*10+2*pages)
 	}
 	if p, err := e.rdb.XPending(ctx, "{feedpipe}:enriched", "store").Result(); err != nil || p.Count != 0 {

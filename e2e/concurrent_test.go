@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -173,12 +173,12 @@ func TestTwoPipelinesAtOnce(t *testing.T) {
 	if n := bytes.Count(out, []byte(`"type":"subscription"`)); n != feeds+added {
 		t.Errorf("%d subscriptions listed, want %d: an add that ran beside the pipelines was lost", n, feeds+added)
 	}
-	st, err := storage.Open(store)
+	st, err := storedir.Open(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := readVersions(t, st, storage.DirEntries)
-	announced := readVersions(t, st, storage.DirEvents)
+	stored := readVersions(t, st, storedir.DirEntries)
+	announced := readVersions(t, st, storedir.DirEvents)
 	onStdout := announcedVersions(&events)
 	want := 0
 	for f := range feeds {
@@ -219,7 +219,7 @@ type version [2]string
 // readVersions counts the entry versions in the store's day files of dir
 // (entries/ or events/, whose feed events it leaves out); every line must
 // read, and no file may end in a torn line.
-func readVersions(t *testing.T, st *storage.Store, dir string) map[version]int {
+func readVersions(t *testing.T, st *storedir.Store, dir string) map[version]int {
 	t.Helper()
 	counts := map[version]int{}
 	files, err := st.DayFiles(dir)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -225,13 +225,13 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 		t.Errorf("only %d kills landed in a catalog commit: the test proves little", commitKills)
 	}
 
-	st, err := storage.Open(store)
+	st, err := storedir.Open(store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every line of every entries and events file reads.
-	stored := readVersions(t, st, storage.DirEntries)
-	announcedInFile := readVersions(t, st, storage.DirEvents)
+	stored := readVersions(t, st, storedir.DirEntries)
+	announcedInFile := readVersions(t, st, storedir.DirEvents)
 	// What the feeds serve now must all be stored (the last run was normal).
 	for f := range feeds {
 		name := fmt.Sprintf("f%02d", f)

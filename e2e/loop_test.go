@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -388,7 +388,7 @@ func TestRefetchSaysDueNowOnceSaved(t *testing.T) {
 	}
 
 	// The store's writer lock, held as a feed-store holds it.
-	lock, err := os.OpenFile(filepath.Join(e.store, storage.StoreLock), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(e.store, storedir.StoreLock), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/serve"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -103,7 +103,7 @@ func TestMediaKilledMidDownload(t *testing.T) {
 	if !strings.Contains(events.String(), `"type":"new_entry"`) {
 		t.Fatalf("no event: %s", events.String())
 	}
-	st, err := storage.Open(store)
+	st, err := storedir.Open(store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/serve"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -83,7 +83,7 @@ func TestNewsboat(t *testing.T) {
 	}
 
 	// The three views: the catalog's, the REST API's, newsboat's.
-	st, err := storage.Open(store)
+	st, err := storedir.Open(store)
 	if err != nil {
 		t.Fatal(err)
 	}

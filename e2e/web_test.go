@@ -21,7 +21,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/browsertest"
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -363,9 +363,9 @@ func unreadOf(t *testing.T, db *catalog.Catalog, feedID string) int {
 	return n[feedID].Count
 }
 
-func mustStore(t *testing.T, dir string) *storage.Store {
+func mustStore(t *testing.T, dir string) *storedir.Store {
 	t.Helper()
-	st, err := storage.Open(dir)
+	st, err := storedir.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/due"
 	"github.com/feedpipe/feedpipe/internal/fetch"
 	"github.com/feedpipe/feedpipe/internal/httpx"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // FeedFetch is feed-fetch, which fetches the feeds named by due records,
@@ -81,7 +81,7 @@ page is fetched once, whoever asks (design.md in share/doc/feedpipe,
 // feed reach private addresses (due.RecordAllowPrivate): the next
 // feed-due with FEEDPIPE_ALLOW_PRIVATE=1 lists the feeds refused before
 // only until a feed-fetch with it has run.
-func allowPrivateRecorded(c *cli.Context, st *storage.Store, log *slog.Logger, allow bool) {
+func allowPrivateRecorded(c *cli.Context, st *storedir.Store, log *slog.Logger, allow bool) {
 	if c.Context.Err() != nil {
 		return // stopped: it may not have fetched what was due
 	}

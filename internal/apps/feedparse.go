@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -85,7 +85,7 @@ record; one that cannot be read is reported and skipped.`,
 				return err
 			}
 			// Payload files need no store, but for the .zst ones it keeps.
-			var st *storage.Store
+			var st *storedir.Store
 			if c.NArg() == 0 || slices.ContainsFunc(c.Args().Slice(), func(f string) bool { return strings.HasSuffix(f, ".zst") }) {
 				st, err = cmdkit.OpenStore(c, cmdkit.ReadsInPipeline)
 			} else {

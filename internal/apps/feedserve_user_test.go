@@ -11,7 +11,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // TestUserCommand runs feed-serve user as people call it, the password
@@ -19,7 +19,7 @@ import (
 func TestUserCommand(t *testing.T) {
 	defer catalog.SetTestIterations(1000)()
 	store := filepath.Join(t.TempDir(), "store")
-	if _, err := storage.Open(store); err != nil {
+	if _, err := storedir.Open(store); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -55,7 +55,7 @@ func TestUserCommand(t *testing.T) {
 			t.Errorf("%v: %d\n%s\n%s", tc.args, status, stdout.String(), stderr.String())
 		}
 	}
-	st, _ := storage.Open(store)
+	st, _ := storedir.Open(store)
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/cmdkit"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // maintenance are feed-store's subcommands: work on the store itself, run
@@ -168,7 +168,7 @@ lock and the fetch lock: stop feed-loop first.`,
 			if err != nil {
 				return err
 			}
-			for _, lock := range []string{storage.StoreLock, storage.FetchLock} {
+			for _, lock := range []string{storedir.StoreLock, storedir.FetchLock} {
 				unlock, err := st.Lock(lock, !c.Bool("no-wait"), func() {
 					log.Info("waiting for the store's lock: a stage is writing", "lock", st.Path(lock))
 				})

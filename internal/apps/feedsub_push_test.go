@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // TestPushSyncConfig: feed-sub push sync takes --public-url from the
@@ -16,7 +16,7 @@ import (
 func TestPushSyncConfig(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
-	if _, err := storage.Open(store); err != nil {
+	if _, err := storedir.Open(store); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "config.toml")

@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/bus/redisconn"
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/clock"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -49,7 +49,7 @@ type Config struct {
 	// Store is the store payloads come from (put, on a worker: its
 	// scratch store) or go to (take --store-fetches, on the coordinator),
 	// and whose events log put --events-log puts; nil for none.
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // Store's catalog; nil: opened when needed
 	Clock   clock.Clock      // default the wall clock
 	Rand    io.Reader        // the token of a take's consumer lock; default crypto/rand

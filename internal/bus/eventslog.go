@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -46,13 +46,13 @@ func (p *putter) startLog(ctx context.Context) error {
 		if !errors.Is(err, redis.Nil) {
 			return err
 		}
-		file, off := storage.DayFile(storage.DirEvents, p.b.cfg.Clock.Now()), int64(0)
-		files, err := st.DayFiles(storage.DirEvents)
+		file, off := storedir.DayFile(storedir.DirEvents, p.b.cfg.Clock.Now()), int64(0)
+		files, err := st.DayFiles(storedir.DirEvents)
 		if err != nil {
 			return err
 		}
 		if len(files) > 0 {
-			if file, off, err = st.ReadLogsSince(storage.DirEvents, files[len(files)-1], 0, func(string, ndjson.Line) error { return nil }); err != nil {
+			if file, off, err = st.ReadLogsSince(storedir.DirEvents, files[len(files)-1], 0, func(string, ndjson.Line) error { return nil }); err != nil {
 				return err
 			}
 		}
@@ -71,7 +71,7 @@ func parseCursor(s string) (file string, off int64, err error) {
 	if ok {
 		off, err = strconv.ParseInt(o, 10, 64)
 	}
-	if !ok || err != nil || off < 0 || !ndjson.IsDayFile(file, storage.DirEvents) {
+	if !ok || err != nil || off < 0 || !ndjson.IsDayFile(file, storedir.DirEvents) {
 		return "", 0, fmt.Errorf("%q is not \"events/YYYY-MM-DD.ndjson OFFSET\"", s)
 	}
 	return file, off, nil
@@ -93,7 +93,7 @@ func (p *putter) logCall(lp *logPut) ([]*call, error) {
 		chunks []chunk
 		cur    = chunk{from: p.cursor, to: p.cursor}
 	)
-	_, _, err = p.b.cfg.Store.FollowLogs(storage.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
+	_, _, err = p.b.cfg.Store.FollowLogs(storedir.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
 		cur.lines = append(cur.lines, string(l.Raw))
 		cur.to = key + " " + strconv.FormatInt(end, 10)
 		if len(cur.lines) == maxLogLines {

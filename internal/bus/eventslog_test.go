@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 func event(n int) string {
@@ -24,7 +24,7 @@ func event(n int) string {
 // of the log as it is.
 func TestEventsLog(t *testing.T) {
 	f := newFixture(t)
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -115,7 +115,7 @@ func (p *putter) payload(ctx context.Context, fetchID string) (line, body []byte
 	if !ok {
 		return nil, nil, errors.New("no such fetch in the store")
 	}
-	line, err = cat.Line(storage.DirFetches, ref.Location)
+	line, err = cat.Line(storedir.DirFetches, ref.Location)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,8 +243,8 @@ func checkFetch(record, fetchLine, body []byte, maxBody int64) (*checkedFetch, e
 		}
 		return c, nil
 	}
-	if rec.BodyRef.Storage != storage.RawStorage {
-		return nil, refuse("body_ref.storage is %q, not %q", rec.BodyRef.Storage, storage.RawStorage)
+	if rec.BodyRef.Storage != storedir.RawStorage {
+		return nil, refuse("body_ref.storage is %q, not %q", rec.BodyRef.Storage, storedir.RawStorage)
 	}
 	sum := strings.TrimSuffix(rec.BodyRef.Key[len("raw/YYYY-MM-DD/"):], ".zst")
 	if sum != rec.BodySHA256 {

@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -46,7 +46,7 @@ func newFetchGroup(t *testing.T, n int, body string, change ...func(*ndjson.Fetc
 	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: fmt.Sprintf("01937a4e-8e35-7c6b-9f3e-%012d", n),
 		Due:          ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed, URL: "http://example.org/feed", Labels: []string{}, Bus: &ndjson.BusRef{Stream: "due", Group: "workers", ID: "1-0"}},
 		RequestedURL: "http://example.org/feed", URL: "http://example.org/feed", Redirects: []ndjson.Redirect{}, FetchedAt: ndjson.At(fetchedAt), HTTPStatus: 200,
-		BodyRef: &ndjson.BlobRef{Storage: storage.RawStorage, Key: "raw/2026-11-28/" + hexSum + ".zst"}, BodySHA256: hexSum, ContentLength: int64(len(body))}
+		BodyRef: &ndjson.BlobRef{Storage: storedir.RawStorage, Key: "raw/2026-11-28/" + hexSum + ".zst"}, BodySHA256: hexSum, ContentLength: int64(len(body))}
 	for _, c := range change {
 		c(&f)
 	}
@@ -88,7 +88,7 @@ func (g fetchGroup) fields() []map[string]any {
 // says why, moved to the dead stream, and the others go on.
 func TestStoreFetches(t *testing.T) {
 	f := newFixture(t)
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestStoreFetches(t *testing.T) {
 // fetches/ twice.
 func TestStoreFetchesTakenAgain(t *testing.T) {
 	f := newFixture(t)
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

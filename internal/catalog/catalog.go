@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // File is the catalog's name in the store.
@@ -38,7 +38,7 @@ const BusyTimeout = 60 * time.Second
 type Catalog struct {
 	db    *sql.DB
 	path  string
-	st    *storage.Store
+	st    *storedir.Store
 	log   *slog.Logger
 	stmts stmtCache
 	// byFeed caches numberedByFeed.
@@ -54,7 +54,7 @@ var ErrDamaged = errors.New("catalog damaged")
 // Open opens the catalog of the store st, creating it, bringing its schema
 // up to date, and migrating a store written before the catalog existed
 // (once, with a log line). It refuses a catalog file that is a link.
-func Open(ctx context.Context, st *storage.Store, log *slog.Logger) (*Catalog, error) {
+func Open(ctx context.Context, st *storedir.Store, log *slog.Logger) (*Catalog, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -116,7 +116,7 @@ const MaxConns = 4
 const catalogLock = "lock.catalog"
 
 // open opens the catalog at path and brings its schema up to date.
-func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
+func open(ctx context.Context, st *storedir.Store, path string, log *slog.Logger) (*Catalog, error) {
 	c, err := connect(st, path, log)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func open(ctx context.Context, st *storage.Store, path string, log *slog.Logger)
 func (c *Catalog) Path() string { return c.path }
 
 // Store is the store the catalog belongs to.
-func (c *Catalog) Store() *storage.Store { return c.st }
+func (c *Catalog) Store() *storedir.Store { return c.st }
 
 // Check runs SQLite's quick_check over the whole catalog (a few seconds
 // for millions of entries): nil, or an error that says what is wrong.
@@ -239,7 +239,7 @@ func fromMS(v sql.NullInt64) time.Time {
 
 // Use returns c, or when c is nil the catalog of the store st, opened now
 // and closed by done: a stage's Config may carry an open catalog or not.
-func Use(ctx context.Context, c *Catalog, st *storage.Store, log *slog.Logger) (_ *Catalog, done func(), err error) {
+func Use(ctx context.Context, c *Catalog, st *storedir.Store, log *slog.Logger) (_ *Catalog, done func(), err error) {
 	if c != nil {
 		return c, func() {}, nil
 	}

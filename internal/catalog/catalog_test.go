@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -27,7 +27,7 @@ var (
 
 func openTemp(t testing.TB) *Catalog {
 	t.Helper()
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func copyEmpty(path string) error {
 			return
 		}
 		defer os.RemoveAll(dir)
-		st, err := storage.Open(dir)
+		st, err := storedir.Open(dir)
 		if err == nil {
 			var c *Catalog
 			if c, err = Open(ctx, st, nil); err == nil {
@@ -127,7 +127,7 @@ func TestOpenMakesTheSchema(t *testing.T) {
 }
 
 func TestDamagedCatalog(t *testing.T) {
-	st, _ := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, _ := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err := os.WriteFile(st.Path(File), []byte(strings.Repeat("not a database ", 500)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestSubscriptionLogCatchUp(t *testing.T) {
 	add(t, c, sub("a"), sub("b"))
 	line, _ := ndjson.Marshal(sub("c"))
 	rm, _ := ndjson.Marshal(ndjson.SubscriptionRemoved{Header: ndjson.Head(ndjson.TypeSubscriptionRemoved), FeedID: testids.Feed("a")})
-	if _, err := c.st.AppendLines(SubscriptionsFile, append(line, rm...), storage.Durable); err != nil {
+	if _, err := c.st.AppendLines(SubscriptionsFile, append(line, rm...), storedir.Durable); err != nil {
 		t.Fatal(err)
 	}
 	c2, err := Open(ctx, c.st, nil)
@@ -782,7 +782,7 @@ func TestEntryQueries(t *testing.T) {
 // file before its schema (SQLITE_BUSY).
 func TestOpenAtOnce(t *testing.T) {
 	for round := range 20 {
-		st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+		st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -40,7 +40,7 @@ func (c *Catalog) follow(ctx context.Context, tap, dir string, apply func(t *Tx,
 		last := batch[len(batch)-1]
 		err := c.Update(ctx, func(t *Tx) error {
 			for _, p := range batch {
-				if err := apply(t, p.key, Location{Day: storage.KeyDay(p.key), Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
+				if err := apply(t, p.key, Location{Day: storedir.KeyDay(p.key), Offset: p.start, Length: p.end - p.start}, p.line); err != nil {
 					return err
 				}
 			}
@@ -75,7 +75,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	}
 	var recovered []stored
 	idx := c.logIndex()
-	err = c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, key string, loc Location, l ndjson.Line) error {
+	err = c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, key string, loc Location, l ndjson.Line) error {
 		e, ok, err := t.indexEntry(ctx, idx, loc, l)
 		if ok {
 			recovered = append(recovered, stored{e, key})
@@ -85,7 +85,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
 		return nil, err
 	}
 	// Which of the entries indexed now had their event written before the
@@ -95,7 +95,7 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	if err != nil {
 		return nil, err
 	}
-	evFile, evOff, err := c.st.ReadLogsSince(storage.DirEvents, cp.File, cp.Offset, func(_ string, l ndjson.Line) error {
+	evFile, evOff, err := c.st.ReadLogsSince(storedir.DirEvents, cp.File, cp.Offset, func(_ string, l ndjson.Line) error {
 		var ev ndjson.Event
 		if (l.Type == ndjson.TypeNewEntry || l.Type == ndjson.TypeUpdatedEntry || l.Type == ndjson.TypeBackfilledEntry) && l.Decode(&ev) == nil {
 			have[[2]string{ev.EntryUID, ev.ContentHash}] = true
@@ -124,8 +124,8 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 		announced = append(announced, ev)
 	}
 	if len(lines) > 0 {
-		key := storage.DayFile(storage.DirEvents, now)
-		off, err := c.st.AppendLines(key, lines, storage.Durable)
+		key := storedir.DayFile(storedir.DirEvents, now)
+		off, err := c.st.AppendLines(key, lines, storedir.Durable)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +172,7 @@ func indexAlias(t *Tx, _ string, loc Location, l ndjson.Line) error {
 // CatchUpFetches indexes the fetch records fetches/ holds past the
 // catalog's checkpoint. The caller holds the fetch lock.
 func (c *Catalog) CatchUpFetches(ctx context.Context) error {
-	return c.follow(ctx, TapFetches, storage.DirFetches, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+	return c.follow(ctx, TapFetches, storedir.DirFetches, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil {
 			return nil
@@ -209,7 +209,7 @@ func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
 	err := c.st.ReadLogLines(key, func(start, end int64, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type == ndjson.TypeFetch && l.Decode(&f) == nil {
-			lines = append(lines, line{f, Location{Day: storage.KeyDay(key), Offset: start, Length: end - start}})
+			lines = append(lines, line{f, Location{Day: storedir.KeyDay(key), Offset: start, Length: end - start}})
 		}
 		return nil
 	})
@@ -217,7 +217,7 @@ func (c *Catalog) ReindexFetchFile(ctx context.Context, key string) error {
 		return err
 	}
 	return c.Update(ctx, func(t *Tx) error {
-		if _, err := t.write(once, `DELETE FROM fetches WHERE day = ?`, storage.KeyDay(key)); err != nil {
+		if _, err := t.write(once, `DELETE FROM fetches WHERE day = ?`, storedir.KeyDay(key)); err != nil {
 			return err
 		}
 		for i := range lines {

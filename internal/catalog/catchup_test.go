@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -23,10 +23,10 @@ func TestCatchUpEntries(t *testing.T) {
 	line := func(e *ndjson.Entry) []byte { b, _ := ndjson.Marshal(e); return b }
 	e1, e2 := entry("A", "u1", "h1", t0), entry("A", "u2", "h2", t0)
 	e1b := entry("A", "u1", "h1b", t0.Add(time.Hour))
-	st.AppendLines("entries/2026-11-20.ndjson", append(line(e1), line(e2)...), storage.Durable)
-	st.AppendLines("entries/2026-11-21.ndjson", line(e1b), storage.Durable)
+	st.AppendLines("entries/2026-11-20.ndjson", append(line(e1), line(e2)...), storedir.Durable)
+	st.AppendLines("entries/2026-11-21.ndjson", line(e1b), storedir.Durable)
 	ev, _ := ndjson.Marshal(ndjson.EventFor(e2, ndjson.At(t0), "entries/2026-11-20.ndjson"))
-	st.AppendLines("events/2026-11-20.ndjson", ev, storage.Durable)
+	st.AppendLines("events/2026-11-20.ndjson", ev, storedir.Durable)
 
 	announced, err := c.CatchUpEntries(ctx, t0)
 	if err != nil || len(announced) != 2 || announced[0].EntryUID != e1.EntryUID || announced[1].ContentHash != "h1b" ||
@@ -41,7 +41,7 @@ func TestCatchUpEntries(t *testing.T) {
 	if got, _ := x.Judge(ctx, e1.FeedID, e1.EntryUID, "h1"); got != "" {
 		t.Fatalf("the first version is not known: %q", got)
 	}
-	events, _ := st.ReadFile(storage.DayFile(storage.DirEvents, t0))
+	events, _ := st.ReadFile(storedir.DayFile(storedir.DirEvents, t0))
 	if strings.Count(string(events), "\n") != 2 {
 		t.Fatalf("events written:\n%s", events)
 	}
@@ -60,7 +60,7 @@ func TestCatchUpFetches(t *testing.T) {
 	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch("F1"), Due: ndjson.Due{FeedID: testids.Feed("A")},
 		FetchedAt: ndjson.At(t0), HTTPStatus: 304, NotModified: true}
 	b, _ := ndjson.Marshal(f)
-	c.st.AppendLines("fetches/2026-11-21.ndjson", b, storage.Durable)
+	c.st.AppendLines("fetches/2026-11-21.ndjson", b, storedir.Durable)
 	for range 2 {
 		if err := c.CatchUpFetches(ctx); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestMigrateOldStore(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS("testdata/oldstore")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := storage.Open(dir)
+	st, err := storedir.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // Every statement reaches the database through the helpers of this file:
@@ -44,7 +44,7 @@ const (
 )
 
 // connect opens the database at path, as it is.
-func connect(st *storage.Store, path string, log *slog.Logger) (*Catalog, error) {
+func connect(st *storedir.Store, path string, log *slog.Logger) (*Catalog, error) {
 	// WAL: readers never block the writer nor it them. synchronous FULL:
 	// a commit is on disk when it returns, as every write of the store's
 	// files is. _txlock=immediate: a write transaction takes the write

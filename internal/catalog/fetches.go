@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -460,8 +460,8 @@ func (t *Tx) ReleaseRuns(feedID string, at time.Time) error {
 }
 
 // FetchIndexer is the catalog as the index of fetches/, for
-// storage.AppendFetches.
-func (c *Catalog) FetchIndexer(ctx context.Context) storage.FetchIndexer {
+// storedir.AppendFetches.
+func (c *Catalog) FetchIndexer(ctx context.Context) storedir.FetchIndexer {
 	return fetchIndexer{ctx: ctx, c: c}
 }
 
@@ -472,12 +472,12 @@ type fetchIndexer struct {
 
 func (x fetchIndexer) CatchUp() error { return x.c.CatchUpFetches(x.ctx) }
 
-func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storage.Placed) error {
+func (x fetchIndexer) Index(records []*ndjson.Fetch, placed []storedir.Placed) error {
 	return x.c.Update(x.ctx, func(t *Tx) error {
 		var end Checkpoint
 		locs := make([]Location, len(records))
 		for i, p := range placed {
-			locs[i] = Location{Day: storage.KeyDay(p.Key), Offset: p.Offset, Length: p.Length}
+			locs[i] = Location{Day: storedir.KeyDay(p.Key), Offset: p.Offset, Length: p.Length}
 			if p.Key > end.File || p.Key == end.File && p.Offset+p.Length > end.Offset {
 				end = Checkpoint{File: p.Key, Offset: p.Offset + p.Length}
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -232,12 +232,12 @@ func BenchmarkClaimAndIndex(b *testing.B) {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		runs := make([]Run, feeds)
 		records := make([]*ndjson.Fetch, feeds)
-		placed := make([]storage.Placed, feeds)
+		placed := make([]storedir.Placed, feeds)
 		for j := range runs {
 			runs[j] = Run{FeedID: testids.Feed(fmt.Sprint(j)), ScheduledAt: at}
 			records[j] = &ndjson.Fetch{FetchID: fmt.Sprintf("%08x-0000-7000-8000-%012x", i, j), Due: ndjson.Due{FeedID: runs[j].FeedID, ScheduledAt: ndjson.At(at)},
 				FetchedAt: ndjson.At(at), HTTPStatus: 304}
-			placed[j] = storage.Placed{Key: "fetches/2026-11-21.ndjson", Offset: int64(i*feeds+j) * loc.Length, Length: loc.Length}
+			placed[j] = storedir.Placed{Key: "fetches/2026-11-21.ndjson", Offset: int64(i*feeds+j) * loc.Length, Length: loc.Length}
 		}
 		for k := 0; k < feeds; k += 1024 {
 			if _, err := c.ClaimRuns(ctx, runs[k:min(k+1024, feeds)], at); err != nil {

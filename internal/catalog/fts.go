@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -450,7 +450,7 @@ func (c *Catalog) backfillFTS(ctx context.Context) error {
 					continue // stored since: StoreVersion indexed it
 				}
 				var e ndjson.Entry
-				b, err := c.Line(storage.DirEntries, r.loc)
+				b, err := c.Line(storedir.DirEntries, r.loc)
 				if err != nil || ndjson.Unmarshal(b, &e) != nil || e.EntryUID != r.uid {
 					continue // a line gone or damaged: reindex finds what is left
 				}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -95,7 +95,7 @@ func storeLines(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		off, err := c.st.AppendLines(key, b, storage.Durable)
+		off, err := c.st.AppendLines(key, b, storedir.Durable)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func storeInOne(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		off, err := c.st.AppendLines("entries/"+day+".ndjson", b, storage.Durable)
+		off, err := c.st.AppendLines("entries/"+day+".ndjson", b, storedir.Durable)
 		if err != nil {
 			t.Fatal(err)
 		}

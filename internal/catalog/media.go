@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -155,7 +155,7 @@ type MediaTry struct {
 // FinishMedia records the end of a try: the row of its file follows the
 // record, as the catch-up would make it follow, with the next try's time
 // and the validator besides, and the checkpoint of media/ moves past the
-// record. The caller appended the record and holds storage.MediaLock.
+// record. The caller appended the record and holds storedir.MediaLock.
 func (c *Catalog) FinishMedia(ctx context.Context, try MediaTry) error {
 	return c.Update(ctx, func(t *Tx) error {
 		if err := t.applyMedia(try.Record); err != nil {
@@ -203,10 +203,10 @@ func (t *Tx) applyMedia(m *ndjson.Media) error {
 
 // CatchUpMedia makes the rows follow the media records past the
 // checkpoint: those a crash left between a record and its row, or, in a
-// catalog built anew, every one. The caller holds storage.MediaLock (or
+// catalog built anew, every one. The caller holds storedir.MediaLock (or
 // the store's, as reindex).
 func (c *Catalog) CatchUpMedia(ctx context.Context) error {
-	return c.follow(ctx, TapMedia, storage.DirMedia, func(t *Tx, _ string, _ Location, l ndjson.Line) error {
+	return c.follow(ctx, TapMedia, storedir.DirMedia, func(t *Tx, _ string, _ Location, l ndjson.Line) error {
 		var m ndjson.Media
 		if l.Type != ndjson.TypeMedia || l.Decode(&m) != nil {
 			return nil
@@ -332,7 +332,7 @@ const mediaGone = `SELECT g.id FROM media g WHERE NOT EXISTS (SELECT 1 FROM entr
 // index, and returns how many; with dry it only counts, and counts too
 // those of the entries whose latest version is in an entries/ file before
 // the day before (which the prune would take). The caller holds the
-// store's lock and storage.MediaLock.
+// store's lock and storedir.MediaLock.
 func (c *Catalog) PruneMedia(ctx context.Context, dry bool, before string) (int, error) {
 	if !dry {
 		before = ""

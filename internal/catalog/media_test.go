@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -14,13 +14,13 @@ import (
 func finish(t *testing.T, c *Catalog, m ndjson.Media, next time.Time, validator string) {
 	t.Helper()
 	m.Header = ndjson.Head(ndjson.TypeMedia)
-	key := storage.DayFile(storage.DirMedia, m.At.Time)
+	key := storedir.DayFile(storedir.DirMedia, m.At.Time)
 	m.StoredIn = key
 	line, err := ndjson.Marshal(&m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := c.st.AppendLines(key, line, storage.Durable)
+	off, err := c.st.AppendLines(key, line, storedir.Durable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -179,7 +179,7 @@ func TestLoadMigrations(t *testing.T) {
 // it (c.db), closes it, and opens its store with Open.
 func openAtVersion(t *testing.T, n int) *Catalog {
 	t.Helper()
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func storeOld(t *testing.T, c *Catalog, day string, es ...*ndjson.Entry) {
 		}
 		lines = append(lines, b...)
 	}
-	off, err := c.st.AppendLines("entries/"+day+".ndjson", lines, storage.Durable)
+	off, err := c.st.AppendLines("entries/"+day+".ndjson", lines, storedir.Durable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,15 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // The records the catalog's rows point at: an entry's line in entries/, a
 // fetch record's in fetches/, and its payload in raw/.
 
-// Line reads the line at loc in the day files of dir (storage.DirEntries,
-// storage.DirFetches), without its newline.
+// Line reads the line at loc in the day files of dir (storedir.DirEntries,
+// storedir.DirFetches), without its newline.
 func (c *Catalog) Line(dir string, loc Location) ([]byte, error) {
 	if !ndjson.IsDay(loc.Day) || loc.Offset < 0 || loc.Length <= 0 || loc.Length > ndjson.MaxLineBytes+2 {
 		return nil, fmt.Errorf("catalog: %s: no line at %+v", dir, loc)
@@ -31,7 +31,7 @@ func (c *Catalog) Line(dir string, loc Location) ([]byte, error) {
 // Entry reads a stored entry's latest version.
 func (c *Catalog) Entry(r EntryRow) (ndjson.Entry, error) {
 	var e ndjson.Entry
-	b, err := c.Line(storage.DirEntries, r.Location)
+	b, err := c.Line(storedir.DirEntries, r.Location)
 	if err != nil {
 		return e, err
 	}
@@ -48,7 +48,7 @@ func (c *Catalog) FetchRecord(ctx context.Context, fetchID string) (f ndjson.Fet
 	if err != nil || !ok {
 		return f, false, err
 	}
-	b, err := c.Line(storage.DirFetches, ref.Location)
+	b, err := c.Line(storedir.DirFetches, ref.Location)
 	if err != nil {
 		return f, false, err
 	}

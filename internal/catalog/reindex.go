@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -38,7 +38,7 @@ type ReindexSummary struct {
 // it is moved aside, with a log line, and a new one made). The caller
 // holds the store's lock and the fetch lock: no stage may write
 // meanwhile.
-func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum ReindexSummary, err error) {
+func Reindex(ctx context.Context, st *storedir.Store, log *slog.Logger) (sum ReindexSummary, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -86,13 +86,13 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 		return sum, err
 	}
 	idx := c.logIndex()
-	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+	if err := c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err
 	}); err != nil {
 		return sum, err
 	}
-	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
 		return sum, err
 	}
 	if err := c.CatchUpFetches(ctx); err != nil {
@@ -102,7 +102,7 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 		return sum, err
 	}
 	// Every stored entry's event was written, or was announced since.
-	evFile, evOff, err := st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil })
+	evFile, evOff, err := st.ReadLogsSince(storedir.DirEvents, "", 0, func(string, ndjson.Line) error { return nil })
 	if err != nil {
 		return sum, err
 	}
@@ -136,7 +136,7 @@ func Reindex(ctx context.Context, st *storage.Store, log *slog.Logger) (sum Rein
 func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	st := c.st
 	old, files := c.hasOldStore(), false
-	for _, dir := range []string{storage.DirEntries, storage.DirFetches} {
+	for _, dir := range []string{storedir.DirEntries, storedir.DirFetches} {
 		if names, _ := st.DayFiles(dir); len(names) > 0 {
 			files = true
 		}
@@ -169,7 +169,7 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	// (an old store's checkpoint says how far; what a crash left is
 	// announced by feed-store's next run, as the old store did).
 	if !ok {
-		if events.File, events.Offset, err = st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { return nil }); err != nil {
+		if events.File, events.Offset, err = st.ReadLogsSince(storedir.DirEvents, "", 0, func(string, ndjson.Line) error { return nil }); err != nil {
 			return err
 		}
 	}
@@ -177,13 +177,13 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 		return err
 	}
 	idx := c.logIndex()
-	if err := c.follow(ctx, TapEntries, storage.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+	if err := c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
 		_, _, err := t.indexEntry(ctx, idx, loc, l)
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := c.follow(ctx, TapAliases, storage.DirAliases, indexAlias); err != nil {
+	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
 		return err
 	}
 	if err := c.CatchUpFetches(ctx); err != nil {
@@ -206,7 +206,7 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 // and the scheduler starts learning its pace again.
 func (c *Catalog) rebuildStates(ctx context.Context) (int, error) {
 	states := map[string]*FeedState{}
-	_, _, err := c.st.ReadLogsSince(storage.DirFetches, "", 0, func(_ string, l ndjson.Line) error {
+	_, _, err := c.st.ReadLogsSince(storedir.DirFetches, "", 0, func(_ string, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil || f.Page != nil {
 			return nil

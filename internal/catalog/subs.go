@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -263,7 +263,7 @@ func (c *Catalog) EditSubscriptions(ctx context.Context, edit func([]ndjson.Subs
 	if err := c.st.CreatePrivate(SubscriptionsFile); err != nil {
 		return err
 	}
-	off, err := c.st.AppendLines(SubscriptionsFile, lines, storage.Durable)
+	off, err := c.st.AppendLines(SubscriptionsFile, lines, storedir.Durable)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -89,14 +89,14 @@ const (
 // OpenStore opens the store the flags name. A writer creates it if needed
 // (and says so: a mistyped path should not pass for an empty store), and
 // learns at once if it cannot be written; a reader needs it to exist.
-func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
+func OpenStore(c *cli.Context, access Access) (*storedir.Store, error) {
 	root := c.String(storeFlag)
 	if access == ReadOnly || access == Changes {
 		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 			return nil, Usagef("no store at %s: --store (or FEEDPIPE_STORE) names none; feed-sub add creates one", root)
 		}
 	}
-	st, err := storage.Open(root)
+	st, err := storedir.Open(root)
 	if err != nil {
 		return nil, Usage(err)
 	}
@@ -118,7 +118,7 @@ func OpenStore(c *cli.Context, access Access) (*storage.Store, error) {
 // OpenStoreIfExists opens the store the flags name for reading, or
 // returns nil if there is none (feed-parse FILE, which reads files, not
 // the store).
-func OpenStoreIfExists(c *cli.Context) (*storage.Store, error) {
+func OpenStoreIfExists(c *cli.Context) (*storedir.Store, error) {
 	if _, err := os.Stat(c.String(storeFlag)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -293,7 +293,7 @@ const metaStore = "cmdkit.store"
 const sqliteReadOnly = 8
 
 // readOnlyError words a write that SQLite refused as every writer words a
-// store it cannot write (storage.CheckWritable), a usage error: a command
+// store it cannot write (storedir.CheckWritable), a usage error: a command
 // that found out only when it wrote says what the others say first.
 func readOnlyError(app *cli.App, err error) error {
 	var coded interface{ Code() int }
@@ -434,7 +434,7 @@ func usageHandler(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Setup returns the logger and the opened store, as every stage needs.
-func Setup(c *cli.Context, access Access) (*slog.Logger, *storage.Store, error) {
+func Setup(c *cli.Context, access Access) (*slog.Logger, *storedir.Store, error) {
 	log, err := Logger(c)
 	if err != nil {
 		return nil, nil, err

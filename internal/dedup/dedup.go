@@ -13,7 +13,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -22,7 +22,7 @@ type Config struct {
 	In      io.Reader
 	Out     *ndjson.Writer
 	Log     *slog.Logger
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	// CrossFeed turns a new entry whose canonical link was stored first
 	// from another feed into an alias of that entry (status "alias",

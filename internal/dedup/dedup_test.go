@@ -14,7 +14,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -125,7 +125,7 @@ func stored(feed, uid, hash string) *ndjson.Entry {
 }
 
 // seeded is a store whose catalog seed filled.
-func seeded(t *testing.T, seed func(*catalog.Tx) error) (*storage.Store, *catalog.Catalog) {
+func seeded(t *testing.T, seed func(*catalog.Tx) error) (*storedir.Store, *catalog.Catalog) {
 	t.Helper()
 	st, cat := testenv.Store(t)
 	if err := cat.Update(context.Background(), seed); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -30,7 +30,7 @@ const (
 type Config struct {
 	Out     *ndjson.Writer
 	Log     *slog.Logger
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Now     time.Time        // the moment to decide for
 	// All lists every subscription in service, due or not: enabled,

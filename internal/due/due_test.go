@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -37,7 +37,7 @@ func state(id string, lastFetch, lastSuccess, next time.Duration) catalog.FeedSt
 //	stale     last success 20 days ago, due
 //	off       disabled, never fetched
 //	overdue   next fetch 3h ago
-func fixture(t *testing.T) *storage.Store {
+func fixture(t *testing.T) *storedir.Store {
 	t.Helper()
 	day := 24 * time.Hour
 	return fill(t, []ndjson.Subscription{sub("new", false), sub("due", false), sub("later", false), sub("stale", false), sub("off", true), sub("overdue", false)},
@@ -49,7 +49,7 @@ func fixture(t *testing.T) *storage.Store {
 }
 
 // fill makes a store whose catalog has subs and states.
-func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState) *storage.Store {
+func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState) *storedir.Store {
 	t.Helper()
 	st, cat := testenv.Store(t)
 	err := cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return subs, nil })
@@ -61,7 +61,7 @@ func fill(t *testing.T, subs []ndjson.Subscription, states ...catalog.FeedState)
 }
 
 // putStates writes states in the store's catalog.
-func putStates(t *testing.T, st *storage.Store, states ...catalog.FeedState) {
+func putStates(t *testing.T, st *storedir.Store, states ...catalog.FeedState) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -161,7 +161,7 @@ func TestDueRecordFields(t *testing.T) {
 }
 
 func TestEmptyStore(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	dues, err := run(t, Config{Store: st, All: true})
 	if err != nil || len(dues) != 0 {
 		t.Fatalf("%d records, %v", len(dues), err)
@@ -196,7 +196,7 @@ func TestNoValidatorsAfterAParseFailure(t *testing.T) {
 func TestNothingDueSaysNext(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		store *storage.Store
+		store *storedir.Store
 		want  string
 	}{
 		{"the next", fill(t, []ndjson.Subscription{sub("later", false), sub("off", true), sub("soon", false)},

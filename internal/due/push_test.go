@@ -9,14 +9,14 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/websub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // withCatalog runs fn on the store's catalog.
-func withCatalog(t *testing.T, st *storage.Store, fn func(*catalog.Catalog) error) {
+func withCatalog(t *testing.T, st *storedir.Store, fn func(*catalog.Catalog) error) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -30,7 +30,7 @@ func withCatalog(t *testing.T, st *storage.Store, fn func(*catalog.Catalog) erro
 
 // verified gives feed a verified WebSub subscription whose lease runs
 // until leaseEnd.
-func verified(t *testing.T, st *storage.Store, feed string, leaseEnd time.Time) {
+func verified(t *testing.T, st *storedir.Store, feed string, leaseEnd time.Time) {
 	t.Helper()
 	withCatalog(t, st, func(cat *catalog.Catalog) error {
 		return cat.PutWebSub(context.Background(), catalog.WebSub{CallbackID: strings.ReplaceAll(feed, "-", ""), Callback: "https://x/websub/a", FeedID: feed,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -24,7 +24,7 @@ import (
 //	paused    due, but its subscription is paused for a day
 //	late      due 2h ago
 //	limited   a 503 with Retry-After 2h, a minute ago: not even --all fetches it
-func schedFixture(t *testing.T) *storage.Store {
+func schedFixture(t *testing.T) *storedir.Store {
 	t.Helper()
 	paused := sub("paused", false)
 	paused.PausedUntil = ndjson.At(now.Add(24 * time.Hour))

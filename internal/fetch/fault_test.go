@@ -16,8 +16,8 @@ import (
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -37,7 +37,7 @@ func faultOptions(now func() time.Time) httpx.Options {
 
 // fetchWith runs feed-fetch over one due record with the client opts and
 // the clock fake, and returns its fetch record.
-func fetchWith(t *testing.T, st *storage.Store, fake *clock.Fake, opts httpx.Options, threshold int, due ndjson.Due) ndjson.Fetch {
+func fetchWith(t *testing.T, st *storedir.Store, fake *clock.Fake, opts httpx.Options, threshold int, due ndjson.Due) ndjson.Fetch {
 	t.Helper()
 	due.Header = ndjson.Head(ndjson.TypeDue)
 	line, err := ndjson.Marshal(due)
@@ -54,7 +54,7 @@ func fetchWith(t *testing.T, st *storage.Store, fake *clock.Fake, opts httpx.Opt
 }
 
 // blob is the stored payload of f, or nil when none was stored.
-func blob(t *testing.T, st *storage.Store, f ndjson.Fetch) []byte {
+func blob(t *testing.T, st *storedir.Store, f ndjson.Fetch) []byte {
 	t.Helper()
 	if f.BodyRef == nil {
 		return nil
@@ -187,7 +187,7 @@ func TestFaults(t *testing.T) {
 			if tc.due != nil {
 				tc.due(&due)
 			}
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
@@ -238,7 +238,7 @@ func TestFaults(t *testing.T) {
 func TestBrokenBodyKeepsTheValidators(t *testing.T) {
 	srv := httptest.NewServer(testserver.New(t.TempDir(), nil))
 	defer srv.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	validators := func(path string) ndjson.Validators {
 		t.Helper()
@@ -298,7 +298,7 @@ func TestRetryAfterCountsFromTheResponse(t *testing.T) {
 		}
 		return t0.Add(30 * time.Second)
 	}
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

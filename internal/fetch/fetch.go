@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
 	"github.com/feedpipe/feedpipe/internal/spool"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -38,7 +38,7 @@ type Config struct {
 	In          io.Reader
 	Out         *ndjson.Writer
 	Log         *slog.Logger
-	Store       *storage.Store
+	Store       *storedir.Store
 	Catalog     *catalog.Catalog // the store's catalog; nil: opened for the run
 	Client      *httpx.Client    // default: httpx.New(httpx.Options{})
 	Limiter     *httpx.Limiter   // per-host politeness; default httpx.DefaultHostConcurrency, DefaultHostRPS
@@ -320,7 +320,7 @@ func (s *counts) add(f *ndjson.Fetch) {
 // checkpoint, under the fetch lock, before anything else is fetched: a
 // run fetched then must be found claimed.
 func (cfg *Config) catchUp(ctx context.Context) error {
-	unlock, err := cfg.Store.Lock(storage.FetchLock, true, nil)
+	unlock, err := cfg.Store.Lock(storedir.FetchLock, true, nil)
 	if err != nil {
 		return err
 	}

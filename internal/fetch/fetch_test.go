@@ -20,7 +20,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -55,7 +55,7 @@ type runResult struct {
 	err     error
 }
 
-func run(t *testing.T, st *storage.Store, input string) runResult {
+func run(t *testing.T, st *storedir.Store, input string) runResult {
 	t.Helper()
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	return runConfig(t, Config{
@@ -97,7 +97,7 @@ func runConfig(t *testing.T, cfg Config) runResult {
 
 func TestFetchStoresPayloadAndRecordBeforeEmitting(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	r := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", ndjson.Validators{}))
 	if r.err != nil || len(r.fetches) != 1 {
 		t.Fatalf("err %v, %d fetches; logs:\n%s", r.err, len(r.fetches), r.logs)
@@ -124,7 +124,7 @@ func TestFetchStoresPayloadAndRecordBeforeEmitting(t *testing.T) {
 
 func TestConditionalGetAnd304(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	first := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", ndjson.Validators{})).fetches[0]
 	v := ndjson.Validators{ETag: first.ResponseHeaders["Etag"], LastModified: first.ResponseHeaders["Last-Modified"]}
 	second := run(t, st, dueLine(t, "f1", srv.URL+"/feed.xml", v))
@@ -136,7 +136,7 @@ func TestConditionalGetAnd304(t *testing.T) {
 
 func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	input := strings.Join([]string{
 		dueLine(t, "ok", srv.URL+"/feed.xml", ndjson.Validators{}),
 		dueLine(t, "err500", srv.URL+"/status/500", ndjson.Validators{}),
@@ -189,7 +189,7 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 
 func TestBrokenStoreStopsTheRun(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	// fetches/ replaced by a file: appending to it cannot work.
 	os.RemoveAll(st.Path("fetches"))
 	os.WriteFile(st.Path("fetches"), []byte("x"), 0o644)
@@ -214,7 +214,7 @@ func TestConcurrency(t *testing.T) {
 		w.Write([]byte(feedBody))
 	}))
 	defer srv.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var in strings.Builder
 	for i := range 20 {
 		in.WriteString(dueLine(t, "f"+string(rune('a'+i)), srv.URL+"/x", ndjson.Validators{}) + "\n")
@@ -239,7 +239,7 @@ func TestSignalStopsNewFetchesOnly(t *testing.T) {
 		w.Write([]byte(feedBody))
 	}))
 	defer srv.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var in strings.Builder
 	for _, id := range []string{"a", "b", "c"} {
 		in.WriteString(dueLine(t, id, srv.URL+"/"+id, ndjson.Validators{}) + "\n")
@@ -283,7 +283,7 @@ func TestSignalLeavesTheRestToTheNextRun(t *testing.T) {
 		w.Write([]byte(feedBody))
 	}))
 	defer srv.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var in strings.Builder
 	at := ndjson.At(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	for _, id := range []string{"a", "b", "c"} {
@@ -323,7 +323,7 @@ func TestSignalLeavesTheRestToTheNextRun(t *testing.T) {
 // logged at WARN.
 func TestSlowFetchWarns(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	fake := clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	in := dueLine(t, "slow", srv.URL+"/feed.xml?delay=300ms", ndjson.Validators{}) + "\n" + dueLine(t, "quick", srv.URL+"/feed.xml", ndjson.Validators{}) + "\n"
 	r := runConfig(t, Config{In: strings.NewReader(in), Store: st, Client: httpx.New(httpx.Options{AllowPrivate: true}), Clock: fake,

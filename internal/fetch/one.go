@@ -8,7 +8,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -83,7 +83,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 			log().Error("cannot store payload", "error", err)
 			return f
 		}
-		f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+		f.BodyRef = &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key}
 		f.BodySHA256 = sum
 		f.ContentLength = int64(len(r.Body))
 		// A 200 with the very body we had: the server ignored our

@@ -21,7 +21,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -57,7 +57,7 @@ func TestPerHostRateSpreadsABurst(t *testing.T) {
 	defer a.Close()
 	b := httptest.NewServer(handler("b"))
 	defer b.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -107,7 +107,7 @@ func TestRedirectTargetGetsItsHostRate(t *testing.T) {
 		defer origin.Close()
 		urls = append(urls, origin.URL+"/feed")
 	}
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -182,7 +182,7 @@ func TestSlowHostDoesNotHoldUpOthers(t *testing.T) {
 		}
 		close(release)
 	}()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var out bytes.Buffer
 	err := Run(context.Background(), Config{In: strings.NewReader(dues(t, urls...)), Out: ndjson.NewWriter(&out), Store: st,
 		Concurrency: 2, Client: httpx.New(httpx.Options{AllowPrivate: true}), Limiter: httpx.NewLimiter(1, 0, nil)})
@@ -193,7 +193,7 @@ func TestSlowHostDoesNotHoldUpOthers(t *testing.T) {
 
 func TestRedirectsUnchangedBodiesAndSavedBytes(t *testing.T) {
 	srv := server(t)
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	sum := sha256.Sum256([]byte(feedBody))
 	due := func(id, url string, last ndjson.LastFetch, v ndjson.Validators) string {
 		b, _ := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: testids.Feed(id), URL: url, Last: last, Validators: v})
@@ -265,7 +265,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 		w.Write([]byte(feedBody))
 	}))
 	defer srv.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	// A header's name does not tell whether its value is a secret (X-Auth,
 	// X-Access-Key, Api_Key): every extra header's value is redacted.
 	secrets := map[string]string{"X-Api-Key": "k-e-y", "X-Auth": "x-auth-v", "X-Access-Key": "x-access-v", "Api_key": "api-key-v", "X-Plain": "plain-v"}
@@ -311,7 +311,7 @@ func TestURLCredentialsNeverRecorded(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	r := run(t, st, `{"type":"due","v":1,"url":"http://ann:s3cret@`+host+`/feed"}`+"\n"+
 		`{"type":"due","v":1,"feed_id":"`+testids.Feed("wrong")+`","url":"http://ann:wr0ng@`+host+`/feed"}`+"\n")
 	if len(r.fetches) != 2 {
@@ -364,7 +364,7 @@ func TestLastFeedOfAHostClosesItsConnection(t *testing.T) {
 		w.Write([]byte(feedBody))
 	}))
 	defer other.Close()
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var out bytes.Buffer
 	err := Run(context.Background(), Config{
 		In:  strings.NewReader(dues(t, srv.URL+"/1", srv.URL+"/2", srv.URL+"/3", other.URL+"/1")),

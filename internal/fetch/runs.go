@@ -7,7 +7,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -116,7 +116,7 @@ func (cfg *Config) claim(ctx context.Context, rs *runs, batch []ndjson.Due, fetc
 			rs.skipped++
 			log().Info("skipped: another pipeline is fetching this scheduled run")
 		case catalog.ClaimFetched:
-			line, err := rs.cat.Line(storage.DirFetches, got[i].Fetch.Location)
+			line, err := rs.cat.Line(storedir.DirFetches, got[i].Fetch.Location)
 			if err != nil {
 				// Its record cannot be read: fetch it again.
 				log().Warn("fetching again: the stored fetch record of this run cannot be read", "error", err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -84,7 +84,7 @@ func TestReplayedDueRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, requests := countingServer(t)
-			st, err := storage.Open(t.TempDir())
+			st, err := storedir.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestReplayedDueRecords(t *testing.T) {
 			}
 			// fetches/ holds one record per request made.
 			n := 0
-			files, _ := st.DayFiles(storage.DirFetches)
+			files, _ := st.DayFiles(storedir.DirFetches)
 			for _, f := range files {
 				st.ReadLog(f, 0, func(ndjson.Line) error { n++; return nil })
 			}
@@ -137,7 +137,7 @@ func TestReplayedDueRecords(t *testing.T) {
 
 // commit does to the catalog what feed-store does when it stores fetches:
 // the feed's last fetch and run, and the runs' claims released.
-func commit(t *testing.T, st *storage.Store, fetches []ndjson.Fetch) {
+func commit(t *testing.T, st *storedir.Store, fetches []ndjson.Fetch) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -170,7 +170,7 @@ func TestBusyRunFromBus(t *testing.T) {
 	const feed = "a1b2c3d4-0000-5000-8000-000000000002"
 	for _, fromBus := range []bool{false, true} {
 		srv, requests := countingServer(t)
-		st, err := storage.Open(t.TempDir())
+		st, err := storedir.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestBusyRunFromBus(t *testing.T) {
 // waiting for the buffer to fill or the input to end.
 func TestFlushesWhenIdle(t *testing.T) {
 	srv, _ := countingServer(t)
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/spool"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -28,7 +28,7 @@ const spoolLock = "lock.spool"
 // feed-fetch drains it now.
 func (cfg *Config) drainSpool(ctx context.Context, results chan<- result) (func(), error) {
 	unlock, err := cfg.Store.Lock(spoolLock, false, nil)
-	if errors.Is(err, storage.ErrLocked) {
+	if errors.Is(err, storedir.ErrLocked) {
 		return func() {}, nil
 	}
 	if err != nil {
@@ -123,7 +123,7 @@ func (cfg *Config) claimArchives(ctx context.Context, rs *runs, batch []ndjson.D
 			rs.skipped++
 			log.Info("skipped: another pipeline is fetching this archive page")
 		case catalog.ClaimFetched:
-			line, err := rs.cat.Line(storage.DirFetches, r.Fetch.Location)
+			line, err := rs.cat.Line(storedir.DirFetches, r.Fetch.Location)
 			if err == nil {
 				rs.resumed++
 				log.Info("not fetched again: passing on the stored fetch record of this archive page", "fetch_id", r.Fetch.FetchID)

@@ -22,8 +22,8 @@ import (
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/scrape"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -40,7 +40,7 @@ const (
 // base/outside/ and base/a/secret, plus a feed server on loopback.
 type world struct {
 	base    string
-	st      *storage.Store
+	st      *storedir.Store
 	server  string // the feed server's URL
 	client  *httpx.Client
 	goodKey string // the key of a payload in the store
@@ -60,7 +60,7 @@ func newWorld(t testing.TB) *world {
 			t.Fatal(err)
 		}
 	}
-	st, err := storage.Open(filepath.Join(base, "a", "b", "store"))
+	st, err := storedir.Open(filepath.Join(base, "a", "b", "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (w *world) due(feedID string) ndjson.Due {
 
 func (w *world) fetch(fetchID, feedID, key string) ndjson.Fetch {
 	return ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: fetchID, Due: w.due(feedID), URL: w.server + "/gen/1.xml",
-		FetchedAt: ndjson.At(now), HTTPStatus: 200, BodyRef: &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}}
+		FetchedAt: ndjson.At(now), HTTPStatus: 200, BodyRef: &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key}}
 }
 
 func entry(feedID, uid, fetchID string) ndjson.Entry {
@@ -271,7 +271,7 @@ func TestPlantedLinks(t *testing.T) {
 	w := newWorld(t)
 	root := filepath.Join(w.base, "a", "b", "store")
 	outside := filepath.Join(w.base, "outside")
-	day := storage.Day(now)
+	day := storedir.Day(now)
 	secretKey := "raw/" + day + "/" + strings.Repeat("5e", 32) + ".zst"
 	for link, target := range map[string]string{
 		"raw/2026-11-22":                 outside,                              // a day directory a fetch writes to

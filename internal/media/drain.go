@@ -10,7 +10,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -33,7 +33,7 @@ type DrainSummary struct {
 type runner struct {
 	cfg Config
 	cat *catalog.Catalog
-	st  *storage.Store
+	st  *storedir.Store
 
 	mu   sync.Mutex // the records, their rows and stdout, one try's end at a time
 	sum  DrainSummary
@@ -62,8 +62,8 @@ type runner struct {
 // floor. One run per store: another returns ErrBusy.
 func Drain(ctx context.Context, cfg Config) (DrainSummary, error) {
 	cfg.defaults()
-	unlock, err := cfg.Store.Lock(storage.MediaRunLock, false, nil)
-	if errors.Is(err, storage.ErrLocked) {
+	unlock, err := cfg.Store.Lock(storedir.MediaRunLock, false, nil)
+	if errors.Is(err, storedir.ErrLocked) {
 		return DrainSummary{}, ErrBusy
 	}
 	if err != nil {
@@ -80,7 +80,7 @@ func Drain(ctx context.Context, cfg Config) (DrainSummary, error) {
 	if err := r.locked(func() error { return cat.CatchUpMedia(context.WithoutCancel(ctx)) }); err != nil {
 		return r.sum, err
 	}
-	r.budget.day = storage.Day(r.now())
+	r.budget.day = storedir.Day(r.now())
 	if r.budget.bytes, err = cat.MediaBudget(ctx, r.budget.day); err != nil {
 		return r.sum, err
 	}
@@ -103,7 +103,7 @@ func (r *runner) now() time.Time { return r.cfg.Clock.Now() }
 // locked runs fn holding the store's media lock: no prune deletes a file
 // meanwhile.
 func (r *runner) locked(fn func() error) error {
-	unlock, err := r.st.Lock(storage.MediaLock, true, nil)
+	unlock, err := r.st.Lock(storedir.MediaLock, true, nil)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (r *runner) belowFloor() bool {
 func (r *runner) spent(n int64) int64 {
 	r.budget.Lock()
 	defer r.budget.Unlock()
-	if day := storage.Day(r.now()); day != r.budget.day {
+	if day := storedir.Day(r.now()); day != r.budget.day {
 		r.budget.day, r.budget.bytes = day, 0
 	}
 	r.budget.bytes += n

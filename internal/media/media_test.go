@@ -28,8 +28,8 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -172,7 +172,7 @@ func (p *publisher) requests(path string) []string {
 // world is a store with a podcast subscribed to, fed by the real stages.
 type world struct {
 	t     *testing.T
-	st    *storage.Store
+	st    *storedir.Store
 	cat   *catalog.Catalog
 	pub   *publisher
 	clock *testClock
@@ -181,7 +181,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +541,7 @@ func TestDropsWhatTheFeedNoLongerAsks(t *testing.T) {
 	if len(recs) != 0 || sum.Dropped != 1 || len(p.requests("/a.mp3")) != 0 {
 		t.Fatalf("dropped: %v %+v %v", recs, sum, p.requests("/a.mp3"))
 	}
-	unlock, err := w.st.Lock(storage.MediaRunLock, false, nil)
+	unlock, err := w.st.Lock(storedir.MediaRunLock, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/clock"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -27,7 +27,7 @@ type Config struct {
 	In      io.Reader
 	Out     *ndjson.Writer
 	Log     *slog.Logger
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Clock   clock.Clock      // nil: the wall clock
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -384,13 +384,13 @@ func (r *runner) finish(ctx context.Context, job catalog.MediaJob, o outcome, f 
 		}
 		at := r.now()
 		rec.At, rec.DurationMS = ndjson.At(at), at.Sub(started).Milliseconds()
-		key := storage.DayFile(storage.DirMedia, at)
+		key := storedir.DayFile(storedir.DirMedia, at)
 		rec.StoredIn = key
 		line, err := ndjson.Marshal(rec)
 		if err != nil {
 			return err
 		}
-		off, err := r.st.AppendLines(key, line, storage.Durable)
+		off, err := r.st.AppendLines(key, line, storedir.Durable)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -28,9 +28,9 @@ const ReasonFile = "file"
 type FileConfig struct {
 	Out         *ndjson.Writer
 	Log         *slog.Logger
-	Store       *storage.Store // reads .zst payloads; may be nil for plain files
-	Parser      *Parser        // nil means DefaultParser
-	Workers     int            // files parsed at once; 0 means one per CPU
+	Store       *storedir.Store // reads .zst payloads; may be nil for plain files
+	Parser      *Parser         // nil means DefaultParser
+	Workers     int             // files parsed at once; 0 means one per CPU
 	FeedID      string
 	BaseURL     string
 	ContentType string           // the Content-Type the files were served with, for its charset

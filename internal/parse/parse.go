@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -23,7 +23,7 @@ type Config struct {
 	In    io.Reader
 	Out   *ndjson.Writer
 	Log   *slog.Logger
-	Store *storage.Store
+	Store *storedir.Store
 	// Parser parses the payloads; nil means DefaultParser.
 	Parser *Parser
 	// Workers is how many payloads are parsed at once; 0 means one per
@@ -124,7 +124,7 @@ func errorCode(err error) string {
 		return "too_deep"
 	case errors.Is(err, ErrTooManyItems):
 		return "too_many_items"
-	case errors.Is(err, ErrTooLarge), errors.Is(err, storage.ErrRawTooLarge):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, storedir.ErrRawTooLarge):
 		return "payload_too_large"
 	}
 	return "parse_failed"
@@ -152,7 +152,7 @@ func (cfg *Config) parseFetch(f *ndjson.Fetch) []ndjson.Entry {
 	}
 	start := time.Now()
 	body, err := cfg.Store.GetRaw(f.BodyRef.Key, positiveOr(cfg.Parser.MaxBodyBytes, MaxBodyBytes))
-	if errors.Is(err, storage.ErrRawTooLarge) {
+	if errors.Is(err, storedir.ErrRawTooLarge) {
 		return fail("payload_too_large", err)
 	}
 	if err != nil {

@@ -15,15 +15,15 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var fetchedAt = time.Date(2026, 11, 21, 8, 30, 0, 0, time.UTC)
 
-func openStore(t *testing.T) *storage.Store {
+func openStore(t *testing.T) *storedir.Store {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +31,13 @@ func openStore(t *testing.T) *storage.Store {
 }
 
 // putBody stores a payload as feed-fetch does and returns its reference.
-func putBody(t *testing.T, st *storage.Store, body []byte) *ndjson.BlobRef {
+func putBody(t *testing.T, st *storedir.Store, body []byte) *ndjson.BlobRef {
 	t.Helper()
 	key, _, err := st.PutRaw(fetchedAt, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+	return &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key}
 }
 
 // fetchRec is a successful fetch record of feed n with the given body.
@@ -69,7 +69,7 @@ func marshalLine(t *testing.T, v any) string {
 
 // runParse runs Run over the input lines and returns its output lines,
 // its log and its error.
-func runParse(t *testing.T, st *storage.Store, lines ...string) (out []string, log string, err error) {
+func runParse(t *testing.T, st *storedir.Store, lines ...string) (out []string, log string, err error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	err = Run(context.Background(), Config{
@@ -328,7 +328,7 @@ func TestRunFetchCases(t *testing.T) {
 			return f
 		}, 9, false, "body_too_large", false, false},
 		{"a payload missing from the store", func() ndjson.Fetch {
-			return fetchRec(1, &ndjson.BlobRef{Storage: storage.RawStorage, Key: "raw/2026-11-21/" + strings.Repeat("0", 64) + ".zst"})
+			return fetchRec(1, &ndjson.BlobRef{Storage: storedir.RawStorage, Key: "raw/2026-11-21/" + strings.Repeat("0", 64) + ".zst"})
 		}, 0, true, "payload_unreadable", true, false},
 		{"JSON that is not a feed", func() ndjson.Fetch {
 			return fetchRec(1, putBody(t, st, []byte(`{"error":"rate limited"}`)))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // BenchmarkFirstScreen times feed-read's first screen (50 entries on a
@@ -22,7 +22,7 @@ func BenchmarkFirstScreen(b *testing.B) {
 	if root == "" {
 		b.Skip("FEEDPIPE_BENCH_STORE names no store")
 	}
-	st, err := storage.Open(root)
+	st, err := storedir.Open(root)
 	if err != nil {
 		b.Fatal(err)
 	}

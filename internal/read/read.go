@@ -16,7 +16,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/entrytext"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -43,7 +43,7 @@ var TSVColumns = []string{"date", "feed", "title", "link", "entry_uid", "feed_id
 type Config struct {
 	Out     io.Writer
 	Err     io.Writer // messages for people: what mark did, uids it did not find
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Log     *slog.Logger     // nil: none
 	Now     func() time.Time // nil: time.Now
@@ -309,7 +309,7 @@ func (l *lister) write(ctx context.Context, rows []catalog.EntryRow) error {
 // record reads an entry's stored line and its record.
 func (l *lister) record(r catalog.EntryRow) ([]byte, ndjson.Entry, error) {
 	var e ndjson.Entry
-	raw, err := l.cat.Line(storage.DirEntries, r.Location)
+	raw, err := l.cat.Line(storedir.DirEntries, r.Location)
 	if err != nil {
 		return nil, e, err
 	}

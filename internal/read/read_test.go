@@ -12,7 +12,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -27,7 +27,7 @@ var (
 // the catalog as feed-store makes it.
 func testStore(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func storeEntries(t *testing.T, cat *catalog.Catalog, entries ...*ndjson.Entry) 
 			t.Fatal(err)
 		}
 		day := e.FirstSeen.Time.Format(time.DateOnly)
-		off, err := st.AppendLines("entries/"+day+".ndjson", b, storage.Durable)
+		off, err := st.AppendLines("entries/"+day+".ndjson", b, storedir.Durable)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestNew(t *testing.T) {
 	e := entry("tech", "t3", now.Add(23*time.Hour), "Later", "https://tech.example/later", "")
 	b, _ := ndjson.Marshal(e)
 	day := e.FirstSeen.Time.Format(time.DateOnly)
-	off, _ := cat.Store().AppendLines("entries/"+day+".ndjson", b, storage.Durable)
+	off, _ := cat.Store().AppendLines("entries/"+day+".ndjson", b, storedir.Durable)
 	cat.Update(ctx, func(tx *catalog.Tx) error {
 		return tx.StoreVersion(e, catalog.Location{Day: day, Offset: off, Length: int64(len(b))})
 	})

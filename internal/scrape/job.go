@@ -21,7 +21,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/extract"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -565,7 +565,7 @@ func (j *job) fetchPage(rawURL, role, entryUID string) (_ *ndjson.Fetch, _ *http
 			j.fatal = err
 			return nil, nil, false
 		}
-		rec.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+		rec.BodyRef = &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key}
 		rec.BodySHA256 = sum
 		rec.ContentLength = int64(len(r.Body))
 	}

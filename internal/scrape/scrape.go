@@ -17,7 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/progress"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -35,7 +35,7 @@ type Config struct {
 	In      io.Reader
 	Out     *ndjson.Writer
 	Log     *slog.Logger
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	// Client fetches the pages; default httpx.New(httpx.Options{}). Its
 	// robots.txt cache lasts as long as it does.

@@ -20,7 +20,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -68,9 +68,9 @@ func (s *site) requests() []string {
 	return append([]string(nil), s.hits...)
 }
 
-func openStore(t *testing.T) *storage.Store {
+func openStore(t *testing.T) *storedir.Store {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func openStore(t *testing.T) *storage.Store {
 
 // storeSeen puts an entry of a feed in the store's catalog, as feed-store
 // stores it.
-func storeSeen(t *testing.T, st *storage.Store, feedID, uid, hash string) {
+func storeSeen(t *testing.T, st *storedir.Store, feedID, uid, hash string) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -88,14 +88,14 @@ func storeSeen(t *testing.T, st *storage.Store, feedID, uid, hash string) {
 	defer cat.Close()
 	e := &ndjson.Entry{FeedID: feedID, EntryUID: uid, ContentHash: hash, FirstSeen: ndjson.At(now), LastSeen: ndjson.At(now), SeenCount: 1}
 	if err := cat.Update(context.Background(), func(tx *catalog.Tx) error {
-		return tx.StoreVersion(e, catalog.Location{Day: storage.Day(now), Length: 1})
+		return tx.StoreVersion(e, catalog.Location{Day: storedir.Day(now), Length: 1})
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // fetchRec is the fetch record of feed n, whose page at url had body.
-func fetchRec(t *testing.T, st *storage.Store, n int, url, body string, due ndjson.Due) ndjson.Fetch {
+func fetchRec(t *testing.T, st *storedir.Store, n int, url, body string, due ndjson.Due) ndjson.Fetch {
 	t.Helper()
 	key, sum, err := st.PutRaw(now, []byte(body))
 	if err != nil {
@@ -117,7 +117,7 @@ func fetchRec(t *testing.T, st *storage.Store, n int, url, body string, due ndjs
 		RequestHeaders:  map[string]string{},
 		ResponseHeaders: map[string]string{},
 		ContentType:     "text/html; charset=utf-8",
-		BodyRef:         &ndjson.BlobRef{Storage: storage.RawStorage, Key: key},
+		BodyRef:         &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key},
 		BodySHA256:      sum,
 	}
 }
@@ -131,7 +131,7 @@ func line(t *testing.T, v any) string {
 	return string(b)
 }
 
-func runScrape(t *testing.T, st *storage.Store, input ...string) (out []string, log string, err error) {
+func runScrape(t *testing.T, st *storedir.Store, input ...string) (out []string, log string, err error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	err = Run(context.Background(), Config{
@@ -284,7 +284,7 @@ func TestList(t *testing.T) {
 	}
 	// The pages are stored, with their records, before the entries go on.
 	var pages []ndjson.Fetch
-	if _, _, err := st.ReadLog(storage.DayFile(storage.DirFetches, now), 0, func(l ndjson.Line) error {
+	if _, _, err := st.ReadLog(storedir.DayFile(storedir.DirFetches, now), 0, func(l ndjson.Line) error {
 		var pf ndjson.Fetch
 		if err := l.Decode(&pf); err != nil {
 			return err

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 )
 
 func cacheServer(t *testing.T) *Server {
 	t.Helper()
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/discover"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // DefaultListen is where feed-serve listens unless told: loopback only.
@@ -26,7 +26,7 @@ const MaxRawBytes = 64 << 20
 // Config is everything feed-serve touches. A nil or zero field means the
 // default its comment names.
 type Config struct {
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: Run opens it
 	Listen  string           // host:port; DefaultListen
 	// Token is the bearer token writes need (and reads, with AuthReads);

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -27,7 +27,7 @@ func TestDashboard(t *testing.T) {
 	}
 	w.cycle(t0.Add(time.Hour))
 	d, _ := ndjson.Marshal(ndjson.Decision{Header: ndjson.Head(ndjson.TypeDecision), FeedID: w.ids["TechCrunch.xml"], Decision: "defer", Reason: "posting_rate"})
-	if _, err := w.st.AppendLines(DecisionsDir+"/2026-11-21.ndjson", d, storage.Durable); err != nil {
+	if _, err := w.st.AppendLines(DecisionsDir+"/2026-11-21.ndjson", d, storedir.Durable); err != nil {
 		t.Fatal(err)
 	}
 	w.get("/feeds") // the server's own series start with a request

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -22,7 +22,7 @@ import (
 // EventID is the id of the event whose line ends at offset end of the
 // events/ day file key.
 func EventID(key string, end int64) string {
-	return strings.TrimSuffix(strings.TrimPrefix(key, storage.DirEvents+"/"), ".ndjson") + ":" + strconv.FormatInt(end, 10)
+	return strings.TrimSuffix(strings.TrimPrefix(key, storedir.DirEvents+"/"), ".ndjson") + ":" + strconv.FormatInt(end, 10)
 }
 
 // ParseEventID reads an event id: the key of its events/ day file and the
@@ -36,7 +36,7 @@ func ParseEventID(id string) (key string, offset int64, ok bool) {
 	if err != nil || n > 1<<50 {
 		return "", 0, false
 	}
-	return storage.DirEvents + "/" + day + ".ndjson", n, true
+	return storedir.DirEvents + "/" + day + ".ndjson", n, true
 }
 
 // eventLine is an event for the API: its line with its id as a first
@@ -92,12 +92,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 			badParam(w, r, "since", "since "+strconv.Quote(clip(v))+" is not a time: write it as RFC 3339, such as 2026-11-21T08:00:00Z")
 			return
 		}
-		since, file = t, storage.DayFile(storage.DirEvents, t)
+		since, file = t, storedir.DayFile(storedir.DirEvents, t)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"events":[`)
 	n, last := 0, ""
-	_, _, err := s.cfg.Store.FollowLogs(storage.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
+	_, _, err := s.cfg.Store.FollowLogs(storedir.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
 		if !since.IsZero() && eventTime(l).Before(since) {
 			return nil
 		}
@@ -158,17 +158,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			badParam(w, r, "since", "since "+strconv.Quote(clip(v))+" is not a time: write it as RFC 3339, such as 2026-11-21T08:00:00Z")
 			return
 		}
-		since, file = t, storage.DayFile(storage.DirEvents, t)
+		since, file = t, storedir.DayFile(storedir.DirEvents, t)
 	default:
 		// From now on: past the last complete line of the newest file.
-		files, err := s.cfg.Store.DayFiles(storage.DirEvents)
+		files, err := s.cfg.Store.DayFiles(storedir.DirEvents)
 		if err != nil {
 			s.serverError(w, r, err)
 			return
 		}
 		if len(files) > 0 {
 			file = files[len(files)-1]
-			if file, off, err = s.cfg.Store.FollowLogs(storage.DirEvents, file, 0, func(string, int64, int64, ndjson.Line) error { return nil }); err != nil {
+			if file, off, err = s.cfg.Store.FollowLogs(storedir.DirEvents, file, 0, func(string, int64, int64, ndjson.Line) error { return nil }); err != nil {
 				s.serverError(w, r, err)
 				return
 			}
@@ -193,7 +193,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		sent := 0
 		var err error
-		file, off, err = s.cfg.Store.FollowLogs(storage.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
+		file, off, err = s.cfg.Store.FollowLogs(storedir.DirEvents, file, off, func(key string, _, end int64, l ndjson.Line) error {
 			if !since.IsZero() && eventTime(l).Before(since) {
 				return nil
 			}

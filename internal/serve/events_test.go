@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -133,7 +133,7 @@ func TestEventStream(t *testing.T) {
 func TestEventsList(t *testing.T) {
 	w := newWorld(t)
 	total := 0
-	w.st.ReadLogsSince(storage.DirEvents, "", 0, func(string, ndjson.Line) error { total++; return nil })
+	w.st.ReadLogsSince(storedir.DirEvents, "", 0, func(string, ndjson.Line) error { total++; return nil })
 	type page struct {
 		Events []map[string]any `json:"events"`
 		LastID string           `json:"last_id"`
@@ -186,7 +186,7 @@ func FuzzEventID(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !ndjson.IsDayFile(key, storage.DirEvents) || off < 0 {
+		if !ndjson.IsDayFile(key, storedir.DirEvents) || off < 0 {
 			t.Fatalf("%q: key %q, offset %d", s, key, off)
 		}
 		if again := EventID(key, off); again != s {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -28,7 +28,7 @@ type dayFiles struct {
 	since   time.Time
 }
 
-func (d *dayFiles) file(st *storage.Store, key string) (*os.File, error) {
+func (d *dayFiles) file(st *storedir.Store, key string) (*os.File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if now := time.Now(); now.Sub(d.since) > filesEvery {
@@ -69,7 +69,7 @@ func (s *Server) line(loc catalog.Location) ([]byte, error) {
 	if !ndjson.IsDay(loc.Day) || loc.Offset < 0 || loc.Length <= 0 || loc.Length > ndjson.MaxLineBytes+2 {
 		return nil, fmt.Errorf("serve: no line at %+v", loc)
 	}
-	f, err := s.files.file(s.cfg.Store, storage.DirEntries+"/"+loc.Day+".ndjson")
+	f, err := s.files.file(s.cfg.Store, storedir.DirEntries+"/"+loc.Day+".ndjson")
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/media"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -43,7 +43,7 @@ func (w *world) podcast(t *testing.T) (ep []byte, epSum, notesSum string, e ndjs
 	w.cycle(t0.Add(time.Hour))
 	ctx := context.Background()
 	var events bytes.Buffer
-	if _, _, err := w.st.ReadLogsSince(storage.DirEvents, "", 0, func(_ string, l ndjson.Line) error {
+	if _, _, err := w.st.ReadLogsSince(storedir.DirEvents, "", 0, func(_ string, l ndjson.Line) error {
 		events.Write(append(l.Raw, '\n'))
 		return nil
 	}); err != nil {

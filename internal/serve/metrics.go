@@ -17,7 +17,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -443,7 +443,7 @@ func (c tapCounts) clone() tapCounts {
 func (m *metrics) followTaps(c *tapCounts, decided map[string]float64, decFile *string, decOff *int64) error {
 	st := m.s.cfg.Store
 	var err error
-	c.file, c.off, err = st.FollowLogs(storage.DirFetches, c.file, c.off, func(_ string, _, _ int64, l ndjson.Line) error {
+	c.file, c.off, err = st.FollowLogs(storedir.DirFetches, c.file, c.off, func(_ string, _, _ int64, l ndjson.Line) error {
 		var f ndjson.Fetch
 		if l.Type != ndjson.TypeFetch || l.Decode(&f) != nil {
 			return nil

@@ -22,7 +22,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/spool"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/internal/websub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -375,7 +375,7 @@ func (s *Server) takePush(r *http.Request, origin string, sub ndjson.Subscriptio
 		HTTPStatus:      http.StatusOK,
 		RequestHeaders:  map[string]string{},
 		ResponseHeaders: httpx.Flatten(h),
-		BodyRef:         &ndjson.BlobRef{Storage: storage.RawStorage, Key: key},
+		BodyRef:         &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key},
 		BodySHA256:      sum,
 		ContentType:     r.Header.Get("Content-Type"),
 		ContentLength:   int64(len(body)),

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -64,7 +64,7 @@ func TestTraversal(t *testing.T) {
 		t.Errorf("a linked payload: %d %.200s", r.status, r.body)
 	}
 	// An events file replaced by a link to a file outside: not read.
-	evs, _ := w.st.DayFiles(storage.DirEvents)
+	evs, _ := w.st.DayFiles(storedir.DirEvents)
 	fake := filepath.Join(t.TempDir(), "fake.ndjson")
 	os.WriteFile(fake, []byte(`{"type":"new_entry","v":1,"title":"`+secret+`"}`+"\n"), 0o644)
 	os.Remove(w.st.Path(evs[0]))
@@ -76,7 +76,7 @@ func TestTraversal(t *testing.T) {
 	bad := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: "00000000-0000-7000-8000-0000000000aa", Due: f.Due,
 		FetchedAt: f.FetchedAt, HTTPStatus: 200, BodyRef: &ndjson.BlobRef{Storage: "localfs", Key: "raw/../../" + filepath.Base(outside)}}
 	line, _ := ndjson.Marshal(bad)
-	if _, err := w.st.AppendLines(storage.DayFile(storage.DirFetches, t0), line, storage.Durable); err != nil {
+	if _, err := w.st.AppendLines(storedir.DayFile(storedir.DirFetches, t0), line, storedir.Durable); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.cat.CatchUpFetches(context.Background()); err != nil {
@@ -157,7 +157,7 @@ func FuzzCursor(f *testing.F) {
 	for _, s := range []string{"1700000000000.12", "-5.0", "0.0", "1.2.3", "abc", "9223372036854775807.9223372036854775807", ".", "1."} {
 		f.Add(s)
 	}
-	st, err := storage.Open(filepath.Join(f.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(f.TempDir(), "store"))
 	if err != nil {
 		f.Fatal(err)
 	}

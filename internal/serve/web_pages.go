@@ -15,7 +15,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/entrytext"
 	"github.com/feedpipe/feedpipe/internal/stats"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -525,7 +525,7 @@ func (s *Server) webFeed(w http.ResponseWriter, r *http.Request) {
 	var at []time.Time
 	var outcomes []string
 	for i := len(refs) - 1; i >= 0; i-- {
-		b, err := s.cat.Line(storage.DirFetches, refs[i].Location)
+		b, err := s.cat.Line(storedir.DirFetches, refs[i].Location)
 		var rec ndjson.Fetch
 		if err != nil || ndjson.Unmarshal(b, &rec) != nil {
 			continue // pruned meanwhile
@@ -566,7 +566,7 @@ func (s *Server) decisionsOf(feedID string, now time.Time, fs catalog.FeedState)
 	scanned := int64(0)
 	for day := 0; day < decisionDays && scanned < decisionScanBytes && len(pts) < feedPageDecisions; day++ {
 		var found []intervalPoint
-		key := storage.DayFile(DecisionsDir, now.AddDate(0, 0, -day))
+		key := storedir.DayFile(DecisionsDir, now.AddDate(0, 0, -day))
 		end, _, err := s.cfg.Store.ReadLog(key, 0, func(l ndjson.Line) error {
 			if !bytes.Contains(l.Raw, needle) {
 				return nil

@@ -22,8 +22,8 @@ import (
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
 	"github.com/feedpipe/feedpipe/internal/store"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -43,7 +43,7 @@ func (c atClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // loopback feed server over files, and feed-serve over it on loopback.
 type world struct {
 	t     testing.TB
-	st    *storage.Store
+	st    *storedir.Store
 	cat   *catalog.Catalog
 	www   string
 	feeds *httptest.Server // the publishers
@@ -57,7 +57,7 @@ type world struct {
 func newWorld(t testing.TB, cfgs ...func(*Config)) *world {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := storage.Open(filepath.Join(dir, "store"))
+	st, err := storedir.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func (w *world) write(method, path, body string) reply {
 func (w *world) storedEntries() map[[2]string]ndjson.Entry {
 	w.t.Helper()
 	out := map[[2]string]ndjson.Entry{}
-	_, _, err := w.st.ReadLogsSince(storage.DirEntries, "", 0, func(_ string, l ndjson.Line) error {
+	_, _, err := w.st.ReadLogsSince(storedir.DirEntries, "", 0, func(_ string, l ndjson.Line) error {
 		var e ndjson.Entry
 		if l.Type == ndjson.TypeEntry && l.Decode(&e) == nil {
 			out[[2]string{e.FeedID, e.EntryUID}] = e

@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // Put writes the fetch record f to the spool, atomically: the next
 // feed-fetch sees the whole record or none of it.
-func Put(st *storage.Store, f *ndjson.Fetch) error {
+func Put(st *storedir.Store, f *ndjson.Fetch) error {
 	if !ndjson.IsFetchID(f.FetchID) {
 		return fmt.Errorf("spool: %q is not a fetch id", f.FetchID)
 	}
@@ -51,7 +51,7 @@ type Item struct {
 // UUIDv7: by time). A file that does not hold one fetch record, checked
 // as any (ndjson.Fetch.Check), is renamed aside (NAME.bad) and named in
 // bad, with why.
-func Read(st *storage.Store) (items []Item, badFiles []string, err error) {
+func Read(st *storedir.Store) (items []Item, badFiles []string, err error) {
 	names, err := st.List(Dir)
 	if err != nil {
 		return nil, nil, err
@@ -91,7 +91,7 @@ func Read(st *storage.Store) (items []Item, badFiles []string, err error) {
 }
 
 // Remove removes the files of items, handed on.
-func Remove(st *storage.Store, items []Item) error {
+func Remove(st *storedir.Store, items []Item) error {
 	for _, it := range items {
 		if err := st.Remove(it.Key); err != nil {
 			return err

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/ids"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -15,7 +15,7 @@ import (
 // TestSpool: records put are read back whole, oldest first; a file that is
 // no fetch record is set aside and named; a temporary file is not read.
 func TestSpool(t *testing.T) {
-	st, err := storage.Open(filepath.Join(t.TempDir(), "store"))
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

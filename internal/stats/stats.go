@@ -16,7 +16,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/safetext"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	tablefmt "github.com/feedpipe/feedpipe/internal/table"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -153,7 +153,7 @@ const (
 // Config is everything feed-stats touches.
 type Config struct {
 	Out     io.Writer
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Now     time.Time
 	Days    int // window of new_per_day and median_article_bytes
@@ -252,10 +252,10 @@ type feedRecent struct {
 
 // recentEntries reads the entries files of the last days: new entries and
 // article sizes per feed.
-func recentEntries(st *storage.Store, now time.Time, days int) (map[string]feedRecent, error) {
+func recentEntries(st *storedir.Store, now time.Time, days int) (map[string]feedRecent, error) {
 	out := map[string]feedRecent{}
 	for d := range days {
-		key := storage.DayFile(storage.DirEntries, now.AddDate(0, 0, -d))
+		key := storedir.DayFile(storedir.DirEntries, now.AddDate(0, 0, -d))
 		_, _, err := st.ReadLog(key, 0, func(l ndjson.Line) error {
 			var e ndjson.Entry
 			if l.Type != ndjson.TypeEntry || l.Decode(&e) != nil {

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func fixture(t *testing.T) (*storage.Store, *catalog.Catalog) {
+func fixture(t *testing.T) (*storedir.Store, *catalog.Catalog) {
 	t.Helper()
 	st, cat := testenv.Store(t)
 	cat.EditSubscriptions(context.Background(), func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
@@ -45,7 +45,7 @@ func fixture(t *testing.T) (*storage.Store, *catalog.Catalog) {
 		b, _ := ndjson.Marshal(e)
 		entries = append(entries, b...)
 	}
-	st.AppendLines(storage.DayFile(storage.DirEntries, now), entries, storage.Durable)
+	st.AppendLines(storedir.DayFile(storedir.DirEntries, now), entries, storedir.Durable)
 	return st, cat
 }
 

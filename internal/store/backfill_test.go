@@ -19,7 +19,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
@@ -48,7 +48,7 @@ func archiveDoc(page int, rel, onward string) string {
 func events(out, typ string) int { return strings.Count(out, `{"type":"`+typ+`"`) }
 
 // walkOf is the feed's walk.
-func walkOf(t *testing.T, st *storage.Store, feedID string, day time.Time) *catalog.Walk {
+func walkOf(t *testing.T, st *storedir.Store, feedID string, day time.Time) *catalog.Walk {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {

@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // The tests' windows into the store's catalog.
 
-func openCatalog(t *testing.T, st *storage.Store) *catalog.Catalog {
+func openCatalog(t *testing.T, st *storedir.Store) *catalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -24,27 +24,27 @@ func openCatalog(t *testing.T, st *storage.Store) *catalog.Catalog {
 // statesView is every feed state of a store, by feed id.
 type statesView struct{ ByFeed map[string]catalog.FeedState }
 
-func statesOf(t *testing.T, st *storage.Store) (*statesView, error) {
+func statesOf(t *testing.T, st *storedir.Store) (*statesView, error) {
 	t.Helper()
 	m, err := openCatalog(t, st).States(context.Background())
 	return &statesView{m}, err
 }
 
-func putStates(t *testing.T, st *storage.Store, states ...catalog.FeedState) {
+func putStates(t *testing.T, st *storedir.Store, states ...catalog.FeedState) {
 	t.Helper()
 	if err := openCatalog(t, st).Update(context.Background(), func(tx *catalog.Tx) error { return tx.PutStates(states...) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func editSubs(t *testing.T, st *storage.Store, edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) {
+func editSubs(t *testing.T, st *storedir.Store, edit func([]ndjson.Subscription) ([]ndjson.Subscription, error)) {
 	t.Helper()
 	if err := openCatalog(t, st).EditSubscriptions(context.Background(), edit); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func subsOf(t *testing.T, st *storage.Store) []ndjson.Subscription {
+func subsOf(t *testing.T, st *storedir.Store) []ndjson.Subscription {
 	t.Helper()
 	subs, err := openCatalog(t, st).Subscriptions(context.Background())
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -54,7 +54,7 @@ func (c *committer) crossFeed(e *ndjson.Entry, h string, now time.Time) (alias *
 	}
 	a := ndjson.Alias{Header: ndjson.Head(ndjson.TypeAlias), FeedID: e.FeedID, EntryUID: e.EntryUID,
 		CanonicalLink: e.CanonicalLink, Title: e.Title, Published: e.Published, ContentHash: e.ContentHash,
-		RawRef: e.RawRef, AliasOf: o.First, RecordedAt: ndjson.At(now), StoredIn: storage.DayFile(storage.DirAliases, now)}
+		RawRef: e.RawRef, AliasOf: o.First, RecordedAt: ndjson.At(now), StoredIn: storedir.DayFile(storedir.DirAliases, now)}
 	c.index.AddLink(h, o, ref, true)
 	c.cfg.Summary.Aliases++
 	c.cfg.Log.Info("recorded an alias: the same link was stored from another feed", "feed_id", e.FeedID, "entry_uid", e.EntryUID,

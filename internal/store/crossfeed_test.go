@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -32,17 +32,17 @@ func ref(feed, uid string) *ndjson.EntryRef {
 // storeRun runs feed-store and renders what it stored compactly: uid:new
 // for a new_entry on stdout, then uid>feed/uid for each alias it recorded
 // in aliases/ (never on stdout, which carries events only).
-func storeRun(t *testing.T, st *storage.Store, input string) (string, Summary) {
+func storeRun(t *testing.T, st *storedir.Store, input string) (string, Summary) {
 	t.Helper()
 	return storeAt(t, st, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), input)
 }
 
 // storeAt is storeRun at the moment at.
-func storeAt(t *testing.T, st *storage.Store, at time.Time, input string) (string, Summary) {
+func storeAt(t *testing.T, st *storedir.Store, at time.Time, input string) (string, Summary) {
 	t.Helper()
 	var out bytes.Buffer
 	var sum Summary
-	aliasFile := storage.DayFile(storage.DirAliases, at)
+	aliasFile := storedir.DayFile(storedir.DirAliases, at)
 	aliasesBefore := st.Size(aliasFile)
 	if err := Run(context.Background(), Config{In: strings.NewReader(input), Out: ndjson.NewWriter(&out), Store: st,
 		Now: func() time.Time { return at }, Summary: &sum}); err != nil {
@@ -96,7 +96,7 @@ func TestCrossFeedAliases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			if tt.before != "" {
 				storeRun(t, st, tt.before)
 			}
@@ -105,11 +105,11 @@ func TestCrossFeedAliases(t *testing.T) {
 				t.Fatalf("got %q, %d aliases; want %q, %d", got, sum.Aliases, tt.want, tt.aliases)
 			}
 			// An alias is never an entry, and is in aliases/.
-			b, _ := os.ReadFile(st.Path(storage.DayFile(storage.DirEntries, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))))
+			b, _ := os.ReadFile(st.Path(storedir.DayFile(storedir.DirEntries, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))))
 			if tt.aliases > 0 && strings.Contains(string(b), `"entry_uid":"b1"`) {
 				t.Errorf("an alias was stored as an entry:\n%s", b)
 			}
-			a, _ := os.ReadFile(st.Path(storage.DayFile(storage.DirAliases, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))))
+			a, _ := os.ReadFile(st.Path(storedir.DayFile(storedir.DirAliases, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))))
 			if n := strings.Count(string(a), `"type":"alias"`); tt.aliases > 0 && n < 1 {
 				t.Errorf("aliases/ holds %d aliases", n)
 			}
@@ -122,7 +122,7 @@ func TestCrossFeedAliases(t *testing.T) {
 // run, its link with it, and announced then.
 func TestLinksCatchUp(t *testing.T) {
 	const link = "https://news.example/story/1"
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	storeRun(t, st, linkedEntry("A", "a0", "https://news.example/other", nil))
 	var e ndjson.Entry
 	if err := ndjson.Unmarshal([]byte(linkedEntry("A", "a1", link, nil)), &e); err != nil {
@@ -130,7 +130,7 @@ func TestLinksCatchUp(t *testing.T) {
 	}
 	e.FirstSeen, e.LastSeen, e.SeenCount = ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)), ndjson.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)), 1
 	line, _ := ndjson.Marshal(&e)
-	if _, err := st.AppendLines("entries/2026-11-21.ndjson", line, storage.Durable); err != nil {
+	if _, err := st.AppendLines("entries/2026-11-21.ndjson", line, storedir.Durable); err != nil {
 		t.Fatal(err)
 	}
 	got, sum := storeRun(t, st, linkedEntry("B", "b1", link, ref("A", "a1")))
@@ -142,7 +142,7 @@ func TestLinksCatchUp(t *testing.T) {
 // TestReplayedFetchNotCommittedTwice: a fetch record feed-store stored
 // already is skipped and counted, its entries judged as ever.
 func TestReplayedFetchNotCommittedTwice(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	fetch := func(id string, fetched time.Time) string {
 		b, _ := ndjson.Marshal(ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: testids.Fetch(id), FetchedAt: ndjson.At(fetched),
@@ -170,10 +170,10 @@ func TestReplayedFetchNotCommittedTwice(t *testing.T) {
 // crossFeedStore is a store of two links stored by feed A on day 1, L1
 // (a1) and L2 (a2), an alias of a1 from feed B recorded that day, and a
 // new version of a2 stored on day 8.
-func crossFeedStore(t *testing.T) (st *storage.Store, day func(int) time.Time) {
+func crossFeedStore(t *testing.T) (st *storedir.Store, day func(int) time.Time) {
 	t.Helper()
 	day = func(n int) time.Time { return time.Date(2026, 11, n, 10, 0, 0, 0, time.UTC) }
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

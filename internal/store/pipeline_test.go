@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -34,7 +34,7 @@ func (c atClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // loopback test server over a directory of feed files.
 type world struct {
 	t   *testing.T
-	st  *storage.Store
+	st  *storedir.Store
 	www string
 	srv *httptest.Server
 	h   *testserver.Handler
@@ -43,7 +43,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := storage.Open(filepath.Join(dir, "store"))
+	st, err := storedir.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func (w *world) store(fetches io.Reader, p *parse.Parser, now time.Time) string 
 
 // storeInto parses fetch records with the payloads of from, and dedups and
 // stores the entries in to.
-func storeInto(t *testing.T, from, to *storage.Store, fetches io.Reader, p *parse.Parser, now time.Time) string {
+func storeInto(t *testing.T, from, to *storedir.Store, fetches io.Reader, p *parse.Parser, now time.Time) string {
 	t.Helper()
 	ctx := context.Background()
 	var parsed, deduped, out bytes.Buffer
@@ -116,7 +116,7 @@ func storeInto(t *testing.T, from, to *storage.Store, fetches io.Reader, p *pars
 }
 
 // logText is the text of every day file of a log, in order.
-func logText(t *testing.T, st *storage.Store, dir string) string {
+func logText(t *testing.T, st *storedir.Store, dir string) string {
 	t.Helper()
 	files, err := st.DayFiles(dir)
 	if err != nil {

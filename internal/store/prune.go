@@ -17,14 +17,14 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // PruneConfig is what feed-store prune deletes. A zero duration or count
 // keeps that kind of data forever: by default nothing goes.
 type PruneConfig struct {
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Out     io.Writer        // the key of each file deleted (or, dry, to delete), one per line
 	Log     *slog.Logger
@@ -148,15 +148,15 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	}
 	defer done()
 	cfg.Catalog = cat
-	unlock, err := st.Lock(storage.StoreLock, !cfg.NoWait, func() {
-		cfg.Log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storage.StoreLock))
+	unlock, err := st.Lock(storedir.StoreLock, !cfg.NoWait, func() {
+		cfg.Log.Info("waiting for the store lock: a feed-store is writing", "lock", st.Path(storedir.StoreLock))
 	})
 	if err != nil {
 		return sum, err
 	}
 	defer unlock()
 	now := cfg.Now()
-	today := storage.Day(now)
+	today := storedir.Day(now)
 	// The files past the catalog's checkpoints are read again when the
 	// next feed-store catches up: they stay.
 	var cp, events, aliases catalog.Checkpoint
@@ -183,14 +183,14 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	// it never names an entry that is not stored.
 	if cfg.ArticlesKeep > 0 {
 		cutoff := before(now, cfg.ArticlesKeep)
-		if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
-			cutoff = storage.KeyDay(entriesFrom)
+		if entriesFrom != "" && storedir.KeyDay(entriesFrom) < cutoff {
+			cutoff = storedir.KeyDay(entriesFrom)
 		}
 		cutoff = min(cutoff, today)
 		if sum.Entries, sum.URLs, err = cat.ForgetEntryDays(ctx, cutoff, cfg.DryRun); err != nil {
 			return sum, err
 		}
-		n, err := pruneDays(st, storage.DirEntries, cutoff, today, entriesFrom, del)
+		n, err := pruneDays(st, storedir.DirEntries, cutoff, today, entriesFrom, del)
 		if err != nil {
 			return sum, err
 		}
@@ -206,8 +206,8 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		cutoff := ""
 		if cfg.ArticlesKeep > 0 {
 			cutoff = min(before(now, cfg.ArticlesKeep), today)
-			if entriesFrom != "" && storage.KeyDay(entriesFrom) < cutoff {
-				cutoff = storage.KeyDay(entriesFrom)
+			if entriesFrom != "" && storedir.KeyDay(entriesFrom) < cutoff {
+				cutoff = storedir.KeyDay(entriesFrom)
 			}
 		}
 		if err := pruneMedia(ctx, cfg, &sum, cutoff); err != nil {
@@ -224,7 +224,7 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		return sum, nil
 	}
 	referenced := map[string]bool{} // fetch ids
-	files, err := st.DayFiles(storage.DirEntries)
+	files, err := st.DayFiles(storedir.DirEntries)
 	if err != nil {
 		return sum, err
 	}
@@ -257,7 +257,7 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 	// Metadata: events/ days, and fetches/ days less what entries need.
 	if cfg.MetadataKeep > 0 {
 		cutoff := before(now, cfg.MetadataKeep)
-		n, err := pruneDays(st, storage.DirEvents, cutoff, today, events.File, del)
+		n, err := pruneDays(st, storedir.DirEvents, cutoff, today, events.File, del)
 		if err != nil {
 			return sum, err
 		}
@@ -268,11 +268,11 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 		if aliasesFrom != "" && st.Size(aliasesFrom) <= aliases.Offset {
 			aliasesFrom += "\x00" // wholly indexed: it may go, the files after it not
 		}
-		if sum.AliasFiles, err = pruneDays(st, storage.DirAliases, cutoff, today, aliasesFrom, del); err != nil {
+		if sum.AliasFiles, err = pruneDays(st, storedir.DirAliases, cutoff, today, aliasesFrom, del); err != nil {
 			return sum, err
 		}
 		// Nothing is rebuilt from the decisions: no file recovery reads.
-		if sum.DecisionFiles, err = pruneDays(st, storage.DirDecisions, cutoff, today, "", del); err != nil {
+		if sum.DecisionFiles, err = pruneDays(st, storedir.DirDecisions, cutoff, today, "", del); err != nil {
 			return sum, err
 		}
 		if err := pruneFetches(ctx, cfg, &sum, referenced, cutoff, today, del); err != nil {
@@ -294,16 +294,16 @@ func Prune(ctx context.Context, cfg PruneConfig) (PruneSummary, error) {
 }
 
 // before is the first day kept by a TTL: day files of earlier days go.
-func before(now time.Time, keep time.Duration) string { return storage.Day(now.Add(-keep)) }
+func before(now time.Time, keep time.Duration) string { return storedir.Day(now.Add(-keep)) }
 
 // deletableDay reports whether a day file may go: before cutoff, not
 // today's, not at or past the file recovery starts from.
 func deletableDay(key, cutoff, today, recoverFrom string) bool {
-	day := storage.KeyDay(key)
+	day := storedir.KeyDay(key)
 	return day < cutoff && day < today && (recoverFrom == "" || key < recoverFrom)
 }
 
-func pruneDays(st *storage.Store, dir, cutoff, today, recoverFrom string, del func(string) error) (int, error) {
+func pruneDays(st *storedir.Store, dir, cutoff, today, recoverFrom string, del func(string) error) (int, error) {
 	files, err := st.DayFiles(dir)
 	if err != nil {
 		return 0, err
@@ -327,7 +327,7 @@ func pruneDays(st *storage.Store, dir, cutoff, today, recoverFrom string, del fu
 // fetch record is appended meanwhile.
 func pruneFetches(ctx context.Context, cfg PruneConfig, sum *PruneSummary, referenced map[string]bool, cutoff, today string, del func(string) error) error {
 	st, cat := cfg.Store, cfg.Catalog
-	unlock, err := st.Lock(storage.FetchLock, true, nil)
+	unlock, err := st.Lock(storedir.FetchLock, true, nil)
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func pruneFetches(ctx context.Context, cfg PruneConfig, sum *PruneSummary, refer
 	if err := cat.CatchUpFetches(ctx); err != nil {
 		return err
 	}
-	files, err := st.DayFiles(storage.DirFetches)
+	files, err := st.DayFiles(storedir.DirFetches)
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 	lastUse := map[string]time.Time{} // payload key -> last fetched
 	byFeed := map[string][]fetchRef{} // feed id -> its fetches with a payload
 	referenced := map[string]bool{}   // payload keys stored entries come from
-	files, err := st.DayFiles(storage.DirFetches)
+	files, err := st.DayFiles(storedir.DirFetches)
 	if err != nil {
 		return err
 	}
@@ -437,7 +437,7 @@ func pruneRaw(cfg PruneConfig, sum *PruneSummary, referencedFetch map[string]boo
 	if err != nil {
 		return err
 	}
-	today := storage.Day(now)
+	today := storedir.Day(now)
 	for _, rf := range raws {
 		if rf.Day >= today {
 			continue // a fetch today may be storing it again

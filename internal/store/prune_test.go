@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -57,10 +57,10 @@ func copyDir(t *testing.T, from, to string) {
 }
 
 // payloadSources maps the fetch ids of fetches/ to their payload keys.
-func payloadSources(t *testing.T, st *storage.Store) map[string]string {
+func payloadSources(t *testing.T, st *storedir.Store) map[string]string {
 	t.Helper()
 	keys := map[string]string{}
-	files, _ := st.DayFiles(storage.DirFetches)
+	files, _ := st.DayFiles(storedir.DirFetches)
 	for _, f := range files {
 		st.ReadLog(f, 0, func(l ndjson.Line) error {
 			var r ndjson.Fetch
@@ -75,17 +75,17 @@ func payloadSources(t *testing.T, st *storage.Store) map[string]string {
 
 func TestPrune(t *testing.T) {
 	fixture, now := pruneFixture(t)
-	orig, _ := storage.Open(fixture)
+	orig, _ := storedir.Open(fixture)
 	allRaw, _ := orig.RawFiles()
 	if len(allRaw) != 30 {
 		t.Fatalf("fixture has %d payloads, want 30", len(allRaw))
 	}
-	day := func(n int) string { return storage.Day(t0.Add(time.Duration(n) * 24 * time.Hour)) }
+	day := func(n int) string { return storedir.Day(t0.Add(time.Duration(n) * 24 * time.Hour)) }
 
 	for _, tc := range []struct {
 		name    string
 		cfg     PruneConfig
-		prepare func(t *testing.T, st *storage.Store)
+		prepare func(t *testing.T, st *storedir.Store)
 		want    PruneSummary
 	}{
 		{name: "nothing asked, nothing goes", want: PruneSummary{}},
@@ -122,7 +122,7 @@ func TestPrune(t *testing.T) {
 			want: PruneSummary{SeenForgotten: 14, DryRun: true}},
 		{name: "seen ids: a feed whose latest payload is gone keeps them all",
 			cfg: PruneConfig{SeenKeep: 72 * time.Hour},
-			prepare: func(t *testing.T, st *storage.Store) {
+			prepare: func(t *testing.T, st *storedir.Store) {
 				if err := os.RemoveAll(st.Path("raw/" + day(9))); err != nil {
 					t.Fatal(err)
 				}
@@ -130,7 +130,7 @@ func TestPrune(t *testing.T) {
 			want: PruneSummary{SeenFeedsKept: 2}}, // the generated ones: /a.xml has no old entries
 		{name: "seen ids: a feed whose latest fetch record is gone keeps them all",
 			cfg: PruneConfig{SeenKeep: 72 * time.Hour},
-			prepare: func(t *testing.T, st *storage.Store) {
+			prepare: func(t *testing.T, st *storedir.Store) {
 				if err := os.Remove(st.Path("fetches/" + day(9) + ".ndjson")); err != nil {
 					t.Fatal(err)
 				}
@@ -143,14 +143,14 @@ func TestPrune(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
 			copyDir(t, fixture, dir)
-			st, err := storage.Open(dir)
+			st, err := storedir.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.prepare != nil {
 				tc.prepare(t, st)
 			}
-			entriesBefore := logText(t, st, storage.DirEntries)
+			entriesBefore := logText(t, st, storedir.DirEntries)
 			indexBefore := indexSize(t, st)
 			var out bytes.Buffer
 			cfg := tc.cfg
@@ -189,7 +189,7 @@ func TestPrune(t *testing.T) {
 			}
 			// Entries are only ever deleted by their TTL, and every
 			// payload a remaining entry comes from is still there.
-			if cfg.ArticlesKeep == 0 && logText(t, st, storage.DirEntries) != entriesBefore {
+			if cfg.ArticlesKeep == 0 && logText(t, st, storedir.DirEntries) != entriesBefore {
 				t.Error("entries changed")
 			}
 			if !cfg.EvenReferenced && !cfg.DryRun && tc.prepare == nil { // prepare may delete payloads
@@ -237,7 +237,7 @@ func TestPrune(t *testing.T) {
 }
 
 // indexSize is the number of entries in the catalog's index.
-func indexSize(t *testing.T, st *storage.Store) int {
+func indexSize(t *testing.T, st *storedir.Store) int {
 	t.Helper()
 	sizes, err := openCatalog(t, st).Sizes(context.Background())
 	if err != nil {
@@ -247,13 +247,13 @@ func indexSize(t *testing.T, st *storage.Store) int {
 }
 
 func TestPruneWaitsForTheStoreLock(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
-	unlock, err := st.Lock(storage.StoreLock, false, nil)
+	st, _ := storedir.Open(t.TempDir())
+	unlock, err := st.Lock(storedir.StoreLock, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if _, err := Prune(context.Background(), PruneConfig{Store: st, NoWait: true, RawKeep: time.Hour}); !errors.Is(err, storage.ErrLocked) {
+	if _, err := Prune(context.Background(), PruneConfig{Store: st, NoWait: true, RawKeep: time.Hour}); !errors.Is(err, storedir.ErrLocked) {
 		t.Fatalf("prune with the lock held: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -20,8 +20,8 @@ import (
 // the run would have taken.
 func pruneMedia(ctx context.Context, cfg PruneConfig, sum *PruneSummary, before string) error {
 	st, cat := cfg.Store, cfg.Catalog
-	unlock, err := st.Lock(storage.MediaLock, true, func() {
-		cfg.Log.Info("waiting for the media lock: feed-media run is storing a file", "lock", st.Path(storage.MediaLock))
+	unlock, err := st.Lock(storedir.MediaLock, true, func() {
+		cfg.Log.Info("waiting for the media lock: feed-media run is storing a file", "lock", st.Path(storedir.MediaLock))
 	})
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func pruneMedia(ctx context.Context, cfg PruneConfig, sum *PruneSummary, before 
 		if queued[id] {
 			continue
 		}
-		key := storage.DirMedia + "/partial/" + strconv.FormatInt(id, 10)
+		key := storedir.DirMedia + "/partial/" + strconv.FormatInt(id, 10)
 		sum.MediaFiles++
 		if err := del(key, st.Size(key), func() error { return st.RemovePartial(id) }); err != nil {
 			return err
@@ -88,7 +88,7 @@ func pruneMedia(ctx context.Context, cfg PruneConfig, sum *PruneSummary, before 
 // metadata, and go. A file left with no record goes.
 func pruneMediaRecords(ctx context.Context, cfg PruneConfig, sum *PruneSummary, cutoff, today string) error {
 	st, cat := cfg.Store, cfg.Catalog
-	unlock, err := st.Lock(storage.MediaLock, true, nil)
+	unlock, err := st.Lock(storedir.MediaLock, true, nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func pruneMediaRecords(ctx context.Context, cfg PruneConfig, sum *PruneSummary, 
 	if err != nil {
 		return err
 	}
-	files, err := st.DayFiles(storage.DirMedia)
+	files, err := st.DayFiles(storedir.DirMedia)
 	if err != nil {
 		return err
 	}

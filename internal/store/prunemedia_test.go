@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/media"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -53,7 +53,7 @@ func shaHex(b []byte) string {
 	return hex.EncodeToString(d[:])
 }
 
-func mediaKeys(t *testing.T, st *storage.Store) []string {
+func mediaKeys(t *testing.T, st *storedir.Store) []string {
 	t.Helper()
 	files, err := st.MediaFiles()
 	if err != nil {

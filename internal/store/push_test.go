@@ -14,13 +14,13 @@ import (
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/spool"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/websub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // spoolPush spools a pushed body of the feed at at, as feed-serve does.
-func spoolPush(t *testing.T, st *storage.Store, feedID, url, body string, at time.Time) ndjson.Fetch {
+func spoolPush(t *testing.T, st *storedir.Store, feedID, url, body string, at time.Time) ndjson.Fetch {
 	t.Helper()
 	id, err := ids.FetchID(at, rand.Reader)
 	if err != nil {
@@ -33,7 +33,7 @@ func spoolPush(t *testing.T, st *storage.Store, feedID, url, body string, at tim
 	f := ndjson.Fetch{Header: ndjson.Head(ndjson.TypeFetch), FetchID: id, Origin: ndjson.OriginWebSub,
 		Due:          ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feedID, URL: url, Labels: []string{}, Reason: ndjson.ReasonPush},
 		RequestedURL: url, URL: url, Redirects: []ndjson.Redirect{}, FetchedAt: ndjson.At(at), HTTPStatus: 200,
-		RequestHeaders: map[string]string{}, ResponseHeaders: map[string]string{}, BodyRef: &ndjson.BlobRef{Storage: storage.RawStorage, Key: key},
+		RequestHeaders: map[string]string{}, ResponseHeaders: map[string]string{}, BodyRef: &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key},
 		BodySHA256: sum, ContentType: "application/atom+xml", ContentLength: int64(len(body))}
 	if err := spool.Put(st, &f); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func (w *world) drain(now time.Time) string {
 	return out.String()
 }
 
-func stateOf(t *testing.T, st *storage.Store, feedID string) catalog.FeedState {
+func stateOf(t *testing.T, st *storedir.Store, feedID string) catalog.FeedState {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), st, nil)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestPushIsNoPoll(t *testing.T) {
 		t.Errorf("handed on again:\n%s\nnot as before:\n%s", again, handed)
 	}
 	lines := 0
-	w.st.ReadLogsSince(storage.DirFetches, "", 0, func(_ string, l ndjson.Line) error {
+	w.st.ReadLogsSince(storedir.DirFetches, "", 0, func(_ string, l ndjson.Line) error {
 		if strings.Contains(string(l.Raw), f.FetchID) {
 			lines++
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/dedup"
 	"github.com/feedpipe/feedpipe/internal/parse"
 	"github.com/feedpipe/feedpipe/internal/pipe"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -72,7 +72,7 @@ func (c *committer) hold(batch []item, now time.Time) ([]item, map[*ndjson.Entry
 
 // ReparseConfig is what feed-store reparse re-parses.
 type ReparseConfig struct {
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Out     *ndjson.Writer   // the events of the versions stored
 	Log     *slog.Logger
@@ -130,8 +130,8 @@ func Reparse(ctx context.Context, cfg ReparseConfig) error {
 	}
 	defer done()
 	cfg.Catalog = cat
-	since := storage.DirFetches + "/" + storage.Day(cfg.Since)
-	files, err := st.DayFiles(storage.DirFetches)
+	since := storedir.DirFetches + "/" + storedir.Day(cfg.Since)
+	files, err := st.DayFiles(storedir.DirFetches)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func forgetValidators(ctx context.Context, cfg ReparseConfig, feeds map[string]b
 	if len(feeds) == 0 {
 		return 0, nil
 	}
-	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, nil)
+	unlock, err := cfg.Store.Lock(storedir.StoreLock, !cfg.NoWait, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -305,10 +305,10 @@ func reparsed(ctx context.Context, cfg ReparseConfig, parsed io.Reader) (io.Read
 
 // storedRawRefs is where in their payloads the entries stored since a day
 // came from.
-func storedRawRefs(st *storage.Store, since time.Time) (map[ndjson.RawRef]bool, error) {
+func storedRawRefs(st *storedir.Store, since time.Time) (map[ndjson.RawRef]bool, error) {
 	refs := map[ndjson.RawRef]bool{}
-	first := storage.DirEntries + "/" + storage.Day(since)
-	files, err := st.DayFiles(storage.DirEntries)
+	first := storedir.DirEntries + "/" + storedir.Day(since)
+	files, err := st.DayFiles(storedir.DirEntries)
 	if err != nil {
 		return nil, err
 	}

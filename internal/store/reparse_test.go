@@ -14,7 +14,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/fetch"
 	"github.com/feedpipe/feedpipe/internal/httpx"
 	"github.com/feedpipe/feedpipe/internal/parse"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/sub"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -36,7 +36,7 @@ func TestReparse(t *testing.T) {
 	w.cycle(t0)
 	w.serve("a.xml", rssFeed("One, corrected", "Two"))
 	w.cycle(t0.Add(time.Hour))
-	if n := strings.Count(logText(t, w.st, storage.DirEntries), "\n"); n != 5 {
+	if n := strings.Count(logText(t, w.st, storedir.DirEntries), "\n"); n != 5 {
 		t.Fatalf("the cycles stored %d entries, want 5", n)
 	}
 
@@ -50,7 +50,7 @@ func TestReparse(t *testing.T) {
 		{keep, t0, ReparseSummary{Fetches: 4, Entries: 4, Unchanged: 2, Renamed: 2}},
 		{keep, t0.Add(24 * time.Hour), ReparseSummary{}}, // no fetches since
 	} {
-		before := logText(t, w.st, storage.DirEntries)
+		before := logText(t, w.st, storedir.DirEntries)
 		var out bytes.Buffer
 		var sum ReparseSummary
 		err := Reparse(context.Background(), ReparseConfig{Store: w.st, Out: ndjson.NewWriter(&out), Since: step.since,
@@ -66,7 +66,7 @@ func TestReparse(t *testing.T) {
 		if strings.Count(events, `"type":"updated_entry"`) != step.want.Updated || strings.Contains(events, "new_entry") {
 			t.Errorf("step %d: events\n%s", i, events)
 		}
-		added := strings.TrimPrefix(logText(t, w.st, storage.DirEntries), before)
+		added := strings.TrimPrefix(logText(t, w.st, storedir.DirEntries), before)
 		if strings.Count(added, "\n") != step.want.Updated {
 			t.Errorf("step %d: stored\n%s", i, added)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/parse"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -30,14 +30,14 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	w.h.SetRevision(2)
 	w.cycle(t0.Add(26 * time.Hour))
 
-	want := logText(t, w.st, storage.DirEntries)
+	want := logText(t, w.st, storedir.DirEntries)
 	if n := strings.Count(want, "\n"); n != 10+10+2+(1+1+2)+(1+1) {
 		t.Fatalf("the cycles stored %d entries:\n%s", n, want)
 	}
 	if !strings.Contains(want, `"status":"updated"`) {
 		t.Fatal("no update stored")
 	}
-	days, err := w.st.DayFiles(storage.DirFetches)
+	days, err := w.st.DayFiles(storedir.DirFetches)
 	if err != nil || len(days) != 2 {
 		t.Fatalf("fetches files %v, %v", days, err)
 	}
@@ -50,7 +50,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 		{"a run per day", [][]string{days[:1], days[1:]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, err := storage.Open(t.TempDir())
+			fresh, err := storedir.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 				// Replayed days later: the clock must not show.
 				storeInto(t, w.st, fresh, &in, parse.DefaultParser, t0.Add(time.Duration(100+i)*time.Hour))
 			}
-			got := logText(t, fresh, storage.DirEntries)
+			got := logText(t, fresh, storedir.DirEntries)
 			if got != want {
 				t.Errorf("replayed entries differ\n got:\n%s\nwant:\n%s", got, want)
 			}

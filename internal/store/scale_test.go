@@ -8,7 +8,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -18,7 +18,7 @@ import (
 // budget, a tenth of the feeds fetched since at most; else it computes it
 // again and keeps it.
 func TestScaleMemo(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var names []string
 	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		var subs []ndjson.Subscription

@@ -16,13 +16,13 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
 // runSched is run with the scheduler's parameters p and no jitter.
-func runSched(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
+func runSched(t *testing.T, st *storedir.Store, at time.Time, p sched.Params, input string) runOut {
 	t.Helper()
 	p.Jitter = -1
 	// The decisions on stdout too, to be checked.
@@ -217,7 +217,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			sub := tc.sub
 			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
 			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
@@ -257,7 +257,7 @@ func fetchRecID(i int) string { return testids.Fetch("F" + string(rune('0'+i))) 
 
 // TestFeedEventsStored: a feed_disabled event is in the events file too.
 func TestFeedEventsStored(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	r := runSched(t, st, t0, sched.Params{}, fetchRec("A", func(f *ndjson.Fetch) {
 		f.HTTPStatus = 410
 		f.Error = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "http_410", Message: "HTTP 410"}
@@ -389,7 +389,7 @@ func TestMaxAge(t *testing.T) {
 // TestScaleAndBudget: the adaptive scale is computed per run and the
 // day's spend is kept for the budget feedback.
 func TestScaleAndBudget(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		h := ndjson.Head(ndjson.TypeSubscription)
 		return []ndjson.Subscription{{Header: h, FeedID: testids.Feed("A"), URL: "http://example.org/a"}, {Header: h, FeedID: testids.Feed("B"), URL: "http://example.org/b"}}, nil

@@ -18,7 +18,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -34,7 +34,7 @@ type Config struct {
 	In      io.Reader
 	Out     *ndjson.Writer
 	Log     *slog.Logger
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for the run
 	Now     func() time.Time // default time.Now
 	// Sched are the scheduler's parameters (zero: sched.Defaults, the
@@ -186,8 +186,8 @@ func Run(ctx context.Context, cfg Config) error {
 // start, keeps a store waiting on the lock from holding up a pipeline that
 // has work. Then it indexes and announces what an interrupted run stored.
 func start(ctx context.Context, cfg Config) (*committer, func(), error) {
-	unlock, err := cfg.Store.Lock(storage.StoreLock, !cfg.NoWait, func() {
-		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storage.StoreLock))
+	unlock, err := cfg.Store.Lock(storedir.StoreLock, !cfg.NoWait, func() {
+		cfg.Log.Info("waiting for the store lock: another feed-store is writing", "lock", cfg.Store.Path(storedir.StoreLock))
 	})
 	if err != nil {
 		return nil, nil, err
@@ -357,7 +357,7 @@ type sighting struct {
 // commit makes one batch durable, then writes its output.
 func (c *committer) commit(batch []item) error {
 	now := c.cfg.Now()
-	entriesKey := storage.DayFile(storage.DirEntries, now)
+	entriesKey := storedir.DayFile(storedir.DirEntries, now)
 	batch, seenAt := c.hold(batch, now)
 	entryLines, eventLines := c.entryBuf[:0], c.eventBuf[:0]
 	defer func() { c.entryBuf, c.eventBuf = keepBuf(entryLines), keepBuf(eventLines) }()
@@ -515,12 +515,12 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 	st := c.cfg.Store
 	var entriesEnd, eventsEnd, aliasesEnd catalog.Checkpoint
 	if len(entryLines) > 0 {
-		off, err := st.AppendLines(entriesKey, entryLines, storage.Durable)
+		off, err := st.AppendLines(entriesKey, entryLines, storedir.Durable)
 		if err != nil {
 			return err
 		}
 		entriesEnd = catalog.Checkpoint{File: entriesKey, Offset: off + int64(len(entryLines))}
-		day := storage.Day(now)
+		day := storedir.Day(now)
 		for i := range w.versions {
 			w.versions[i].at += int(off)
 		}
@@ -531,20 +531,20 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		return err
 	}
 	if lines := append(eventLines, feedEvents...); len(lines) > 0 {
-		key := storage.DayFile(storage.DirEvents, now)
-		off, err := st.AppendLines(key, lines, storage.Lazy)
+		key := storedir.DayFile(storedir.DirEvents, now)
+		off, err := st.AppendLines(key, lines, storedir.Lazy)
 		if err != nil {
 			return err
 		}
 		eventsEnd = catalog.Checkpoint{File: key, Offset: off + int64(len(lines))}
 	}
 	if len(w.aliases) > 0 {
-		key := storage.DayFile(storage.DirAliases, now)
+		key := storedir.DayFile(storedir.DirAliases, now)
 		lines, err := encodeAll(w.aliases)
 		if err != nil {
 			return err
 		}
-		off, err := st.AppendLines(key, lines, storage.Lazy)
+		off, err := st.AppendLines(key, lines, storedir.Lazy)
 		if err != nil {
 			return err
 		}
@@ -558,7 +558,7 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 		if err != nil {
 			return err
 		}
-		if _, err := st.AppendLines(storage.DayFile(storage.DirDecisions, now), lines, storage.Lazy); err != nil {
+		if _, err := st.AppendLines(storedir.DayFile(storedir.DirDecisions, now), lines, storedir.Lazy); err != nil {
 			return err
 		}
 	}
@@ -573,7 +573,7 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 			return err
 		}
 	}
-	day := storage.Day(now)
+	day := storedir.Day(now)
 	published := make([]int64, len(w.versions))
 	for i, v := range w.versions {
 		published[i] = catalog.ListedAt(v.entry).UnixMilli()

@@ -16,7 +16,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/dedup"
 	"github.com/feedpipe/feedpipe/internal/pipe"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testids"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -50,14 +50,14 @@ type runOut struct {
 	err   error
 }
 
-func run(t *testing.T, st *storage.Store, at time.Time, input string) runOut {
+func run(t *testing.T, st *storedir.Store, at time.Time, input string) runOut {
 	t.Helper()
 	return runWith(t, st, at, hourly, input)
 }
 
 // runWith runs feed-store at the time at with the scheduler's parameters
 // p over input, and collects what it wrote.
-func runWith(t *testing.T, st *storage.Store, at time.Time, p sched.Params, input string) runOut {
+func runWith(t *testing.T, st *storedir.Store, at time.Time, p sched.Params, input string) runOut {
 	t.Helper()
 	return runConfig(t, Config{In: strings.NewReader(input), Store: st, Now: func() time.Time { return at }, Sched: p})
 }
@@ -83,10 +83,10 @@ func runConfig(t *testing.T, cfg Config) runOut {
 	return r
 }
 
-func storedEntries(t *testing.T, st *storage.Store) []ndjson.Entry {
+func storedEntries(t *testing.T, st *storedir.Store) []ndjson.Entry {
 	t.Helper()
 	var all []ndjson.Entry
-	files, _ := st.DayFiles(storage.DirEntries)
+	files, _ := st.DayFiles(storedir.DirEntries)
 	for _, f := range files {
 		st.ReadLog(f, 0, func(l ndjson.Line) error {
 			var e ndjson.Entry
@@ -118,7 +118,7 @@ func TestStdoutCarriesEvents(t *testing.T) {
 		{name: "--decisions", decisions: true, wantTypes: "new_entry,decision,feed_disabled", wantName: "The A feed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			sub := tc.sub
 			sub.Header, sub.FeedID, sub.URL = ndjson.Head(ndjson.TypeSubscription), testids.Feed("A"), "http://example.org/a.xml"
 			editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) { return []ndjson.Subscription{sub}, nil })
@@ -155,7 +155,7 @@ func TestStdoutCarriesEvents(t *testing.T) {
 // TestFeedDescribed: a feed's state keeps what its last body read says it
 // is (format, version, content type, publisher); a 304 keeps them.
 func TestFeedDescribed(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	in := fetchRec("A", func(f *ndjson.Fetch) {
 		f.ContentType, f.BodySHA256 = "application/rss+xml; charset=utf-8", "ab"
 		f.Parse = &ndjson.Parse{Format: "rss", Version: "2.0", Publisher: "Example Inc."}
@@ -177,7 +177,7 @@ func TestFeedDescribed(t *testing.T) {
 }
 
 func TestStoreNewUnchangedUpdated(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	first := run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+`{"type":"note","v":1}`+"\n"+fetchRec("A", nil))
 	if first.err != nil {
 		t.Fatal(first.err)
@@ -223,13 +223,13 @@ func TestStoreNewUnchangedUpdated(t *testing.T) {
 	if v2.Status != "updated" || !v2.FirstSeen.Equal(t0) || !v2.LastSeen.Equal(later) || v2.SeenCount != 2 {
 		t.Fatalf("version 2: %+v", v2)
 	}
-	if files, _ := st.DayFiles(storage.DirEntries); len(files) != 2 || files[1] != "entries/2026-11-23.ndjson" {
+	if files, _ := st.DayFiles(storedir.DirEntries); len(files) != 2 || files[1] != "entries/2026-11-23.ndjson" {
 		t.Errorf("entries files %v: a version goes to the day it was stored", files)
 	}
 }
 
 func TestFeedState(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("own"), URL: "https://own.example/", IntervalSec: 600}}, nil
 	})
@@ -298,7 +298,7 @@ func TestFeedState(t *testing.T) {
 }
 
 func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	later := func(f *ndjson.Fetch) {
 		f.FetchID, f.FetchedAt = testids.Fetch("F2"), ndjson.At(t0.Add(time.Hour))
 		f.ResponseHeaders = map[string]string{"Etag": `"v2"`}
@@ -314,7 +314,7 @@ func TestReplayedFetchesDoNotTurnStateBack(t *testing.T) {
 }
 
 func TestNewEntriesCountedInState(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	run(t, st, t0, entry("A", "u1", "h1", "One")+entry("A", "u2", "h2", "Two")+fetchRec("A", nil))
 	s, _ := statesOf(t, st)
 	if s.ByFeed[testids.Feed("A")].NewEntriesLastFetch != 2 {
@@ -323,13 +323,13 @@ func TestNewEntriesCountedInState(t *testing.T) {
 }
 
 func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	openCatalog(t, st) // the store has run before
 	// A crash left an entry in entries/ that was never indexed nor
 	// announced.
 	e := ndjson.Entry{Header: ndjson.Head(ndjson.TypeEntry), FeedID: testids.Feed("A"), EntryUID: testids.UID("u1"), ContentHash: "h1", FirstSeen: ndjson.At(t0), SeenCount: 1, Status: "new"}
 	b, _ := ndjson.Marshal(e)
-	if _, err := st.AppendLines("entries/2026-11-21.ndjson", b, storage.Durable); err != nil {
+	if _, err := st.AppendLines("entries/2026-11-21.ndjson", b, storedir.Durable); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, st, t0.Add(time.Minute), entry("A", "u1", "h1", "One"))
@@ -347,7 +347,7 @@ func TestCatchesUpAfterACrashBetweenEntriesAndIndex(t *testing.T) {
 }
 
 func TestBadInputIsReportedNotFatal(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	r := run(t, st, t0, "{oops\n"+entry("A", "u1", "h1", "One")+`{"type":"entry","v":1,"title":7}`+"\n"+`{"type":"entry","v":1}`+"\n")
 	if r.err == nil || !strings.Contains(r.err.Error(), "3 malformed input lines skipped") || r.sum.New != 1 || len(storedEntries(t, st)) != 1 {
 		t.Fatalf("err %v, summary %+v", r.err, r.sum)
@@ -358,7 +358,7 @@ func TestBadInputIsReportedNotFatal(t *testing.T) {
 // as two pipelines started together would: the store lock makes the second
 // wait, and it finds the entries stored.
 func TestTwoWritersStoreOnce(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	var in strings.Builder
 	for i := range 200 {
 		in.WriteString(entry("A", fmt.Sprintf("u%d", i), "h", "T"))
@@ -380,14 +380,14 @@ func TestTwoWritersStoreOnce(t *testing.T) {
 }
 
 func TestNoWaitFailsWhenLocked(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
-	unlock, err := st.Lock(storage.StoreLock, false, nil)
+	st, _ := storedir.Open(t.TempDir())
+	unlock, err := st.Lock(storedir.StoreLock, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
 	err = Run(context.Background(), Config{In: strings.NewReader(entry("A", "u1", "h1", "One")), Out: ndjson.NewWriter(io.Discard), Store: st, NoWait: true})
-	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "held by another process") {
+	if !errors.Is(err, storedir.ErrLocked) || !strings.Contains(err.Error(), "held by another process") {
 		t.Fatalf("err %v", err)
 	}
 	// With nothing to store, it never needs the lock.
@@ -397,7 +397,7 @@ func TestNoWaitFailsWhenLocked(t *testing.T) {
 }
 
 func TestMovedFeedGetsItsNewURL(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{
 			{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://old.example/feed"},
@@ -426,7 +426,7 @@ func TestMovedFeedGetsItsNewURL(t *testing.T) {
 }
 
 func TestBytesSavedAndSameBodyCounted(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	r := run(t, st, t0, fetchRec("A", func(f *ndjson.Fetch) { f.HTTPStatus, f.NotModified, f.BytesSaved = 304, true, 5000 })+
 		fetchRec("B", func(f *ndjson.Fetch) { f.Unchanged, f.BodySHA256, f.ContentLength = true, "abc", 7000 }))
 	if r.sum.BytesSaved != 5000 || r.sum.NotModified != 1 || r.sum.SameBody != 1 {
@@ -439,7 +439,7 @@ func TestBytesSavedAndSameBodyCounted(t *testing.T) {
 }
 
 func TestPageFetchRecordsLeaveStateAlone(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	run(t, st, t0, fetchRec("W", nil))
 	r := run(t, st, t0.Add(time.Hour), fetchRec("W", func(f *ndjson.Fetch) {
 		f.FetchID, f.FetchedAt = testids.Fetch("page1"), ndjson.At(t0.Add(time.Hour))
@@ -453,7 +453,7 @@ func TestPageFetchRecordsLeaveStateAlone(t *testing.T) {
 }
 
 func TestNewEntriesOfAWebsiteCountForItsFetch(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	// Scraped entries point at the pages they came from, not at the
 	// website's own fetch.
 	e1 := strings.Replace(entry("W", "u1", "h1", "One"), `"fetch_id":"`+testids.Fetch("F-W")+`"`, `"fetch_id":"`+testids.Fetch("page1")+`"`, 1)
@@ -512,7 +512,7 @@ func TestValidatorsOnlyFromBodiesRead(t *testing.T) {
 		}, `"v1"`, "Sat, 21 Nov 2026 09:00:00 GMT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			if r := run(t, st, t0, fetchRec("A", nil)); r.err != nil {
 				t.Fatal(r.err)
 			}
@@ -553,12 +553,12 @@ func TestUnreadBodyNotStored(t *testing.T) {
 			func(f *ndjson.Fetch) { f.Scrape = &ndjson.Scrape{Mode: ndjson.ModeList} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := storage.Open(t.TempDir())
+			st, _ := storedir.Open(t.TempDir())
 			var logs bytes.Buffer
 			rec := func(read bool) string {
 				return fetchRec("A", func(f *ndjson.Fetch) {
 					f.Due.SourceType, f.Due.URL, f.Parse = tc.source, "https://a.example/feed", nil
-					f.BodyRef = &ndjson.BlobRef{Storage: storage.RawStorage, Key: key}
+					f.BodyRef = &ndjson.BlobRef{Storage: storedir.RawStorage, Key: key}
 					if read {
 						tc.read(f)
 					}
@@ -592,7 +592,7 @@ func TestUnreadBodyNotStored(t *testing.T) {
 // the catalog, writes nothing to entries/ or events/, and a replay of the
 // same fetch counts nothing twice.
 func TestSightingsCountedNotStored(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	cycle := func(fetchID string, at time.Time) (deduped string) {
 		t.Helper()
 		in := entry("A", "u1", "h1", "One") + entry("A", "u2", "h2", "Two") + fetchRec("A", func(f *ndjson.Fetch) {
@@ -610,8 +610,8 @@ func TestSightingsCountedNotStored(t *testing.T) {
 		return out.String()
 	}
 	cycle("first", t0)
-	entriesBefore, _ := st.ReadFile(storage.DayFile(storage.DirEntries, t0))
-	eventsBefore, _ := st.ReadFile(storage.DayFile(storage.DirEvents, t0))
+	entriesBefore, _ := st.ReadFile(storedir.DayFile(storedir.DirEntries, t0))
+	eventsBefore, _ := st.ReadFile(storedir.DayFile(storedir.DirEvents, t0))
 
 	later := t0.Add(3 * time.Hour)
 	out := cycle("second", later)
@@ -622,8 +622,8 @@ func TestSightingsCountedNotStored(t *testing.T) {
 		t.Errorf("the fetch record does not name the unchanged entries:\n%s", out)
 	}
 	cycle("second", later) // a replay
-	entriesAfter, _ := st.ReadFile(storage.DayFile(storage.DirEntries, t0))
-	eventsAfter, _ := st.ReadFile(storage.DayFile(storage.DirEvents, t0))
+	entriesAfter, _ := st.ReadFile(storedir.DayFile(storedir.DirEntries, t0))
+	eventsAfter, _ := st.ReadFile(storedir.DayFile(storedir.DirEvents, t0))
 	if !bytes.Equal(entriesBefore, entriesAfter) || !bytes.Equal(eventsBefore, eventsAfter) {
 		t.Errorf("a sighting wrote to the taps")
 	}
@@ -641,7 +641,7 @@ func TestSightingsCountedNotStored(t *testing.T) {
 // bus_ack, which acknowledges them on their stream once passed on: their
 // events come out before it, while the input is still open.
 func TestBusAckFollowsItsEntries(t *testing.T) {
-	st, _ := storage.Open(t.TempDir())
+	st, _ := storedir.Open(t.TempDir())
 	editSubs(t, st, func([]ndjson.Subscription) ([]ndjson.Subscription, error) {
 		return []ndjson.Subscription{{Header: ndjson.Head(ndjson.TypeSubscription), FeedID: testids.Feed("A"), URL: "https://a.example/feed"}}, nil
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/plural"
 	"github.com/feedpipe/feedpipe/internal/sched"
 	"github.com/feedpipe/feedpipe/internal/stats"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -223,7 +223,7 @@ func changeStates(cfg Config, refs []string, change func(ndjson.Subscription, *c
 	for k, i := range indexes {
 		picked[k] = subs[i]
 	}
-	unlock, err := cfg.Store.Lock(storage.StoreLock, true, func() {
+	unlock, err := cfg.Store.Lock(storedir.StoreLock, true, func() {
 		fmt.Fprintf(cfg.Msg, "feed-sub: waiting for the store lock: feed-store is writing\n")
 	})
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/safetext"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -35,7 +35,7 @@ const (
 
 // Config is everything feed-sub touches.
 type Config struct {
-	Store   *storage.Store
+	Store   *storedir.Store
 	Catalog *catalog.Catalog // the store's catalog; nil: opened for each call
 	Out     io.Writer        // data: ls and export output, ids of added feeds
 	Msg     io.Writer        // messages for the person at the terminal

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 // Main runs the tests of m with a configuration directory of their own
@@ -31,9 +31,9 @@ func Main(m *testing.M) {
 
 // Store is a new store in a temporary directory and its catalog, closed
 // when the test ends.
-func Store(t testing.TB) (*storage.Store, *catalog.Catalog) {
+func Store(t testing.TB) (*storedir.Store, *catalog.Catalog) {
 	t.Helper()
-	st, err := storage.Open(t.TempDir())
+	st, err := storedir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

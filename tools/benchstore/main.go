@@ -1,6 +1,6 @@
 // Command benchstore builds a synthetic feedpipe store for scripts/bench-store:
 // N entries across F feeds in the store's own formats, written through
-// internal/storage and internal/catalog: the subscription log and the
+// internal/storedir and internal/catalog: the subscription log and the
 // catalog's subscriptions, every feed's state, the entries/ day files and
 // the catalog's index of them (entries, versions, links), in minutes
 // rather than the days a pipeline would take. It can also write parse
@@ -42,7 +42,7 @@ import (
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/ids"
 	"github.com/feedpipe/feedpipe/internal/sched"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -176,7 +176,7 @@ func (g *gen) entry(feedID string, f, k, v int) ndjson.Entry {
 
 // build writes the whole store.
 func (g *gen) build(root string, log io.Writer) error {
-	st, err := storage.Open(root)
+	st, err := storedir.Open(root)
 	if err != nil {
 		return err
 	}
@@ -313,12 +313,12 @@ type day struct {
 func (g *gen) dayFiles() []dayRange {
 	var days []dayRange
 	for j := 0; j < g.entries; {
-		key := storage.DayFile(storage.DirEntries, g.firstSeen(j))
+		key := storedir.DayFile(storedir.DirEntries, g.firstSeen(j))
 		// The day's entries: first_seen before the next midnight.
 		lo, hi := j, g.entries
 		for lo < hi {
 			m := (lo + hi) / 2
-			if storage.DayFile(storage.DirEntries, g.firstSeen(m)) == key {
+			if storedir.DayFile(storedir.DirEntries, g.firstSeen(m)) == key {
 				lo = m + 1
 			} else {
 				hi = m
@@ -334,7 +334,7 @@ func (g *gen) dayFiles() []dayRange {
 // day by day, in order, each day's lines made by the workers meanwhile,
 // appended to its file, then handed to the catalog. last is set to the
 // end of the last file written.
-func (g *gen) entryDays(st *storage.Store, feedIDs []string, last *catalog.Checkpoint, say func(string, ...any)) func() ([]catalog.Located, error) {
+func (g *gen) entryDays(st *storedir.Store, feedIDs []string, last *catalog.Checkpoint, say func(string, ...any)) func() ([]catalog.Located, error) {
 	days := g.dayFiles()
 	type job struct {
 		d    dayRange
@@ -370,7 +370,7 @@ func (g *gen) entryDays(st *storage.Store, feedIDs []string, last *catalog.Check
 		if d.err != nil {
 			return nil, d.err
 		}
-		off, err := st.AppendLines(d.key, d.lines, storage.Lazy)
+		off, err := st.AppendLines(d.key, d.lines, storedir.Lazy)
 		if err != nil {
 			return nil, err
 		}
@@ -389,7 +389,7 @@ func (g *gen) entryDays(st *storage.Store, feedIDs []string, last *catalog.Check
 // them.
 func (g *gen) makeDay(feedIDs []string, r dayRange) *day {
 	d := &day{dayRange: r}
-	name := strings.TrimSuffix(strings.TrimPrefix(d.key, storage.DirEntries+"/"), ".ndjson")
+	name := strings.TrimSuffix(strings.TrimPrefix(d.key, storedir.DirEntries+"/"), ".ndjson")
 	entries := make([]ndjson.Entry, d.upto-d.from)
 	d.entries = make([]catalog.Located, 0, len(entries))
 	for j := d.from; j < d.upto; j++ {
@@ -493,7 +493,7 @@ func writeLine(w io.Writer, v any) error {
 
 // openCatalog opens the catalog of the store at root, which must exist.
 func openCatalog(root string) (*catalog.Catalog, error) {
-	st, err := storage.Open(root)
+	st, err := storedir.Open(root)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/parse"
-	"github.com/feedpipe/feedpipe/internal/storage"
+	"github.com/feedpipe/feedpipe/internal/storedir"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	st, err := storage.Open(filepath.Join(dir, "store"))
+	st, err := storedir.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package storage
+package storedir
 
 // FreeBytes is the space left on the store's file system: -1, unknown, on
 // a system without statfs(2).

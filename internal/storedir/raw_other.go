@@ -1,6 +1,6 @@
 //go:build !linux
 
-package storage
+package storedir
 
 // writeNew writes a payload file at path whole or not at all, without a
 // sync (Store.Sync makes it durable).

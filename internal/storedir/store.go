@@ -1,7 +1,7 @@
-// Package storage reads and writes feedpipe's store: one directory of NDJSON
+// Package storedir reads and writes feedpipe's store: one directory of NDJSON
 // logs, zstd payloads and small index files, laid out as docs/store.md
 // says (docs/design.md#store).
-package storage
+package storedir
 
 import (
 	"errors"
