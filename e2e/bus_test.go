@@ -427,28 +427,44 @@ func (e *busEnv) checkServe() {
 	}
 }
 
+// startCycle starts three workers, w1 to w3, and a coordinator's one
+// cycle, which waitCycle waits for.
+func (e *busEnv) startCycle() *exec.Cmd {
+	e.t.Helper()
+	for _, w := range []string{"w1", "w2", "w3"} {
+		e.startWorker(w)
+	}
+	coord := e.loopCmd("coordinator", "coordinator", "--once")
+	if err := coord.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return coord
+}
+
+// waitCycle waits for the coordinator's cycle to end, fails the test
+// unless it ended well, and returns its log.
+func (e *busEnv) waitCycle(coord *exec.Cmd) []byte {
+	e.t.Helper()
+	coord.Wait()
+	log, _ := os.ReadFile(filepath.Join(e.dir, "coordinator.log"))
+	if coord.ProcessState.ExitCode() != 0 {
+		e.t.Fatalf("coordinator: %v\n%s", coord.ProcessState, log)
+	}
+	return log
+}
+
 // TestBusKillWorker: a worker killed (SIGKILL, its whole pipeline) in the
 // middle of a cycle loses nothing: the others, or it once restarted, take
 // over what it held; only feeds it held were fetched twice; every entry
 // is stored once.
 func TestBusKillWorker(t *testing.T) {
 	e := newBusEnv(t)
-	for _, w := range []string{"w1", "w2", "w3"} {
-		e.startWorker(w)
-	}
-	coord := e.loopCmd("coordinator", "coordinator", "--once")
-	if err := coord.Start(); err != nil {
-		t.Fatal(err)
-	}
+	coord := e.startCycle()
 	e.waitRequests(e.feeds / 3)
 	kill(e.workers["w2"])
 	held := e.inHand("w2")
 	e.startWorker("w2")
-	coord.Wait()
-	log, _ := os.ReadFile(filepath.Join(e.dir, "coordinator.log"))
-	if coord.ProcessState.ExitCode() != 0 {
-		t.Fatalf("coordinator: %v\n%s", coord.ProcessState, log)
-	}
+	e.waitCycle(coord)
 	if len(held) == 0 {
 		t.Error("w2 held nothing when it was killed: the test killed it too early or too late")
 	}
@@ -463,13 +479,7 @@ func TestBusKillWorker(t *testing.T) {
 // feed is put on the bus, nor fetched, twice.
 func TestBusKillCoordinator(t *testing.T) {
 	e := newBusEnv(t)
-	for _, w := range []string{"w1", "w2", "w3"} {
-		e.startWorker(w)
-	}
-	coord := e.loopCmd("coordinator", "coordinator", "--once")
-	if err := coord.Start(); err != nil {
-		t.Fatal(err)
-	}
+	coord := e.startCycle()
 	// Kill it once it has stored some of the cycle.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -502,22 +512,12 @@ func TestBusRedisRestart(t *testing.T) {
 	// still being fetched to another worker, a second fetch this test
 	// counts as a fault. Exec takes the last of a repeated variable.
 	e.env = append(e.env, "FEEDPIPE_BUS_TAKEOVER=30s")
-	for _, w := range []string{"w1", "w2", "w3"} {
-		e.startWorker(w)
-	}
-	coord := e.loopCmd("coordinator", "coordinator", "--once")
-	if err := coord.Start(); err != nil {
-		t.Fatal(err)
-	}
+	coord := e.startCycle()
 	e.waitRequests(e.feeds / 3)
 	e.redis.Kill()
 	time.Sleep(2 * time.Second)
 	e.redis.Start()
-	coord.Wait()
-	log, _ := os.ReadFile(filepath.Join(e.dir, "coordinator.log"))
-	if coord.ProcessState.ExitCode() != 0 {
-		t.Fatalf("coordinator: %v\n%s", coord.ProcessState, log)
-	}
+	log := e.waitCycle(coord)
 	e.checkOnce(nil)
 	e.checkStored(e.feeds * 10)
 	w1, _ := os.ReadFile(filepath.Join(e.dir, "w1.log"))
