@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,21 +11,13 @@ import (
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
-	"github.com/feedpipe/feedpipe/internal/storedir"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testids"
 )
 
 func cacheServer(t *testing.T) *Server {
 	t.Helper()
-	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	_, cat := testenv.Store(t)
 	return &Server{cat: cat, changes: changeTracker{cat: cat}}
 }
 
