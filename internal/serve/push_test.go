@@ -128,15 +128,7 @@ func TestWebSub(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := sub.PushOptions{PublicURL: w.api.URL, Client: httpx.New(httpx.Options{AllowPrivate: true})}
-	sync := func() sub.PushReport {
-		t.Helper()
-		rep, err := sub.PushSync(context.Background(), cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	sync := func() sub.PushReport { t.Helper(); return w.pushSync(cfg, w.api.URL) }
 	next := func(kind string) websubtest.Event {
 		t.Helper()
 		e, err := hub.Next(5 * time.Second)
@@ -426,15 +418,8 @@ func TestWebSubHubMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.cycle(clk.Now())
-	opts := sub.PushOptions{PublicURL: w.api.URL, Client: httpx.New(httpx.Options{AllowPrivate: true})}
-	sync := func() sub.PushReport {
-		t.Helper()
-		rep, err := sub.PushSync(context.Background(), cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	public := w.api.URL
+	sync := func() sub.PushReport { t.Helper(); return w.pushSync(cfg, public) }
 	expect := func(h *websubtest.Hub, kind string) {
 		t.Helper()
 		if e, err := h.Next(5 * time.Second); err != nil || e.Kind != kind {
@@ -456,7 +441,7 @@ func TestWebSubHubMoves(t *testing.T) {
 		t.Errorf("subscriptions at a %v, at b %v", a.Subs(self), b.Subs(self))
 	}
 	// A public URL of another name: subscribed anew under it.
-	opts.PublicURL = strings.Replace(w.api.URL, "127.0.0.1", "localhost", 1)
+	public = strings.Replace(w.api.URL, "127.0.0.1", "localhost", 1)
 	if rep := sync(); rep.Unsubscribed != 1 || rep.Subscribed != 1 {
 		t.Fatalf("after the public URL changed: %+v", rep)
 	}
@@ -471,7 +456,19 @@ func TestWebSubHubMoves(t *testing.T) {
 	if slices.Sort(kinds); strings.Join(kinds, " ") != "unsubscribed verified" {
 		t.Errorf("hub b: %v", kinds)
 	}
-	if subs := b.Subs(self); len(subs) != 1 || !strings.HasPrefix(subs[0].Callback, opts.PublicURL+"/websub/") {
+	if subs := b.Subs(self); len(subs) != 1 || !strings.HasPrefix(subs[0].Callback, public+"/websub/") {
 		t.Errorf("at b: %+v", subs)
 	}
+}
+
+// pushSync runs feed-sub push sync with the public URL publicURL (the
+// world's feed-serve), failing the test on an error.
+func (w *world) pushSync(cfg sub.Config, publicURL string) sub.PushReport {
+	w.t.Helper()
+	opts := sub.PushOptions{PublicURL: publicURL, Client: httpx.New(httpx.Options{AllowPrivate: true})}
+	rep, err := sub.PushSync(context.Background(), cfg, opts)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return rep
 }
