@@ -53,7 +53,7 @@ func TestFullDiskFailsCleanlyAndCatchesUp(t *testing.T) {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
 	out, stderr, err := run("ulimit -f 64 && exec feed-store")
-	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "feed-store: error: storage: append to entries/") || !strings.Contains(stderr, "file too large") {
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "feed-store: error: store: append to entries/") || !strings.Contains(stderr, "file too large") {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
 	if out != "" {

@@ -301,7 +301,7 @@ func readOnlyError(app *cli.App, err error) error {
 		return err
 	}
 	root, _ := app.Metadata[metaStore].(string)
-	return Usagef("storage: cannot write to the store %s: SQLite may not write its catalog there (%v), which every command needs, one that only reads too (the catalog's WAL index)", root, coded)
+	return Usagef("cannot write to the store %s: SQLite may not write its catalog there (%v), which every command needs, one that only reads too (the catalog's WAL index)", root, coded)
 }
 
 // status is the exit status err calls for.

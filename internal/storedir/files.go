@@ -40,15 +40,15 @@ func (s *Store) AppendLines(key string, data []byte, d Durability) (offset int64
 		// A write cut short (a full disk) leaves part of data behind:
 		// take it back, so that the file is as it was.
 		f.Truncate(size)
-		return 0, fmt.Errorf("storage: append to %s: %w", key, unwrapPathError(err))
+		return 0, fmt.Errorf("store: append to %s: %w", key, unwrapPathError(err))
 	}
 	if d == Durable {
 		if err := f.Sync(); err != nil {
-			return 0, fmt.Errorf("storage: sync %s: %w", key, unwrapPathError(err))
+			return 0, fmt.Errorf("store: sync %s: %w", key, unwrapPathError(err))
 		}
 	}
 	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("storage: close %s: %w", key, unwrapPathError(err))
+		return 0, fmt.Errorf("store: close %s: %w", key, unwrapPathError(err))
 	}
 	if size == 0 && d == Durable {
 		// A new file: make its name durable too.
@@ -76,7 +76,7 @@ func (s *Store) openAppend(key string) (*os.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return f, nil
 }
@@ -86,7 +86,7 @@ func (s *Store) openAppend(key string) (*os.File, error) {
 func cutTornTail(f *os.File, key string) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("storage: %w", err)
+		return 0, fmt.Errorf("store: %w", err)
 	}
 	size := st.Size()
 	if size == 0 {
@@ -97,7 +97,7 @@ func cutTornTail(f *os.File, key string) (int64, error) {
 	for end > 0 {
 		n := min(int64(len(buf)), end)
 		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
-			return 0, fmt.Errorf("storage: read end of %s: %w", key, err)
+			return 0, fmt.Errorf("store: read end of %s: %w", key, err)
 		}
 		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
 			end = end - n + int64(i) + 1
@@ -109,7 +109,7 @@ func cutTornTail(f *os.File, key string) (int64, error) {
 		return size, nil
 	}
 	if err := f.Truncate(end); err != nil {
-		return 0, fmt.Errorf("storage: cut the torn last line of %s: %w", key, unwrapPathError(err))
+		return 0, fmt.Errorf("store: cut the torn last line of %s: %w", key, unwrapPathError(err))
 	}
 	return end, nil
 }
@@ -135,16 +135,16 @@ func (s *Store) writeAtomic(key string, d Durability, fill func(io.Writer) error
 	}
 	dir := path.Dir(key)
 	if err := s.root.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	tmp, name, err := s.createTemp(key)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	fail := func(err error) error {
 		tmp.Close()
 		s.root.Remove(name)
-		return fmt.Errorf("storage: write %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: write %s: %w", key, unwrapPathError(err))
 	}
 	if err := fill(tmp); err != nil {
 		return fail(err)
@@ -159,7 +159,7 @@ func (s *Store) writeAtomic(key string, d Durability, fill func(io.Writer) error
 	}
 	if err := s.root.Rename(name, key); err != nil {
 		s.root.Remove(name)
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	if d == Durable {
 		return s.syncDir(dir)
@@ -170,11 +170,11 @@ func (s *Store) writeAtomic(key string, d Durability, fill func(io.Writer) error
 func (s *Store) syncDir(dir string) error {
 	d, err := s.root.Open(dir)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("storage: sync directory %s: %w", s.Path(dir), unwrapPathError(err))
+		return fmt.Errorf("store: sync directory %s: %w", s.Path(dir), unwrapPathError(err))
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func (s *Store) ReadLog(key string, from int64, fn func(ndjson.Line) error) (end
 		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("storage: %w", err)
+		return 0, 0, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
 	return readLog(f, key, from, func(_, _ int64, l ndjson.Line) error { return fn(l) })
@@ -218,7 +218,7 @@ func (s *Store) FollowLogs(dir, file string, offset int64, fn func(key string, s
 			continue
 		}
 		if err != nil {
-			return "", 0, fmt.Errorf("storage: %w", err)
+			return "", 0, fmt.Errorf("store: %w", err)
 		}
 		off, _, err := readLog(f, key, from, func(start, end int64, l ndjson.Line) error { return fn(key, start, end, l) })
 		f.Close()
@@ -235,12 +235,12 @@ func (s *Store) FollowLogs(dir, file string, offset int64, fn func(key string, s
 func (s *Store) ReadAt(key string, offset, length int64) ([]byte, error) {
 	f, err := s.open(key)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
 	b := make([]byte, length)
 	if _, err := f.ReadAt(b, offset); err != nil {
-		return nil, fmt.Errorf("storage: read %s at %d: %w", key, offset, err)
+		return nil, fmt.Errorf("store: read %s at %d: %w", key, offset, err)
 	}
 	return b, nil
 }
@@ -257,7 +257,7 @@ func (s *Store) ReadLogsSince(dir, file string, offset int64, fn func(key string
 // and ends.
 func readLog(f *os.File, key string, from int64, fn func(start, end int64, l ndjson.Line) error) (end int64, bad int, err error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return 0, 0, fmt.Errorf("storage: %w", err)
+		return 0, 0, fmt.Errorf("store: %w", err)
 	}
 	cr := &countingReader{r: f}
 	rd := ndjson.NewReader(cr)
@@ -269,7 +269,7 @@ func readLog(f *os.File, key string, from int64, fn func(start, end int64, l ndj
 		}
 		var le *ndjson.LineError
 		if err != nil && !errors.As(err, &le) {
-			return end, bad, fmt.Errorf("storage: read %s: %w", key, err)
+			return end, bad, fmt.Errorf("store: read %s: %w", key, err)
 		}
 		if line.Unterminated {
 			return end, bad, nil
@@ -305,7 +305,7 @@ func (s *Store) ReadLogLines(key string, fn func(start, end int64, l ndjson.Line
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
 	_, _, err = readLog(f, key, 0, fn)

@@ -13,7 +13,7 @@ import (
 func (s *Store) FreeBytes() (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.Root, &st); err != nil {
-		return 0, fmt.Errorf("storage: statfs %s: %w", s.Root, err)
+		return 0, fmt.Errorf("store: statfs %s: %w", s.Root, err)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }

@@ -16,7 +16,7 @@ func (s *Store) Rename(key, newKey string) error {
 		return err
 	}
 	if err := s.root.Rename(key, newKey); err != nil {
-		return fmt.Errorf("storage: rename %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: rename %s: %w", key, unwrapPathError(err))
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func (s *Store) lockFile(key string, wait bool) (unlock func(), err error) {
 	path := s.Path(key)
 	f, err := s.root.OpenFile(key, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("storage: lock: %w", err)
+		return nil, fmt.Errorf("store: lock: %w", err)
 	}
 	how := syscall.LOCK_EX
 	if !wait {
@@ -36,9 +36,9 @@ func (s *Store) lockFile(key string, wait bool) (unlock func(), err error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("storage: lock %s: %w", path, ErrLocked)
+			return nil, fmt.Errorf("store: lock %s: %w", path, ErrLocked)
 		}
-		return nil, fmt.Errorf("storage: lock %s: %w", path, err)
+		return nil, fmt.Errorf("store: lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
 }

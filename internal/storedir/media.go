@@ -39,18 +39,18 @@ func partialKey(id int64) string { return dirPartials + "/" + strconv.FormatInt(
 // holds and append to it.
 func (s *Store) OpenPartial(id int64) (*os.File, error) {
 	if id <= 0 {
-		return nil, fmt.Errorf("storage: %d is no download's id", id)
+		return nil, fmt.Errorf("store: %d is no download's id", id)
 	}
 	key := partialKey(id)
 	f, err := s.root.OpenFile(key, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := s.root.MkdirAll(dirPartials, 0o755); err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
+			return nil, fmt.Errorf("store: %w", err)
 		}
 		f, err = s.root.OpenFile(key, os.O_RDWR|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return f, nil
 }
@@ -58,7 +58,7 @@ func (s *Store) OpenPartial(id int64) (*os.File, error) {
 // RemovePartial deletes the partial file of download id, if there is one.
 func (s *Store) RemovePartial(id int64) error {
 	if err := s.remove(partialKey(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("storage: remove %s: %w", partialKey(id), unwrapPathError(err))
+		return fmt.Errorf("store: remove %s: %w", partialKey(id), unwrapPathError(err))
 	}
 	return nil
 }
@@ -86,19 +86,19 @@ func (s *Store) Partials() ([]int64, error) {
 func (s *Store) CommitMedia(f *os.File, id int64, sum string) (string, error) {
 	defer f.Close()
 	if !ndjson.IsSHA256(sum) {
-		return "", fmt.Errorf("storage: %q is no SHA-256: %w", sum, ErrBadKey)
+		return "", fmt.Errorf("store: %q is no SHA-256: %w", sum, ErrBadKey)
 	}
 	key := ndjson.MediaKey(sum)
 	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("storage: sync %s: %w", partialKey(id), unwrapPathError(err))
+		return "", fmt.Errorf("store: sync %s: %w", partialKey(id), unwrapPathError(err))
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("storage: close %s: %w", partialKey(id), unwrapPathError(err))
+		return "", fmt.Errorf("store: close %s: %w", partialKey(id), unwrapPathError(err))
 	}
 	dir := path.Dir(key)
 	if _, err := s.root.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("storage: %w", err)
+			return "", fmt.Errorf("store: %w", err)
 		}
 		if err := s.syncDir(DirMedia); err != nil {
 			return "", err
@@ -108,7 +108,7 @@ func (s *Store) CommitMedia(f *os.File, id int64, sum string) (string, error) {
 		return key, s.RemovePartial(id) // the same bytes, stored already
 	}
 	if err := s.root.Rename(partialKey(id), key); err != nil {
-		return "", fmt.Errorf("storage: %w", err)
+		return "", fmt.Errorf("store: %w", err)
 	}
 	return key, s.syncDir(dir)
 }
@@ -116,7 +116,7 @@ func (s *Store) CommitMedia(f *os.File, id int64, sum string) (string, error) {
 // OpenMedia opens the stored file whose SHA-256 is sum, for reading.
 func (s *Store) OpenMedia(sum string) (*os.File, error) {
 	if !ndjson.IsSHA256(sum) {
-		return nil, fmt.Errorf("storage: %q is no SHA-256: %w", sum, ErrBadKey)
+		return nil, fmt.Errorf("store: %q is no SHA-256: %w", sum, ErrBadKey)
 	}
 	return s.root.Open(ndjson.MediaKey(sum))
 }
@@ -153,7 +153,7 @@ func (s *Store) MediaFiles() ([]MediaFile, error) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("storage: %w", err)
+				return nil, fmt.Errorf("store: %w", err)
 			}
 			out = append(out, MediaFile{Key: key, SHA256: n, Size: info.Size()})
 		}
@@ -165,10 +165,10 @@ func (s *Store) MediaFiles() ([]MediaFile, error) {
 // that leaves it empty. A file already gone is not an error.
 func (s *Store) RemoveMedia(key string) error {
 	if !ndjson.IsMediaKey(key) {
-		return fmt.Errorf("storage: %q is not the key of a media file: %w", key, ErrBadKey)
+		return fmt.Errorf("store: %q is not the key of a media file: %w", key, ErrBadKey)
 	}
 	if err := s.remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: remove %s: %w", key, unwrapPathError(err))
 	}
 	s.remove(path.Dir(key)) // fails, as it should, unless empty
 	return nil

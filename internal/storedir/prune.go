@@ -32,12 +32,12 @@ func (s *Store) RawFiles() ([]RawFile, error) {
 		}
 		d, err := s.open(DirRaw + "/" + day)
 		if err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
+			return nil, fmt.Errorf("store: %w", err)
 		}
 		list, err := d.ReadDir(-1)
 		d.Close()
 		if err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
+			return nil, fmt.Errorf("store: %w", err)
 		}
 		for _, d := range list {
 			if d.IsDir() || !strings.HasSuffix(d.Name(), ".zst") {
@@ -48,7 +48,7 @@ func (s *Store) RawFiles() ([]RawFile, error) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("storage: %w", err)
+				return nil, fmt.Errorf("store: %w", err)
 			}
 			files = append(files, RawFile{Key: DirRaw + "/" + day + "/" + d.Name(), Day: day, Size: info.Size(), ModTime: info.ModTime()})
 		}
@@ -69,7 +69,7 @@ func (s *Store) Size(key string) int64 {
 // empty (a day of raw/). A file already gone is not an error.
 func (s *Store) Remove(key string) error {
 	if err := s.remove(key); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: remove %s: %w", key, unwrapPathError(err))
 	}
 	if dir := path.Dir(key); path.Dir(dir) == DirRaw {
 		s.remove(dir) // fails, as it should, unless empty

@@ -46,7 +46,7 @@ func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (k
 	}
 	enc, _, err := s.codecs()
 	if err != nil {
-		return "", "", fmt.Errorf("storage: zstd: %w", err)
+		return "", "", fmt.Errorf("store: zstd: %w", err)
 	}
 	buf := rawBuffers.Get().(*[]byte)
 	defer func() {
@@ -68,7 +68,7 @@ func (s *Store) putRaw(at time.Time, body []byte, look func(sum string) bool) (k
 // again. A payload stored at key already is kept.
 func (s *Store) PutRawEncoded(key string, compressed []byte) error {
 	if !ndjson.IsRawKey(key) {
-		return fmt.Errorf("storage: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
+		return fmt.Errorf("store: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
 	}
 	if _, err := s.root.Stat(key); err == nil {
 		return nil
@@ -90,11 +90,11 @@ var ErrRawTooLarge = errors.New("payload over the size limit")
 // have the shape PutRaw gives it (ndjson.IsRawKey).
 func (s *Store) GetRaw(key string, max int64) ([]byte, error) {
 	if !ndjson.IsRawKey(key) {
-		return nil, fmt.Errorf("storage: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
+		return nil, fmt.Errorf("store: %q is not the key of a payload (raw/YYYY-MM-DD/<sha256>.zst): %w", key, ErrBadKey)
 	}
 	compressed, err := s.root.ReadFile(key)
 	if err != nil {
-		return nil, fmt.Errorf("storage: read payload %s: %w", key, unwrapPathError(err))
+		return nil, fmt.Errorf("store: read payload %s: %w", key, unwrapPathError(err))
 	}
 	return s.decodeRaw(key, compressed, max)
 }
@@ -104,7 +104,7 @@ func (s *Store) GetRaw(key string, max int64) ([]byte, error) {
 func (s *Store) GetRawFile(path string, max int64) ([]byte, error) {
 	compressed, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("storage: read payload %s: %w", path, unwrapPathError(err))
+		return nil, fmt.Errorf("store: read payload %s: %w", path, unwrapPathError(err))
 	}
 	return s.decodeRaw(path, compressed, max)
 }
@@ -112,14 +112,14 @@ func (s *Store) GetRawFile(path string, max int64) ([]byte, error) {
 func (s *Store) decodeRaw(key string, compressed []byte, max int64) ([]byte, error) {
 	_, dec, err := s.codecs()
 	if err != nil {
-		return nil, fmt.Errorf("storage: zstd: %w", err)
+		return nil, fmt.Errorf("store: zstd: %w", err)
 	}
 	body, err := dec.DecodeAll(compressed, nil)
 	if err != nil {
-		return nil, fmt.Errorf("storage: decode payload %s: %w", key, err)
+		return nil, fmt.Errorf("store: decode payload %s: %w", key, err)
 	}
 	if max > 0 && int64(len(body)) > max {
-		return nil, fmt.Errorf("storage: payload %s: %w (%d > %d bytes)", key, ErrRawTooLarge, len(body), max)
+		return nil, fmt.Errorf("store: payload %s: %w (%d > %d bytes)", key, ErrRawTooLarge, len(body), max)
 	}
 	return body, nil
 }

@@ -32,12 +32,12 @@ func (s *Store) writeNew(key string, data []byte) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		// A new day.
 		if err := s.root.MkdirAll(dirKey, 0o755); err != nil {
-			return fmt.Errorf("storage: %w", err)
+			return fmt.Errorf("store: %w", err)
 		}
 		dir, err = s.root.Open(dirKey)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	defer dir.Close()
 	dirfd := int(dir.Fd())
@@ -47,7 +47,7 @@ func (s *Store) writeNew(key string, data []byte) error {
 		return s.writeFileAtomic(key, data, Lazy)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", key, err)
+		return fmt.Errorf("store: write %s: %w", key, err)
 	}
 	closed := false
 	defer func() {
@@ -61,7 +61,7 @@ func (s *Store) writeNew(key string, data []byte) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("storage: write %s: %w", key, err)
+			return fmt.Errorf("store: write %s: %w", key, err)
 		}
 		rest = rest[n:]
 	}
@@ -76,12 +76,12 @@ func (s *Store) writeNew(key string, data []byte) error {
 		}
 		return s.writeFileAtomic(key, data, Lazy)
 	case err != nil:
-		return fmt.Errorf("storage: write %s: %w", key, err)
+		return fmt.Errorf("store: write %s: %w", key, err)
 	}
 	closed = true
 	if err := unix.Close(fd); err != nil {
 		s.root.Remove(key)
-		return fmt.Errorf("storage: write %s: %w", key, err)
+		return fmt.Errorf("store: write %s: %w", key, err)
 	}
 	return nil
 }

@@ -69,22 +69,22 @@ type Store struct {
 // not exist.
 func Open(root string) (*Store, error) {
 	if root == "" {
-		return nil, errors.New("storage: no store directory given (set --store or FEEDPIPE_STORE)")
+		return nil, errors.New("store: no store directory given (set --store or FEEDPIPE_STORE)")
 	}
 	_, err := os.Stat(root)
 	created := errors.Is(err, fs.ErrNotExist)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: cannot create %s: %w", root, unwrapPathError(err))
+		return nil, fmt.Errorf("store: cannot create %s: %w", root, unwrapPathError(err))
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("storage: cannot open the store %s: %w", root, unwrapPathError(err))
+		return nil, fmt.Errorf("store: cannot open the store %s: %w", root, unwrapPathError(err))
 	}
 	s := &Store{Root: root, Created: created, root: r}
 	for _, dir := range []string{DirRaw, DirFetches, DirEntries, DirEvents} {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
 			r.Close()
-			return nil, fmt.Errorf("storage: cannot create %s: %w", s.Path(dir), unwrapPathError(err))
+			return nil, fmt.Errorf("store: cannot create %s: %w", s.Path(dir), unwrapPathError(err))
 		}
 	}
 	return s, nil
@@ -103,7 +103,7 @@ var ErrBadKey = errors.New("not a key of a file in the store")
 // guard, should one ever not be.
 func checkKey(key string) error {
 	if key == "" || !filepath.IsLocal(key) || path.Clean(key) != key || strings.ContainsAny(key, "\\\x00") {
-		return fmt.Errorf("storage: %q: %w", key, ErrBadKey)
+		return fmt.Errorf("store: %q: %w", key, ErrBadKey)
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func checkKey(key string) error {
 func (s *Store) CheckWritable() error {
 	f, name, err := s.createTemp(".writable")
 	if err != nil {
-		return fmt.Errorf("storage: cannot write to the store %s: %w", s.Root, unwrapPathError(err))
+		return fmt.Errorf("cannot write to the store %s: %w", s.Root, unwrapPathError(err))
 	}
 	f.Close()
 	return s.root.Remove(name)
@@ -153,12 +153,12 @@ func (s *Store) list(key string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return nil, fmt.Errorf("storage: list %s: %w", key, unwrapPathError(err))
+		return nil, fmt.Errorf("store: list %s: %w", key, unwrapPathError(err))
 	}
 	slices.Sort(names)
 	return names, nil
@@ -185,7 +185,7 @@ func (s *Store) open(key string) (*os.File, error) {
 func (s *Store) Open(key string) (*os.File, error) {
 	f, err := s.open(key)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return f, nil
 }
@@ -211,7 +211,7 @@ func (s *Store) createTemp(base string) (*os.File, string, error) {
 		}
 		return f, name, err
 	}
-	return nil, "", fmt.Errorf("storage: no free temporary name beside %s", base)
+	return nil, "", fmt.Errorf("store: no free temporary name beside %s", base)
 }
 
 func (s *Store) codecs() (*zstd.Encoder, *zstd.Decoder, error) {
@@ -252,7 +252,7 @@ func (s *Store) remove(key string) error {
 // there is no error.
 func (s *Store) RemoveAll(key string) error {
 	if err := s.removeAll(key); err != nil {
-		return fmt.Errorf("storage: remove %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: remove %s: %w", key, unwrapPathError(err))
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (s *Store) CreatePrivate(key string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("storage: create %s: %w", key, unwrapPathError(err))
+		return fmt.Errorf("store: create %s: %w", key, unwrapPathError(err))
 	}
 	return f.Close()
 }

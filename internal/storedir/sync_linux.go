@@ -11,11 +11,11 @@ import (
 func (s *Store) Sync() error {
 	d, err := s.root.Open(".")
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	defer d.Close()
 	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("storage: sync %s: %w", s.Root, err)
+		return fmt.Errorf("store: sync %s: %w", s.Root, err)
 	}
 	return nil
 }
