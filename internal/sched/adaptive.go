@@ -331,7 +331,7 @@ func (r *run) adaptive(newCount int, prev time.Time) (time.Duration, Reason) {
 			base = t
 			in.TailCapSec = int(t)
 		}
-		gap = place(now, base, math.Max(r.lo.Seconds(), r.floor.Seconds()), hi, &pt)
+		gap = integrate(now, base, hi, &pt)
 		in.ProfileFactor = math.Round(gap/base*100) / 100
 		r.explainPattern(&pt, now)
 	} else {
