@@ -120,9 +120,8 @@ func oracleTimed(w *Workload, feeds []*feedRun, p sched.Params, budget float64) 
 // p_1 < … < p_N in a week, the items of (p_{i-1}, p_i] wait
 // ∫ λ(t)(p_i − t) dt, and moving p_i alone is best where
 // ∫_{p_{i-1}}^{p_i} λ = λ(p_i)·(p_{i+1} − p_i): the items waiting for the
-// poll balance those its move would make wait longer (Eckstein, Gal and
-// Reiner, INFORMS J. on Computing 2008, place the polls of a
-// non-homogeneous Poisson source by such conditions). oracle-opt starts
+// poll balance those its move would make wait longer (the derivative of
+// the wait by p_i; docs/scheduler.md §3). oracle-opt starts
 // from oracle-timed's week of polls (the same number per feed, so the
 // same budget) and moves each poll to its best place between its
 // neighbours, within the floors and the max interval, until no move
