@@ -49,9 +49,11 @@ Retry-After or a skip window). --json writes one NDJSON record per policy
 instead. It reads no store and uses no network.
 
 Policies: seed, adaptive, fixed:DURATION, oracle (knows each feed's true
-rate, 1/sqrt allocation: the yardstick) and oracle-timed (knows each
-feed's true rate by hour of the week, λ(t), and polls with a density
-sqrt(λ(t)) at the same budget). adaptive and the oracles spend a request
+rate, 1/sqrt allocation: the yardstick), oracle-timed (knows each feed's
+true rate by hour of the week, λ(t), and polls with a density sqrt(λ(t))
+at the same budget) and oracle-opt (the same polls, moved without jitter
+to where they make the items least late: the best placement with
+perfect knowledge). adaptive and the oracles spend a request
 budget: --budget N requests per feed-day, --budget-of POLICY (that
 policy's spend in this run), or per policy after @: adaptive@24,
 adaptive@fixed:1h, adaptive@0.4*fixed:15m. Default: as fixed 1h, 24.

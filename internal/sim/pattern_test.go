@@ -187,3 +187,65 @@ func TestTimedGap(t *testing.T) {
 		t.Errorf("a tiny scale: gap %.0f s, want the min", g)
 	}
 }
+
+// oracle-opt keeps oracle-timed's number of polls and moves them to
+// where they make the items least late: its week's wait is never longer
+// than sqrt(λ)'s, and in a simulation it spends the budget and finds the
+// items of patterned feeds sooner still.
+func TestOracleOpt(t *testing.T) {
+	// A feed posting on weekdays from 09:00 to 13:00 UTC, a little at
+	// night: the last poll of a day comes as its hours end.
+	o := &timed{lo: 300, hi: 86400}
+	for d := 1; d <= 5; d++ {
+		for h := range 24 {
+			v := 0.05
+			if h >= 9 && h < 13 {
+				v = 6
+			}
+			o.sq[d*24+h] = math.Sqrt(v)
+		}
+	}
+	s := 3600.0
+	x := &opt{lo: o.lo, hi: o.hi}
+	sqrtWeek := newOpt(o, s)
+	n := 0
+	t0 := shapeWeek.Unix()
+	for u := 0.0; u < optWeek; u += math.Max(o.gap(t0+int64(u), s), 1) {
+		n++
+	}
+	if len(sqrtWeek.polls) > n {
+		t.Errorf("oracle-opt plans %d polls a week, oracle-timed %d", len(sqrtWeek.polls), n)
+	}
+	// The same polls unmoved: sqrt(λ)'s week.
+	*x = *sqrtWeek
+	x.polls = nil
+	for u := 0.0; u < optWeek; u += math.Max(o.gap(t0+int64(u), s), 1) {
+		x.polls = append(x.polls, u)
+	}
+	if a, b := sqrtWeek.weekWait(), x.weekWait(); a > b {
+		t.Errorf("moved polls wait %.0f item-seconds a week, sqrt(λ)'s %.0f", a, b)
+	}
+	monday13 := 86400 + 13*3600.0
+	found := false
+	for _, p := range sqrtWeek.polls {
+		found = found || math.Abs(p-monday13) < 1
+	}
+	if !found {
+		t.Errorf("no poll as Monday's hours end (13:00): %v", sqrtWeek.polls)
+	}
+
+	cfg := Config{Seed: 1, Params: sched.Defaults()}
+	// Whole weeks: a schedule by the week spends its budget over weeks.
+	w := Generate(GenConfig{Seed: 5, Feeds: 150, Days: 14, Mix: "patterned", Plain: true})
+	res, err := SimulateAll(context.Background(), w, []string{"fixed:1h", "oracle-timed@fixed:1h", "oracle-opt@fixed:1h"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1, ot, op := res[0], res[1], res[2]
+	if math.Abs(op.RequestsPerFeedDay-f1.RequestsPerFeedDay)/f1.RequestsPerFeedDay > 0.03 {
+		t.Errorf("oracle-opt spent %.2f requests per feed-day on a budget of %.2f", op.RequestsPerFeedDay, f1.RequestsPerFeedDay)
+	}
+	if op.DelayMean > ot.DelayMean || op.Violations != 0 {
+		t.Errorf("oracle-opt mean %.1f, oracle-timed %.1f; %d violations", op.DelayMean, ot.DelayMean, op.Violations)
+	}
+}

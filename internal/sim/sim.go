@@ -127,17 +127,19 @@ func ParsePolicy(s string) (Policy, error) {
 	}
 	if !p.oracle() {
 		if _, err := sched.ParsePolicy(p.Base); err != nil || p.Base == "" {
-			return Policy{}, fmt.Errorf("sim: policy %q: want seed, adaptive, fixed:DURATION, oracle or oracle-timed", s)
+			return Policy{}, fmt.Errorf("sim: policy %q: want seed, adaptive, fixed:DURATION, oracle, oracle-timed or oracle-opt", s)
 		}
 	}
 	if (p.Budget > 0 || p.Of != "") && !p.budgeted() {
-		return Policy{}, fmt.Errorf("sim: policy %q: only adaptive, oracle and oracle-timed take a budget", s)
+		return Policy{}, fmt.Errorf("sim: policy %q: only adaptive and the oracles take a budget", s)
 	}
 	return p, nil
 }
 
 // oracle reports whether the policy is a yardstick, not the scheduler's.
-func (p Policy) oracle() bool { return p.Base == "oracle" || p.Base == "oracle-timed" }
+func (p Policy) oracle() bool {
+	return p.Base == "oracle" || p.Base == "oracle-timed" || p.Base == "oracle-opt"
+}
 
 // budgeted reports whether the policy spends a request budget.
 func (p Policy) budgeted() bool { return p.Base == "adaptive" || p.oracle() }
@@ -160,6 +162,7 @@ type feedRun struct {
 	delays     []float64
 	missed     int
 	timed      *timed // oracle-timed's schedule
+	opt        *opt   // oracle-opt's
 }
 
 // Simulate runs one policy over w. budget is the policy's request budget
@@ -199,6 +202,13 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 		oracle(w, feeds, p, budget)
 	case "oracle-timed":
 		timedScale = oracleTimed(w, feeds, p, budget)
+	case "oracle-opt":
+		// Polls at the schedule's times: jitter would move them off it.
+		p.Jitter = -1 // none (0 is the default)
+		s := oracleTimed(w, feeds, p, budget)
+		for _, fr := range feeds {
+			fr.opt, fr.timed = newOpt(fr.timed, s), nil
+		}
 	}
 	adaptive := pol.Base == "adaptive"
 	nextScale := start
@@ -252,6 +262,9 @@ func Simulate(ctx context.Context, w *Workload, pol Policy, p sched.Params, budg
 		if fr.timed != nil {
 			// The next poll after this one, as the true λ(t) places it.
 			fr.ov.Interval = time.Duration(fr.timed.gap(t.Unix(), timedScale) * float64(time.Second))
+		}
+		if fr.opt != nil {
+			fr.ov.Interval = time.Duration(fr.opt.gap(t.Unix()) * float64(time.Second))
 		}
 		perHour[int(t.Sub(start)/time.Hour)]++
 		if t.Before(end) {

@@ -234,6 +234,7 @@ func TestParsePolicy(t *testing.T) {
 		"adaptive@0.4*fixed:15m": {Name: "adaptive@0.4*fixed:15m", Base: "adaptive", Of: "fixed:15m", Factor: 0.4},
 		"oracle-timed":           {Name: "oracle-timed", Base: "oracle-timed", Factor: 1},
 		"oracle-timed@12":        {Name: "oracle-timed@12", Base: "oracle-timed", Budget: 12, Factor: 1},
+		"oracle-opt@fixed:1h":    {Name: "oracle-opt@fixed:1h", Base: "oracle-opt", Of: "fixed:1h", Factor: 1},
 	} {
 		got, err := ParsePolicy(in)
 		if err != nil || got != want {
