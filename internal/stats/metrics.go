@@ -146,7 +146,7 @@ func mediaFamilies(m catalog.MediaFigures) []Family {
 		return Family{Name: name, Type: "gauge", Help: help, Samples: []Sample{{Value: v}}}
 	}
 	return []Family{files,
-		byReason("feedpipe_media_refused_files", "Files refused, never tried again, by reason: too_large, wrong_type, no_type, robots_disallowed, address_refused, ...", m.Refused),
+		byReason("feedpipe_media_refused_files", "Files refused, never tried again, by reason: too_large, wrong_type, no_type, robots_disallowed, or the code of a private address not allowed (no request made).", m.Refused),
 		byReason("feedpipe_media_failed_files", "Files given up, by the reason of their last try: http_404, timeout, ... (a failure for now is tried again up to feed-media run --max-attempts).", m.Failed),
 		one("feedpipe_media_queued_due", "Queued files whose try is due: the downloads feed-media run has yet to start (alert when it stays high: nothing drains the queue, or the day's budget or the disk floor holds it).", float64(m.Due)),
 		one("feedpipe_media_stored_files", "Files in the store's media/, each once: entries that share a file share its copy.", float64(m.StoredFiles)),
