@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"image"
+	"image/png"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,7 +86,11 @@ func (w *world) media(t *testing.T) (media.StageSummary, media.DrainSummary) {
 // It runs a cycle and feed-media, and returns the image's bytes.
 func (w *world) mixedMedia(t *testing.T) (pic []byte) {
 	t.Helper()
-	pic = append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0}, 500)...)
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	pic = b.Bytes()
 	os.WriteFile(filepath.Join(w.www, "pic.png"), pic, 0o644)
 	os.WriteFile(filepath.Join(w.www, "wrong.png"), pic, 0o644)
 	os.WriteFile(filepath.Join(w.www, "big.mp3"), bytes.Repeat([]byte("ID3 too long "), 20000), 0o644)
