@@ -197,3 +197,39 @@ func TestBidiIsolated(t *testing.T) {
 		t.Errorf("without isolation the time is still right of the name (%.0f px): the check cannot fail", g)
 	}
 }
+
+// TestBrowserMedia: in a real browser, under the page's policy, an entry's
+// page shows the image feedpipe stored from this site's /media.
+func TestBrowserMedia(t *testing.T) {
+	bin := browsertest.Binary(t)
+	w := newWorld(t)
+	w.podcast(t)
+	w.mixedMedia(t)
+	var path string
+	for _, e := range w.storedEntries() {
+		if e.Title == "A picture" {
+			path = "/web/entries/" + e.FeedID + "/" + e.EntryUID
+		}
+	}
+	ctx, cancel := context.WithTimeout(browsertest.Start(t, bin), 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(w.api.URL+path)); err != nil {
+		t.Fatal(err)
+	}
+	// The image's size once it is decoded: 3x2, as stored; 0x0 if the
+	// policy or the route kept it from the page.
+	js := `(() => { const img = document.querySelector(".media img"); return img && img.complete ? img.naturalWidth + "x" + img.naturalHeight : ""; })()`
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == "3x2" {
+			return
+		}
+		if got != "" {
+			t.Fatalf("the stored image is %q in the page, want 3x2", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"image"
+	"image/png"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,21 +43,8 @@ func (w *world) podcast(t *testing.T) (ep []byte, epSum, notesSum string, e ndjs
 	}
 	w.ids["podcast.xml"] = s.FeedID
 	w.cycle(t0.Add(time.Hour))
-	ctx := context.Background()
-	var events bytes.Buffer
-	if _, _, err := w.st.ReadLogsSince(storedir.DirEvents, "", 0, func(_ string, l ndjson.Line) error {
-		events.Write(append(l.Raw, '\n'))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if sum, err := media.Run(ctx, media.Config{In: &events, Store: w.st, Catalog: w.cat}); err != nil || sum.Queued != 2 {
-		t.Fatalf("the stage: %+v, %v", sum, err)
-	}
-	sum, err := media.Drain(ctx, media.Config{Store: w.st, Catalog: w.cat, Client: httpx.New(httpx.Options{AllowPrivate: true}),
-		Limiter: httpx.NewLimiter(2, 0, nil), HostConcurrency: 2})
-	if err != nil || sum.Stored != 2 {
-		t.Fatalf("feed-media run: %+v, %v", sum, err)
+	if queued, sum := w.media(t); queued.Queued != 2 || sum.Stored != 2 {
+		t.Fatalf("the stage: %+v; feed-media run: %+v", queued, sum)
 	}
 	for _, x := range w.storedEntries() {
 		if x.FeedID == s.FeedID && x.Title == "Episode 1" {
@@ -64,6 +53,66 @@ func (w *world) podcast(t *testing.T) (ep []byte, epSum, notesSum string, e ndjs
 	}
 	d, n := sha256.Sum256(ep), sha256.Sum256(notes)
 	return ep, hex.EncodeToString(d[:]), hex.EncodeToString(n[:]), e
+}
+
+// media runs the feed-media stage over the store's events and feed-media
+// run, as feed-loop does after a cycle, and returns their summaries.
+func (w *world) media(t *testing.T) (media.StageSummary, media.DrainSummary) {
+	t.Helper()
+	ctx := context.Background()
+	var events bytes.Buffer
+	if _, _, err := w.st.ReadLogsSince(storedir.DirEvents, "", 0, func(_ string, l ndjson.Line) error {
+		events.Write(append(l.Raw, '\n'))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := media.Run(ctx, media.Config{In: &events, Store: w.st, Catalog: w.cat})
+	if err != nil {
+		t.Fatalf("the stage: %v", err)
+	}
+	sum, err := media.Drain(ctx, media.Config{Store: w.st, Catalog: w.cat, Client: httpx.New(httpx.Options{AllowPrivate: true}),
+		Limiter: httpx.NewLimiter(2, 0, nil), HostConcurrency: 2})
+	if err != nil {
+		t.Fatalf("feed-media run: %v", err)
+	}
+	return queued, sum
+}
+
+// mixedMedia subscribes the world, after podcast, to a feed whose media
+// end every way: an image of its content stored, the podcast's episode
+// stored again (one copy for both), an enclosure of a type the feed does
+// not take and one over its cap refused, one that is not there failed.
+// It runs a cycle and feed-media, and returns the image's bytes.
+func (w *world) mixedMedia(t *testing.T) (pic []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	pic = b.Bytes()
+	os.WriteFile(filepath.Join(w.www, "pic.png"), pic, 0o644)
+	os.WriteFile(filepath.Join(w.www, "wrong.png"), pic, 0o644)
+	os.WriteFile(filepath.Join(w.www, "big.mp3"), bytes.Repeat([]byte("ID3 too long "), 20000), 0o644)
+	u := w.feeds.URL
+	os.WriteFile(filepath.Join(w.www, "mixed.xml"), []byte(`<?xml version="1.0"?><rss version="2.0"><channel><title>Mixed</title><link>`+u+`/</link>
+<item><guid>m1</guid><title>A picture</title><link>`+u+`/m1</link><description>&lt;p&gt;See &lt;img src="`+u+`/pic.png" alt="a picture"&gt;&lt;/p&gt;</description>
+<enclosure url="`+u+`/wrong.png" type="audio/mpeg" length="1"/></item>
+<item><guid>m2</guid><title>Gone</title><link>`+u+`/m2</link><enclosure url="`+u+`/missing.mp3" type="audio/mpeg" length="1"/></item>
+<item><guid>m3</guid><title>Too long</title><link>`+u+`/m3</link><enclosure url="`+u+`/big.mp3" type="audio/mpeg" length="1"/></item>
+<item><guid>m4</guid><title>Episode 1 again</title><link>`+u+`/m4</link><enclosure url="`+u+`/ep.mp3" type="audio/mpeg" length="1"/></item>
+</channel></rss>`), 0o644)
+	s, _, err := sub.Add(sub.Config{Store: w.st, Catalog: w.cat, Out: io.Discard, Now: func() time.Time { return t0 }},
+		sub.Spec{URL: u + "/mixed.xml", Media: &ndjson.MediaSettings{Types: []string{"audio/*"}, MaxBytes: 200000, Images: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ids["mixed.xml"] = s.FeedID
+	w.cycle(t0.Add(2 * time.Hour))
+	if queued, sum := w.media(t); queued.Queued != 5 || sum.Stored != 2 || sum.Refused != 2 || sum.Failed != 1 {
+		t.Fatalf("the stage: %+v; feed-media run: %+v", queued, sum)
+	}
+	return pic
 }
 
 // TestMedia: GET /media/{sha256} serves a stored file with its type,

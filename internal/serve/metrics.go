@@ -345,7 +345,10 @@ func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
 func (m *metrics) refresh(now time.Time) error {
 	ctx := m.s.ctx
 	cat := m.s.cat
-	t := stats.NewTotals(ctx, cat)
+	t, err := stats.NewTotals(ctx, cat, now)
+	if err != nil {
+		return err
+	}
 	hist := *stats.LoadHistogram(ctx, cat)
 	if len(hist.Counts) != len(stats.DurationBounds())+1 {
 		hist.Counts = make([]uint64, len(stats.DurationBounds())+1)
@@ -357,7 +360,7 @@ func (m *metrics) refresh(now time.Time) error {
 		f.perFeedIntv, f.perFeedLabels, perFeedCounts = map[string][2]float64{}, map[string][2]string{}, map[string]catalog.FeedCounts{}
 	}
 	// One pass: the totals as stats.Compute makes them, and the rest.
-	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
+	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(feed *catalog.Feed) error {
 		fs := &feed.State
 		st := t.Add(feed, now)
 		lifecycle := "none"

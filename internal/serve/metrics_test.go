@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -32,79 +33,17 @@ func TestMetrics(t *testing.T) {
 	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("%d %v", r.status, r.header)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
-	if err != nil {
-		t.Fatalf("not the text format: %v\n%s", err, r.body)
-	}
-	// The textfile's figures, computed now from the same store.
-	tot, err := stats.Compute(context.Background(), w.cat, t0.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := stats.WriteMetrics(&text, tot, stats.LoadHistogram(context.Background(), w.cat)); err != nil {
-		t.Fatal(err)
-	}
-	// Every family and sample of the textfile is served, with its help,
-	// type, labels and value (the client writes numbers its own way).
-	wp := expfmt.NewTextParser(model.UTF8Validation)
-	written, err := wp.TextToMetricFamilies(bytes.NewReader(text.Bytes()))
-	if err != nil {
-		t.Fatalf("the textfile is not the text format: %v\n%s", err, text.String())
-	}
-	for _, name := range []string{"feedpipe_cycles_total", "feedpipe_last_cycle_count", "feedpipe_last_completed_cycle_end_timestamp_seconds", "sources_total"} {
+	families := parseMetrics(t, r.body)
+	written := w.servesTheTextfile(families, t0.Add(time.Minute))
+	for _, name := range []string{"feedpipe_cycles_total", "feedpipe_last_cycle_count", "feedpipe_last_completed_cycle_end_timestamp_seconds", "sources_total",
+		"feedpipe_media_files", "feedpipe_media_stored_bytes"} {
 		if written[name] == nil {
 			t.Errorf("the textfile has no %s", name)
 		}
 	}
-	for name, wf := range written {
-		sf := families[name]
-		if sf == nil {
-			if len(wf.Metric) > 0 {
-				t.Errorf("%s is not served", name)
-			}
-			continue
-		}
-		if sf.GetHelp() != wf.GetHelp() || sf.GetType() != wf.GetType() {
-			t.Errorf("%s: served as %s %q, written as %s %q", name, sf.GetType(), sf.GetHelp(), wf.GetType(), wf.GetHelp())
-		}
-		for _, wm := range wf.Metric {
-			if !slices.ContainsFunc(sf.Metric, func(sm *dto.Metric) bool { return sameSample(sm, wm) }) {
-				t.Errorf("%s: the textfile's sample %v is not served", name, wm)
-			}
-		}
-	}
 	value := func(name string, labels ...string) float64 {
 		t.Helper()
-		mf := families[name]
-		if mf == nil {
-			t.Fatalf("no %s", name)
-		}
-	metrics:
-		for _, m := range mf.Metric {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.Label {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-		t.Fatalf("no %s%v", name, labels)
-		return 0
+		return sampleValue(t, families, name, labels...)
 	}
 	for _, c := range []struct {
 		name   string
@@ -135,11 +74,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// Two hours later, nothing fetched: every feed is overdue and late.
 	w.s.cfg.Now = func() time.Time { return t0.Add(48 * time.Hour) }
-	p = expfmt.NewTextParser(model.UTF8Validation)
-	families, err = p.TextToMetricFamilies(bytes.NewReader(w.get("/metrics").body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	families = parseMetrics(t, w.get("/metrics").body)
 	if value("feedpipe_feeds_overdue") != 3 || value("feedpipe_freshness_ratio") != 0 {
 		t.Errorf("later: overdue %v, freshness %v", value("feedpipe_feeds_overdue"), value("feedpipe_freshness_ratio"))
 	}
@@ -205,6 +140,88 @@ func TestMetricsStale(t *testing.T) {
 	}
 }
 
+// parseMetrics reads an answer of /metrics: the Prometheus text format.
+func parseMetrics(t testing.TB, body []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("not the text format: %v\n%s", err, body)
+	}
+	return families
+}
+
+// servesTheTextfile checks that the families scraped have every family
+// and sample of the textfile the stages write (stats.WriteMetrics),
+// computed at now from the same store, with its help, type, labels and
+// value (the client writes numbers its own way); it returns the
+// textfile's families.
+func (w *world) servesTheTextfile(families map[string]*dto.MetricFamily, now time.Time) map[string]*dto.MetricFamily {
+	t := w.t
+	t.Helper()
+	tot, err := stats.Compute(context.Background(), w.cat, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := stats.WriteMetrics(&text, tot, stats.LoadHistogram(context.Background(), w.cat)); err != nil {
+		t.Fatal(err)
+	}
+	written := parseMetrics(t, text.Bytes())
+	for name, wf := range written {
+		sf := families[name]
+		if sf == nil {
+			if len(wf.Metric) > 0 {
+				t.Errorf("%s is not served", name)
+			}
+			continue
+		}
+		if sf.GetHelp() != wf.GetHelp() || sf.GetType() != wf.GetType() {
+			t.Errorf("%s: served as %s %q, written as %s %q", name, sf.GetType(), sf.GetHelp(), wf.GetType(), wf.GetHelp())
+		}
+		for _, wm := range wf.Metric {
+			if !slices.ContainsFunc(sf.Metric, func(sm *dto.Metric) bool { return sameSample(sm, wm) }) {
+				t.Errorf("%s: the textfile's sample %v is not served", name, wm)
+			}
+		}
+	}
+	return written
+}
+
+// sampleValue is the value of the sample of the family name with the
+// labels given (name, value, ...): a histogram's count.
+func sampleValue(t testing.TB, families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	mf := families[name]
+	if mf == nil {
+		t.Fatalf("no %s", name)
+	}
+metrics:
+	for _, m := range mf.Metric {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, lp := range m.Label {
+				if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+					found = true
+				}
+			}
+			if !found {
+				continue metrics
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return 0
+}
+
 // sameSample reports whether two samples have the same labels and value.
 func sameSample(a, b *dto.Metric) bool {
 	if len(a.Label) != len(b.Label) {
@@ -224,4 +241,44 @@ func sameSample(a, b *dto.Metric) bool {
 		return a.Histogram.GetSampleCount() == b.Histogram.GetSampleCount() && a.Histogram.GetSampleSum() == b.Histogram.GetSampleSum()
 	}
 	return false
+}
+
+// TestMediaMetrics: /metrics counts the files of feed-media's queue from
+// the catalog, as the textfile does: stored (files and bytes on disk,
+// each file once), refused and failed by reason, queued and due.
+func TestMediaMetrics(t *testing.T) {
+	w := newWorld(t)
+	ep, _, _, _ := w.podcast(t)
+	pic := w.mixedMedia(t)
+	notes := len("<html><script>alert(1)</script>notes</html>")
+	// A file queued and not yet tried: due at once.
+	if n, err := w.cat.QueueMedia(context.Background(), []catalog.MediaWant{{FeedID: w.ids["mixed.xml"], EntryUID: "later",
+		URL: w.feeds.URL + "/later.mp3", Kind: ndjson.MediaEnclosure}}, t0.Add(3*time.Hour)); err != nil || n != 1 {
+		t.Fatal(n, err)
+	}
+	families := parseMetrics(t, w.get("/metrics").body)
+	w.servesTheTextfile(families, t0.Add(3*time.Hour))
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		// The podcast's episode and notes, the mixed feed's image and
+		// the same episode.
+		{"feedpipe_media_files", []string{"state", "stored"}, 4},
+		{"feedpipe_media_files", []string{"state", "refused"}, 2},
+		{"feedpipe_media_files", []string{"state", "failed"}, 1},
+		{"feedpipe_media_files", []string{"state", "queued"}, 1},
+		{"feedpipe_media_refused_files", []string{"reason", "wrong_type"}, 1},
+		{"feedpipe_media_refused_files", []string{"reason", "too_large"}, 1},
+		{"feedpipe_media_failed_files", []string{"reason", "http_404"}, 1},
+		{"feedpipe_media_queued_due", nil, 1},
+		// The episode is stored once.
+		{"feedpipe_media_stored_files", nil, 3},
+		{"feedpipe_media_stored_bytes", nil, float64(len(ep) + notes + len(pic))},
+	} {
+		if got := sampleValue(t, families, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
 }

@@ -30,6 +30,11 @@ type policy struct {
 	// bus: it shows the Redis bus (bus.go), and is there only when the
 	// server has one (Config.Bus, feed-serve --redis).
 	bus bool
+	// embedded: the site's pages embed it (a stored file in an entry's
+	// page), so that with --auth reads a browser signed in to the site
+	// may read it too: its cookie is all the browser sends with an audio
+	// or img element. SameSite=Strict keeps it off another site's.
+	embedded bool
 }
 
 // The policies of the routes, by kind.
@@ -53,8 +58,9 @@ var (
 	// streamed is the event stream: it lasts as long as its client.
 	streamed = policy{stream: true}
 	// file is a stored file (/media), sent as it is read, in ranges: never
-	// compressed, never kept, waiting at no gate.
-	file = policy{stream: true}
+	// compressed, never kept, waiting at no gate; an entry's page plays
+	// or shows it.
+	file = policy{stream: true, embedded: true}
 	// health must answer when the server is busiest, and to anyone.
 	health = policy{open: true}
 	// busRead reads the bus's Redis, not the catalog, afresh each time:
@@ -127,7 +133,7 @@ func (p policy) compressed(gz func(http.Handler) http.HandlerFunc, h http.Handle
 // reader's own marks, a capped body, the cache or the read gate.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (rt.write || s.cfg.AuthReads && !rt.open) && !s.authorized(w, r, rt.write) {
+		if (rt.write || s.cfg.AuthReads && !rt.open) && !(rt.embedded && !rt.write && s.signedIn(r)) && !s.authorized(w, r, rt.write) {
 			return
 		}
 		if strings.Contains(r.URL.RawQuery, "reader=") && !s.readerAllowed(w, r, r.URL.Query().Get("reader")) {

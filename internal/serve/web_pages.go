@@ -14,6 +14,7 @@ import (
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/entrytext"
+	"github.com/feedpipe/feedpipe/internal/media"
 	"github.com/feedpipe/feedpipe/internal/stats"
 	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -372,6 +373,56 @@ func (s *Server) webRiver(w http.ResponseWriter, r *http.Request) {
 type entryPage struct {
 	entryView
 	FeedURL string
+	// Media are the files feed-media was asked for (the entry's
+	// enclosures, and images of its content); Enclosures are then those
+	// it was not asked for.
+	Media []mediaView
+}
+
+// mediaView is a file of an entry on its page: its stored copy, served
+// by GET /media/{sha256} from this site, played or shown where the page
+// may do so safely, beside the publisher's URL; or why it is not stored.
+type mediaView struct {
+	Kind   string // enclosure or image
+	URL    string // the publisher's, when it is an http(s) URL
+	State  string // queued, stored, refused or failed
+	Reason string // why not stored: a code (http_404, too_large, ...); its message can name the server's network, so never shown here
+	Href   string // the stored copy, /media/{sha256}; "" unless stored
+	Type   string
+	Bytes  int64
+	// Player is how the page shows the stored copy: audio, video, image,
+	// or "" (a link only): never for a type the route serves as a file
+	// to save (rawType), a page or script of this site.
+	Player string
+}
+
+// mediaViews are the entry's files as its page shows them.
+func mediaViews(files []catalog.MediaFile) []mediaView {
+	out := make([]mediaView, 0, len(files))
+	for _, f := range files {
+		v := mediaView{Kind: f.Kind, URL: httpURL(f.URL), State: f.State, Reason: f.Reason}
+		if f.SHA256 != "" && f.State == catalog.MediaStored {
+			v.Href, v.Type, v.Bytes = "/media/"+f.SHA256, f.ContentType, f.Bytes
+			v.Player = playerOf(f.ContentType)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// playerOf is the element that shows a stored file of the type ct:
+// audio, video or image (img), as the route serves it; "" for any other.
+func playerOf(ct string) string {
+	served, asFile := rawType(ct)
+	if asFile {
+		return ""
+	}
+	mt, _, _ := strings.Cut(served, "/")
+	switch mt = strings.ToLower(strings.TrimSpace(mt)); mt {
+	case "audio", "video", "image":
+		return mt
+	}
+	return ""
 }
 
 // webEntry is GET /web/entries/{id}/{uid}: an entry, its content
@@ -427,7 +478,19 @@ func (s *Server) webEntry(w http.ResponseWriter, r *http.Request) {
 			d.Authors = append(d.Authors, n)
 		}
 	}
+	files, err := s.cat.EntryMedia(ctx, id, uid)
+	if err != nil {
+		s.webError(w, r, err)
+		return
+	}
+	d.Media = mediaViews(files)
 	for _, enc := range e.Enclosures {
+		// An enclosure feed-media was asked for is among the media, as
+		// its row names it (pointEnclosures matches them alike).
+		abs := media.Absolute(enc.URL, e.CanonicalLink)
+		if slices.ContainsFunc(files, func(f catalog.MediaFile) bool { return f.Kind == ndjson.MediaEnclosure && f.URL == abs }) {
+			continue
+		}
 		if u := httpURL(enc.URL); u != "" {
 			d.Enclosures = append(d.Enclosures, ndjson.Enclosure{URL: u, Type: enc.Type, Length: enc.Length})
 		}

@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/url"
 	"os"
@@ -364,9 +367,11 @@ func TestWebNoToken(t *testing.T) {
 }
 
 // TestWebAuthReads: with --auth reads, the pages need signing in too, but
-// for the sign-in page and the style sheet.
+// for the sign-in page and the style sheet; a stored file the pages embed
+// needs the token or the site's session.
 func TestWebAuthReads(t *testing.T) {
 	w := newWorld(t, func(c *Config) { c.AuthReads = true })
+	_, sum, _, e := w.podcast(t)
 	if p := w.page("/web/river", 401); !strings.Contains(p, "--auth reads") || !strings.Contains(p, `name="next" value="/web/river"`) {
 		t.Errorf("the river without signing in:\n%s", p)
 	}
@@ -378,6 +383,30 @@ func TestWebAuthReads(t *testing.T) {
 	c := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
 	w.page("/web/river", 200, "Cookie", c)
 	w.page("/", 200, "Authorization", "Bearer "+testToken)
+	if p := w.page("/web/entries/"+e.FeedID+"/"+e.EntryUID, 200, "Cookie", c); !strings.Contains(p, `src="/media/`+sum+`"`) {
+		t.Errorf("the episode's page does not play its stored copy:\n%s", p)
+	}
+	for _, tc := range []struct {
+		name   string
+		header []string
+		want   int
+	}{
+		{"the site's session", []string{"Cookie", c}, 200},
+		{"the token", []string{"Authorization", "Bearer " + testToken}, 200},
+		{"nothing", nil, 401},
+		{"an ended session", []string{"Cookie", sessionCookie + "=nope"}, 401},
+	} {
+		if r := w.get("/media/"+sum, tc.header...); r.status != tc.want {
+			t.Errorf("/media with %s: %d, want %d", tc.name, r.status, tc.want)
+		}
+	}
+	// The session reads the stored files, not the rest of the API.
+	if r := w.get("/feeds", "Cookie", c); r.status != 401 {
+		t.Errorf("GET /feeds with the session's cookie: %d", r.status)
+	}
+	if r := w.do("POST", "/feeds", `{"url": "https://example.org/x.xml"}`, "Cookie", c, "Content-Type", "application/json"); r.status != 401 {
+		t.Errorf("a write with the session's cookie: %d", r.status)
+	}
 }
 
 // TestWebDashboardIsTheMetrics: the dashboard's totals are those of
@@ -391,5 +420,60 @@ func TestWebDashboardIsTheMetrics(t *testing.T) {
 	}
 	if d := w.page("/web/dashboard", 200); !strings.Contains(d, `<span class="big">`+fetches[1]+`</span> successful`) {
 		t.Errorf("the dashboard's successful fetches are not /metrics' %s", fetches[1])
+	}
+}
+
+// TestWebMedia: an entry's page shows the files feed-media stored for it
+// from this site, by GET /media/{sha256} (played, shown, or a link for a
+// type served as a file to save), each beside the publisher's URL, and
+// says why a file is not stored.
+func TestWebMedia(t *testing.T) {
+	w := newWorld(t)
+	ep, epSum, notesSum, _ := w.podcast(t)
+	pic := w.mixedMedia(t)
+	d := sha256.Sum256(pic)
+	picSum := hex.EncodeToString(d[:])
+	u := w.feeds.URL
+	paths := map[string]string{}
+	for _, e := range w.storedEntries() {
+		paths[e.Title] = "/web/entries/" + e.FeedID + "/" + e.EntryUID
+	}
+	for _, tc := range []struct {
+		title    string
+		want     []string
+		wantNone []string
+	}{
+		{"Episode 1", []string{`<audio controls preload="none" src="/media/` + epSum + `"></audio>`, `<a class="stored" href="/media/` + epSum + `">Stored copy</a> · audio/mpeg`,
+			`<a class="orig" href="` + u + `/ep.mp3" rel="noopener noreferrer nofollow" target="_blank">original ↗</a>`}, []string{`class="enclosures"`}},
+		// A page is a file to save: a link, never shown.
+		{"Notes", []string{`<a class="stored" href="/media/` + notesSum + `">Stored copy</a> · text/html`, `href="` + u + `/notes.html"`},
+			[]string{"<audio", "<video", `<img src="/media/`, "<script"}},
+		{"A picture", []string{`<img src="/media/` + picSum + `" alt="" loading="lazy">`, `href="` + u + `/pic.png"`,
+			`enclosure refused (wrong_type) · <a class="orig" href="` + u + `/wrong.png"`}, nil},
+		{"Gone", []string{`enclosure failed (http_404) · <a class="orig" href="` + u + `/missing.mp3"`}, []string{"/media/"}},
+		{"Too long", []string{"enclosure refused (too_large)"}, []string{"/media/"}},
+		// The same episode: the one copy.
+		{"Episode 1 again", []string{`<audio controls preload="none" src="/media/` + epSum + `"></audio>`}, nil},
+	} {
+		if paths[tc.title] == "" {
+			t.Fatalf("no entry %q", tc.title)
+		}
+		p := w.page(paths[tc.title], 200)
+		for _, want := range tc.want {
+			if !strings.Contains(p, want) {
+				t.Errorf("%s: the page has no %q:\n%s", tc.title, want, p)
+			}
+		}
+		for _, bad := range tc.wantNone {
+			if strings.Contains(p, bad) {
+				t.Errorf("%s: the page has %q:\n%s", tc.title, bad, p)
+			}
+		}
+	}
+	// The links to the stored copies are the route's: it serves them.
+	for sum, want := range map[string][]byte{epSum: ep, picSum: pic} {
+		if r := w.get("/media/" + sum); r.status != 200 || !bytes.Equal(r.body, want) {
+			t.Errorf("/media/%s: %d, %d bytes", sum, r.status, len(r.body))
+		}
 	}
 }

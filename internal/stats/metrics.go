@@ -102,6 +102,7 @@ func Families(t Totals, h *Histogram) []Family {
 		one("feedpipe_bytes_saved_total", "counter", "Body bytes that conditional GET (304) spared.", float64(c.BytesSaved)),
 		{Name: "fetch_duration_seconds", Type: "histogram", Help: "How long fetches took, body included.", Hist: h},
 	}
+	out = append(out, mediaFamilies(t.Media)...)
 	hb := t.Heartbeat
 	if hb == nil {
 		return out
@@ -123,6 +124,34 @@ func Families(t Totals, h *Histogram) []Family {
 		counts.Samples = append(counts.Samples, Sample{name, float64(last.Counts[name])})
 	}
 	return append(out, completed, counts)
+}
+
+// mediaFamilies are the figures of feed-media's queue (README, "Media"):
+// what is stored and its bytes, what was refused or failed and why, and
+// what waits.
+func mediaFamilies(m catalog.MediaFigures) []Family {
+	files := Family{Name: "feedpipe_media_files", Type: "gauge", Label: "state",
+		Help: "Files the entries of feeds with media ask for, by state: queued (to download, or to try again), stored, refused (it breaks the feed's settings or the rules), failed (it cannot be had). A file two entries ask for counts twice."}
+	for _, state := range []string{catalog.MediaQueued, catalog.MediaStored, catalog.MediaRefused, catalog.MediaFailed} {
+		files.Samples = append(files.Samples, Sample{state, float64(m.Files[state])})
+	}
+	byReason := func(name, help string, reasons map[string]int) Family {
+		f := Family{Name: name, Type: "gauge", Label: "reason", Help: help}
+		for _, r := range sortedKeys(reasons) {
+			f.Samples = append(f.Samples, Sample{r, float64(reasons[r])})
+		}
+		return f
+	}
+	one := func(name, help string, v float64) Family {
+		return Family{Name: name, Type: "gauge", Help: help, Samples: []Sample{{Value: v}}}
+	}
+	return []Family{files,
+		byReason("feedpipe_media_refused_files", "Files refused, never tried again, by reason: too_large, wrong_type, no_type, robots_disallowed, or the code of a private address not allowed (no request made).", m.Refused),
+		byReason("feedpipe_media_failed_files", "Files given up, by the reason of their last try: http_404, timeout, ... (a failure for now is tried again up to feed-media run --max-attempts).", m.Failed),
+		one("feedpipe_media_queued_due", "Queued files whose try is due: the downloads feed-media run has yet to start (alert when it stays high: nothing drains the queue, or the day's budget or the disk floor holds it).", float64(m.Due)),
+		one("feedpipe_media_stored_files", "Files in the store's media/, each once: entries that share a file share its copy.", float64(m.StoredFiles)),
+		one("feedpipe_media_stored_bytes", "Bytes of the files in the store's media/, each once.", float64(m.StoredBytes)),
+	}
 }
 
 // WriteMetrics writes the store's figures (Families) in the Prometheus

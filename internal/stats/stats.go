@@ -64,18 +64,27 @@ type Totals struct {
 	Refusals int
 	// Heartbeat is feed-loop's last cycle; nil when it never ran one.
 	Heartbeat *Heartbeat
+	// Media are the files of feed-media's queue, by state.
+	Media catalog.MediaFigures
 }
 
-// NewTotals are the totals of no feed yet, with the store's heartbeat:
-// Add each feed to them.
-func NewTotals(ctx context.Context, cat *catalog.Catalog) Totals {
-	return Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat)}
+// NewTotals are the totals of no feed yet, with the store's heartbeat
+// and media at now: Add each feed to them.
+func NewTotals(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
+	m, err := cat.MediaFigures(ctx, now)
+	if err != nil {
+		return Totals{}, err
+	}
+	return Totals{Counts: catalog.FeedCounts{ErrorCodes: map[string]int{}}, Heartbeat: LoadHeartbeat(ctx, cat), Media: m}, nil
 }
 
 // Compute adds up the feed states of a store at now, a feed at a time.
 func Compute(ctx context.Context, cat *catalog.Catalog, now time.Time) (Totals, error) {
-	t := NewTotals(ctx, cat)
-	err := cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
+	t, err := NewTotals(ctx, cat, now)
+	if err != nil {
+		return t, err
+	}
+	err = cat.Feeds(ctx, catalog.FeedFilter{}, func(f *catalog.Feed) error {
 		t.add(f, StatusOf(f.Sub, f.State, now))
 		return nil
 	})

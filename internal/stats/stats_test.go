@@ -337,3 +337,21 @@ func TestRefusalsAreNoFailures(t *testing.T) {
 		t.Errorf("refusals among the fetch errors:\n%s", metrics.String())
 	}
 }
+
+// TestMediaMetrics: the textfile has the media families, every state of
+// a file whether or not one is in it, the reasons there are.
+func TestMediaMetrics(t *testing.T) {
+	var out bytes.Buffer
+	m := catalog.MediaFigures{Files: map[string]int{"stored": 3, "refused": 1}, Refused: map[string]int{"too_large": 1},
+		Failed: map[string]int{}, Due: 2, StoredFiles: 2, StoredBytes: 1 << 20}
+	if err := WriteMetrics(&out, Totals{Media: m}, &Histogram{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# TYPE feedpipe_media_files gauge", `feedpipe_media_files{state="queued"} 0`, `feedpipe_media_files{state="stored"} 3`,
+		`feedpipe_media_files{state="failed"} 0`, `feedpipe_media_refused_files{reason="too_large"} 1`, "# TYPE feedpipe_media_failed_files gauge",
+		"feedpipe_media_queued_due 2", "feedpipe_media_stored_files 2", "feedpipe_media_stored_bytes 1048576"} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, out.String())
+		}
+	}
+}
