@@ -4,8 +4,11 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/feedpipe/feedpipe/internal/bus/redisconn"
 	"github.com/feedpipe/feedpipe/internal/bus/redistest"
@@ -97,10 +100,10 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 	l2, _ := redisLimiter(t, srv, 1, 0)
 	// A process that took a slot and died: its lease is in Redis, and
 	// nobody renews it.
-	ms, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
-		1, 0, 300, "dead").Int64()
-	if err != nil || ms != 0 {
-		t.Fatalf("first slot refused: %v, wait %d ms", err, ms)
+	res, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
+		1, 0, 300, "dead").Int64Slice()
+	if err != nil || len(res) != 2 || res[0] != 1 || res[1] != 0 {
+		t.Fatalf("first slot refused: %v, reply %v", err, res)
 	}
 	_, wait, ok := l2.TryAcquire("h")
 	if ok || wait <= 0 {
@@ -112,12 +115,20 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 		t.Fatal("the dead process's lease did not lapse")
 	}
 	release()
+	// Given back, it is free for another process once giveBackAfter has
+	// passed (the lease waits that long to go with this process's next
+	// request to the host), and for this one at once.
 	l3, _ := redisLimiter(t, srv, 1, 0)
+	if _, _, ok = l3.TryAcquire("h"); ok {
+		t.Fatal("a slot given back went to another process before giveBackAfter")
+	}
+	time.Sleep(giveBackAfter + 100*time.Millisecond)
 	release, _, ok = l3.TryAcquire("h")
 	if !ok {
 		t.Fatal("a slot given back was not free")
 	}
 	release()
+	time.Sleep(giveBackAfter + 100*time.Millisecond)
 	// A request that runs longer than a lease's life keeps its slot: its
 	// lease is renewed while it runs.
 	l4, r4 := redisLimiter(t, srv, 1, 0)
@@ -131,7 +142,7 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 		t.Fatal("a running request's slot lapsed")
 	}
 	release()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(giveBackAfter + 100*time.Millisecond)
 	release, _, ok = l2.TryAcquire("h2")
 	if !ok {
 		t.Fatal("a slot given back was not free")
@@ -155,4 +166,53 @@ func TestRedisLimiterWaitsForRedis(t *testing.T) {
 		t.Fatal("no slot once Redis was back")
 	}
 	release()
+}
+
+// TestRedisLimiterReserves: a host's next start is reserved in the script
+// run that finds its rate not yet allowing it, and a request that ended
+// is given back in the next one: one script run a request (a reservation
+// kept here is started without asking again).
+func TestRedisLimiterReserves(t *testing.T) {
+	srv := redistest.Start(t)
+	const rps = 5
+	l, r := redisLimiter(t, srv, 1, rps)
+	var calls atomic.Int64
+	r.conn.Client.AddHook(countHook{&calls})
+	ctx := context.Background()
+	var starts []time.Time
+	for range 6 {
+		release, err := l.Acquire(ctx, "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, time.Now())
+		release()
+	}
+	if calls := calls.Load(); calls > 7 { // one each, and one that may come as a wait ends early
+		t.Errorf("%d script runs and ZREMs for 6 requests, want one each", calls)
+	}
+	if d := starts[5].Sub(starts[0]); d < 5*time.Second/rps-20*time.Millisecond {
+		t.Errorf("6 starts in %v: faster than %d a second", d, rps)
+	}
+	// The last lease goes back on its own.
+	time.Sleep(giveBackAfter + 200*time.Millisecond)
+	if n := r.conn.Client.ZCard(ctx, r.conn.Key("host", "h", "leases")).Val(); n != 0 {
+		t.Errorf("%d leases left once every request ended", n)
+	}
+}
+
+// countHook counts the scripts run (EVALSHA) and leases removed (ZREM).
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "zrem" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
