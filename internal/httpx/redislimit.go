@@ -25,10 +25,11 @@ import (
 // slot is granted, renewed while it runs, until it ends, or for at most
 // LeaseLife past its start once its process died. The limits are one Lua
 // script (hostScript), atomic in Redis, which reserves the next start the
-// rate allows rather than saying "ask again later": a request costs one
-// round trip, which also gives back the host's lease that ended before it
-// (redis_rate, github.com/go-redis/redis_rate, keeps a rate, not requests
-// in flight, and would need a second round trip and key for them).
+// rate allows rather than saying "ask again later", and gives back the
+// leases of this process's requests that ended since its last run, at any
+// host: a request costs about one round trip (redis_rate,
+// github.com/go-redis/redis_rate, keeps a rate, not requests in flight,
+// and would need a second round trip and key for them).
 type RedisHosts struct {
 	conn     *redisconn.Conn
 	perHost  int
@@ -36,8 +37,8 @@ type RedisHosts struct {
 	life     time.Duration // LeaseLife
 	clock    clock.Clock
 	rand     io.Reader
-	mu       sync.Mutex          // guards rand and ended
-	ended    map[string][]string // host -> leases whose request ended, not yet given back
+	mu       sync.Mutex        // guards rand and ended
+	ended    map[string]string // lease -> its host's leases key: requests that ended, not yet given back
 }
 
 // LeaseLife is how long a request's slot at a host outlives a worker that
@@ -50,9 +51,12 @@ const (
 )
 
 // giveBackAfter is how long a lease whose request ended waits to be given
-// back with the host's next request (in the same script run) before it is
-// given back on its own.
-const giveBackAfter = 50 * time.Millisecond
+// back by the next script run of this process (the next request to any
+// host; with a few fetches at a time, one comes within tens of
+// milliseconds) before it is given back on its own. Another process sees
+// the slot free that much later: at the default rate its next start is
+// further away anyway.
+const giveBackAfter = 100 * time.Millisecond
 
 // NewRedisLimiter returns a Limiter with its limits kept in Redis through
 // conn: perHost requests in flight to a host, rps a second (0: no rate
@@ -61,27 +65,29 @@ func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clo
 	if c == nil {
 		c = clock.Real{}
 	}
-	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, clock: c, rand: rand.Reader, ended: map[string][]string{}}
+	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, clock: c, rand: rand.Reader, ended: map[string]string{}}
 	if rps > 0 {
 		r.interval = time.Duration(float64(time.Second) / rps)
 	}
 	return NewSharedLimiter(perHost, r, c)
 }
 
-// hostScript gives back the leases of requests that ended, then reserves
+// hostScript gives back the leases of requests that ended (at any host),
+// then reserves
 // the next start at a host that its limits allow: now, or when the rate
 // allows the next, if fewer than the requests in flight allowed are
 // running or reserved.
 //
 //	KEYS[1]  the time (ms, Redis's clock) before which no request may start
 //	KEYS[2]  the leases of requests in flight or reserved: lease -> its
-//	         end (ms)
+//	         end (ms); KEYS[3..] other hosts' leases
 //	ARGV     requests in flight allowed, the interval (ms), a lease's
-//	         life (ms), the lease, then leases to give back
+//	         life (ms), the lease, then pairs (index into KEYS, lease) of
+//	         leases to give back
 //	returns  {1, ms}: the slot is the lease's, from ms from now (0: now);
 //	         {0, ms}: none is free, ask again in ms
 var hostScript = redis.NewScript(`#!lua
-for i = 5, #ARGV do redis.call('ZREM', KEYS[2], ARGV[i]) end
+for i = 5, #ARGV - 1, 2 do redis.call('ZREM', KEYS[tonumber(ARGV[i])], ARGV[i + 1]) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -115,21 +121,28 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 	var b [8]byte
 	r.mu.Lock()
 	_, err = io.ReadFull(r.rand, b[:])
-	ended := r.ended[host]
-	delete(r.ended, host)
+	var ended map[string]string // taken along by this run
+	if len(r.ended) > 0 {
+		ended, r.ended = r.ended, map[string]string{}
+	}
 	r.mu.Unlock()
 	if err != nil {
-		r.giveBack(host, ended)
+		r.giveBack(ended)
 		return nil, 0, err
 	}
 	lease := hex.EncodeToString(b[:])
 	next, leases := r.conn.Key("host", host, "next"), r.conn.Key("host", host, "leases")
-	args := make([]any, 0, 4+len(ended))
+	keys := []string{next, leases}
+	args := make([]any, 0, 4+2*len(ended))
 	args = append(args, r.perHost, r.interval.Milliseconds(), r.life.Milliseconds(), lease)
-	for _, e := range ended {
-		args = append(args, e)
+	for l, key := range ended {
+		i := slices.Index(keys, key)
+		if i < 0 {
+			keys, i = append(keys, key), len(keys)
+		}
+		args = append(args, i+1, l)
 	}
-	res, err := hostScript.Run(ctx, r.conn.Client, []string{next, leases}, args...).Int64Slice()
+	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("per-host limits: unexpected reply %v", res)
 	}
@@ -139,7 +152,7 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		} else {
 			r.conn.Log.Error("per-host limits in redis", "error", err)
 		}
-		r.giveBack(host, ended)
+		r.giveBack(ended)
 		return nil, 0, err
 	}
 	r.conn.Up()
@@ -148,14 +161,14 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		return nil, ms, nil
 	}
 	done := make(chan struct{})
-	go r.renew(host, leases, lease, done)
+	go r.renew(leases, lease, done)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			// Noted before the caller can ask for the host's next slot,
 			// so that the same script run gives it back.
 			r.mu.Lock()
-			r.ended[host] = append(r.ended[host], lease)
+			r.ended[lease] = leases
 			r.mu.Unlock()
 			close(done)
 		})
@@ -163,27 +176,19 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 }
 
 // renew keeps a lease while its request waits for its start and runs, and
-// gives it back when it ends (done): with the host's next request if one
-// comes within giveBackAfter, else on its own.
-func (r *RedisHosts) renew(host, leases, lease string, done <-chan struct{}) {
+// gives it back when it ends (done): with the next request if one comes
+// within giveBackAfter, else on its own.
+func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
 	every := min(r.life/3, LeaseRenew)
 	for {
 		select {
 		case <-done:
 			<-r.clock.After(giveBackAfter)
 			r.mu.Lock()
-			left := r.ended[host]
-			i := slices.Index(left, lease)
-			if i >= 0 {
-				left = slices.Delete(left, i, i+1)
-				if len(left) == 0 {
-					delete(r.ended, host)
-				} else {
-					r.ended[host] = left
-				}
-			}
+			_, left := r.ended[lease]
+			delete(r.ended, lease)
 			r.mu.Unlock()
-			if i >= 0 { // no request to the host took it along
+			if left { // no script run took it along
 				r.zrem(leases, lease)
 			}
 			return
@@ -195,11 +200,10 @@ func (r *RedisHosts) renew(host, leases, lease string, done <-chan struct{}) {
 	}
 }
 
-// giveBack gives back leases that a failed script run was to take along.
-func (r *RedisHosts) giveBack(host string, leases []string) {
-	key := r.conn.Key("host", host, "leases")
-	for _, l := range leases {
-		go r.zrem(key, l)
+// giveBack gives back the leases a failed script run was to take along.
+func (r *RedisHosts) giveBack(ended map[string]string) {
+	for lease, key := range ended {
+		go r.zrem(key, lease)
 	}
 }
 

@@ -194,9 +194,18 @@ func TestRedisLimiterReserves(t *testing.T) {
 	if d := starts[5].Sub(starts[0]); d < 5*time.Second/rps-20*time.Millisecond {
 		t.Errorf("6 starts in %v: faster than %d a second", d, rps)
 	}
-	// The last lease goes back on its own.
-	time.Sleep(giveBackAfter + 200*time.Millisecond)
+	// The last lease goes back with the next request, to any host, or on
+	// its own.
+	release, err := l.Acquire(ctx, "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := r.conn.Client.ZCard(ctx, r.conn.Key("host", "h", "leases")).Val(); n != 0 {
+		t.Errorf("%d leases left at h once every request there ended and another host's started", n)
+	}
+	release()
+	time.Sleep(giveBackAfter + 200*time.Millisecond)
+	if n := r.conn.Client.ZCard(ctx, r.conn.Key("host", "h2", "leases")).Val(); n != 0 {
 		t.Errorf("%d leases left once every request ended", n)
 	}
 }
@@ -215,4 +224,27 @@ func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestRedisLimiterReservationLapses: a slot reserved ahead that its caller
+// never comes back for (it stopped) is given back past its start.
+func TestRedisLimiterReservationLapses(t *testing.T) {
+	srv := redistest.Start(t)
+	l, r := redisLimiter(t, srv, 1, 2)
+	release, _, ok := l.TryAcquire("h")
+	if !ok {
+		t.Fatal("no first slot")
+	}
+	release()
+	if _, wait, ok := l.TryAcquire("h"); ok || wait <= 0 {
+		t.Fatalf("the next slot: ok %v, wait %v; want one reserved ahead", ok, wait)
+	}
+	leases := r.conn.Key("host", "h", "leases")
+	if n := r.conn.Client.ZCard(context.Background(), leases).Val(); n != 1 {
+		t.Fatalf("%d leases, want the reservation's", n)
+	}
+	time.Sleep(500*time.Millisecond + reservationGrace + giveBackAfter + 200*time.Millisecond)
+	if n := r.conn.Client.ZCard(context.Background(), leases).Val(); n != 0 {
+		t.Errorf("%d leases left: the unused reservation was not given back", n)
+	}
 }
