@@ -50,20 +50,8 @@ type Limiter struct {
 
 type hostState struct {
 	inFlight int
-	next     time.Time    // earliest start of the next request
-	resv     *reservation // Shared: a slot reserved ahead, not yet started
+	next     time.Time // earliest start of the next request
 }
-
-// reservation is a slot a Shared store reserved for a later start: the
-// next TryAcquire from then on starts it without asking again.
-type reservation struct {
-	at      time.Time
-	release func()
-}
-
-// reservationGrace is how long a reserved slot waits past its start to be
-// used before it is given back (its caller stopped asking).
-const reservationGrace = time.Second
 
 // NewLimiter returns a Limiter. perHost < 1 means 1; rps <= 0 means no
 // rate limit; a nil clock is the wall clock.
@@ -79,12 +67,11 @@ func NewLimiter(perHost int, rps float64, c clock.Clock) *Limiter {
 }
 
 // Shared keeps per-host limits where several processes see them (a
-// Redis: RedisHosts). Take takes a request slot at host for this process,
-// to start now (wait 0) or after wait if the rate allows one only then,
-// with the function that gives it back; with no slot (release nil) it
-// says how long to wait before asking again. An error means the store
-// could not be asked (the caller waits SharedRetry, and asks again: no
-// request goes out unaccounted for).
+// Redis: RedisHosts). Take takes a request slot at host for this process
+// if the limits allow one now, with the function that gives it back;
+// else it says how long to wait before asking again. An error means the
+// store could not be asked (the caller waits SharedRetry, and asks
+// again: no request goes out unaccounted for).
 type Shared interface {
 	Take(ctx context.Context, host string) (release func(), wait time.Duration, err error)
 }
@@ -136,9 +123,7 @@ func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, o
 // (NewSharedLimiter).
 func (l *Limiter) Shared() bool { return l.shared != nil }
 
-// tryShared is TryAcquire with the limits kept in l.shared. A slot
-// reserved ahead is kept here until its start, so that the caller, told to
-// wait until then, gets it without asking the store again.
+// tryShared is TryAcquire with the limits kept in l.shared.
 func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok bool) {
 	l.mu.Lock()
 	h := l.hosts[host]
@@ -146,22 +131,11 @@ func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok
 		h = &hostState{}
 		l.hosts[host] = h
 	}
-	if h.inFlight >= l.perHost {
-		l.mu.Unlock()
+	full := h.inFlight >= l.perHost
+	l.mu.Unlock()
+	if full {
 		return nil, 0, false // one of ours ends first
 	}
-	if r := h.resv; r != nil {
-		now := l.clock.Now()
-		if now.Before(r.at) {
-			l.mu.Unlock()
-			return nil, r.at.Sub(now), false
-		}
-		h.resv = nil
-		h.inFlight++
-		l.mu.Unlock()
-		return l.sharedRelease(host, r.release), 0, true
-	}
-	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
 	rel, wait, err := l.shared.Take(ctx, host)
@@ -172,46 +146,15 @@ func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok
 		return nil, max(wait, time.Millisecond), false
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if wait > 0 {
-		if h.resv != nil { // another caller reserved one meanwhile: one will do
-			rel()
-			return nil, max(h.resv.at.Sub(l.clock.Now()), time.Millisecond), false
-		}
-		// The store's clock counted from before its answer came: the slot
-		// starts here no sooner than there.
-		r := &reservation{at: l.clock.Now().Add(wait), release: rel}
-		h.resv = r
-		go l.lapse(host, r, wait+reservationGrace)
-		return nil, wait, false
-	}
 	h.inFlight++
-	return l.sharedRelease(host, rel), 0, true
-}
-
-// sharedRelease is the release of a slot from l.shared.
-func (l *Limiter) sharedRelease(host string, rel func()) func() {
+	l.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.done(host)
 			rel()
 		})
-	}
-}
-
-// lapse gives back a reserved slot nobody started within after.
-func (l *Limiter) lapse(host string, r *reservation, after time.Duration) {
-	<-l.clock.After(after)
-	l.mu.Lock()
-	unused := l.hosts[host].resv == r
-	if unused {
-		l.hosts[host].resv = nil
-	}
-	l.mu.Unlock()
-	if unused {
-		r.release()
-	}
+	}, 0, true
 }
 
 func (l *Limiter) done(host string) {

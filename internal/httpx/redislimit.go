@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -21,15 +20,20 @@ import (
 // perHost requests in flight to a host, and their starts 1/rps apart, by
 // Redis's clock, so that the machines' clocks need not agree.
 //
-// A request holds a lease in the host's sorted set from the moment its
-// slot is granted, renewed while it runs, until it ends, or for at most
-// LeaseLife past its start once its process died. The limits are one Lua
-// script (hostScript), atomic in Redis, which reserves the next start the
-// rate allows rather than saying "ask again later", and gives back the
-// leases of this process's requests that ended since its last run, at any
-// host: a request costs about one round trip (redis_rate,
+// A request in flight holds a lease in the host's sorted set, renewed
+// while it runs, until it ends, or for at most LeaseLife once its process
+// died. The limits are one Lua script (hostScript), atomic in Redis, which
+// also gives back the leases of this process's requests that ended since
+// its last run, at any host: a request costs one round trip when its host
+// is free, not a second one to give its slot back (redis_rate,
 // github.com/go-redis/redis_rate, keeps a rate, not requests in flight,
 // and would need a second round trip and key for them).
+//
+// The script does not reserve a later start for a caller told to wait:
+// the fetcher asks for a host only when it can start a request now, and a
+// slot reserved ahead would be held, against the other workers, while
+// this one's fetches at a time are all busy (with two workers, a cold
+// cycle took a third longer so).
 type RedisHosts struct {
 	conn     *redisconn.Conn
 	perHost  int
@@ -73,19 +77,16 @@ func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clo
 }
 
 // hostScript gives back the leases of requests that ended (at any host),
-// then reserves
-// the next start at a host that its limits allow: now, or when the rate
-// allows the next, if fewer than the requests in flight allowed are
-// running or reserved.
+// then takes a slot at a host if its limits allow one now.
 //
 //	KEYS[1]  the time (ms, Redis's clock) before which no request may start
-//	KEYS[2]  the leases of requests in flight or reserved: lease -> its
-//	         end (ms); KEYS[3..] other hosts' leases
+//	KEYS[2]  the leases of requests in flight: lease -> its end (ms);
+//	         KEYS[3..] other hosts' leases
 //	ARGV     requests in flight allowed, the interval (ms), a lease's
 //	         life (ms), the lease, then pairs (index into KEYS, lease) of
 //	         leases to give back
-//	returns  {1, ms}: the slot is the lease's, from ms from now (0: now);
-//	         {0, ms}: none is free, ask again in ms
+//	returns  1 when the slot is the lease's, else the milliseconds to
+//	         wait before asking again, negated
 var hostScript = redis.NewScript(`#!lua
 for i = 5, #ARGV - 1, 2 do redis.call('ZREM', KEYS[tonumber(ARGV[i])], ARGV[i + 1]) end
 local t = redis.call('TIME')
@@ -93,25 +94,25 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then
-  return {0, math.max(nxt - now, 50)}
+  return -math.max(nxt - now, 50)
 end
-local start = math.max(now, nxt)
+if now < nxt then return -(nxt - now) end
 local life = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[2], start + life, ARGV[4])
-redis.call('PEXPIRE', KEYS[2], start - now + life)
+redis.call('ZADD', KEYS[2], now + life, ARGV[4])
+redis.call('PEXPIRE', KEYS[2], life)
 local interval = tonumber(ARGV[2])
-if interval > 0 then redis.call('SET', KEYS[1], start + interval, 'PX', start - now + interval) end
-return {1, start - now}
+if interval > 0 then redis.call('SET', KEYS[1], now + interval, 'PX', interval) end
+return 1
 `)
 
 // renewScript pushes a lease's end LeaseLife past now, by Redis's clock,
-// if the lease is still there, and never back (GT: a slot reserved ahead
-// ends LeaseLife past its start).
+// if the lease is still there.
 var renewScript = redis.NewScript(`#!lua flags=allow-oom
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('ZADD', KEYS[1], 'XX', 'GT', 'CH', now + tonumber(ARGV[1]), ARGV[2]) == 1 then
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end
 return 0
 `)
@@ -142,10 +143,7 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		}
 		args = append(args, i+1, l)
 	}
-	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("per-host limits: unexpected reply %v", res)
-	}
+	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64()
 	if err != nil {
 		if redisconn.Unavailable(err) {
 			r.conn.Down("keeping per-host limits", err)
@@ -156,9 +154,8 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		return nil, 0, err
 	}
 	r.conn.Up()
-	ms := time.Duration(res[1]) * time.Millisecond
-	if res[0] == 0 {
-		return nil, ms, nil
+	if res <= 0 {
+		return nil, time.Duration(-res) * time.Millisecond, nil
 	}
 	done := make(chan struct{})
 	go r.renew(leases, lease, done)
@@ -172,12 +169,12 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 			r.mu.Unlock()
 			close(done)
 		})
-	}, ms, nil
+	}, 0, nil
 }
 
-// renew keeps a lease while its request waits for its start and runs, and
-// gives it back when it ends (done): with the next request if one comes
-// within giveBackAfter, else on its own.
+// renew keeps a lease while its request runs, and gives it back when it
+// ends (done): with the next request if one comes within giveBackAfter,
+// else on its own.
 func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
 	every := min(r.life/3, LeaseRenew)
 	for {
