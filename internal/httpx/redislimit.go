@@ -41,8 +41,9 @@ type RedisHosts struct {
 	life     time.Duration // LeaseLife
 	clock    clock.Clock
 	rand     io.Reader
-	mu       sync.Mutex        // guards rand and ended
+	mu       sync.Mutex        // guards rand, ended and running
 	ended    map[string]string // lease -> its host's leases key: requests that ended, not yet given back
+	running  int               // leases taken and not given up: requests in flight
 }
 
 // LeaseLife is how long a request's slot at a host outlives a worker that
@@ -54,12 +55,13 @@ const (
 	LeaseRenew = 3 * time.Second
 )
 
-// giveBackAfter is how long a lease whose request ended waits to be given
-// back by the next script run of this process (the next request to any
-// host; with a few fetches at a time, one comes within tens of
-// milliseconds) before it is given back on its own. Another process sees
-// the slot free that much later: at the default rate its next start is
-// further away anyway.
+// giveBackAfter is how long a lease whose request ended, while others of
+// this process are in flight, waits to be given back by the next script
+// run (the next request to any host; with a few fetches at a time, one
+// comes within tens of milliseconds) before it is given back on its own.
+// Another process sees the slot free that much later: at the default rate
+// its next start is further away anyway. With none in flight, every lease
+// that ended goes back at once.
 const giveBackAfter = 100 * time.Millisecond
 
 // NewRedisLimiter returns a Limiter with its limits kept in Redis through
@@ -158,6 +160,9 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		return nil, time.Duration(-res) * time.Millisecond, nil
 	}
 	done := make(chan struct{})
+	r.mu.Lock()
+	r.running++
+	r.mu.Unlock()
 	go r.renew(leases, lease, done)
 	var once sync.Once
 	return func() {
@@ -166,8 +171,20 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 			// so that the same script run gives it back.
 			r.mu.Lock()
 			r.ended[lease] = leases
+			r.running--
+			var all map[string]string
+			if r.running == 0 {
+				// Nothing in flight: no script run may come (the fetcher
+				// may be about to exit, and a lease not given back would
+				// hold its host from the other workers until it lapsed):
+				// every lease that ended goes back now.
+				all, r.ended = r.ended, map[string]string{}
+			}
 			r.mu.Unlock()
 			close(done)
+			if all != nil {
+				r.giveBackNow(all)
+			}
 		})
 	}, 0, nil
 }
@@ -194,6 +211,22 @@ func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
 			renewScript.Run(ctx, r.conn.Client, []string{leases}, r.life.Milliseconds(), lease)
 			cancel()
 		}
+	}
+}
+
+// giveBackNow gives back leases in one round trip, before it returns; those
+// it could not are given back as giveBack does.
+func (r *RedisHosts) giveBackNow(ended map[string]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	_, err := r.conn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for lease, key := range ended {
+			p.ZRem(ctx, key, lease)
+		}
+		return nil
+	})
+	if err != nil {
+		r.giveBack(ended)
 	}
 }
 
