@@ -22,7 +22,7 @@ func FeedBus() *cli.App {
 		Usage: "a pipe between machines: NDJSON records to and from Redis Streams",
 		UsageText: `coordinator:  feed-due | feed-bus put due
                  feed-bus take parsed --group store --store-fetches --upstream due:workers --window 0 --count 512 | feed-dedup | feed-store | feed-media | feed-bus put events --events-log
-   worker:       feed-bus take due --group workers | feed-fetch | feed-parse | feed-scrape | feed-bus put parsed
+   worker:       feed-bus wait due --group workers && feed-bus take due --group workers | feed-fetch | feed-parse | feed-scrape | feed-bus put parsed
    any reader:   feed-bus take events --group mine --no-ack | jq -r .title
    feed-bus status`,
 		Description: `A pipe between two stages becomes a Redis stream between two machines, and
@@ -42,7 +42,7 @@ said once; nothing is lost meanwhile.`,
 			&cli.StringFlag{Name: "node", Usage: "this machine's name in heartbeats, and a take's consumer name unless --consumer", EnvVars: []string{"FEEDPIPE_BUS_NODE"}, DefaultText: "the host name"},
 			&cli.StringFlag{Name: "role", Usage: "what this node is, shown by status: coordinator, worker, ...", EnvVars: []string{"FEEDPIPE_BUS_ROLE"}},
 		), cmdkit.CommonFlags()...),
-		Commands: []*cli.Command{busPutCommand(), busTakeCommand(), busStatusCommand(), busHeartbeatCommand()},
+		Commands: []*cli.Command{busPutCommand(), busTakeCommand(), busWaitCommand(), busStatusCommand(), busHeartbeatCommand()},
 	}
 }
 
@@ -174,6 +174,49 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 			if cl, ok := c.App.Writer.(io.Closer); ok {
 				cfg.CloseOut = cl.Close
 			}
+			return bus.Run(c.Context, cfg)
+		},
+	}
+}
+
+func busWaitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "wait until a consumer group has records for this consumer to take",
+		ArgsUsage: "STREAM",
+		Description: `Exits 0 once "feed-bus take STREAM --group G" would have a record to hand
+this consumer: one it held when its last take ended, one not yet read, or
+another consumer's idle past --takeover. A worker waits so before it
+starts its stages (feed-loop --role worker), rather than starting them to
+wait: one process asking Redis every few seconds, not five. Another
+worker may take the record first; the take then waits as it would have.
+A signal ends it with 130 or 143. It keeps the heartbeat of the take it
+stands in for.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "group", Usage: "the consumer group (required)"},
+			&cli.StringFlag{Name: "consumer", Usage: "this consumer's name in the group", EnvVars: []string{"FEEDPIPE_BUS_CONSUMER"}, DefaultText: "--node"},
+			&cli.DurationFlag{Name: "takeover", Usage: "another consumer's records idle this long count (it died)", Value: bus.DefaultTakeover, EnvVars: []string{"FEEDPIPE_BUS_TAKEOVER"}},
+			&cli.StringFlag{Name: "from", Usage: `where the take makes a new group start: "0" or "$"`, Value: "0"},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := busConfig(c, bus.CmdWait, true)
+			if err != nil {
+				return err
+			}
+			o := bus.TakeOptions{Group: c.String("group"), Consumer: c.String("consumer"), Takeover: c.Duration("takeover"), From: c.String("from")}
+			switch {
+			case o.Group == "":
+				return cmdkit.Usagef("wait needs --group: the consumer group to wait as")
+			case !ndjson.IsBusName(o.Group):
+				return cmdkit.Usagef("--group %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Group)
+			case o.Consumer != "" && !ndjson.IsBusName(o.Consumer):
+				return cmdkit.Usagef("--consumer %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Consumer)
+			case o.Takeover < time.Second:
+				return cmdkit.Usagef("--takeover %s: at least 1s", o.Takeover)
+			case o.From != "0" && o.From != "$":
+				return cmdkit.Usagef(`--from %q: "0" or "$"`, o.From)
+			}
+			cfg.Take = o
 			return bus.Run(c.Context, cfg)
 		},
 	}

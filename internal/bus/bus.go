@@ -28,6 +28,7 @@ const (
 	CmdTake      = "take"
 	CmdStatus    = "status"
 	CmdHeartbeat = "heartbeat"
+	CmdWait      = "wait"
 )
 
 // DeadStream is the stream take moves the records it refuses to, with the
@@ -58,11 +59,11 @@ type Config struct {
 	Node, Role string
 	Version    string // feedpipe's version, shown in heartbeats
 
-	Command string // CmdPut, CmdTake, CmdStatus or CmdHeartbeat
-	Stream  string // put, take: the stream, without the prefix
+	Command string // CmdPut, CmdTake, CmdStatus, CmdHeartbeat or CmdWait
+	Stream  string // put, take, wait: the stream, without the prefix
 
 	Put       PutOptions
-	Take      TakeOptions
+	Take      TakeOptions // take, and wait (Group, Consumer, Takeover, From)
 	Status    StatusOptions
 	Heartbeat HeartbeatOptions
 }
@@ -87,7 +88,7 @@ func (cfg *Config) defaults() error {
 	if cfg.Conn == nil {
 		return errors.New("bus: no Redis connection")
 	}
-	if cfg.Command == CmdPut || cfg.Command == CmdTake {
+	if cfg.Command == CmdPut || cfg.Command == CmdTake || cfg.Command == CmdWait {
 		if !ndjson.IsBusName(cfg.Stream) {
 			return fmt.Errorf("bus: stream %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", cfg.Stream)
 		}
@@ -110,6 +111,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return b.status(ctx)
 	case CmdHeartbeat:
 		return b.heartbeatOnce(ctx)
+	case CmdWait:
+		return b.wait(ctx)
 	}
 	return fmt.Errorf("bus: unknown command %q", cfg.Command)
 }

@@ -222,6 +222,12 @@ func (p *putter) prepare(ctx context.Context, line ndjson.Line) (item, error) {
 		}
 		return it, nil
 	}
+	if p.b.cfg.Put.EventsLog && logTypes[line.Type] && !bytes.Contains(line.Raw, busMember) {
+		// An event the log carries, answering no record of its own (the
+		// coordinator's 10 a new feed): skipped undecoded, as the log's
+		// copy of it is what goes on the stream.
+		return item{fromLog: true}, nil
+	}
 	var pk peek
 	if err := ndjson.Unmarshal(line.Raw, &pk); err != nil {
 		return item{}, &ndjson.LineError{Line: line.Num, Err: fmt.Errorf("bad %s record: %w", strconv.Quote(line.Type), err)}

@@ -428,7 +428,7 @@ func (t *taker) run(ctx context.Context) error {
 					b.log.Info("ending: the window is full and nothing was handed on for a while", "stream", b.cfg.Stream, "window", o.Window)
 					return nil
 				}
-				b.sleep(ctx, 100*time.Millisecond)
+				b.sleep(ctx, windowPoll(n, o.Count))
 				continue
 			}
 			fullSince = time.Time{}
@@ -477,6 +477,15 @@ func (t *taker) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// windowPoll is how long a take with a full window waits before it asks
+// again how many records it holds: 100 ms for each read's worth in hand,
+// at most 500 ms. The stages after it have those to work on meanwhile,
+// and each question is a round trip on both sides (with 128 in hand, a
+// worker asked 10 times a second through a whole cycle).
+func windowPoll(inHand int64, count int) time.Duration {
+	return min(max(time.Duration(inHand)*100*time.Millisecond/time.Duration(max(count, 1)), 100*time.Millisecond), 500*time.Millisecond)
 }
 
 // readOwn writes the records this consumer took before and never handed

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,11 +22,18 @@ import (
 //
 // A request in flight holds a lease in the host's sorted set, renewed
 // while it runs, until it ends, or for at most LeaseLife once its process
-// died. The limits are one
-// Lua script (hostScript), atomic in Redis, one round trip per request.
-// (github.com/go-redis/redis_rate keeps a rate, not requests in flight,
-// and would need a second round trip and a second key for them, with a
-// window between the two where a slot is taken and not used.)
+// died. The limits are one Lua script (hostScript), atomic in Redis, which
+// also gives back the leases of this process's requests that ended since
+// its last run, at any host: a request costs one round trip when its host
+// is free, not a second one to give its slot back (redis_rate,
+// github.com/go-redis/redis_rate, keeps a rate, not requests in flight,
+// and would need a second round trip and key for them).
+//
+// The script does not reserve a later start for a caller told to wait:
+// the fetcher asks for a host only when it can start a request now, and a
+// slot reserved ahead would be held, against the other workers, while
+// this one's fetches at a time are all busy (with two workers, a cold
+// cycle took a third longer so).
 type RedisHosts struct {
 	conn     *redisconn.Conn
 	perHost  int
@@ -33,7 +41,9 @@ type RedisHosts struct {
 	life     time.Duration // LeaseLife
 	clock    clock.Clock
 	rand     io.Reader
-	mu       sync.Mutex // guards rand
+	mu       sync.Mutex        // guards rand, ended and running
+	ended    map[string]string // lease -> its host's leases key: requests that ended, not yet given back
+	running  int               // leases taken and not given up: requests in flight
 }
 
 // LeaseLife is how long a request's slot at a host outlives a worker that
@@ -45,6 +55,15 @@ const (
 	LeaseRenew = 3 * time.Second
 )
 
+// giveBackAfter is how long a lease whose request ended, while others of
+// this process are in flight, waits to be given back by the next script
+// run (the next request to any host; with a few fetches at a time, one
+// comes within tens of milliseconds) before it is given back on its own.
+// Another process sees the slot free that much later: at the default rate
+// its next start is further away anyway. With none in flight, every lease
+// that ended goes back at once.
+const giveBackAfter = 100 * time.Millisecond
+
 // NewRedisLimiter returns a Limiter with its limits kept in Redis through
 // conn: perHost requests in flight to a host, rps a second (0: no rate
 // limit), across every process that uses the same Redis and prefix.
@@ -52,35 +71,40 @@ func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clo
 	if c == nil {
 		c = clock.Real{}
 	}
-	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, clock: c, rand: rand.Reader}
+	r := &RedisHosts{conn: conn, perHost: max(perHost, 1), life: LeaseLife, clock: c, rand: rand.Reader, ended: map[string]string{}}
 	if rps > 0 {
 		r.interval = time.Duration(float64(time.Second) / rps)
 	}
 	return NewSharedLimiter(perHost, r, c)
 }
 
-// hostScript takes a slot at a host if its limits allow it now.
+// hostScript gives back the leases of requests that ended (at any host),
+// then takes a slot at a host if its limits allow one now.
 //
 //	KEYS[1]  the time (ms, Redis's clock) before which no request may start
-//	KEYS[2]  the leases of requests in flight: lease -> its end (ms)
+//	KEYS[2]  the leases of requests in flight: lease -> its end (ms);
+//	         KEYS[3..] other hosts' leases
 //	ARGV     requests in flight allowed, the interval (ms), a lease's
-//	         life (ms), the lease
-//	returns  0 when the slot is taken, else the milliseconds to wait
+//	         life (ms), the lease, then pairs (index into KEYS, lease) of
+//	         leases to give back
+//	returns  1 when the slot is the lease's, else the milliseconds to
+//	         wait before asking again, negated
 var hostScript = redis.NewScript(`#!lua
+for i = 5, #ARGV - 1, 2 do redis.call('ZREM', KEYS[tonumber(ARGV[i])], ARGV[i + 1]) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then
-  return math.max(nxt - now, 50)
+  return -math.max(nxt - now, 50)
 end
-if now < nxt then return nxt - now end
+if now < nxt then return -(nxt - now) end
 local life = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], now + life, ARGV[4])
 redis.call('PEXPIRE', KEYS[2], life)
 local interval = tonumber(ARGV[2])
 if interval > 0 then redis.call('SET', KEYS[1], now + interval, 'PX', interval) end
-return 0
+return 1
 `)
 
 // renewScript pushes a lease's end LeaseLife past now, by Redis's clock,
@@ -100,52 +124,130 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 	var b [8]byte
 	r.mu.Lock()
 	_, err = io.ReadFull(r.rand, b[:])
+	var ended map[string]string // taken along by this run
+	if len(r.ended) > 0 {
+		ended, r.ended = r.ended, map[string]string{}
+	}
 	r.mu.Unlock()
 	if err != nil {
+		r.giveBack(ended)
 		return nil, 0, err
 	}
 	lease := hex.EncodeToString(b[:])
 	next, leases := r.conn.Key("host", host, "next"), r.conn.Key("host", host, "leases")
-	ms, err := hostScript.Run(ctx, r.conn.Client, []string{next, leases}, r.perHost, r.interval.Milliseconds(), r.life.Milliseconds(), lease).Int64()
+	keys := []string{next, leases}
+	args := make([]any, 0, 4+2*len(ended))
+	args = append(args, r.perHost, r.interval.Milliseconds(), r.life.Milliseconds(), lease)
+	for l, key := range ended {
+		i := slices.Index(keys, key)
+		if i < 0 {
+			keys, i = append(keys, key), len(keys)
+		}
+		args = append(args, i+1, l)
+	}
+	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64()
 	if err != nil {
 		if redisconn.Unavailable(err) {
 			r.conn.Down("keeping per-host limits", err)
 		} else {
 			r.conn.Log.Error("per-host limits in redis", "error", err)
 		}
+		r.giveBack(ended)
 		return nil, 0, err
 	}
 	r.conn.Up()
-	if ms > 0 {
-		return nil, time.Duration(ms) * time.Millisecond, nil
+	if res <= 0 {
+		return nil, time.Duration(-res) * time.Millisecond, nil
 	}
 	done := make(chan struct{})
+	r.mu.Lock()
+	r.running++
+	r.mu.Unlock()
 	go r.renew(leases, lease, done)
-	return func() { close(done) }, 0, nil
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Noted before the caller can ask for the host's next slot,
+			// so that the same script run gives it back.
+			r.mu.Lock()
+			r.ended[lease] = leases
+			r.running--
+			var all map[string]string
+			if r.running == 0 {
+				// Nothing in flight: no script run may come (the fetcher
+				// may be about to exit, and a lease not given back would
+				// hold its host from the other workers until it lapsed):
+				// every lease that ended goes back now.
+				all, r.ended = r.ended, map[string]string{}
+			}
+			r.mu.Unlock()
+			close(done)
+			if all != nil {
+				r.giveBackNow(all)
+			}
+		})
+	}, 0, nil
 }
 
 // renew keeps a lease while its request runs, and gives it back when it
-// ends (done), trying again while Redis is away, until the lease would
-// have lapsed anyway.
+// ends (done): with the next request if one comes within giveBackAfter,
+// else on its own.
 func (r *RedisHosts) renew(leases, lease string, done <-chan struct{}) {
 	every := min(r.life/3, LeaseRenew)
 	for {
 		select {
 		case <-done:
-			deadline := r.clock.Now().Add(r.life)
-			for wait := 100 * time.Millisecond; ; wait = min(wait*2, time.Second) {
-				ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-				err := r.conn.Client.ZRem(ctx, leases, lease).Err()
-				cancel()
-				if err == nil || !redisconn.Unavailable(err) || r.clock.Now().Add(wait).After(deadline) {
-					return
-				}
-				<-r.clock.After(wait)
+			<-r.clock.After(giveBackAfter)
+			r.mu.Lock()
+			_, left := r.ended[lease]
+			delete(r.ended, lease)
+			r.mu.Unlock()
+			if left { // no script run took it along
+				r.zrem(leases, lease)
 			}
+			return
 		case <-r.clock.After(every):
 			ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 			renewScript.Run(ctx, r.conn.Client, []string{leases}, r.life.Milliseconds(), lease)
 			cancel()
 		}
+	}
+}
+
+// giveBackNow gives back leases in one round trip, before it returns; those
+// it could not are given back as giveBack does.
+func (r *RedisHosts) giveBackNow(ended map[string]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	_, err := r.conn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for lease, key := range ended {
+			p.ZRem(ctx, key, lease)
+		}
+		return nil
+	})
+	if err != nil {
+		r.giveBack(ended)
+	}
+}
+
+// giveBack gives back the leases a failed script run was to take along.
+func (r *RedisHosts) giveBack(ended map[string]string) {
+	for lease, key := range ended {
+		go r.zrem(key, lease)
+	}
+}
+
+// zrem removes a lease, trying again while Redis is away, until the lease
+// would have lapsed anyway.
+func (r *RedisHosts) zrem(leases, lease string) {
+	deadline := r.clock.Now().Add(r.life)
+	for wait := 100 * time.Millisecond; ; wait = min(wait*2, time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		err := r.conn.Client.ZRem(ctx, leases, lease).Err()
+		cancel()
+		if err == nil || !redisconn.Unavailable(err) || r.clock.Now().Add(wait).After(deadline) {
+			return
+		}
+		<-r.clock.After(wait)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/feedpipe/feedpipe/internal/bus/redisconn"
 	"github.com/feedpipe/feedpipe/internal/bus/redistest"
@@ -97,10 +100,10 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 	l2, _ := redisLimiter(t, srv, 1, 0)
 	// A process that took a slot and died: its lease is in Redis, and
 	// nobody renews it.
-	ms, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
+	res, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
 		1, 0, 300, "dead").Int64()
-	if err != nil || ms != 0 {
-		t.Fatalf("first slot refused: %v, wait %d ms", err, ms)
+	if err != nil || res != 1 {
+		t.Fatalf("first slot refused: %v, reply %d", err, res)
 	}
 	_, wait, ok := l2.TryAcquire("h")
 	if ok || wait <= 0 {
@@ -112,6 +115,7 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 		t.Fatal("the dead process's lease did not lapse")
 	}
 	release()
+	// Given back with nothing else in flight here, it is free at once.
 	l3, _ := redisLimiter(t, srv, 1, 0)
 	release, _, ok = l3.TryAcquire("h")
 	if !ok {
@@ -131,7 +135,7 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 		t.Fatal("a running request's slot lapsed")
 	}
 	release()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(giveBackAfter + 100*time.Millisecond)
 	release, _, ok = l2.TryAcquire("h2")
 	if !ok {
 		t.Fatal("a slot given back was not free")
@@ -155,4 +159,66 @@ func TestRedisLimiterWaitsForRedis(t *testing.T) {
 		t.Fatal("no slot once Redis was back")
 	}
 	release()
+}
+
+// TestRedisLimiterGivesBack: while other requests of the process are in
+// flight, one that ended gives its slot back in the script run of the
+// next request, to any host: no round trip of its own; once none is in
+// flight, every slot goes back at once (the process may be ending).
+func TestRedisLimiterGivesBack(t *testing.T) {
+	srv := redistest.Start(t)
+	const rps = 5
+	l, r := redisLimiter(t, srv, 1, rps)
+	var zrems atomic.Int64
+	r.conn.Client.AddHook(countHook{&zrems})
+	ctx := context.Background()
+	long, err := l.Acquire(ctx, "x") // in flight throughout
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []time.Time
+	for range 6 {
+		release, err := l.Acquire(ctx, "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, time.Now())
+		release()
+	}
+	if d := starts[5].Sub(starts[0]); d < 5*time.Second/rps-20*time.Millisecond {
+		t.Errorf("6 starts in %v: faster than %d a second", d, rps)
+	}
+	release, err := l.Acquire(ctx, "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.conn.Client.ZCard(ctx, r.conn.Key("host", "h", "leases")).Val(); n != 0 {
+		t.Errorf("%d leases left at h once every request there ended and another host's started", n)
+	}
+	if n := zrems.Load(); n != 0 {
+		t.Errorf("%d ZREMs of their own for leases a script run could take along", n)
+	}
+	release()
+	long()
+	for _, h := range []string{"h2", "x"} {
+		if n := r.conn.Client.ZCard(ctx, r.conn.Key("host", h, "leases")).Val(); n != 0 {
+			t.Errorf("%d leases left at %s as the last request in flight ended", n, h)
+		}
+	}
+}
+
+// countHook counts the leases removed by a ZREM of their own.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "zrem" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
