@@ -13,6 +13,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -240,8 +241,10 @@ type pageData struct {
 	Data     any
 }
 
-// pages are the templates of the site, each with the layout.
-var pages = func() map[string]*template.Template {
+// pages are the templates of the site, each with the layout, parsed when
+// a page is first rendered: every feedpipe command is one binary, and a
+// parse at start-up cost each stage of the pipeline about 8 ms a run.
+var pages = sync.OnceValue(func() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"url":   pageURL,
 		"ago":   ago,
@@ -266,7 +269,7 @@ var pages = func() map[string]*template.Template {
 		out[strings.TrimSuffix(base, ".html")] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(webFiles, "web/layout.html", "web/parts.html", name))
 	}
 	return out
-}()
+})
 
 func toFloat(v any) float64 {
 	switch n := v.(type) {
@@ -347,7 +350,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		d.Here = r.URL.RequestURI()
 	}
 	var b bytes.Buffer
-	if err := pages[name].Execute(&b, d); err != nil {
+	if err := pages()[name].Execute(&b, d); err != nil {
 		s.cfg.Log.Error("web page failed", "page", name, "err", err)
 		http.Error(w, "the page failed: the server's log says why", http.StatusInternalServerError)
 		return
