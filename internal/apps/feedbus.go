@@ -140,21 +140,14 @@ and moved to the stream "dead"; the others go on, and it exits 1.`,
 				Wait: c.Duration("wait"), Idle: c.Duration("idle"), For: c.Duration("for"), Takeover: c.Duration("takeover"),
 				MaxDeliveries: c.Int("max-deliveries"), StoreFetches: c.Bool("store-fetches"), NoAck: c.Bool("no-ack"),
 				From: c.String("from"), MaxBodyBytes: c.Int64("max-body-bytes"), MaxRecordBytes: c.Int("max-record-bytes")}
+			if err := checkGroupOptions("take", o); err != nil {
+				return err
+			}
 			switch {
-			case o.Group == "":
-				return cmdkit.Usagef("take needs --group: the consumer group to take as")
-			case !ndjson.IsBusName(o.Group):
-				return cmdkit.Usagef("--group %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Group)
-			case o.Consumer != "" && !ndjson.IsBusName(o.Consumer):
-				return cmdkit.Usagef("--consumer %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Consumer)
 			case o.Window < 0 || o.Count < 1 || o.MaxDeliveries < 1:
 				return cmdkit.Usagef("--window, --count and --max-deliveries must be positive (--window 0: no limit)")
-			case o.Takeover < time.Second:
-				return cmdkit.Usagef("--takeover %s: at least 1s", o.Takeover)
 			case o.Idle == 0:
 				return cmdkit.Usagef("--idle 0: give a duration, or -1s to follow the stream")
-			case o.From != "0" && o.From != "$":
-				return cmdkit.Usagef(`--from %q: "0" or "$"`, o.From)
 			case o.StoreFetches && o.NoAck:
 				return cmdkit.Usagef("--store-fetches and --no-ack: the coordinator acknowledges what it stored")
 			}
@@ -204,22 +197,31 @@ stands in for.`,
 				return err
 			}
 			o := bus.TakeOptions{Group: c.String("group"), Consumer: c.String("consumer"), Takeover: c.Duration("takeover"), From: c.String("from")}
-			switch {
-			case o.Group == "":
-				return cmdkit.Usagef("wait needs --group: the consumer group to wait as")
-			case !ndjson.IsBusName(o.Group):
-				return cmdkit.Usagef("--group %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Group)
-			case o.Consumer != "" && !ndjson.IsBusName(o.Consumer):
-				return cmdkit.Usagef("--consumer %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Consumer)
-			case o.Takeover < time.Second:
-				return cmdkit.Usagef("--takeover %s: at least 1s", o.Takeover)
-			case o.From != "0" && o.From != "$":
-				return cmdkit.Usagef(`--from %q: "0" or "$"`, o.From)
+			if err := checkGroupOptions("wait", o); err != nil {
+				return err
 			}
 			cfg.Take = o
 			return bus.Run(c.Context, cfg)
 		},
 	}
+}
+
+// checkGroupOptions checks the options take and wait share: the group
+// and consumer names, the takeover time and where a new group starts.
+func checkGroupOptions(cmd string, o bus.TakeOptions) error {
+	switch {
+	case o.Group == "":
+		return cmdkit.Usagef("%s needs --group: the consumer group to %s as", cmd, cmd)
+	case !ndjson.IsBusName(o.Group):
+		return cmdkit.Usagef("--group %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Group)
+	case o.Consumer != "" && !ndjson.IsBusName(o.Consumer):
+		return cmdkit.Usagef("--consumer %q: a name is 1 to 64 letters, digits, '.', '_' or '-'", o.Consumer)
+	case o.Takeover < time.Second:
+		return cmdkit.Usagef("--takeover %s: at least 1s", o.Takeover)
+	case o.From != "0" && o.From != "$":
+		return cmdkit.Usagef(`--from %q: "0" or "$"`, o.From)
+	}
+	return nil
 }
 
 func busStatusCommand() *cli.Command {
