@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storedir"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -63,28 +63,17 @@ func (e *loopEnv) add(t *testing.T, feed string) {
 type loop struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr testenv.Buffer
 	done   chan error
 }
 
-func (l *loop) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stderr.Write(p)
-}
-
-func (l *loop) log() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stderr.String()
-}
+func (l *loop) log() string { return l.stderr.String() }
 
 func (e *loopEnv) start(t *testing.T, args ...string) *loop {
 	t.Helper()
 	l := &loop{done: make(chan error, 1)}
 	l.cmd = exec.Command(filepath.Join(repoRoot(t), "scripts", "feed-loop"), args...)
-	l.cmd.Env, l.cmd.Stdout, l.cmd.Stderr = e.env, &l.stdout, l
+	l.cmd.Env, l.cmd.Stdout, l.cmd.Stderr = e.env, &l.stdout, &l.stderr
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -399,7 +388,7 @@ func TestRefetchSaysDueNowOnceSaved(t *testing.T) {
 	refetch := exec.Command("feed-sub", "refetch", e.srv.URL+"/a.xml")
 	refetch.Env = e.env
 	var msgs loop
-	refetch.Stderr = &msgs
+	refetch.Stderr = &msgs.stderr
 	if err := refetch.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestPushLoop(t *testing.T) {
 	}
 	l := &loop{done: make(chan error, 1)}
 	l.cmd = exec.Command(filepath.Join(repoRoot(t), "scripts", "feed-loop"), "--interval", "1h")
-	l.cmd.Env, l.cmd.Stdout, l.cmd.Stderr = e.env, w, l
+	l.cmd.Env, l.cmd.Stdout, l.cmd.Stderr = e.env, w, &l.stderr
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -20,36 +20,18 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// logBuffer collects a run's log lines, safe for the test to read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // fixture is a Redis for a test, and a connection to it.
 type fixture struct {
 	t    *testing.T
 	srv  *redistest.Server
 	conn *redisconn.Conn
-	logs *logBuffer
+	logs *testenv.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	srv := redistest.Start(t)
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	conn, err := redisconn.Dial(srv.URL(), "t", slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +422,7 @@ func TestRedisFull(t *testing.T) {
 // they are handed on, and status reads them.
 func TestCluster(t *testing.T) {
 	c := redistest.StartCluster(t)
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	conn, err := redisconn.Dial(c.URL(), "t", slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)

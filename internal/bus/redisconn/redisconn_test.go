@@ -1,7 +1,6 @@
 package redisconn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedpipe/feedpipe/internal/bus/redistest"
+	"github.com/feedpipe/feedpipe/internal/testenv"
 )
 
 func TestUnavailable(t *testing.T) {
@@ -72,29 +71,11 @@ func TestDialChecks(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log's destination, safe for the test to read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDoWaitsOutARestart: a write tried while Redis is down is done once
 // it is back, and the outage is said once, and the recovery once.
 func TestDoWaitsOutARestart(t *testing.T) {
 	srv := redistest.Start(t)
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	c, err := Dial(srv.URL(), "t", slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
