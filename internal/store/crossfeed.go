@@ -110,12 +110,15 @@ func feedEventLines(out []any) ([]byte, error) {
 	return lines, nil
 }
 
-// encodeAll encodes records as NDJSON lines.
+// encodeAll encodes records as NDJSON lines. Each record goes to Append
+// as it is, a value or a pointer: Append's own encoders take those, and
+// the address of a pointer would go through encoding/json instead (a
+// 304's decision took 8 µs so).
 func encodeAll[T any](records []T) ([]byte, error) {
 	var b []byte
-	for i := range records {
+	for _, r := range records {
 		var err error
-		if b, err = ndjson.Append(b, &records[i]); err != nil {
+		if b, err = ndjson.Append(b, r); err != nil {
 			return nil, err
 		}
 	}
