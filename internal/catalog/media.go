@@ -82,6 +82,15 @@ type MediaJob struct {
 	PartialValidator string // what they were served with: an ETag or a Last-Modified date, for If-Range
 }
 
+// dueMediaSQL reads the queue through its partial index, which holds the
+// queued files only: left to itself SQLite walked the table in id order,
+// every stored file's row before the first queued one, so that each run
+// of feed-media cost what the table holds rather than what is queued.
+const dueMediaSQL = `SELECT m.id, f.feed_id, m.entry_uid, m.url, m.kind, m.queued_at, m.attempts, m.partial_bytes, m.partial_validator
+	FROM media m INDEXED BY media_queue JOIN feeds f ON f.key = m.feed_key
+	WHERE m.state = 'queued' AND (m.next_try_at IS NULL OR m.next_try_at <= ?) AND m.id NOT IN (SELECT value FROM json_each(?))
+	ORDER BY m.id LIMIT ?`
+
 // DueMedia returns up to n queued files whose time has come at now, the
 // longest queued first, but for those whose ids skip holds (being tried).
 func (c *Catalog) DueMedia(ctx context.Context, now time.Time, n int, skip []int64) ([]MediaJob, error) {
@@ -89,10 +98,7 @@ func (c *Catalog) DueMedia(ctx context.Context, now time.Time, n int, skip []int
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.read(ctx, kept, `SELECT m.id, f.feed_id, m.entry_uid, m.url, m.kind, m.queued_at, m.attempts, m.partial_bytes, m.partial_validator
-		FROM media m JOIN feeds f ON f.key = m.feed_key
-		WHERE m.state = 'queued' AND (m.next_try_at IS NULL OR m.next_try_at <= ?) AND m.id NOT IN (SELECT value FROM json_each(?))
-		ORDER BY m.id LIMIT ?`, unixMS(now), string(list), n)
+	rows, err := c.read(ctx, kept, dueMediaSQL, unixMS(now), string(list), n)
 	if err != nil {
 		return nil, err
 	}

@@ -66,8 +66,9 @@ func TestIndexesEarnTheirWrites(t *testing.T) {
 		"subscription_labels_feed": `DELETE FROM subscription_labels WHERE feed_key = ?`,
 		// (*Catalog).WebSubs, push.go.
 		"websub_feed": `SELECT ` + webSubColumns + ` FROM websub w JOIN feeds f ON f.key = w.feed_key ORDER BY f.feed_id, w.callback_id`,
-		// (*Catalog).NextMediaTry, media.go.
-		"media_queue": `SELECT min(next_try_at) FROM media WHERE state = 'queued' AND next_try_at > ?`,
+		// (*Catalog).DueMedia, media.go: at every run of feed-media (and
+		// NextMediaTry's min(next_try_at)).
+		"media_queue": dueMediaSQL,
 		// (*Catalog).MediaType, media.go: a stored file's type, by its name.
 		"media_sha256": `SELECT content_type, finished_at FROM media WHERE sha256 = ? AND state = 'stored' ORDER BY id LIMIT 1`,
 	}
