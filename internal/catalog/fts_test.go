@@ -173,7 +173,7 @@ func TestFullTextSearch(t *testing.T) {
 	if got := search(t, c, "coffee"); got != "" {
 		t.Errorf("after prune, coffee: %q", got)
 	}
-	if err := c.ForgetEntries(ctx, testids.Feed("A"), []string{testids.UID("a3")}); err != nil {
+	if err := c.ForgetEntries(ctx, map[string][]string{testids.Feed("A"): {testids.UID("a3")}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := search(t, c, "science"); got != "" {

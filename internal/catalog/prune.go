@@ -2,6 +2,11 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -74,32 +79,66 @@ func (c *Catalog) SeenBefore(ctx context.Context, t time.Time) (map[string][]str
 	return old, rows.Err()
 }
 
-// ForgetEntries drops entries of a feed from the index, with their
-// versions and the links they were the first with: if one comes back, it
-// is stored as new (the seen ids of docs/design.md#retention: feed-store
-// prune --seen-keep).
-func (c *Catalog) ForgetEntries(ctx context.Context, feedID string, uids []string) error {
-	return c.Update(ctx, func(t *Tx) error {
-		key, err := t.feedKey(feedID)
-		if err != nil {
-			return err
+// ForgetEntries drops entries from the index, by feed id, with their
+// versions, marks and the links they were the first with: if one comes
+// back, it is stored as new (the seen ids of
+// docs/design.md#retention: feed-store prune --seen-keep). It works
+// forgetChunk entries a transaction, with one statement a table: links
+// and marks are keyed by other columns than the entry's, so that each
+// statement reads them whole once, where a statement per entry read them
+// whole for every entry forgotten.
+func (c *Catalog) ForgetEntries(ctx context.Context, uids map[string][]string) error {
+	type pair struct{ feed, uid string }
+	var all []pair
+	for _, feed := range slices.Sorted(maps.Keys(uids)) {
+		for _, uid := range uids[feed] {
+			all = append(all, pair{feed, uid})
 		}
-		for _, uid := range uids {
+	}
+	for len(all) > 0 {
+		chunk := all[:min(len(all), forgetChunk)]
+		all = all[len(chunk):]
+		err := c.Update(ctx, func(t *Tx) error {
+			ids := make([]string, len(chunk))
+			for i, p := range chunk {
+				ids[i] = p.feed
+			}
+			if err := t.feedKeys(ids); err != nil {
+				return err
+			}
+			pairs := make([][2]any, len(chunk))
+			for i, p := range chunk {
+				pairs[i] = [2]any{t.keys[p.feed], p.uid}
+			}
+			list, err := json.Marshal(pairs)
+			if err != nil {
+				return err
+			}
+			const forgotten = `SELECT e.%s FROM json_each(:pairs) j JOIN entries e ON e.feed_key = j.value ->> 0 AND e.entry_uid = j.value ->> 1`
+			const forgottenPairs = `SELECT j.value ->> 0, j.value ->> 1 FROM json_each(:pairs) j`
 			for _, q := range []string{
-				`DELETE FROM entries_fts WHERE rowid = (SELECT search_key FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
-				`DELETE FROM entry_versions WHERE entry_id = (SELECT id FROM entries WHERE feed_key = ? AND entry_uid = ?)`,
-				`DELETE FROM links WHERE feed_key = ? AND entry_uid = ?`,
-				`DELETE FROM marks WHERE feed_key = ? AND entry_uid = ?`,
-				`DELETE FROM entries WHERE feed_key = ? AND entry_uid = ?`,
+				`DELETE FROM entries_fts WHERE rowid IN (` + fmt.Sprintf(forgotten, "search_key") + `)`,
+				`DELETE FROM entry_versions WHERE entry_id IN (` + fmt.Sprintf(forgotten, "id") + `)`,
+				`DELETE FROM links WHERE (feed_key, entry_uid) IN (` + forgottenPairs + `)`,
+				`DELETE FROM marks WHERE (feed_key, entry_uid) IN (` + forgottenPairs + `)`,
+				`DELETE FROM entries WHERE id IN (` + fmt.Sprintf(forgotten, "id") + `)`,
 			} {
-				if _, err := t.write(once, q, key, uid); err != nil {
+				if _, err := t.write(kept, q, sql.Named("pairs", string(list))); err != nil {
 					return err
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
+
+// forgetChunk bounds the entries ForgetEntries forgets in a transaction,
+// each of which reads links and marks whole.
+const forgetChunk = 10000
 
 // LatestPayload returns the newest fetch of a feed that stored a payload
 // with a 2xx status; ok is false when there is none.

@@ -482,6 +482,7 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 	if err != nil {
 		return err
 	}
+	forgotten := map[string][]string{}
 	for _, feed := range slices.Sorted(maps.Keys(old)) {
 		uids := old[feed]
 		still, known := served[feed]
@@ -501,13 +502,12 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 		}
 		sum.SeenForgotten += len(forget)
 		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forget))
-		if !cfg.DryRun {
-			if err := cat.ForgetEntries(ctx, feed, forget); err != nil {
-				return err
-			}
-		}
+		forgotten[feed] = forget
 	}
-	return nil
+	if cfg.DryRun {
+		return nil
+	}
+	return cat.ForgetEntries(ctx, forgotten)
 }
 
 // latestServed parses again the latest payload of each feed of want (its
