@@ -350,8 +350,8 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 }
 
 // putStateSQL writes a feed's state: an upsert, not INSERT OR REPLACE,
-// whose delete and insert of the row cost a 304 a fifth more. Every
-// column is set, so the two write the same row.
+// which deletes the row and its index entry and inserts both again at
+// every fetch. Every column is set, so the two write the same row.
 const putStateSQL = `INSERT INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
 		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
 		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
