@@ -379,13 +379,18 @@ func TestStates(t *testing.T) {
 		t.Fatalf("states %+v", all)
 	}
 	// StatesOf reads the same, but for the decision, which it leaves as
-	// the column has it: written back so, it is the same decision.
+	// the column has it (written back so, it is the same decision), and
+	// with the feed's key, which writing it back uses.
 	of, err := c.StatesOf(ctx, []string{fs.FeedID, testids.Feed("none")})
 	if err != nil || len(of) != 1 || of[fs.FeedID].Decision != nil {
 		t.Fatalf("StatesOf: %v %+v", err, of)
 	}
 	lazy := of[fs.FeedID]
-	lazy.Decision, lazy.decision = fs.Decision, nil
+	var key int64
+	if err := c.readRow(ctx, once, `SELECT key FROM feeds WHERE feed_id = ?`, fs.FeedID).Scan(&key); err != nil || lazy.key != key || key == 0 {
+		t.Fatalf("StatesOf's key %d, the catalog's %d (%v)", lazy.key, key, err)
+	}
+	lazy.Decision, lazy.decision, lazy.key = fs.Decision, nil, 0
 	if !reflect.DeepEqual(lazy, fs) {
 		t.Fatalf("StatesOf\n got %+v\nwant %+v", lazy, fs)
 	}

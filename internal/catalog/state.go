@@ -63,6 +63,10 @@ type FeedState struct {
 	// undecoded (StatesOf) and Decision nil: EncodeState writes it back
 	// as it is. SetSched drops it.
 	decision []byte
+	// key is the feed's key in the catalog, when a read found it
+	// (StatesOf): EncodeState passes it on, so that writing the state
+	// needs no look-up. A feed's key never changes.
+	key int64
 }
 
 // TypeFeedState is the record type of the state log of stores written
@@ -251,7 +255,7 @@ func (c *Catalog) StatesOf(ctx context.Context, feedIDs []string) (map[string]Fe
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.read(ctx, kept, `SELECT f.feed_id, `+stateColumns+` FROM json_each(?) j JOIN feeds f ON f.feed_id = j.value
+	rows, err := c.read(ctx, kept, `SELECT f.feed_id, `+stateColumns+`, f.key FROM json_each(?) j JOIN feeds f ON f.feed_id = j.value
 		JOIN feed_state st ON st.feed_key = f.key`, string(list))
 	if err != nil {
 		return nil, err
@@ -260,12 +264,14 @@ func (c *Catalog) StatesOf(ctx context.Context, feedIDs []string) (map[string]Fe
 	for rows.Next() {
 		var r stateRow
 		var fs FeedState
-		if err := rows.Scan(r.targets()...); err != nil {
+		var key int64
+		if err := rows.Scan(append(r.targets(), &key)...); err != nil {
 			return nil, err
 		}
 		if err := r.decodeAll(&fs, false); err != nil {
 			return nil, err
 		}
+		fs.key = key
 		states[fs.FeedID] = fs
 	}
 	return states, rows.Err()
@@ -309,6 +315,7 @@ func (t *Tx) PutStates(states ...FeedState) error {
 // process waiting to write waits for less.
 type EncodedState struct {
 	feedID string
+	key    int64 // the feed's key, when the state read had it
 	values []any // the columns after feed_key, as putStateSQL lists them
 }
 
@@ -343,7 +350,7 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 		warnings = string(b)
 	}
 	st := fs.SchedState()
-	return EncodedState{fs.FeedID, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
+	return EncodedState{fs.FeedID, fs.key, []any{fs.Title, fs.Validators.ETag, fs.Validators.LastModified, ms(fs.LastFetchAt.Time), ms(fs.LastSuccessAt.Time), ms(fs.LastRunAt.Time),
 		fs.LastStatus, lastErr, fs.ConsecutiveFailures, fs.IntervalSec, ms(fs.NextFetchAt.Time), string(st.Lifecycle), ms(st.RetryUntil.Time),
 		fs.LastBodySHA256, fs.LastContentLength, fs.NewEntriesLastFetch, fs.MovedTo, fs.MovedCount, counts, schedCol, decCol,
 		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher, fs.Link, warnings}}, nil
@@ -372,9 +379,13 @@ const putStateSQL = `INSERT INTO feed_state (feed_key, title, etag, last_modifie
 
 // PutEncodedStates writes feed states EncodeState encoded.
 func (t *Tx) PutEncodedStates(rows ...EncodedState) error {
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.feedID
+	var ids []string
+	for _, r := range rows {
+		if r.key != 0 {
+			t.keys[r.feedID] = r.key
+		} else {
+			ids = append(ids, r.feedID)
+		}
 	}
 	end := t.within(ids...)
 	err := t.feedKeys(ids)
