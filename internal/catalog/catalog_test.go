@@ -361,7 +361,8 @@ func TestStates(t *testing.T) {
 		LastFetchAt: ndjson.At(t0), LastSuccessAt: ndjson.At(t0), LastRunAt: ndjson.At(t0), LastStatus: 503,
 		LastError: &ndjson.Error{Class: "transient", Code: "http_503", Message: "HTTP 503"}, ConsecutiveFailures: 2,
 		LastBodySHA256: "abc", LastContentLength: 42, NewEntriesLastFetch: 3, MovedTo: "https://m/", MovedCount: 1,
-		Counts: FeedCounts{Fetches: 4, OK: 2, Errors: 2, ErrorCodes: map[string]int{"http_503": 2}, BytesIn: 10}}
+		Counts: FeedCounts{Fetches: 4, OK: 2, Errors: 2, ErrorCodes: map[string]int{"http_503": 2}, BytesIn: 10},
+		Format: "rss", FormatVersion: "2.0", ContentType: "application/rss+xml", Publisher: "P", Link: "https://a/", Warnings: []string{"w"}}
 	fs.SetSched(st, sched.Decision{Kind: sched.Backoff, Reason: "http_error"})
 	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(fs) }); err != nil {
 		t.Fatal(err)
@@ -410,6 +411,14 @@ func TestStates(t *testing.T) {
 	}
 	if got, _, _ = c.State(ctx, fs.FeedID); got.Decision == nil || got.Decision.Reason != "posting_rate" {
 		t.Fatalf("a new decision: %+v", got.Decision)
+	}
+	// A state written over another replaces every column, to empty ones.
+	blank := FeedState{Header: ndjson.Head(TypeFeedState), FeedID: fs.FeedID}
+	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(blank) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ = c.State(ctx, fs.FeedID); !reflect.DeepEqual(got, blank) {
+		t.Fatalf("written over\n got %+v\nwant %+v", got, blank)
 	}
 }
 

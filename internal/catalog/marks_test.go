@@ -346,60 +346,79 @@ func withB(unread []string) []string {
 }
 
 // TestForgetEntries: the entries forgotten, across feeds, leave the index
-// with their versions, links, marks and words; the others stay whole.
+// with their versions, links (and those links' aliases), marks and words;
+// the others stay whole, in one transaction or in several.
 func TestForgetEntries(t *testing.T) {
-	c := openTemp(t)
-	add(t, c, sub("A"), sub("B"))
-	storeLines(t, c, "2026-11-20",
-		entry("A", "a1", "h", t0), entry("A", "a2", "h", t0.Add(time.Hour)),
-		entry("B", "b1", "h", t0.Add(2*time.Hour)), entry("B", "b2", "h", t0.Add(3*time.Hour)))
-	storeLines(t, c, "2026-11-21", entry("A", "a1", "h2", t0.Add(24*time.Hour))) // a second version
-	ref := func(feed, uid string) ndjson.EntryRef {
-		return ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
-	}
-	err := c.Update(ctx, func(t *Tx) error {
-		for i, r := range []ndjson.EntryRef{ref("A", "a1"), ref("A", "a2"), ref("B", "b1"), ref("B", "b2")} {
-			h, _ := LinkHash(fmt.Sprintf("https://news.example/%d", i))
-			if err := t.AddLink(h, r); err != nil {
-				return err
-			}
+	defer func(n int) { forgetChunk = n }(forgetChunk)
+	for _, chunk := range []int{10000, 1} {
+		forgetChunk = chunk
+		c := openTemp(t)
+		add(t, c, sub("A"), sub("B"))
+		storeLines(t, c, "2026-11-20",
+			entry("A", "a1", "h", t0), entry("A", "a2", "h", t0.Add(time.Hour)),
+			entry("B", "b1", "h", t0.Add(2*time.Hour)), entry("B", "b2", "h", t0.Add(3*time.Hour)))
+		storeLines(t, c, "2026-11-21", entry("A", "a1", "h2", t0.Add(24*time.Hour))) // a second version
+		ref := func(feed, uid string) ndjson.EntryRef {
+			return ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := []EntryKey{{testids.Feed("A"), testids.UID("a1")}, {testids.Feed("A"), testids.UID("a2")},
-		{testids.Feed("B"), testids.UID("b1")}, {testids.Feed("B"), testids.UID("b2")}}
-	for _, reader := range []string{"default", "alice"} {
-		if _, err := c.Mark(ctx, reader, MarkStar, all, t0); err != nil {
+		link := func(i int) string { return fmt.Sprintf("https://news.example/%d", i) }
+		err := c.Update(ctx, func(t *Tx) error {
+			for i, r := range []ndjson.EntryRef{ref("A", "a1"), ref("A", "a2"), ref("B", "b1"), ref("B", "b2")} {
+				h, _ := LinkHash(link(i))
+				if err := t.AddLink(h, r); err != nil {
+					return err
+				}
+			}
+			// x1 is an alias of a1, which goes; x2 of b1, which stays.
+			for _, a := range []ndjson.Alias{
+				{FeedID: testids.Feed("B"), EntryUID: testids.UID("x1"), CanonicalLink: link(0), AliasOf: ref("A", "a1")},
+				{FeedID: testids.Feed("A"), EntryUID: testids.UID("x2"), CanonicalLink: link(2), AliasOf: ref("B", "b1")},
+			} {
+				a.RecordedAt = ndjson.At(t0)
+				if err := t.AddAlias(&a, "2026-11-21"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := c.ForgetEntries(ctx, map[string][]string{
-		testids.Feed("A"): {testids.UID("a1")},
-		testids.Feed("B"): {testids.UID("b2"), testids.UID("nope")},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	names := func(q string) string {
-		var out []string
-		for _, uid := range table(t, c, q) {
-			out = append(out, testids.Name(uid))
+		all := []EntryKey{{testids.Feed("A"), testids.UID("a1")}, {testids.Feed("A"), testids.UID("a2")},
+			{testids.Feed("B"), testids.UID("b1")}, {testids.Feed("B"), testids.UID("b2")}}
+		for _, reader := range []string{"default", "alice"} {
+			if _, err := c.Mark(ctx, reader, MarkStar, all, t0); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return strings.Join(out, ",")
-	}
-	for q, want := range map[string]string{
-		`SELECT entry_uid FROM entries ORDER BY entry_uid`:                                        "a2,b1",
-		`SELECT e.entry_uid FROM entry_versions v JOIN entries e ON e.id = v.entry_id ORDER BY 1`: "a2,b1",
-		`SELECT count(*) FROM entry_versions`:                                                     "2",
-		`SELECT entry_uid FROM links ORDER BY entry_uid`:                                          "a2,b1",
-		`SELECT entry_uid FROM marks WHERE reader = 'default' ORDER BY entry_uid`:                 "a2,b1",
-		`SELECT entry_uid FROM marks WHERE reader = 'alice' ORDER BY entry_uid`:                   "a2,b1",
-		`SELECT count(*) FROM entries_fts WHERE rowid NOT IN (SELECT search_key FROM entries)`:    "0",
-	} {
-		if got := names(q); got != want {
-			t.Errorf("%s: %s, want %s", q, got, want)
+		if err := c.ForgetEntries(ctx, map[string][]string{
+			testids.Feed("A"): {testids.UID("a1"), testids.UID("a1")},
+			testids.Feed("B"): {testids.UID("b2"), testids.UID("nope")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		names := func(q string) string {
+			var out []string
+			for _, uid := range table(t, c, q) {
+				out = append(out, testids.Name(uid))
+			}
+			return strings.Join(out, ",")
+		}
+		for q, want := range map[string]string{
+			`SELECT entry_uid FROM entries ORDER BY entry_uid`:                                                                  "a2,b1",
+			`SELECT e.entry_uid FROM entry_versions v JOIN entries e ON e.id = v.entry_id ORDER BY 1`:                           "a2,b1",
+			`SELECT count(*) FROM entry_versions`:                                                                               "2",
+			`SELECT entry_uid FROM links ORDER BY entry_uid`:                                                                    "a2,b1",
+			`SELECT entry_uid FROM aliases ORDER BY entry_uid`:                                                                  "x2",
+			`SELECT entry_uid FROM marks WHERE reader = 'default' ORDER BY entry_uid`:                                           "a2,b1",
+			`SELECT entry_uid FROM marks WHERE reader = 'alice' ORDER BY entry_uid`:                                             "a2,b1",
+			`SELECT count(*) FROM entries WHERE search_key IS NULL`:                                                             "0",
+			`SELECT count(*) FROM entries_fts`:                                                                                  "2",
+			`SELECT count(*) FROM entries_fts WHERE rowid NOT IN (SELECT search_key FROM entries WHERE search_key IS NOT NULL)`: "0",
+		} {
+			if got := names(q); got != want {
+				t.Errorf("chunks of %d: %s: %s, want %s", chunk, q, got, want)
+			}
 		}
 	}
 }

@@ -80,13 +80,13 @@ func (c *Catalog) SeenBefore(ctx context.Context, t time.Time) (map[string][]str
 }
 
 // ForgetEntries drops entries from the index, by feed id, with their
-// versions, marks and the links they were the first with: if one comes
-// back, it is stored as new (the seen ids of
-// docs/design.md#retention: feed-store prune --seen-keep). It works
-// forgetChunk entries a transaction, with one statement a table: links
-// and marks are keyed by other columns than the entry's, so that each
-// statement reads them whole once, where a statement per entry read them
-// whole for every entry forgotten.
+// versions, marks and the links they were the first with, and those
+// links' aliases (as ForgetEntryDays): if one comes back, it is stored as
+// new (the seen ids of docs/design.md#retention: feed-store prune
+// --seen-keep). It works forgetChunk entries a transaction, with one
+// statement a table: links, aliases and marks are keyed by other columns
+// than the entry's, so that each statement reads them whole once, where a
+// statement per entry read them whole for every entry forgotten.
 func (c *Catalog) ForgetEntries(ctx context.Context, uids map[string][]string) error {
 	type pair struct{ feed, uid string }
 	var all []pair
@@ -99,9 +99,11 @@ func (c *Catalog) ForgetEntries(ctx context.Context, uids map[string][]string) e
 		chunk := all[:min(len(all), forgetChunk)]
 		all = all[len(chunk):]
 		err := c.Update(ctx, func(t *Tx) error {
-			ids := make([]string, len(chunk))
+			var ids []string
 			for i, p := range chunk {
-				ids[i] = p.feed
+				if i == 0 || p.feed != chunk[i-1].feed { // in feed order
+					ids = append(ids, p.feed)
+				}
 			}
 			if err := t.feedKeys(ids); err != nil {
 				return err
@@ -119,6 +121,7 @@ func (c *Catalog) ForgetEntries(ctx context.Context, uids map[string][]string) e
 			for _, q := range []string{
 				`DELETE FROM entries_fts WHERE rowid IN (` + fmt.Sprintf(forgotten, "search_key") + `)`,
 				`DELETE FROM entry_versions WHERE entry_id IN (` + fmt.Sprintf(forgotten, "id") + `)`,
+				`DELETE FROM aliases WHERE link_hash IN (SELECT link_hash FROM links WHERE (feed_key, entry_uid) IN (` + forgottenPairs + `))`,
 				`DELETE FROM links WHERE (feed_key, entry_uid) IN (` + forgottenPairs + `)`,
 				`DELETE FROM marks WHERE (feed_key, entry_uid) IN (` + forgottenPairs + `)`,
 				`DELETE FROM entries WHERE id IN (` + fmt.Sprintf(forgotten, "id") + `)`,
@@ -136,9 +139,10 @@ func (c *Catalog) ForgetEntries(ctx context.Context, uids map[string][]string) e
 	return nil
 }
 
-// forgetChunk bounds the entries ForgetEntries forgets in a transaction,
-// each of which reads links and marks whole.
-const forgetChunk = 10000
+// forgetChunk bounds the entries ForgetEntries forgets in a transaction:
+// each of its statements reads links, aliases or marks whole once. A
+// variable for the tests.
+var forgetChunk = 10000
 
 // LatestPayload returns the newest fetch of a feed that stored a payload
 // with a 2xx status; ok is false when there is none.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/sched"
@@ -65,7 +66,8 @@ type FeedState struct {
 	decision []byte
 	// key is the feed's key in the catalog, when a read found it
 	// (StatesOf): EncodeState passes it on, so that writing the state
-	// needs no look-up. A feed's key never changes.
+	// needs no look-up. A feed's key never changes; a state is only ever
+	// written back under the feed id it was read for.
 	key int64
 }
 
@@ -356,26 +358,26 @@ func EncodeState(fs *FeedState) (EncodedState, error) {
 		appendDemand(nil, st.DemandInputs()), fs.Format, fs.FormatVersion, fs.ContentType, fs.Publisher, fs.Link, warnings}}, nil
 }
 
+// stateWriteColumns are the columns of feed_state after feed_key, as
+// EncodeState's values list them.
+var stateWriteColumns = []string{"title", "etag", "last_modified", "last_fetch_at", "last_success_at", "last_run_at",
+	"last_status", "last_error", "consecutive_failures", "interval_sec", "next_fetch_at", "lifecycle", "retry_until", "last_body_sha256",
+	"last_content_length", "new_entries_last_fetch", "moved_to", "moved_count", "counts", "sched", "decision", "demand",
+	"format", "format_version", "content_type", "publisher", "link", "warnings"}
+
 // putStateSQL writes a feed's state: an upsert, not INSERT OR REPLACE,
 // which deletes the row and its index entry and inserts both again at
-// every fetch. Every column is set, so the two write the same row.
-const putStateSQL = `INSERT INTO feed_state (feed_key, title, etag, last_modified, last_fetch_at, last_success_at, last_run_at,
-		last_status, last_error, consecutive_failures, interval_sec, next_fetch_at, lifecycle, retry_until, last_body_sha256,
-		last_content_length, new_entries_last_fetch, moved_to, moved_count, counts, sched, decision, demand,
-		format, format_version, content_type, publisher, link, warnings)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (feed_key) DO UPDATE SET title = excluded.title, etag = excluded.etag, last_modified = excluded.last_modified,
-		last_fetch_at = excluded.last_fetch_at, last_success_at = excluded.last_success_at,
-		last_run_at = excluded.last_run_at, last_status = excluded.last_status,
-		last_error = excluded.last_error, consecutive_failures = excluded.consecutive_failures,
-		interval_sec = excluded.interval_sec, next_fetch_at = excluded.next_fetch_at,
-		lifecycle = excluded.lifecycle, retry_until = excluded.retry_until,
-		last_body_sha256 = excluded.last_body_sha256, last_content_length = excluded.last_content_length,
-		new_entries_last_fetch = excluded.new_entries_last_fetch, moved_to = excluded.moved_to,
-		moved_count = excluded.moved_count, counts = excluded.counts, sched = excluded.sched,
-		decision = excluded.decision, demand = excluded.demand, format = excluded.format,
-		format_version = excluded.format_version, content_type = excluded.content_type,
-		publisher = excluded.publisher, link = excluded.link, warnings = excluded.warnings`
+// every fetch. Every column is set (both lists come from
+// stateWriteColumns), so the two write the same row.
+var putStateSQL = func() string {
+	set := make([]string, len(stateWriteColumns))
+	for i, col := range stateWriteColumns {
+		set[i] = col + " = excluded." + col
+	}
+	return `INSERT INTO feed_state (feed_key, ` + strings.Join(stateWriteColumns, ", ") + `)
+		VALUES (?` + strings.Repeat(", ?", len(stateWriteColumns)) + `)
+		ON CONFLICT (feed_key) DO UPDATE SET ` + strings.Join(set, ", ")
+}()
 
 // PutEncodedStates writes feed states EncodeState encoded.
 func (t *Tx) PutEncodedStates(rows ...EncodedState) error {

@@ -501,13 +501,17 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 			continue
 		}
 		sum.SeenForgotten += len(forget)
-		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forget))
 		forgotten[feed] = forget
 	}
-	if cfg.DryRun {
-		return nil
+	if !cfg.DryRun {
+		if err := cat.ForgetEntries(ctx, forgotten); err != nil {
+			return err
+		}
 	}
-	return cat.ForgetEntries(ctx, forgotten)
+	for _, feed := range slices.Sorted(maps.Keys(forgotten)) {
+		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forgotten[feed]))
+	}
+	return nil
 }
 
 // latestServed parses again the latest payload of each feed of want (its
