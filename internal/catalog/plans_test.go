@@ -67,7 +67,7 @@ func TestIndexesEarnTheirWrites(t *testing.T) {
 		// here: a plan does not show a trigger's statements).
 		"subscription_labels_feed": `DELETE FROM subscription_labels WHERE feed_key = ?`,
 		// (*Catalog).WebSubs, push.go.
-		"websub_feed": `SELECT ` + webSubColumns + ` FROM websub w JOIN feeds f ON f.key = w.feed_key ORDER BY f.feed_id, w.callback_id`,
+		"websub_feed": webSubsSQL,
 		// (*Catalog).DueMedia, media.go: at every run of feed-media.
 		"media_queue": dueMediaSQL,
 		// (*Catalog).MediaType, media.go: a stored file's type, by its name.
