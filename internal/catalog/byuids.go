@@ -7,11 +7,15 @@ import (
 	"time"
 )
 
+// entriesByUIDSQL is EntriesByUID's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const entriesByUIDSQL = `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`
+
 // EntriesByUID returns the stored entries with the uid entry_uid (one, but
 // for a collision of two feeds' uids), each with its versions, oldest
 // first.
 func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][]Version, error) {
-	found, err := c.entryRows(ctx, kept, `SELECT `+entryColumns+` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`, uid)
+	found, err := c.entryRows(ctx, kept, entriesByUIDSQL, uid)
 	if err != nil {
 		return nil, nil, err
 	}

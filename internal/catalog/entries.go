@@ -464,6 +464,11 @@ func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version,
 	return id, version, sk.Int64, true, nil
 }
 
+// sightedSQL is Sighted's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const sightedSQL = `UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
+		WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (SELECT value FROM json_each(?))`
+
 // Sighted records that the entries uids of a feed, unchanged, were seen
 // again in a fetch at at: their last_seen moves to at and their
 // seen_count grows by one. A sighting no later than the last one (a
@@ -483,8 +488,7 @@ func (t *Tx) Sighted(feedID string, uids []string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.write(kept, `UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
-		WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (SELECT value FROM json_each(?))`, unixMS(at), key, unixMS(at), string(list))
+	_, err = t.write(kept, sightedSQL, unixMS(at), key, unixMS(at), string(list))
 	return err
 }
 

@@ -213,15 +213,19 @@ func (c *Catalog) Fetch(ctx context.Context, fetchID string) (r FetchRef, ok boo
 	return r, true, nil
 }
 
+// feedFetchesSQL is Fetches's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const feedFetchesSQL = `SELECT ` + fetchColumns + ` FROM fetches x JOIN feeds f ON f.key = x.feed_key
+		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
+		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`
+
 // Fetches returns the fetches of a feed at or after since, newest first,
 // at most limit of them (0: all).
 func (c *Catalog) Fetches(ctx context.Context, feedID string, since time.Time, limit int) ([]FetchRef, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := c.read(ctx, once, `SELECT `+fetchColumns+` FROM fetches x JOIN feeds f ON f.key = x.feed_key
-		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
-		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`, feedID, unixMS(since), limit)
+	rows, err := c.read(ctx, once, feedFetchesSQL, feedID, unixMS(since), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,10 @@ const (
 // searchGroup is the first search key of the entries published at ms.
 func searchGroup(ms int64) int64 { return min(max(ms, 0), searchKeyMaxMS) << searchKeyBits }
 
+// lastSearchKeySQL is newSearchKey's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const lastSearchKeySQL = `SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`
+
 // newSearchKey returns an unused search key for an entry published at ms,
 // one past the last of its millisecond's; ok is false when that
 // millisecond's million keys are all taken, and the entry stays out of
@@ -66,7 +70,7 @@ func (t *Tx) newSearchKey(ms int64) (key int64, ok bool, err error) {
 	last, cached := t.searchKeys[group]
 	if !cached {
 		var k sql.NullInt64
-		err := t.readRow(kept, `SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`, group, group+searchKeyLast).Scan(&k)
+		err := t.readRow(kept, lastSearchKeySQL, group, group+searchKeyLast).Scan(&k)
 		if err != nil {
 			return 0, false, err
 		}

@@ -71,6 +71,13 @@ func (x *Index) Link(ctx context.Context, hash string) (LinkOwners, error) {
 	return *o, nil
 }
 
+// linkOwnersSQL is LoadLinks's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const linkOwnersSQL = `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
+			WHERE l.link_hash IN (SELECT value FROM json_each(:links))
+		UNION ALL SELECT 1, a.link_hash, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key
+			WHERE a.link_hash IN (SELECT value FROM json_each(:links))`
+
 // LoadLinks reads what the catalog holds of the links hashes that the
 // index has not looked up yet, in one query: Link then answers them from
 // memory. A batch's new entries each have a link, and a query per link
@@ -91,10 +98,7 @@ func (x *Index) LoadLinks(ctx context.Context, hashes []string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := x.c.read(ctx, kept, `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
-			WHERE l.link_hash IN (SELECT value FROM json_each(:links))
-		UNION ALL SELECT 1, a.link_hash, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key
-			WHERE a.link_hash IN (SELECT value FROM json_each(:links))`, sql.Named("links", string(list)))
+	rows, err := x.c.read(ctx, kept, linkOwnersSQL, sql.Named("links", string(list)))
 	if err != nil {
 		return err
 	}

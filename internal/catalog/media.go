@@ -304,11 +304,15 @@ func (c *Catalog) entriesMedia(ctx context.Context, q string, args ...any) (map[
 	return out, rows.Err()
 }
 
+// mediaTypeSQL is MediaType's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const mediaTypeSQL = `SELECT content_type, finished_at FROM media WHERE sha256 = ? AND state = 'stored' ORDER BY id LIMIT 1`
+
 // MediaType returns the media type a stored file was served with; ok is
 // false when no row says the file is stored.
 func (c *Catalog) MediaType(ctx context.Context, sum string) (contentType string, at time.Time, ok bool, err error) {
 	var finished sql.NullInt64
-	err = c.readRow(ctx, kept, `SELECT content_type, finished_at FROM media WHERE sha256 = ? AND state = 'stored' ORDER BY id LIMIT 1`, sum).Scan(&contentType, &finished)
+	err = c.readRow(ctx, kept, mediaTypeSQL, sum).Scan(&contentType, &finished)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", time.Time{}, false, nil
 	}

@@ -22,19 +22,18 @@ func TestIndexesEarnTheirWrites(t *testing.T) {
 	// feed_state_due, marks_starred, marks_unread and media_queue.
 	needs := map[string]string{
 		// (*Catalog).Subscriptions, subs.go: the list in its order.
-		"subscriptions_position": `SELECT ` + subColumns + ` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key ORDER BY s.position, s.feed_key`,
+		"subscriptions_position": subscriptionsSQL,
 		// (*Catalog).FindFeed, reading.go: a subscription by its URL.
-		"subscriptions_url": `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.url IN (?, ?)`,
+		"subscriptions_url": feedByURLSQL,
 		// (*Catalog).mayBeDue, feeds.go.
 		"feed_state_due": `SELECT s.feed_key FROM subscriptions s LEFT JOIN feed_state st INDEXED BY feed_state_due ON st.feed_key = s.feed_key
 		WHERE s.disabled = 0 AND (s.paused_until IS NULL OR s.paused_until <= :at)
 			AND (st.feed_key IS NULL OR st.last_fetch_at IS NULL OR st.next_fetch_at IS NULL OR st.next_fetch_at <= :at)`,
 		// (*Tx).Sighted, entries.go: the entries a fetch saw again. Its
 		// uniqueness is also insertEntry's ON CONFLICT target.
-		"entries_feed_uid": `UPDATE entries SET last_seen = ?, seen_count = seen_count + 1
-		WHERE feed_key = ? AND last_seen < ? AND entry_uid IN (SELECT value FROM json_each(?))`,
+		"entries_feed_uid": sightedSQL,
 		// (*Catalog).EntriesByUID, byuids.go.
-		"entries_uid": `SELECT ` + entryColumns + ` FROM entries e JOIN feeds f ON f.key = e.feed_key WHERE e.entry_uid = ? ORDER BY e.id`,
+		"entries_uid": entriesByUIDSQL,
 		// (*Catalog).FeedEntries, listing.go, by the default order.
 		"entries_feed_published": listingQuery(oneFeed("").in("e.feed_key"), "e.published"),
 		// (*Catalog).FeedEntries, listing.go, by OrderFirstSeen.
@@ -44,16 +43,11 @@ func TestIndexesEarnTheirWrites(t *testing.T) {
 		// (*Catalog).AllEntries, listing.go, by OrderFirstSeen.
 		"entries_first_seen": listingQuery(allFeeds.in("e.feed_key"), "e.first_seen"),
 		// (*Tx).newSearchKey, fts.go: at each entry stored.
-		"entries_search": `SELECT max(search_key) FROM entries WHERE search_key BETWEEN ? AND ?`,
+		"entries_search": lastSearchKeySQL,
 		// (*Index).LoadLinks, links.go: the owners of a batch's links.
-		"aliases_link": `SELECT 0, l.link_hash, f.feed_id, l.entry_uid FROM links l JOIN feeds f ON f.key = l.feed_key
-			WHERE l.link_hash IN (SELECT value FROM json_each(:links))
-		UNION ALL SELECT 1, a.link_hash, f.feed_id, a.entry_uid FROM aliases a JOIN feeds f ON f.key = a.feed_key
-			WHERE a.link_hash IN (SELECT value FROM json_each(:links))`,
+		"aliases_link": linkOwnersSQL,
 		// (*Catalog).Fetches, fetches.go.
-		"fetches_feed": `SELECT ` + fetchColumns + ` FROM fetches x JOIN feeds f ON f.key = x.feed_key
-		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
-		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`,
+		"fetches_feed": feedFetchesSQL,
 		// (*Catalog).AllEntries, listing.go, with EntryQuery.Starred.
 		"marks_starred": listingQuery(allFeeds.in("e.feed_key")+" AND "+isStarred, "e.published"),
 		// (*Catalog).unreadFew, listing.go, over all feeds.
@@ -71,7 +65,7 @@ func TestIndexesEarnTheirWrites(t *testing.T) {
 		// (*Catalog).DueMedia, media.go: at every run of feed-media.
 		"media_queue": dueMediaSQL,
 		// (*Catalog).MediaType, media.go: a stored file's type, by its name.
-		"media_sha256": `SELECT content_type, finished_at FROM media WHERE sha256 = ? AND state = 'stored' ORDER BY id LIMIT 1`,
+		"media_sha256": mediaTypeSQL,
 	}
 	c := openTemp(t)
 	indexes := table(t, c, `SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT GLOB 'sqlite_autoindex_*' ORDER BY name`)

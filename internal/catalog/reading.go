@@ -46,6 +46,10 @@ func (c *Catalog) FeedNames(ctx context.Context, ids []string) (map[string]strin
 	return names, rows.Err()
 }
 
+// feedByURLSQL is FindFeed's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const feedByURLSQL = `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.url IN (?, ?)`
+
 // FindFeed returns the feed id of the feed ref names: its feed id (a feed
 // with stored entries need not be subscribed), a subscription's URL, a
 // subscription's name or its feed's title (case aside; a name two feeds
@@ -62,7 +66,7 @@ func (c *Catalog) FindFeed(ctx context.Context, ref string) (string, error) {
 		args  []any
 	}{
 		{`SELECT feed_id FROM feeds WHERE feed_id = ?`, []any{ref}},
-		{`SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.url IN (?, ?)`, []any{ref, norm}},
+		{feedByURLSQL, []any{ref, norm}},
 		{`SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.name = ? COLLATE NOCASE`, []any{ref}},
 		{`SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key JOIN feed_state st ON st.feed_key = s.feed_key
 			WHERE s.name = '' AND st.title = ? COLLATE NOCASE`, []any{ref}},

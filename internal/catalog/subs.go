@@ -88,9 +88,13 @@ func scanSub(scan func(...any) error, s *ndjson.Subscription) error {
 	return r.decode(s)
 }
 
+// subscriptionsSQL is Subscriptions's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const subscriptionsSQL = `SELECT ` + subColumns + ` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key ORDER BY s.position, s.feed_key`
+
 // Subscriptions returns the subscription list, in its order.
 func (c *Catalog) Subscriptions(ctx context.Context) ([]ndjson.Subscription, error) {
-	rows, err := c.read(ctx, once, `SELECT `+subColumns+` FROM subscriptions s JOIN feeds f ON f.key = s.feed_key ORDER BY s.position, s.feed_key`)
+	rows, err := c.read(ctx, once, subscriptionsSQL)
 	if err != nil {
 		return nil, err
 	}
