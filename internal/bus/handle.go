@@ -230,7 +230,7 @@ func (t *taker) storeGroups(ctx context.Context, ready []*takenGroup, lost []str
 		recs  []*ndjson.Fetch
 		lines [][]byte
 		dead  []refused
-		ids   []string
+		good  []*takenGroup // the groups whose payloads are stored
 	)
 	for _, g := range ready {
 		if g.bad == nil {
@@ -251,12 +251,21 @@ func (t *taker) storeGroups(ctx context.Context, ready []*takenGroup, lost []str
 			}
 			continue
 		}
+		good = append(good, g)
+	}
+	var fetchIDs []string
+	for _, g := range good {
 		for _, cf := range g.fetches {
-			_, known, err := t.cat.Fetch(ctx, cf.rec.FetchID)
-			if err != nil {
-				return err
-			}
-			if !known { // not a group taken again
+			fetchIDs = append(fetchIDs, cf.rec.FetchID)
+		}
+	}
+	known, err := t.cat.KnownFetches(ctx, fetchIDs)
+	if err != nil {
+		return err
+	}
+	for _, g := range good {
+		for _, cf := range g.fetches {
+			if !known[cf.rec.FetchID] { // not a group taken again
 				recs, lines = append(recs, cf.stored), append(lines, cf.line)
 			}
 		}
@@ -264,10 +273,8 @@ func (t *taker) storeGroups(ctx context.Context, ready []*takenGroup, lost []str
 	if err := st.AppendFetchLines(recs, lines, t.cat.FetchIndexer(ctx)); err != nil {
 		return err
 	}
-	for _, g := range ready {
-		if g.bad != nil {
-			continue
-		}
+	var ids []string
+	for _, g := range good {
 		for _, r := range g.records {
 			if err := t.out.WriteRaw(r); err != nil {
 				return fmt.Errorf("write stdout: %w", err)

@@ -718,6 +718,13 @@ func TestFetchesAndRuns(t *testing.T) {
 	if list, _ := c.Fetches(ctx, feed, t0.Add(time.Hour), 0); len(list) != 0 {
 		t.Fatalf("since later: %+v", list)
 	}
+	known, err := c.KnownFetches(ctx, []string{testids.Fetch("F2"), f.FetchID, f.FetchID})
+	if err != nil || len(known) != 1 || !known[f.FetchID] {
+		t.Fatalf("known fetches: %v %v", known, err)
+	}
+	if known, err := c.KnownFetches(ctx, nil); err != nil || len(known) != 0 {
+		t.Fatalf("known fetches of none: %v %v", known, err)
+	}
 }
 
 func TestEntryQueries(t *testing.T) {

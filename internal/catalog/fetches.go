@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -218,6 +219,34 @@ func (c *Catalog) Fetch(ctx context.Context, fetchID string) (r FetchRef, ok boo
 const feedFetchesSQL = `SELECT ` + fetchColumns + ` FROM fetches x JOIN feeds f ON f.key = x.feed_key
 		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
 		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`
+
+// KnownFetches returns which of the fetch ids the catalog has, in one
+// query: feed-bus take asks it of each batch of fetch records it stores
+// (a query per record was about a tenth of the coordinator's take, cold:
+// docs/bench/2026-11-29-bus-cpu.md).
+func (c *Catalog) KnownFetches(ctx context.Context, ids []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	if len(ids) == 0 {
+		return known, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.read(ctx, kept, `SELECT x.fetch_id FROM json_each(?) j JOIN fetches x ON x.fetch_id = j.value`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		known[id] = true
+	}
+	return known, rows.Err()
+}
 
 // Fetches returns the fetches of a feed at or after since, newest first,
 // at most limit of them (0: all).
