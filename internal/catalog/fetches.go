@@ -214,12 +214,6 @@ func (c *Catalog) Fetch(ctx context.Context, fetchID string) (r FetchRef, ok boo
 	return r, true, nil
 }
 
-// feedFetchesSQL is Fetches's statement, a constant so that
-// TestIndexesEarnTheirWrites reads its plan.
-const feedFetchesSQL = `SELECT ` + fetchColumns + ` FROM fetches x JOIN feeds f ON f.key = x.feed_key
-		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
-		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`
-
 // KnownFetches returns which of the fetch ids the catalog has, in one
 // query: feed-bus take asks it of each batch of fetch records it stores
 // (a query per record was about a tenth of the coordinator's take, cold:
@@ -247,6 +241,12 @@ func (c *Catalog) KnownFetches(ctx context.Context, ids []string) (map[string]bo
 	}
 	return known, rows.Err()
 }
+
+// feedFetchesSQL is Fetches's statement, a constant so that
+// TestIndexesEarnTheirWrites reads its plan.
+const feedFetchesSQL = `SELECT ` + fetchColumns + ` FROM fetches x JOIN feeds f ON f.key = x.feed_key
+		WHERE x.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND x.fetched_at >= ?
+		ORDER BY x.fetched_at DESC, x.fetch_id DESC LIMIT ?`
 
 // Fetches returns the fetches of a feed at or after since, newest first,
 // at most limit of them (0: all).
