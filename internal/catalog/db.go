@@ -135,6 +135,25 @@ func (c *Catalog) read(ctx context.Context, p prep, q string, args ...any) (rows
 	return c.query(ctx, nil, p, q, args)
 }
 
+// readSet runs the query q, of one text column, on the pool and returns
+// its values as a set.
+func (c *Catalog) readSet(ctx context.Context, p prep, q string, args ...any) (map[string]bool, error) {
+	rows, err := c.read(ctx, p, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		set[s] = true
+	}
+	return set, rows.Err()
+}
+
 // readRow runs the query q, which returns a row at most, on the pool.
 func (c *Catalog) readRow(ctx context.Context, p prep, q string, args ...any) row {
 	return c.queryRow(ctx, nil, p, q, args)

@@ -219,27 +219,14 @@ func (c *Catalog) Fetch(ctx context.Context, fetchID string) (r FetchRef, ok boo
 // (a query per record was about a tenth of the coordinator's take, cold:
 // docs/bench/2026-11-29-bus-cpu.md).
 func (c *Catalog) KnownFetches(ctx context.Context, ids []string) (map[string]bool, error) {
-	known := map[string]bool{}
 	if len(ids) == 0 {
-		return known, nil
+		return map[string]bool{}, nil
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.read(ctx, kept, `SELECT x.fetch_id FROM json_each(?) j JOIN fetches x ON x.fetch_id = j.value`, string(list))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		known[id] = true
-	}
-	return known, rows.Err()
+	return c.readSet(ctx, kept, `SELECT x.fetch_id FROM json_each(?) j JOIN fetches x ON x.fetch_id = j.value`, string(list))
 }
 
 // feedFetchesSQL is Fetches's statement, a constant so that

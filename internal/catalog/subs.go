@@ -532,18 +532,5 @@ func (c *Catalog) catchUpSubscriptionsLocked(ctx context.Context) error {
 // from private addresses (ndjson.Access.AllowPrivate): the stages that
 // fetch believe this, not a record's claim.
 func (c *Catalog) PrivateFeeds(ctx context.Context) (map[string]bool, error) {
-	rows, err := c.read(ctx, once, `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.allow_private`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out[id] = true
-	}
-	return out, rows.Err()
+	return c.readSet(ctx, once, `SELECT f.feed_id FROM subscriptions s JOIN feeds f ON f.key = s.feed_key WHERE s.allow_private`)
 }
