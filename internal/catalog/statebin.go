@@ -72,12 +72,20 @@ var fieldCache sync.Map // reflect.Type → []int
 // appendStateBin appends v, a FeedCounts, sched.State or sched.Decision,
 // in the binary layout.
 func appendStateBin(b []byte, v any) []byte {
-	return appendBin(append(b, stateBinV1), reflect.ValueOf(v))
+	// A copy that can be addressed, so that a time is read through a
+	// pointer: reading it as a value (Value.Interface) allocated a copy
+	// of each.
+	rv := reflect.New(reflect.TypeOf(v)).Elem()
+	rv.Set(reflect.ValueOf(v))
+	if b == nil {
+		b = make([]byte, 0, 256)
+	}
+	return appendBin(append(b, stateBinV1), rv)
 }
 
 func appendBin(b []byte, v reflect.Value) []byte {
 	if v.Type() == timeType {
-		t := v.Interface().(ndjson.Time)
+		t := *v.Addr().Interface().(*ndjson.Time)
 		if y := t.UTC().Year(); t.IsZero() || y < 0 || y > 9999 { // as its JSON: null
 			return append(b, 0)
 		}
@@ -184,12 +192,13 @@ func (r *binReader) read(v reflect.Value) {
 	}
 	if v.Type() == timeType {
 		u := r.uvarint()
+		t := v.Addr().Interface().(*ndjson.Time) // v is addressable: readStateBin decodes into a pointer's value
 		if u == 0 {
-			v.Set(reflect.Zero(timeType))
+			*t = ndjson.Time{}
 			return
 		}
 		u--
-		v.Set(reflect.ValueOf(ndjson.At(time.UnixMilli(int64(u>>1) ^ -int64(u&1)))))
+		*t = ndjson.At(time.UnixMilli(int64(u>>1) ^ -int64(u&1)))
 		return
 	}
 	switch v.Kind() {
@@ -240,8 +249,10 @@ func (r *binReader) read(v reflect.Value) {
 		}
 		n := r.length(u - 1)
 		m := reflect.MakeMapWithSize(v.Type(), n)
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem() // SetMapIndex copies them
 		for range n {
-			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			k.SetZero()
+			e.SetZero()
 			r.read(k)
 			r.read(e)
 			m.SetMapIndex(k, e)

@@ -122,6 +122,41 @@ func TestStateBinRoundTrip(t *testing.T) {
 	}
 }
 
+// BenchmarkStateBin times the binary layout of a state as every fetch
+// writes it and feed-store reads it back: the counts, the scheduler's
+// state and the decision, every field filled.
+func BenchmarkStateBin(b *testing.B) {
+	var values []any
+	for _, v := range []any{&FeedCounts{}, &sched.State{}, &sched.Decision{}} {
+		var n int
+		fill(reflect.ValueOf(v).Elem(), &n)
+		values = append(values, reflect.ValueOf(v).Elem().Interface())
+	}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, v := range values {
+				appendStateBin(nil, v)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		cols := make([][]byte, len(values))
+		for i, v := range values {
+			cols[i] = appendStateBin(nil, v)
+		}
+		dst := []any{&FeedCounts{}, &sched.State{}, &sched.Decision{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, col := range cols {
+				if err := readStateBin(col, dst[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
 // FuzzStateBin: no value, however damaged, makes the decoder panic or
 // allocate more than its length allows; what it accepts encodes again.
 func FuzzStateBin(f *testing.F) {
