@@ -422,6 +422,37 @@ func TestStates(t *testing.T) {
 	}
 }
 
+// TestStatesOfRowsApart: StatesOf reads each row whole, nothing of one
+// row left in the next (it reads them all into the same targets).
+func TestStatesOfRowsApart(t *testing.T) {
+	c := openTemp(t)
+	full := FeedState{FeedID: testids.Feed("a"), Title: "A", LastFetchAt: ndjson.At(t0), NextFetchAt: ndjson.At(t0),
+		LastError: &ndjson.Error{Class: "transient", Code: "http_503"}, Warnings: []string{"w"}, MovedTo: "https://m/",
+		Counts: FeedCounts{Fetches: 2, ErrorCodes: map[string]int{"http_503": 1}}}
+	full.SetSched(sched.State{Lifecycle: sched.StateBackoff, Pub: []int64{1}}, sched.Decision{Kind: sched.Backoff})
+	bare := FeedState{FeedID: testids.Feed("b")}
+	if err := c.Update(ctx, func(t *Tx) error { return t.PutStates(full, bare) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]string{{full.FeedID, bare.FeedID}, {bare.FeedID, full.FeedID}} {
+		of, err := c.StatesOf(ctx, order)
+		if err != nil || len(of) != 2 {
+			t.Fatalf("%v %v", of, err)
+		}
+		for _, want := range []FeedState{full, bare} {
+			got, _, err := c.State(ctx, want.FeedID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := of[want.FeedID]
+			read.Decision, read.decision, read.key = got.Decision, nil, 0
+			if !reflect.DeepEqual(read, got) {
+				t.Errorf("%s after %v:\n got %+v\nwant %+v", want.FeedID, order, read, got)
+			}
+		}
+	}
+}
+
 // TestSubscriptionsOf: the subscriptions of the feeds asked for that have
 // one, as Subscription reads each.
 func TestSubscriptionsOf(t *testing.T) {

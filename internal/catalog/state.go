@@ -263,11 +263,16 @@ func (c *Catalog) StatesOf(ctx context.Context, feedIDs []string) (map[string]Fe
 		return nil, err
 	}
 	defer rows.Close()
+	// One row's targets for every row: Scan sets each of them (a blob
+	// to a copy of its own), and decodeAll copies what it keeps.
+	var (
+		r       stateRow
+		key     int64
+		targets = append(r.targets(), &key)
+	)
 	for rows.Next() {
-		var r stateRow
 		var fs FeedState
-		var key int64
-		if err := rows.Scan(append(r.targets(), &key)...); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return nil, err
 		}
 		if err := r.decodeAll(&fs, false); err != nil {
