@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +344,30 @@ func withB(unread []string) []string {
 		out = append(out, "b1")
 	}
 	return out
+}
+
+// TestSeenBefore: the entries last seen before a time, by feed, but for
+// those a reader starred.
+func TestSeenBefore(t *testing.T) {
+	c := openTemp(t)
+	add(t, c, sub("A"), sub("B"))
+	storeLines(t, c, "2026-11-20",
+		entry("A", "a1", "h", t0), entry("A", "a2", "h", t0.Add(time.Hour)),
+		entry("B", "b1", "h", t0.Add(2*time.Hour)), entry("B", "b2", "h", t0.Add(48*time.Hour)))
+	if _, err := c.Mark(ctx, "alice", MarkStar, []EntryKey{{testids.Feed("A"), testids.UID("a1")}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mark(ctx, "alice", MarkRead, []EntryKey{{testids.Feed("B"), testids.UID("b1")}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.SeenBefore(ctx, t0.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{testids.Feed("A"): {testids.UID("a2")}, testids.Feed("B"): {testids.UID("b1")}}
+	if !reflect.DeepEqual(old, want) {
+		t.Errorf("seen before: %v, want %v", old, want)
+	}
 }
 
 // TestForgetEntries: the entries forgotten, across feeds, leave the index

@@ -60,10 +60,12 @@ func (c *Catalog) ForgetEntryDays(ctx context.Context, day string, dry bool) (en
 	return entries, links, err
 }
 
-// SeenBefore returns, by feed, the entries last seen before t.
+// SeenBefore returns, by feed, the entries last seen before t that no
+// reader has starred: a star keeps an entry where its reader put it.
 func (c *Catalog) SeenBefore(ctx context.Context, t time.Time) (map[string][]string, error) {
 	rows, err := c.read(ctx, once, `SELECT f.feed_id, e.entry_uid FROM entries e JOIN feeds f ON f.key = e.feed_key
-		WHERE e.last_seen < ? ORDER BY e.feed_key, e.id`, unixMS(t))
+		WHERE e.last_seen < ? AND (e.feed_key, e.entry_uid) NOT IN (SELECT feed_key, entry_uid FROM marks WHERE starred)
+		ORDER BY e.feed_key, e.id`, unixMS(t))
 	if err != nil {
 		return nil, err
 	}

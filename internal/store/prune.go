@@ -508,8 +508,12 @@ func forgetSeen(ctx context.Context, cfg PruneConfig, sum *PruneSummary, now tim
 			return err
 		}
 	}
+	msg := "forgot entries not seen within the seen-ids TTL"
+	if cfg.DryRun {
+		msg = "would forget entries not seen within the seen-ids TTL (--dry-run)"
+	}
 	for _, feed := range slices.Sorted(maps.Keys(forgotten)) {
-		cfg.Log.Info("forgot entries not seen within the seen-ids TTL", "feed_id", feed, "entries", len(forgotten[feed]))
+		cfg.Log.Info(msg, "feed_id", feed, "entries", len(forgotten[feed]))
 	}
 	return nil
 }
