@@ -109,7 +109,7 @@ func (d *dispatcher) start(ctx context.Context, results chan<- result) time.Time
 	for len(d.ready) > 0 && d.inFlight < d.cfg.Concurrency {
 		host := d.ready[0]
 		d.ready = d.ready[1:]
-		release, wait, ok := d.cfg.Limiter.TryAcquire(host)
+		slot, wait, ok := d.cfg.Limiter.TryTake(host)
 		switch {
 		case ok:
 			due := d.queues[host][0]
@@ -122,8 +122,8 @@ func (d *dispatcher) start(ctx context.Context, results chan<- result) time.Time
 				// the client: a feed proxy that many feeds redirect to
 				// gets no more than its limits. The wait keeps its place
 				// among cfg.Concurrency, bounded by the total timeout.
-				f := d.cfg.fetchOne(ctx, due, last, release)
-				release() // if the fetch ended before the client had it
+				f := d.cfg.fetchOne(ctx, due, last, slot)
+				slot.Release() // if the fetch ended before the client had it
 				results <- result{fetch: f}
 				d.done <- host
 			}()

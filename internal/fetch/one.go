@@ -13,9 +13,9 @@ import (
 )
 
 // fetchOne fetches one feed and stores its payload; last says no other
-// feed of its host is queued, and release ends the fetch's turn at its
-// host (the client ends it early if a redirect leaves the host).
-func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, release func()) *ndjson.Fetch {
+// feed of its host is queued, and slot is the fetch's turn at its host
+// (the client ends it early if a redirect leaves the host).
+func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, slot httpx.Slot) *ndjson.Fetch {
 	fetchedAt := cfg.Clock.Now()
 	f := &ndjson.Fetch{
 		Header:       ndjson.Head(ndjson.TypeFetch),
@@ -36,7 +36,7 @@ func (cfg *Config) fetchOne(ctx context.Context, due ndjson.Due, last bool, rele
 	log := func() *slog.Logger { return cfg.Log.With("feed_id", due.FeedID, "fetch_id", id) }
 
 	req := httpx.Request{URL: due.URL, Validators: due.Validators, UserAgent: due.UserAgent, LastToHost: last,
-		Limiter: cfg.Limiter, Release: release}
+		Limiter: cfg.Limiter, Release: slot.Release, Unsent: slot.Unsent}
 	if len(due.Headers) > 0 {
 		req.Header = http.Header{}
 		for k, v := range due.Headers {

@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -144,6 +146,83 @@ func TestRedirectTargetGetsItsHostRate(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), `"http_status":200,`); n != 3 {
 		t.Errorf("%d fetches succeeded, want 3:\n%s", n, out.String())
+	}
+}
+
+// TestRefusedFeedsDoNotWaitForTheirHostsRate: a host whose address is
+// refused gets no request, so its feeds do not take turns a second apart:
+// all three are refused at once. A redirect to it from another host did
+// make a request there, and that host's next feed waits its second.
+func TestRefusedFeedsDoNotWaitForTheirHostsRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(t0)
+	closed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the refused host got a request: %s", r.URL)
+	}))
+	defer closed.Close()
+	arrived := make(chan string, 2)
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- fmt.Sprintf("%s at %s", r.URL.Path, fake.Now().Sub(t0))
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, closed.URL+"/4", http.StatusFound)
+			return
+		}
+		w.Write([]byte(feedBody))
+	}))
+	defer open.Close()
+	openPort := open.Listener.Addr().(*net.TCPAddr).Port
+	st, _ := storedir.Open(t.TempDir())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			In:  strings.NewReader(dues(t, closed.URL+"/1", closed.URL+"/2", closed.URL+"/3", open.URL+"/moved", open.URL+"/feed")),
+			Out: ndjson.NewWriter(&out), Store: st, Clock: fake, Concurrency: 1,
+			Client:  httpx.New(httpx.Options{Public: func(a netip.AddrPort) bool { return int(a.Port()) == openPort }}),
+			Limiter: httpx.NewLimiter(1, 1, fake),
+		})
+	}()
+	// The clock moves whenever a fetch waits for it, until the run ends.
+	var runErr error
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(20 * time.Second)
+	for finished := false; !finished; {
+		select {
+		case runErr = <-done:
+			finished = true
+		case <-tick.C:
+			if fake.Waiters() > 0 {
+				fake.Advance(time.Second)
+			}
+		case <-timeout:
+			t.Fatal("the run did not end")
+		}
+	}
+	if runErr == nil {
+		t.Error("Run returned nil; want the refused feeds counted as failed")
+	}
+	close(arrived)
+	var seen []string
+	for at := range arrived {
+		seen = append(seen, at)
+	}
+	if got := fmt.Sprint(seen); got != "[/moved at 0s /feed at 1s]" {
+		t.Errorf("the open host got %s, want [/moved at 0s /feed at 1s]: its rate counts the redirected request", got)
+	}
+	var refused []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var f ndjson.Fetch
+		if err := ndjson.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Error != nil && f.Error.Code == httpx.CodeAddressRefused && len(f.Redirects) == 0 {
+			refused = append(refused, fmt.Sprintf("%s at %s", strings.TrimPrefix(f.URL, closed.URL), f.FetchedAt.Sub(t0)))
+		}
+	}
+	slices.Sort(refused)
+	if got := fmt.Sprint(refused); got != "[/1 at 0s /2 at 0s /3 at 0s]" {
+		t.Errorf("refused %s, want [/1 at 0s /2 at 0s /3 at 0s]: no request went to the host, so none waits for its rate", got)
 	}
 }
 

@@ -167,6 +167,10 @@ type Request struct {
 	// again.)
 	Limiter *Limiter
 	Release func()
+	// Unsent, if set, is the Release'd slot's Slot.Unsent: Get calls it
+	// when the request never left this machine, its host's address
+	// refused, so that the host's rate does not count it.
+	Unsent func()
 }
 
 // Response is the outcome of a GET. Err is nil on success (2xx or 304).
@@ -209,6 +213,7 @@ type getState struct {
 	limiter *Limiter   // Request.Limiter
 	host    string     // the host (HostKey) of the turn held
 	release func()     // ends that turn; nil if none is held
+	unsent  func()     // gives back the turn's start (Slot.Unsent); nil if none
 	auth    *BasicAuth // the request's credentials, from Request.Auth or its URL
 }
 
@@ -217,14 +222,27 @@ type getState struct {
 func (st *getState) turnAt(ctx context.Context, host string) error {
 	if st.release != nil {
 		st.release()
-		st.release = nil
+		st.release, st.unsent = nil, nil
 	}
-	release, err := st.limiter.Acquire(ctx, host)
+	slot, err := st.limiter.Take(ctx, host)
 	if err != nil {
 		return fmt.Errorf("httpx: waiting for a turn at %s: %w", host, err)
 	}
-	st.host, st.release = host, release
+	st.host, st.release, st.unsent = host, slot.Release, slot.Unsent
 	return nil
+}
+
+// endTurn ends the turn held, if any: one whose request was refused
+// before it left this machine gives back its start too.
+func (st *getState) endTurn() {
+	if st.release == nil {
+		return
+	}
+	if r := st.resp; r != nil && r.Err != nil && r.Err.Code == CodeAddressRefused && st.unsent != nil {
+		st.unsent()
+	}
+	st.release()
+	st.release, st.unsent = nil, nil
 }
 
 type getStateKey struct{}
@@ -240,12 +258,8 @@ var clientHeaders = map[string]bool{
 // classified in Response.Err.
 func (c *Client) Get(ctx context.Context, req Request) *Response {
 	start := c.opts.Now()
-	st := &getState{limiter: req.Limiter, release: req.Release}
-	defer func() {
-		if st.release != nil {
-			st.release()
-		}
-	}()
+	st := &getState{limiter: req.Limiter, release: req.Release, unsent: req.Unsent}
+	defer st.endTurn()
 	total, cancel := context.WithTimeout(ctx, c.opts.TotalTimeout)
 	defer cancel()
 	hr, resp := c.newRequest(total, req, st, acceptHeader, acceptEncoding)

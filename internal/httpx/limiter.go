@@ -51,6 +51,8 @@ type Limiter struct {
 type hostState struct {
 	inFlight int
 	next     time.Time // earliest start of the next request
+	taken    uint64    // slots taken so far
+	before   time.Time // next before the latest slot was taken
 }
 
 // NewLimiter returns a Limiter. perHost < 1 means 1; rps <= 0 means no
@@ -96,8 +98,28 @@ func NewSharedLimiter(perHost int, s Shared, c clock.Clock) *Limiter {
 // is false and wait says how long until the rate allows the next request
 // (0 when the host is waiting for a request in flight to end instead).
 func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, ok bool) {
+	s, wait, ok := l.TryTake(host)
+	return s.Release, wait, ok
+}
+
+// Slot is a request slot at a host, taken by TryTake.
+type Slot struct {
+	// Release gives the slot back when its request has ended (it may be
+	// called again).
+	Release func()
+	// Unsent says the request never went out: the host's address was
+	// refused before any connection. It gives the host back the start the
+	// slot took, so that its next request need not wait for the rate,
+	// unless another slot was taken there since.
+	// Limits kept in a Shared store keep the start: a no-op there.
+	Unsent func()
+}
+
+// TryTake is TryAcquire with the slot's Unsent.
+func (l *Limiter) TryTake(host string) (s Slot, wait time.Duration, ok bool) {
 	if l.shared != nil {
-		return l.tryShared(host)
+		release, wait, ok := l.tryShared(host)
+		return Slot{Release: release, Unsent: func() {}}, wait, ok
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -107,16 +129,27 @@ func (l *Limiter) TryAcquire(host string) (release func(), wait time.Duration, o
 		l.hosts[host] = h
 	}
 	if h.inFlight >= l.perHost {
-		return nil, 0, false
+		return Slot{}, 0, false
 	}
 	now := l.clock.Now()
 	if now.Before(h.next) {
-		return nil, h.next.Sub(now), false
+		return Slot{}, h.next.Sub(now), false
 	}
 	h.inFlight++
-	h.next = now.Add(l.interval)
+	h.taken++
+	h.before, h.next = h.next, now.Add(l.interval)
+	taken := h.taken
 	var once sync.Once
-	return func() { once.Do(func() { l.done(host) }) }, 0, true
+	return Slot{
+		Release: func() { once.Do(func() { l.done(host) }) },
+		Unsent: func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if h.taken == taken {
+				h.next = h.before
+			}
+		},
+	}, 0, true
 }
 
 // Shared reports whether the limits are kept beyond this process
@@ -168,13 +201,19 @@ func (l *Limiter) done(host string) {
 // Acquire waits until a slot for host is free, for callers with one
 // request to make.
 func (l *Limiter) Acquire(ctx context.Context, host string) (release func(), err error) {
+	s, err := l.Take(ctx, host)
+	return s.Release, err
+}
+
+// Take is Acquire with the slot's Unsent.
+func (l *Limiter) Take(ctx context.Context, host string) (Slot, error) {
 	for {
 		l.mu.Lock()
 		freed := l.release
 		l.mu.Unlock()
-		release, wait, ok := l.TryAcquire(host)
+		s, wait, ok := l.TryTake(host)
 		if ok {
-			return release, nil
+			return s, nil
 		}
 		var timer <-chan time.Time
 		if wait > 0 {
@@ -182,7 +221,7 @@ func (l *Limiter) Acquire(ctx context.Context, host string) (release func(), err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return Slot{}, ctx.Err()
 		case <-freed:
 		case <-timer:
 		}
