@@ -213,9 +213,11 @@ func Usagef(format string, args ...any) error { return Usage(fmt.Errorf(format, 
 func Main(app *cli.App) { os.Exit(RunMain(app, os.Args)) }
 
 // RunMain is Main without the exit: it runs app with args, profiled when
-// ProfileEnv asks for it, and returns the exit status (the feedpipe
-// binary runs the command its name says with it).
+// ProfileEnv asks for it, its garbage collector waiting for a floor
+// (floorGC), and returns the exit status (the feedpipe binary runs the
+// command its name says with it).
 func RunMain(app *cli.App, args []string) int {
+	defer floorGC()()
 	stop := startProfile(app.Name)
 	defer stop()
 	return Run(app, args)
