@@ -110,6 +110,7 @@ flags, or both.`,
 			pushCommand(), backfillCommand(),
 			{
 				Name:      "rm",
+				Aliases:   []string{"remove"},
 				Usage:     "remove subscriptions (their stored entries stay)",
 				ArgsUsage: pickArgs,
 				Flags:     pickFlags("label"),

@@ -167,9 +167,9 @@ type Request struct {
 	// again.)
 	Limiter *Limiter
 	Release func()
-	// Unsent, if set, is the Release'd slot's Slot.Unsent: Get calls it
-	// when the request never left this machine, its host's address
-	// refused, so that the host's rate does not count it.
+	// Unsent, if set, is the Slot.Unsent of the turn Release ends: Get
+	// calls it when the request never left this machine (its host's
+	// address refused), so that the host's rate does not count it.
 	Unsent func()
 }
 
