@@ -45,6 +45,6 @@ not json
 	// Output:
 	// entry: Hello
 	// skipped: line 2: entry record: field feed_id is "../../x": it must be a feed id (a UUID in lower case)
-	// skipped: line 3: invalid JSON: invalid character 'o' in literal null (expecting 'u')
+	// skipped: line 3: invalid JSON: invalid character 'o' in literal null (expecting 'u'); the line begins "not json"
 	// {"type":"something_else","v":1}
 }

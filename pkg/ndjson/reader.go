@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxLineBytes is the longest record a Reader accepts by default. Entries
@@ -222,7 +223,22 @@ func (l *Line) invalid() error {
 	if l.Unterminated {
 		err = fmt.Errorf("truncated record at end of input: %w", err)
 	} else {
-		err = fmt.Errorf("invalid JSON: %w", err)
+		err = fmt.Errorf("invalid JSON: %w; the line begins %q", err, lineStart(l.Raw))
 	}
 	return &LineError{Line: l.Num, Err: err}
+}
+
+// lineStart is the first 40 bytes of a line that is not JSON, for its
+// error, cut before a character split in two: the decoder's message says
+// what broke, this shows what the line is (a log line, a CSV row, ...).
+func lineStart(raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) <= 40 {
+		return raw
+	}
+	cut := 40
+	for cut > 36 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return raw[:cut]
 }

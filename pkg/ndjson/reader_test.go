@@ -58,6 +58,14 @@ var readerCases = []struct {
 		types: []string{"a", "b"}, nums: []int{1, 3},
 		bad: []string{"line 2: invalid JSON"},
 	},
+	{
+		name:  "a line not JSON shows how it begins, escaped, cut at 40 bytes before a split character",
+		input: "2026-11-29 \x1b[31mERROR\x1b[0m disk full on /var/lib/feedpipe, retrying\n" + "x" + strings.Repeat("é", 30) + "\n",
+		bad: []string{
+			`line 1: invalid JSON: invalid character '-' after top-level value; the line begins "2026-11-29 \x1b[31mERROR\x1b[0m disk full on /"`,
+			`line 2: invalid JSON: invalid character 'x' looking for beginning of value; the line begins "x` + strings.Repeat("é", 19) + `"`,
+		},
+	},
 	{name: "array is not an object", input: "[1,2]\n", bad: []string{"line 1: not a JSON object"}},
 	{name: "bare string", input: "\"x\"\n", bad: []string{"line 1: not a JSON object"}},
 	{name: "torn last line", input: "{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":", types: []string{"a"}, nums: []int{1}, bad: []string{"line 2: truncated record"}},
