@@ -73,8 +73,13 @@ func (d *dispatcher) run(ctx context.Context, input <-chan ndjson.Due, results c
 			d.enqueue(due)
 		case host := <-d.done:
 			d.inFlight--
-			if d.place[host] == inBlocked {
+			switch d.place[host] {
+			case inBlocked:
 				d.makeReady(host)
+			case inSleeping:
+				// The fetch may have given its start back (a refused
+				// address): the host's rate is asked again now.
+				d.wakeEarly(host)
 			}
 		case <-timer:
 			timer, timerAt = nil, time.Time{}
@@ -96,6 +101,17 @@ func (d *dispatcher) enqueue(due ndjson.Due) {
 	if d.place[host] == idle {
 		d.makeReady(host)
 	}
+}
+
+// wakeEarly takes a sleeping host out of the sleepers and makes it ready.
+func (d *dispatcher) wakeEarly(host string) {
+	for i, w := range d.sleeping {
+		if w.host == host {
+			heap.Remove(&d.sleeping, i)
+			break
+		}
+	}
+	d.makeReady(host)
 }
 
 func (d *dispatcher) makeReady(host string) {

@@ -11,10 +11,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -208,13 +210,16 @@ func (r *Response) PermanentRedirect() string {
 // getState is what checkRedirect keeps and needs of one Get.
 type getState struct {
 	resp    *Response
-	extra   []string   // the names of the request's own headers (Request.Header)
-	stopped bool       // a redirect over MaxRedirects was not followed
-	limiter *Limiter   // Request.Limiter
-	host    string     // the host (HostKey) of the turn held
-	release func()     // ends that turn; nil if none is held
-	unsent  func()     // gives back the turn's start (Slot.Unsent); nil if none
-	auth    *BasicAuth // the request's credentials, from Request.Auth or its URL
+	extra   []string // the names of the request's own headers (Request.Header)
+	stopped bool     // a redirect over MaxRedirects was not followed
+	limiter *Limiter // Request.Limiter
+	host    string   // the host (HostKey) of the turn held
+	release func()   // ends that turn; nil if none is held
+	unsent  func()   // gives back the turn's start (Slot.Unsent); nil if none
+	// connected is set once the turn has had a connection (GotConn): a
+	// request may have left on it, so its start is never given back.
+	connected atomic.Bool
+	auth      *BasicAuth // the request's credentials, from Request.Auth or its URL
 }
 
 // turnAt ends the Get's turn at its host and waits for one at host. Only
@@ -229,16 +234,19 @@ func (st *getState) turnAt(ctx context.Context, host string) error {
 		return fmt.Errorf("httpx: waiting for a turn at %s: %w", host, err)
 	}
 	st.host, st.release, st.unsent = host, slot.Release, slot.Unsent
+	st.connected.Store(false)
 	return nil
 }
 
-// endTurn ends the turn held, if any: one whose request was refused
-// before it left this machine gives back its start too.
+// endTurn ends the turn held, if any: one whose address was refused
+// before it had any connection gives back its start too (not one whose
+// first request left, then was redirected on the same host, or retried,
+// to a refused address).
 func (st *getState) endTurn() {
 	if st.release == nil {
 		return
 	}
-	if r := st.resp; r != nil && r.Err != nil && r.Err.Code == CodeAddressRefused && st.unsent != nil {
+	if r := st.resp; r != nil && r.Err != nil && r.Err.Code == CodeAddressRefused && st.unsent != nil && !st.connected.Load() {
 		st.unsent()
 	}
 	st.release()
@@ -339,7 +347,10 @@ func (c *Client) newRequest(ctx context.Context, req Request, st *getState, acce
 		return nil, resp
 	}
 	st.resp, st.host = resp, HostKey(u.String())
-	hr, err := http.NewRequestWithContext(context.WithValue(ctx, getStateKey{}, st), http.MethodGet, u.String(), nil)
+	ctx = httptrace.WithClientTrace(context.WithValue(ctx, getStateKey{}, st), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { st.connected.Store(true) },
+	})
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		resp.Err = &ndjson.Error{Class: ndjson.ClassPermanent, Code: "invalid_url", Message: err.Error()}
 		return nil, resp

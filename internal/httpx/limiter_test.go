@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,66 @@ func TestRedirectsTakeTurnsWithoutDeadlock(t *testing.T) {
 	release, _ := l.Acquire(ctx, HostKey(a.URL))
 	if r := c.Get(ctx, Request{URL: a.URL + "/self", Limiter: l, Release: release}); r.Err != nil || len(r.Redirects) != 1 {
 		t.Fatalf("a redirect within the host: err %+v, redirects %+v", r.Err, r.Redirects)
+	}
+}
+
+// TestUnsentOnlyWhenNothingLeft: a turn whose address is refused before
+// any connection gives back its start, so the host's next request need
+// not wait for the rate; one whose first request left, then was
+// redirected within the host to an address refused on the next dial
+// (DNS that changed, say), keeps it; and a redirect to a refused host
+// keeps the first host's start and gives back the refused one's.
+func TestUnsentOnlyWhenNothingLeft(t *testing.T) {
+	closed := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the refused host got a request: %s", r.URL)
+	}))
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/moved":
+			w.Header().Set("Connection", "close") // the next request dials again
+			http.Redirect(w, r, "/final", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, closed.URL+"/feed", http.StatusFound)
+		default:
+			w.Write([]byte(rss))
+		}
+	}))
+	host := HostKey(srv.URL)
+	for _, tc := range []struct {
+		name    string
+		path    string
+		allowed int  // dials allowed before the refusals
+		keeps   bool // the host's rate counts the turn
+	}{
+		{"refused at once", "/feed", 0, false},
+		{"refused after a request left", "/moved", 1, true},
+		{"redirected to a refused host", "/away", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			dials := 0
+			c := New(Options{TotalTimeout: 5 * time.Second, Public: func(netip.AddrPort) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				dials++
+				return dials <= tc.allowed
+			}})
+			l := NewLimiter(1, 1, clock.NewFake(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)))
+			slot, _, ok := l.TryTake(host)
+			if !ok {
+				t.Fatal("no first slot")
+			}
+			r := c.Get(context.Background(), Request{URL: srv.URL + tc.path, Limiter: l, Release: slot.Release, Unsent: slot.Unsent})
+			if r.Err == nil || r.Err.Code != CodeAddressRefused {
+				t.Fatalf("err %+v, want %s", r.Err, CodeAddressRefused)
+			}
+			_, wait, ok := l.TryTake(host)
+			if ok == tc.keeps {
+				t.Errorf("after the refusal: a slot at once %v (wait %s), want %v", ok, wait, !tc.keeps)
+			}
+			if _, wait, ok := l.TryTake(HostKey(closed.URL)); !ok {
+				t.Errorf("the refused host: no slot at once (wait %s): nothing went to it", wait)
+			}
+		})
 	}
 }
