@@ -210,16 +210,16 @@ func (r *Response) PermanentRedirect() string {
 // getState is what checkRedirect keeps and needs of one Get.
 type getState struct {
 	resp    *Response
-	extra   []string // the names of the request's own headers (Request.Header)
-	stopped bool     // a redirect over MaxRedirects was not followed
-	limiter *Limiter // Request.Limiter
-	host    string   // the host (HostKey) of the turn held
-	release func()   // ends that turn; nil if none is held
-	unsent  func()   // gives back the turn's start (Slot.Unsent); nil if none
+	extra   []string   // the names of the request's own headers (Request.Header)
+	stopped bool       // a redirect over MaxRedirects was not followed
+	limiter *Limiter   // Request.Limiter
+	host    string     // the host (HostKey) of the turn held
+	release func()     // ends that turn; nil if none is held
+	unsent  func()     // gives back the turn's start (Slot.Unsent); nil if none
+	auth    *BasicAuth // the request's credentials, from Request.Auth or its URL
 	// connected is set once the turn has had a connection (GotConn): a
 	// request may have left on it, so its start is never given back.
 	connected atomic.Bool
-	auth      *BasicAuth // the request's credentials, from Request.Auth or its URL
 }
 
 // turnAt ends the Get's turn at its host and waits for one at host. Only
