@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/catalog"
@@ -116,10 +117,16 @@ func feedEventLines(out []any) ([]byte, error) {
 // 304's decision took 8 µs so).
 func encodeAll[T any](records []T) ([]byte, error) {
 	var b []byte
-	for _, r := range records {
+	for i, r := range records {
 		var err error
 		if b, err = ndjson.Append(b, r); err != nil {
 			return nil, err
+		}
+		if i == 0 {
+			// Room for the rest at the first one's size: grown by
+			// doubling, the buffer of 2,000 decisions was allocated
+			// twice over, a sixth of a run of 304s' allocations.
+			b = slices.Grow(b, len(b)*(len(records)-1))
 		}
 	}
 	return b, nil
