@@ -86,10 +86,8 @@ func (t *Tx) loadEntries(next func() ([]Located, error)) error {
 		}
 	}
 	for _, q := range []string{
-		`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length)
-			SELECT id, feed_key, entry_uid, content_hash, 1, first_seen, last_seen, seen_count, published, day, offset, length FROM load ORDER BY id`,
-		`INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length)
-			SELECT id, 1, content_hash, last_seen, day, offset, length FROM load ORDER BY id`,
+		`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length, stored_at)
+			SELECT id, feed_key, entry_uid, content_hash, 1, first_seen, last_seen, seen_count, published, day, offset, length, last_seen FROM load ORDER BY id`,
 		// The first entry stored with a link keeps it, as AddLink does.
 		`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid)
 			SELECT link_hash, feed_key, entry_uid FROM load WHERE link_hash IS NOT NULL ORDER BY link_hash, rowid`,

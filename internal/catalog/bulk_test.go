@@ -15,8 +15,8 @@ func dump(t *testing.T, c *Catalog) string {
 	t.Helper()
 	var b strings.Builder
 	for _, q := range []string{
-		`SELECT id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length FROM entries ORDER BY id`,
-		`SELECT entry_id, version, content_hash, stored_at, day, offset, length FROM entry_versions ORDER BY entry_id, version`,
+		`SELECT id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length, stored_at FROM entries ORDER BY id`,
+		`SELECT entry_id, version, content_hash, stored_at, day, offset, length FROM stored_versions ORDER BY entry_id, version`,
 		`SELECT link_hash, feed_key, entry_uid FROM links ORDER BY link_hash`,
 		`SELECT type, name, sql FROM sqlite_schema ORDER BY name`,
 	} {
@@ -213,9 +213,64 @@ func TestStoreVersionStatus(t *testing.T) {
 			t.Fatalf("after %s %s: %+v %v %v", tc.status, tc.hash, s, ok, err)
 		}
 	}
-	var n int
-	c.db.QueryRow(`SELECT count(*) FROM entry_versions`).Scan(&n)
-	if n != 3 {
-		t.Fatalf("%d versions", n)
+	_, versions, err := c.EntriesByUID(ctx, testids.UID("a1"))
+	if err != nil || len(versions) != 1 {
+		t.Fatalf("%v %v", versions, err)
+	}
+	if got := versionList(versions[0]); got != "1 h1 0h, 2 h2 1h, 3 h3 2h" {
+		t.Errorf("versions: %s", got)
+	}
+	// The latest is the entry's row; the two it replaced have theirs.
+	if n := table(t, c, `SELECT count(*) FROM entry_versions`); n[0] != "2" {
+		t.Errorf("%s rows in entry_versions, want 2", n[0])
+	}
+}
+
+// versionList is vs as "VERSION HASH HOURS" (stored_at, hours after
+// t0), comma-separated.
+func versionList(vs []Version) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%d %s %gh", v.Version, v.Hash, v.StoredAt.Sub(t0).Hours()))
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestVersionsOfOlderRows: an entry whose row was made before migration
+// 16 (its latest version in entry_versions, no stored_at) keeps every
+// version, listed once, as new ones come; its older hashes stay known.
+func TestVersionsOfOlderRows(t *testing.T) {
+	c := openTemp(t)
+	storeOld(t, c, "2026-11-20", entry("A", "a1", "h1", t0))
+	for i, hash := range []string{"h2", "h3"} {
+		e := entry("A", "a1", hash, t0.Add(time.Duration(i+1)*time.Hour))
+		e.Status, e.FirstSeen = ndjson.StatusUpdated, ndjson.At(t0)
+		loc := Location{Day: "2026-11-21", Offset: int64(10 * i), Length: 10}
+		if err := c.Update(ctx, func(t *Tx) error { return t.StoreVersion(e, loc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Update(ctx, func(t *Tx) error {
+		return t.StoreVersion(entry("A", "b1", "h", t0), Location{Day: "2026-11-21", Offset: 20, Length: 10})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for uid, want := range map[string]string{"a1": "1 h1 0h, 2 h2 1h, 3 h3 2h", "b1": "1 h 0h"} {
+		_, versions, err := c.EntriesByUID(ctx, testids.UID(uid))
+		if err != nil || len(versions) != 1 {
+			t.Fatalf("%s: %v %v", uid, versions, err)
+		}
+		if got := versionList(versions[0]); got != want {
+			t.Errorf("%s: versions %s, want %s", uid, got, want)
+		}
+	}
+	if got := strings.Join(table(t, c, `SELECT version || ' ' || day || ' ' || offset FROM stored_versions ORDER BY entry_id, version`), ", "); got != "1 2026-11-20 0, 2 2026-11-21 0, 3 2026-11-21 10, 1 2026-11-21 20" {
+		t.Errorf("stored_versions: %s", got)
+	}
+	x := c.Index()
+	for hash, want := range map[string]string{"h1": "", "h2": "", "h3": "", "h4": "updated"} {
+		if got, err := x.Judge(ctx, testids.Feed("A"), testids.UID("a1"), hash); got != want || err != nil {
+			t.Errorf("judge %s: %q %v, want %q", hash, got, err, want)
+		}
 	}
 }

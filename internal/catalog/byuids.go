@@ -31,7 +31,7 @@ func (c *Catalog) EntriesByUID(ctx context.Context, uid string) ([]EntryRow, [][
 }
 
 func (c *Catalog) versions(ctx context.Context, entryID int64) ([]Version, error) {
-	rows, err := c.read(ctx, kept, `SELECT version, content_hash, stored_at, day, offset, length FROM entry_versions WHERE entry_id = ? ORDER BY version`, entryID)
+	rows, err := c.read(ctx, kept, `SELECT version, content_hash, stored_at, day, offset, length FROM stored_versions WHERE entry_id = ? ORDER BY version`, entryID)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func (x *Index) Judge(ctx context.Context, feedID, uid, hash string) (string, er
 	case k == nil:
 		return StatusNew, nil
 	case k.seen.Hash == hash || slices.Contains(k.added, hash):
-		return "", nil
+		return "", nil // the latest, or one added since the index read it
 	}
 	if !k.loaded && !k.inMemory {
 		hashes, err := x.c.versionHashes(ctx, feedID, uid)
@@ -297,11 +297,16 @@ func (c *Catalog) seen(ctx context.Context, feedID, uid string) (s Seen, ok bool
 }
 
 // versionHashes are the content hashes of every stored version of an
-// entry, oldest first.
+// entry: those its latest replaced, in entry_versions, and the latest's,
+// in its row (migrations/0016_latest_version_in_entries.sql). Not through
+// stored_versions: given the entry's id by a subquery, SQLite 3.40 reads
+// the view's tables whole.
 func (c *Catalog) versionHashes(ctx context.Context, feedID, uid string) ([]string, error) {
 	rows, err := c.read(ctx, kept, `SELECT v.content_hash FROM entry_versions v
-		WHERE v.entry_id = (SELECT e.id FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = ?) AND e.entry_uid = ?)
-		ORDER BY v.version`, feedID, uid)
+		WHERE v.entry_id = (SELECT e.id FROM entries e WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = :feed) AND e.entry_uid = :uid)
+		UNION ALL SELECT e.content_hash FROM entries e
+		WHERE e.feed_key = (SELECT key FROM feeds WHERE feed_id = :feed) AND e.entry_uid = :uid AND e.stored_at IS NOT NULL`,
+		sql.Named("feed", feedID), sql.Named("uid", uid))
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +369,9 @@ func (t *Tx) nextEntryID(key int64) (int64, error) {
 
 // StoreVersion records a version of an entry, e with its lineage fields
 // set (first_seen, last_seen, seen_count), whose line is at loc in
-// entries/: the entry's row, made with its first version, and the
-// version's row.
+// entries/: the entry's row, made with its first version and describing
+// its latest, and, for a new version, the row of the one it replaces
+// (migrations/0016_latest_version_in_entries.sql).
 func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	defer t.within(e.FeedID)()
 	key, err := t.feedKey(e.FeedID)
@@ -375,7 +381,7 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 	// A new entry (most versions stored are) is inserted first, a new
 	// version of a stored one updated first; each falls back on the other
 	// when the catalog says otherwise (a replay, a catch-up).
-	var id, version, searchKey int64
+	var id, searchKey int64
 	inserted, updated := false, false
 	if e.Status != ndjson.StatusUpdated {
 		if id, searchKey, inserted, err = t.insertEntry(key, e, loc); err != nil {
@@ -383,7 +389,7 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 		}
 	}
 	if !inserted {
-		if id, version, searchKey, updated, err = t.updateEntry(key, e, loc); err != nil {
+		if id, searchKey, updated, err = t.updateEntry(key, e, loc); err != nil {
 			return err
 		}
 	}
@@ -394,14 +400,6 @@ func (t *Tx) StoreVersion(e *ndjson.Entry, loc Location) error {
 		if !inserted {
 			return fmt.Errorf("catalog: store entry %s: neither stored nor new", e.EntryUID)
 		}
-	}
-	if inserted {
-		version = 1
-	}
-	_, err = t.write(kept, `INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, version, e.ContentHash, unixMS(e.LastSeen.Time), loc.Day, loc.Offset, loc.Length)
-	if err != nil {
-		return err
 	}
 	if inserted && searchKey == 0 {
 		return nil // no search key was left for it (newSearchKey said so)
@@ -425,9 +423,9 @@ func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKe
 		sk = searchKey
 	}
 	r, err := t.write(kept, `INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count,
-		published, day, offset, length, search_key) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
+		published, day, offset, length, search_key, stored_at) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (feed_key, entry_uid) DO NOTHING`,
 		id, key, e.EntryUID, e.ContentHash, unixMS(e.FirstSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, ms,
-		loc.Day, loc.Offset, loc.Length, sk)
+		loc.Day, loc.Offset, loc.Length, sk, unixMS(e.LastSeen.Time))
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -445,23 +443,30 @@ func (t *Tx) insertEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKe
 	return id, searchKey, true, nil
 }
 
-// updateEntry makes e the latest version of a stored entry, returning its
+// updateEntry makes e the latest version of a stored entry, the one its
+// row described until then going to entry_versions (a row made before
+// migration 16 has it there already: no stored_at), and returns its
 // search key (0: none); updated is false when the catalog does not hold
 // it.
-func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, version, searchKey int64, updated bool, err error) {
+func (t *Tx) updateEntry(key int64, e *ndjson.Entry, loc Location) (id, searchKey int64, updated bool, err error) {
+	if _, err := t.write(kept, `INSERT INTO entry_versions (entry_id, version, content_hash, stored_at, day, offset, length)
+		SELECT id, versions, content_hash, stored_at, day, offset, length FROM entries
+		WHERE feed_key = ? AND entry_uid = ? AND stored_at IS NOT NULL`, key, e.EntryUID); err != nil {
+		return 0, 0, false, err
+	}
 	var sk sql.NullInt64
-	err = t.writeRow(kept, `UPDATE entries SET content_hash = ?, versions = versions + 1,
+	err = t.writeRow(kept, `UPDATE entries SET content_hash = ?, versions = versions + 1, stored_at = ?,
 			last_seen = max(last_seen, ?), seen_count = max(seen_count, ?), published = ?, day = ?, offset = ?, length = ?
-		WHERE feed_key = ? AND entry_uid = ? RETURNING id, versions, search_key`,
-		e.ContentHash, unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
-		key, e.EntryUID).Scan(&id, &version, &sk)
+		WHERE feed_key = ? AND entry_uid = ? RETURNING id, search_key`,
+		e.ContentHash, unixMS(e.LastSeen.Time), unixMS(e.LastSeen.Time), e.SeenCount, unixMS(publishedOr(e)), loc.Day, loc.Offset, loc.Length,
+		key, e.EntryUID).Scan(&id, &sk)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, 0, 0, false, nil
+		return 0, 0, false, nil
 	case err != nil:
-		return 0, 0, 0, false, err
+		return 0, 0, false, err
 	}
-	return id, version, sk.Int64, true, nil
+	return id, sk.Int64, true, nil
 }
 
 // sightedSQL is Sighted's statement, a constant so that

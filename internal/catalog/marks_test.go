@@ -431,8 +431,8 @@ func TestForgetEntries(t *testing.T) {
 		}
 		for q, want := range map[string]string{
 			`SELECT entry_uid FROM entries ORDER BY entry_uid`:                                                                  "a2,b1",
-			`SELECT e.entry_uid FROM entry_versions v JOIN entries e ON e.id = v.entry_id ORDER BY 1`:                           "a2,b1",
-			`SELECT count(*) FROM entry_versions`:                                                                               "2",
+			`SELECT e.entry_uid FROM stored_versions v JOIN entries e ON e.id = v.entry_id ORDER BY 1`:                          "a2,b1",
+			`SELECT count(*) FROM stored_versions`:                                                                              "2",
 			`SELECT entry_uid FROM links ORDER BY entry_uid`:                                                                    "a2,b1",
 			`SELECT entry_uid FROM aliases ORDER BY entry_uid`:                                                                  "x2",
 			`SELECT entry_uid FROM marks WHERE reader = 'default' ORDER BY entry_uid`:                                           "a2,b1",

@@ -118,7 +118,7 @@ func Reindex(ctx context.Context, st *storedir.Store, log *slog.Logger) (sum Rei
 		sql string
 		n   *int
 	}{{`SELECT count(*) FROM subscriptions`, &sum.Subscriptions}, {`SELECT count(*) FROM aliases`, &sum.Aliases},
-		{`SELECT count(*) FROM entries`, &sum.Entries}, {`SELECT count(*) FROM entry_versions`, &sum.Versions},
+		{`SELECT count(*) FROM entries`, &sum.Entries}, {`SELECT count(*) FROM stored_versions`, &sum.Versions},
 		{`SELECT count(*) FROM fetches`, &sum.Fetches}, {`SELECT count(*) FROM feed_state`, &sum.States}} {
 		if err := c.readRow(ctx, once, q.sql).Scan(q.n); err != nil {
 			return sum, err

@@ -1,4 +1,4 @@
--- The catalog's schema at version 15 (PRAGMA user_version), as SQLite
+-- The catalog's schema at version 16 (PRAGMA user_version), as SQLite
 -- keeps it: what the migrations make. Written by
 -- go test ./internal/catalog -run TestSchema -update; do not edit.
 
@@ -57,7 +57,7 @@ CREATE TABLE entries (
 	day          TEXT NOT NULL,
 	offset       INTEGER NOT NULL,
 	length       INTEGER NOT NULL
-, search_key INTEGER);
+, search_key INTEGER, stored_at INTEGER);
 
 CREATE INDEX entries_feed_first_seen ON entries(feed_key, first_seen);
 
@@ -230,6 +230,11 @@ CREATE TABLE sessions (
 	kind       TEXT NOT NULL,
 	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+CREATE VIEW stored_versions (entry_id, version, content_hash, stored_at, day, offset, length) AS
+	SELECT entry_id, version, content_hash, stored_at, day, offset, length FROM entry_versions
+	UNION ALL
+	SELECT id, versions, content_hash, stored_at, day, offset, length FROM entries WHERE stored_at IS NOT NULL;
 
 CREATE TABLE subscription_labels (
 	label    TEXT NOT NULL,
