@@ -126,7 +126,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	go func() {
 		defer close(dues)
-		readErr <- pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		in := ndjson.NewReader(cfg.In)
+		in.SetDecoded(ndjson.TypeDue) // decoded, which checks its JSON
+		readErr <- pipe.EachFrom(readCtx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 			if line.Type != ndjson.TypeDue {
 				results <- result{raw: append([]byte(nil), line.Raw...)}
 				return nil

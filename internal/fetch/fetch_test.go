@@ -145,11 +145,12 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 		dueLine(t, "ftp", "ftp://example.org/feed", ndjson.Validators{}),
 		`{"type":"something_else","v":1,"x":[1,2]}`,
 		`not json`,
+		`{"type":"due","v":1,"url":`, // not JSON either: reported by the decoding (Reader.SetDecoded)
 		`{"type":"due","v":1,"feed_id":"` + testids.Feed("no-url") + `"}`,
 		`{"type":"due","v":1,"url":"` + srv.URL + `/feed.xml?by=hand"}`,
 	}, "\n") + "\n"
 	r := run(t, st, input)
-	if !errors.Is(r.err, pipe.ErrFailed) || !strings.Contains(r.err.Error(), "4 feeds failed, 2 malformed input lines skipped") {
+	if !errors.Is(r.err, pipe.ErrFailed) || !strings.Contains(r.err.Error(), "4 feeds failed, 3 malformed input lines skipped") {
 		t.Fatalf("err %v", r.err)
 	}
 	by := map[string]ndjson.Fetch{}
@@ -180,7 +181,8 @@ func TestFailuresAreRecordedAndTheRestGoesOn(t *testing.T) {
 		t.Error("unknown record not passed through unchanged")
 	}
 	// A permanent error is logged at ERROR, a transient one at WARN.
-	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"due record: field url is empty\"") ||
+	if !strings.Contains(r.logs, "line=7") || !strings.Contains(r.logs, "line=8 error=\"invalid JSON: ") ||
+		!strings.Contains(r.logs, "line=9 error=\"due record: field url is empty\"") ||
 		!strings.Contains(r.logs, `level=ERROR msg="fetch failed" feed_id=`+testids.Feed("gone")) ||
 		!strings.Contains(r.logs, `level=WARN msg="fetch failed" feed_id=`+testids.Feed("err500")) {
 		t.Errorf("logs lack the bad line or the failed feed:\n%s", r.logs)

@@ -65,7 +65,9 @@ func Run(ctx context.Context, cfg Config) error {
 		j.release()
 		return err
 	})
-	err := pipe.Each(pipe.Drain(ctx), cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	in := ndjson.NewReader(cfg.In)
+	in.SetDecoded(ndjson.TypeFetch) // decoded, which checks its JSON
+	err := pipe.EachFrom(pipe.Drain(ctx), in, cfg.Log, &fails, func(line ndjson.Line) error {
 		j := &job{}
 		if line.Type != ndjson.TypeFetch {
 			j.out = bytes.Clone(line.Raw)

@@ -161,15 +161,16 @@ func TestRunStream(t *testing.T) {
 		marshalLine(t, garbage),
 		marshalLine(t, limited),
 		marshalLine(t, page),
+		`{"type":"fetch","v":1,"fetch_id":`+"\n", // not JSON either: reported by the decoding (Reader.SetDecoded)
 	)
 
 	if !errors.Is(err, pipe.ErrFailed) {
 		t.Errorf("Run error = %v, want one matching pipe.ErrFailed", err)
-	} else if msg := err.Error(); !strings.Contains(msg, "2 payloads failed") || !strings.Contains(msg, "1 malformed input line skipped") {
-		t.Errorf("Run error = %q, want it to count 2 failed payloads and 1 malformed line", msg)
+	} else if msg := err.Error(); !strings.Contains(msg, "2 payloads failed") || !strings.Contains(msg, "2 malformed input lines skipped") {
+		t.Errorf("Run error = %q, want it to count 2 failed payloads and 2 malformed lines", msg)
 	}
-	if !strings.Contains(log, "line=4") || !strings.Contains(log, "malformed") {
-		t.Errorf("the malformed line 4 was not reported:\n%s", log)
+	if !strings.Contains(log, "line=4") || !strings.Contains(log, "line=11") || !strings.Contains(log, "malformed") {
+		t.Errorf("the malformed lines 4 and 11 were not reported:\n%s", log)
 	}
 	if !strings.Contains(log, garbage.FetchID) {
 		t.Errorf("the failed payload was not reported with its fetch_id:\n%s", log)

@@ -164,7 +164,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		pending = nil
 	}
-	err = pipe.Each(readCtx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+	in := ndjson.NewReader(cfg.In)
+	in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch) // decoded, which checks their JSON
+	err = pipe.EachFrom(readCtx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		raw := append([]byte(nil), line.Raw...)
 		if cfg.Events && eventTypes[line.Type] {
 			var ev takenEvent

@@ -120,7 +120,11 @@ func Run(ctx context.Context, cfg Config) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(items)
-		readErr <- pipe.Each(ctx, cfg.In, cfg.Log, &fails, func(line ndjson.Line) error {
+		// Every entry and fetch record is decoded, which checks its JSON:
+		// the reader need not.
+		in := ndjson.NewReader(cfg.In)
+		in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch)
+		readErr <- pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 			switch line.Type {
 			case ndjson.TypeEntry:
 				var e ndjson.Entry
