@@ -524,11 +524,9 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 			return err
 		}
 		entriesEnd = catalog.Checkpoint{File: entriesKey, Offset: off + int64(len(entryLines))}
-		day := storedir.Day(now)
 		for i := range w.versions {
 			w.versions[i].at += int(off)
 		}
-		_ = day
 	}
 	feedEvents, err := feedEventLines(out)
 	if err != nil {
