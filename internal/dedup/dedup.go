@@ -58,9 +58,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	var fails pipe.Failures
 	// Every entry and fetch record is decoded (an entry dropped unchanged
-	// by EntryKey), which checks its JSON: the reader need not.
-	in := ndjson.NewReader(cfg.In)
-	in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch)
+	// by EntryKey, which checks the rest of its line).
+	in := pipe.Decoded(cfg.In, ndjson.TypeEntry, ndjson.TypeFetch)
 	err = pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		switch line.Type {
 		case ndjson.TypeEntry:

@@ -126,8 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	go func() {
 		defer close(dues)
-		in := ndjson.NewReader(cfg.In)
-		in.SetDecoded(ndjson.TypeDue) // decoded, which checks its JSON
+		in := pipe.Decoded(cfg.In, ndjson.TypeDue)
 		readErr <- pipe.EachFrom(readCtx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 			if line.Type != ndjson.TypeDue {
 				results <- result{raw: append([]byte(nil), line.Raw...)}

@@ -165,8 +165,7 @@ func Run(ctx context.Context, cfg Config) (StageSummary, error) {
 		wants = wants[:0]
 		return err
 	}
-	in := ndjson.NewReader(cfg.In)
-	in.SetDecoded(ndjson.TypeNewEntry, ndjson.TypeUpdatedEntry)
+	in := pipe.Decoded(cfg.In, ndjson.TypeNewEntry, ndjson.TypeUpdatedEntry)
 	err = pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		if line.Type != ndjson.TypeNewEntry && line.Type != ndjson.TypeUpdatedEntry {
 			return cfg.Out.WriteRaw(line.Raw)

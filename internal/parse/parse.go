@@ -65,8 +65,7 @@ func Run(ctx context.Context, cfg Config) error {
 		j.release()
 		return err
 	})
-	in := ndjson.NewReader(cfg.In)
-	in.SetDecoded(ndjson.TypeFetch) // decoded, which checks its JSON
+	in := pipe.Decoded(cfg.In, ndjson.TypeFetch)
 	err := pipe.EachFrom(pipe.Drain(ctx), in, cfg.Log, &fails, func(line ndjson.Line) error {
 		j := &job{}
 		if line.Type != ndjson.TypeFetch {

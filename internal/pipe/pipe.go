@@ -63,7 +63,16 @@ func Each(ctx context.Context, in io.Reader, log *slog.Logger, f *Failures, fn f
 	return EachFrom(ctx, ndjson.NewReader(in), log, f, fn)
 }
 
-// EachFrom is Each over a Reader the stage set up (SetDecoded).
+// Decoded is a Reader of in for a stage that decodes every line of the
+// record types named: it leaves checking their JSON to the decoding,
+// which does it anyway (ndjson.Reader.SetDecoded).
+func Decoded(in io.Reader, types ...string) *ndjson.Reader {
+	r := ndjson.NewReader(in)
+	r.SetDecoded(types...)
+	return r
+}
+
+// EachFrom is Each over a Reader the stage set up (Decoded).
 func EachFrom(ctx context.Context, r *ndjson.Reader, log *slog.Logger, f *Failures, fn func(ndjson.Line) error) error {
 	for ctx.Err() == nil {
 		line, err := r.Next()

@@ -164,8 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		pending = nil
 	}
-	in := ndjson.NewReader(cfg.In)
-	in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch) // decoded, which checks their JSON
+	in := pipe.Decoded(cfg.In, ndjson.TypeEntry, ndjson.TypeFetch)
 	err = pipe.EachFrom(readCtx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 		raw := append([]byte(nil), line.Raw...)
 		if cfg.Events && eventTypes[line.Type] {

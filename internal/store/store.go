@@ -120,10 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(items)
-		// Every entry and fetch record is decoded, which checks its JSON:
-		// the reader need not.
-		in := ndjson.NewReader(cfg.In)
-		in.SetDecoded(ndjson.TypeEntry, ndjson.TypeFetch)
+		in := pipe.Decoded(cfg.In, ndjson.TypeEntry, ndjson.TypeFetch)
 		readErr <- pipe.EachFrom(ctx, in, cfg.Log, &fails, func(line ndjson.Line) error {
 			switch line.Type {
 			case ndjson.TypeEntry:
