@@ -70,12 +70,13 @@ func NewLimiter(perHost int, rps float64, c clock.Clock) *Limiter {
 
 // Shared keeps per-host limits where several processes see them (a
 // Redis: RedisHosts). Take takes a request slot at host for this process
-// if the limits allow one now, with the function that gives it back;
-// else it says how long to wait before asking again. An error means the
-// store could not be asked (the caller waits SharedRetry, and asks
-// again: no request goes out unaccounted for).
+// if the limits allow one now, with the functions that give it back and
+// that give back the start it took (Slot.Unsent); else it says how long
+// to wait before asking again. An error means the store could not be
+// asked (the caller waits SharedRetry, and asks again: no request goes
+// out unaccounted for).
 type Shared interface {
-	Take(ctx context.Context, host string) (release func(), wait time.Duration, err error)
+	Take(ctx context.Context, host string) (release, unsent func(), wait time.Duration, err error)
 }
 
 // SharedRetry is how long a Limiter waits to ask its Shared store again
@@ -111,15 +112,13 @@ type Slot struct {
 	// refused before any connection. It gives the host back the start the
 	// slot took, so that its next request need not wait for the rate,
 	// unless another slot was taken there since.
-	// Limits kept in a Shared store keep the start: a no-op there.
 	Unsent func()
 }
 
 // TryTake is TryAcquire with the slot's Unsent.
 func (l *Limiter) TryTake(host string) (s Slot, wait time.Duration, ok bool) {
 	if l.shared != nil {
-		release, wait, ok := l.tryShared(host)
-		return Slot{Release: release, Unsent: func() {}}, wait, ok
+		return l.tryShared(host)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,8 +155,8 @@ func (l *Limiter) TryTake(host string) (s Slot, wait time.Duration, ok bool) {
 // (NewSharedLimiter).
 func (l *Limiter) Shared() bool { return l.shared != nil }
 
-// tryShared is TryAcquire with the limits kept in l.shared.
-func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok bool) {
+// tryShared is TryTake with the limits kept in l.shared.
+func (l *Limiter) tryShared(host string) (s Slot, wait time.Duration, ok bool) {
 	l.mu.Lock()
 	h := l.hosts[host]
 	if h == nil {
@@ -167,26 +166,29 @@ func (l *Limiter) tryShared(host string) (release func(), wait time.Duration, ok
 	full := h.inFlight >= l.perHost
 	l.mu.Unlock()
 	if full {
-		return nil, 0, false // one of ours ends first
+		return Slot{}, 0, false // one of ours ends first
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	rel, wait, err := l.shared.Take(ctx, host)
+	rel, unsent, wait, err := l.shared.Take(ctx, host)
 	switch {
 	case err != nil:
-		return nil, SharedRetry, false
+		return Slot{}, SharedRetry, false
 	case rel == nil:
-		return nil, max(wait, time.Millisecond), false
+		return Slot{}, max(wait, time.Millisecond), false
 	}
 	l.mu.Lock()
 	h.inFlight++
 	l.mu.Unlock()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.done(host)
-			rel()
-		})
+	return Slot{
+		Release: func() {
+			once.Do(func() {
+				l.done(host)
+				rel()
+			})
+		},
+		Unsent: unsent,
 	}, 0, true
 }
 

@@ -87,8 +87,9 @@ func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clo
 //	ARGV     requests in flight allowed, the interval (ms), a lease's
 //	         life (ms), the lease, then pairs (index into KEYS, lease) of
 //	         leases to give back
-//	returns  1 when the slot is the lease's, else the milliseconds to
-//	         wait before asking again, negated
+//	returns  when the slot is the lease's, the host's next start it set
+//	         (0: no rate) and the one it replaced (0: none); else the
+//	         milliseconds to wait before asking again, negated
 var hostScript = redis.NewScript(`#!lua
 for i = 5, #ARGV - 1, 2 do redis.call('ZREM', KEYS[tonumber(ARGV[i])], ARGV[i + 1]) end
 local t = redis.call('TIME')
@@ -103,7 +104,26 @@ local life = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], now + life, ARGV[4])
 redis.call('PEXPIRE', KEYS[2], life)
 local interval = tonumber(ARGV[2])
-if interval > 0 then redis.call('SET', KEYS[1], now + interval, 'PX', interval) end
+if interval == 0 then return {0, 0} end
+redis.call('SET', KEYS[1], now + interval, 'PX', interval)
+return {now + interval, nxt}
+`)
+
+// unsentScript gives a host back the start a slot took (Slot.Unsent):
+// the next start it replaced, unless another slot was taken there since.
+//
+//	KEYS[1]  the host's next start (hostScript's KEYS[1])
+//	ARGV     the start the slot set, the one it replaced (ms)
+var unsentScript = redis.NewScript(`#!lua
+if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[1]) then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local before = tonumber(ARGV[2])
+if before > now then
+  redis.call('SET', KEYS[1], before, 'PX', before - now)
+else
+  redis.call('DEL', KEYS[1])
+end
 return 1
 `)
 
@@ -120,7 +140,7 @@ return 0
 `)
 
 // Take is Shared.Take.
-func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wait time.Duration, err error) {
+func (r *RedisHosts) Take(ctx context.Context, host string) (release, unsent func(), wait time.Duration, err error) {
 	var b [8]byte
 	r.mu.Lock()
 	_, err = io.ReadFull(r.rand, b[:])
@@ -131,7 +151,7 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 	r.mu.Unlock()
 	if err != nil {
 		r.giveBack(ended)
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	lease := hex.EncodeToString(b[:])
 	next, leases := r.conn.Key("host", host, "next"), r.conn.Key("host", host, "leases")
@@ -145,26 +165,40 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 		}
 		args = append(args, i+1, l)
 	}
-	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64()
+	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Result()
 	if err != nil {
-		if redisconn.Unavailable(err) {
-			r.conn.Down("keeping per-host limits", err)
-		} else {
-			r.conn.Log.Error("per-host limits in redis", "error", err)
-		}
+		r.failed(err)
 		r.giveBack(ended)
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	r.conn.Up()
-	if res <= 0 {
-		return nil, time.Duration(-res) * time.Millisecond, nil
+	starts, _ := res.([]any) // the next start set and the one replaced
+	if len(starts) != 2 {
+		wait, _ := res.(int64)
+		return nil, nil, time.Duration(-wait) * time.Millisecond, nil
 	}
+	set, _ := starts[0].(int64)
+	before, _ := starts[1].(int64)
 	done := make(chan struct{})
 	r.mu.Lock()
 	r.running++
 	r.mu.Unlock()
 	go r.renew(leases, lease, done)
-	var once sync.Once
+	var once, unsentOnce sync.Once
+	unsent = func() {
+		unsentOnce.Do(func() {
+			if set == 0 {
+				return // no rate: no start to give back
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+			defer cancel()
+			// Should Redis not answer, the start stays: the host's next
+			// request waits for the rate, as if this one had gone out.
+			if err := unsentScript.Run(ctx, r.conn.Client, []string{next}, set, before).Err(); err != nil {
+				r.failed(err)
+			}
+		})
+	}
 	return func() {
 		once.Do(func() {
 			// Noted before the caller can ask for the host's next slot,
@@ -186,7 +220,16 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release func(), wai
 				r.giveBackNow(all)
 			}
 		})
-	}, 0, nil
+	}, unsent, 0, nil
+}
+
+// failed reports a script run that failed.
+func (r *RedisHosts) failed(err error) {
+	if redisconn.Unavailable(err) {
+		r.conn.Down("keeping per-host limits", err)
+	} else {
+		r.conn.Log.Error("per-host limits in redis", "error", err)
+	}
 }
 
 // renew keeps a lease while its request runs, and gives it back when it

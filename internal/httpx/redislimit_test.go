@@ -101,9 +101,9 @@ func TestRedisLimiterLeaseLapses(t *testing.T) {
 	// A process that took a slot and died: its lease is in Redis, and
 	// nobody renews it.
 	res, err := hostScript.Run(context.Background(), r1.conn.Client, []string{r1.conn.Key("host", "h", "next"), r1.conn.Key("host", "h", "leases")},
-		1, 0, 300, "dead").Int64()
-	if err != nil || res != 1 {
-		t.Fatalf("first slot refused: %v, reply %d", err, res)
+		1, 0, 300, "dead").Int64Slice()
+	if err != nil || len(res) != 2 {
+		t.Fatalf("first slot refused: %v, reply %v", err, res)
 	}
 	_, wait, ok := l2.TryAcquire("h")
 	if ok || wait <= 0 {
@@ -221,4 +221,47 @@ func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestUnsentGivesTheStartBack: a slot whose request never went out gives
+// its host the start back, in this process or in Redis alike: the next
+// request need not wait for the rate; unless another slot was taken there
+// since, whose start stays; and a start given back that is past frees the
+// host.
+func TestUnsentGivesTheStartBack(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name    string
+		limiter func() *Limiter
+	}{
+		{"in this process", func() *Limiter { return NewLimiter(2, 1, nil) }},
+		{"in redis", func() *Limiter { l, _ := redisLimiter(t, srv, 2, 1); return l }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.limiter()
+			take := func(what string, want bool) Slot {
+				t.Helper()
+				s, wait, ok := l.TryTake("h")
+				if ok != want {
+					t.Fatalf("%s: a slot %v (wait %s), want %v", what, ok, wait, want)
+				}
+				return s
+			}
+			// Each slot ends as the client ends a refused turn's: Unsent,
+			// then Release.
+			x := take("first", true)
+			take("at once after it", false)
+			x.Unsent()
+			x.Release()
+			y := take("after its start was given back", true)
+			time.Sleep(1100 * time.Millisecond) // past y's start's interval
+			z := take("a second later", true)
+			y.Unsent() // z was taken since: z's start stays
+			y.Release()
+			take("after an older slot's start was given back", false)
+			z.Unsent() // back to y's start, a second ago
+			z.Release()
+			take("after the last start was given back", true).Release()
+		})
+	}
 }
