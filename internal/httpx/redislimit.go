@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -172,13 +173,23 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release, unsent fun
 		return nil, nil, 0, err
 	}
 	r.conn.Up()
-	starts, _ := res.([]any) // the next start set and the one replaced
-	if len(starts) != 2 {
-		wait, _ := res.(int64)
+	if wait, ok := res.(int64); ok {
 		return nil, nil, time.Duration(-wait) * time.Millisecond, nil
 	}
-	set, _ := starts[0].(int64)
-	before, _ := starts[1].(int64)
+	// The host's next start the slot set, and the one it replaced.
+	var set, before int64
+	starts, ok := res.([]any)
+	if ok = ok && len(starts) == 2; ok {
+		set, ok = starts[0].(int64)
+	}
+	if ok {
+		before, ok = starts[1].(int64)
+	}
+	if !ok {
+		err := fmt.Errorf("per-host limits in redis: the script answered %v", res)
+		r.failed(err)
+		return nil, nil, 0, err
+	}
 	done := make(chan struct{})
 	r.mu.Lock()
 	r.running++
