@@ -167,8 +167,8 @@ func (c *Catalog) Check(ctx context.Context) error {
 	return nil
 }
 
-// Sizes counts the rows of the catalog's tables, by table: what feed-stats
-// reports of the catalog, and how tests see that a reader wrote nothing.
+// Sizes counts the rows of the catalog's tables, by table: how tests see
+// what a run indexed, or that a reader wrote nothing.
 func (c *Catalog) Sizes(ctx context.Context) (map[string]int, error) {
 	sizes := map[string]int{}
 	for _, table := range []string{"feeds", "subscriptions", "feed_state", "entries", "entry_versions", "links", "aliases", "fetches", "runs"} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -89,8 +88,8 @@ func NewRedisLimiter(conn *redisconn.Conn, perHost int, rps float64, c clock.Clo
 //	         life (ms), the lease, then pairs (index into KEYS, lease) of
 //	         leases to give back
 //	returns  when the slot is the lease's, the host's next start it set
-//	         (0: no rate) and the one it replaced (0: none); else the
-//	         milliseconds to wait before asking again, negated
+//	         (ms; 0: no rate); else the milliseconds to wait before asking
+//	         again, negated
 var hostScript = redis.NewScript(`#!lua
 for i = 5, #ARGV - 1, 2 do redis.call('ZREM', KEYS[tonumber(ARGV[i])], ARGV[i + 1]) end
 local t = redis.call('TIME')
@@ -105,26 +104,21 @@ local life = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], now + life, ARGV[4])
 redis.call('PEXPIRE', KEYS[2], life)
 local interval = tonumber(ARGV[2])
-if interval == 0 then return {0, 0} end
+if interval == 0 then return 0 end
 redis.call('SET', KEYS[1], now + interval, 'PX', interval)
-return {now + interval, nxt}
+return now + interval
 `)
 
-// unsentScript gives a host back the start a slot took (Slot.Unsent):
-// the next start it replaced, unless another slot was taken there since.
+// unsentScript gives a host back the start a slot took (Slot.Unsent),
+// unless another slot was taken there since: it drops the host's next
+// start if it is still the one the slot set. The start it replaced had
+// passed (hostScript takes a slot only then), so none is put back.
 //
 //	KEYS[1]  the host's next start (hostScript's KEYS[1])
-//	ARGV     the start the slot set, the one it replaced (ms)
+//	ARGV[1]  the start the slot set (ms)
 var unsentScript = redis.NewScript(`#!lua
 if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[1]) then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local before = tonumber(ARGV[2])
-if before > now then
-  redis.call('SET', KEYS[1], before, 'PX', before - now)
-else
-  redis.call('DEL', KEYS[1])
-end
+redis.call('DEL', KEYS[1])
 return 1
 `)
 
@@ -166,29 +160,15 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release, unsent fun
 		}
 		args = append(args, i+1, l)
 	}
-	res, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Result()
+	set, err := hostScript.Run(ctx, r.conn.Client, keys, args...).Int64()
 	if err != nil {
 		r.failed(err)
 		r.giveBack(ended)
 		return nil, nil, 0, err
 	}
 	r.conn.Up()
-	if wait, ok := res.(int64); ok {
-		return nil, nil, time.Duration(-wait) * time.Millisecond, nil
-	}
-	// The host's next start the slot set, and the one it replaced.
-	var set, before int64
-	starts, ok := res.([]any)
-	if ok = ok && len(starts) == 2; ok {
-		set, ok = starts[0].(int64)
-	}
-	if ok {
-		before, ok = starts[1].(int64)
-	}
-	if !ok {
-		err := fmt.Errorf("per-host limits in redis: the script answered %v", res)
-		r.failed(err)
-		return nil, nil, 0, err
+	if set < 0 {
+		return nil, nil, time.Duration(-set) * time.Millisecond, nil
 	}
 	done := make(chan struct{})
 	r.mu.Lock()
@@ -205,7 +185,7 @@ func (r *RedisHosts) Take(ctx context.Context, host string) (release, unsent fun
 			defer cancel()
 			// Should Redis not answer, the start stays: the host's next
 			// request waits for the rate, as if this one had gone out.
-			if err := unsentScript.Run(ctx, r.conn.Client, []string{next}, set, before).Err(); err != nil {
+			if err := unsentScript.Run(ctx, r.conn.Client, []string{next}, set).Err(); err != nil {
 				r.failed(err)
 			}
 		})
