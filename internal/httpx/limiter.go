@@ -52,7 +52,6 @@ type hostState struct {
 	inFlight int
 	next     time.Time // earliest start of the next request
 	taken    uint64    // slots taken so far
-	before   time.Time // next before the latest slot was taken
 }
 
 // NewLimiter returns a Limiter. perHost < 1 means 1; rps <= 0 means no
@@ -136,16 +135,18 @@ func (l *Limiter) TryTake(host string) (s Slot, wait time.Duration, ok bool) {
 	}
 	h.inFlight++
 	h.taken++
-	h.before, h.next = h.next, now.Add(l.interval)
+	h.next = now.Add(l.interval)
 	taken := h.taken
 	var once sync.Once
 	return Slot{
 		Release: func() { once.Do(func() { l.done(host) }) },
+		// The start the slot replaced had passed (a slot is taken only
+		// then): giving its own back frees the host now.
 		Unsent: func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			if h.taken == taken {
-				h.next = h.before
+				h.next = time.Time{}
 			}
 		},
 	}, 0, true
