@@ -52,6 +52,10 @@ func (t *Tx) loadEntries(next func() ([]Located, error)) error {
 			return err
 		}
 	}
+	keepLinks, err := t.LinksKept()
+	if err != nil {
+		return err
+	}
 	if _, err := t.write(once, `CREATE TEMP TABLE load (id INTEGER NOT NULL, feed_key INTEGER NOT NULL, entry_uid TEXT NOT NULL,
 		content_hash TEXT NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL, seen_count INTEGER NOT NULL,
 		published INTEGER NOT NULL, day TEXT NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL, link_hash TEXT)`); err != nil {
@@ -76,7 +80,7 @@ func (t *Tx) loadEntries(next func() ([]Located, error)) error {
 				return err
 			}
 			var link any
-			if h, ok := LinkHash(e.CanonicalLink); ok {
+			if h, ok := LinkHash(e.CanonicalLink); ok && keepLinks {
 				link = h
 			}
 			if _, err := t.write(kept, `INSERT INTO load VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, key, e.EntryUID, e.ContentHash,
@@ -88,7 +92,8 @@ func (t *Tx) loadEntries(next func() ([]Located, error)) error {
 	for _, q := range []string{
 		`INSERT INTO entries (id, feed_key, entry_uid, content_hash, versions, first_seen, last_seen, seen_count, published, day, offset, length, stored_at)
 			SELECT id, feed_key, entry_uid, content_hash, 1, first_seen, last_seen, seen_count, published, day, offset, length, last_seen FROM load ORDER BY id`,
-		// The first entry stored with a link keeps it, as AddLink does.
+		// The first entry stored with a link keeps it, as AddLink does
+		// (when the catalog keeps links: LinksKept).
 		`INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid)
 			SELECT link_hash, feed_key, entry_uid FROM load WHERE link_hash IS NOT NULL ORDER BY link_hash, rowid`,
 		`DROP TABLE temp.load`,

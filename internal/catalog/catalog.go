@@ -22,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/feedpipe/feedpipe/internal/storedir"
@@ -46,6 +47,8 @@ type Catalog struct {
 	byFeed     *bool
 	// labels caches labelFeeds.
 	labels labelCache
+	// linksKept caches LinksKept once it is true: it stays so.
+	linksKept atomic.Bool
 }
 
 // ErrDamaged marks a catalog SQLite cannot read.

@@ -649,6 +649,9 @@ func TestLinksAndAliases(t *testing.T) {
 	}
 	a1 := ndjson.EntryRef{FeedID: testids.Feed("A"), EntryUID: testids.UID("a1")}
 	b1 := ndjson.EntryRef{FeedID: testids.Feed("B"), EntryUID: testids.UID("b1")}
+	if _, err := c.KeepLinks(ctx); err != nil {
+		t.Fatal(err)
+	}
 	err := c.Update(ctx, func(t *Tx) error {
 		if err := t.AddLink(h, a1); err != nil {
 			return err

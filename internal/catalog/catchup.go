@@ -139,6 +139,30 @@ func (c *Catalog) CatchUpEntries(ctx context.Context, now time.Time) (announced 
 	return announced, nil
 }
 
+// indexLogs indexes the store's logs from their checkpoints (from their
+// start in a catalog made anew): aliases/ first, so that a store that
+// recorded an alias keeps its link index (keepLinksOfAliases), then
+// entries/ with their links, fetches/ and media/.
+func (c *Catalog) indexLogs(ctx context.Context) error {
+	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
+		return err
+	}
+	if err := c.Update(ctx, keepLinksOfAliases); err != nil {
+		return err
+	}
+	idx := c.logIndex()
+	if err := c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
+		_, _, err := t.indexEntry(ctx, idx, loc, l)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := c.CatchUpFetches(ctx); err != nil {
+		return err
+	}
+	return c.CatchUpMedia(ctx)
+}
+
 // indexEntry indexes the entry line l at loc unless its version is in the
 // index already; ok reports that it was not.
 func (t *Tx) indexEntry(ctx context.Context, idx *Index, loc Location, l ndjson.Line) (e ndjson.Entry, ok bool, err error) {

@@ -286,6 +286,7 @@ type Tx struct {
 	searchKeys map[int64]int64
 	fts        ftsBatch // the full-text index's changes, made at the end
 	reach      reach    // what its writes changed (changes.go)
+	keepsLinks *bool    // LinksKept, once read: no other writer can change it meanwhile
 	unrecorded bool     // a migration to before the changes table
 }
 

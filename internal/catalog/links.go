@@ -1,14 +1,18 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/urlnorm"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -168,8 +172,11 @@ func (c *Catalog) LinkOwners(ctx context.Context, hash string) (LinkOwners, erro
 }
 
 // AddLink records ref as the first entry stored with the link, unless
-// another is.
+// another is, or unless the catalog keeps no link index (LinksKept).
 func (t *Tx) AddLink(hash string, ref ndjson.EntryRef) error {
+	if kept, err := t.LinksKept(); err != nil || !kept {
+		return err
+	}
 	defer t.within(ref.FeedID)()
 	key, err := t.feedKey(ref.FeedID)
 	if err != nil {
@@ -198,4 +205,156 @@ func (t *Tx) AddAlias(a *ndjson.Alias, day string) error {
 	_, err = t.write(kept, `INSERT OR IGNORE INTO aliases (feed_key, entry_uid, link_hash, alias_of_feed_key, alias_of_uid, recorded_at, day)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, key, a.EntryUID, hash, of, a.AliasOf.EntryUID, unixMS(a.RecordedAt.Time), day)
 	return err
+}
+
+// metaLinksKept is the meta key of a catalog that keeps its link index
+// (migrations/0017_links_on_demand.sql): set by KeepLinks, never unset.
+const metaLinksKept = "links:kept"
+
+// LinksKept reports whether the catalog keeps its link index: from the
+// first feed-dedup --cross-feed run (KeepLinks) on, for good. Without it,
+// links holds no row, and LinkOwners knows only aliases.
+func (c *Catalog) LinksKept(ctx context.Context) (bool, error) {
+	if c.linksKept.Load() {
+		return true, nil
+	}
+	var kept bool
+	if _, err := c.Meta(ctx, metaLinksKept, &kept); err != nil || !kept {
+		return false, err
+	}
+	c.linksKept.Store(true)
+	return true, nil
+}
+
+// LinksKept is Catalog.LinksKept inside the transaction: it sees a
+// KeepLinks that committed since the caller last looked.
+func (t *Tx) LinksKept() (bool, error) {
+	if t.keepsLinks != nil {
+		return *t.keepsLinks, nil
+	}
+	var kept bool
+	if !t.c.linksKept.Load() {
+		if _, err := t.Meta(metaLinksKept, &kept); err != nil {
+			return false, err
+		}
+	}
+	kept = kept || t.c.linksKept.Load()
+	t.keepsLinks = &kept
+	return kept, nil
+}
+
+// keepLinksOfAliases makes a catalog that holds an alias keep its link
+// index: its store compared entries across feeds (migration 17, and a
+// catalog made anew from the store's files).
+func keepLinksOfAliases(t *Tx) error {
+	defer t.within()()
+	t.keepsLinks = nil
+	_, err := t.write(once, `INSERT OR REPLACE INTO meta (key, value) SELECT ?, 'true' WHERE EXISTS (SELECT 1 FROM aliases)`, metaLinksKept)
+	return err
+}
+
+// storedLink is a stored version's place and link (hash "" for none),
+// and the entry's.
+type storedLink struct {
+	hash      string
+	loc       Location
+	feedKey   int64
+	uid       string
+	firstSeen int64
+	id        int64
+}
+
+// versionKey names a stored version.
+type versionKey struct{ id, version int64 }
+
+// KeepLinks makes the catalog keep its link index from now on, for
+// feed-dedup --cross-feed, and builds it once from the lines of the
+// stored versions in entries/ (every version's link, as feed-store adds
+// them): a link's first entry is the one first seen with it (its
+// first_seen, then its id). built counts the links. The lines are read
+// before the write transaction, which reads again only those of versions
+// stored meanwhile: a writer waits for the inserts alone.
+func (c *Catalog) KeepLinks(ctx context.Context) (built int, err error) {
+	if kept, err := c.LinksKept(ctx); err != nil || kept {
+		return 0, err
+	}
+	started := time.Now()
+	read, err := c.storedLinks(func(q string) (rows, error) { return c.read(ctx, once, q) }, nil)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: build the link index for --cross-feed: %w", err)
+	}
+	err = c.Update(ctx, func(t *Tx) error {
+		if kept, err := t.LinksKept(); err != nil || kept {
+			return err // another process built it meanwhile
+		}
+		got, err := c.storedLinks(func(q string) (rows, error) { return t.read(once, q) }, read)
+		if err != nil {
+			return err
+		}
+		links := make([]storedLink, 0, len(got))
+		for _, l := range got {
+			if l.hash != "" {
+				links = append(links, l)
+			}
+		}
+		slices.SortFunc(links, func(a, b storedLink) int {
+			return cmp.Or(cmp.Compare(a.firstSeen, b.firstSeen), cmp.Compare(a.id, b.id))
+		})
+		defer t.within()() // no reader keeps an answer of the links
+		for _, l := range links {
+			res, err := t.write(kept, `INSERT OR IGNORE INTO links (link_hash, feed_key, entry_uid) VALUES (?, ?, ?)`, l.hash, l.feedKey, l.uid)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				built++
+			}
+		}
+		*t.keepsLinks = true
+		return t.SetMeta(metaLinksKept, true)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("catalog: build the link index for --cross-feed: %w", err)
+	}
+	c.linksKept.Store(true)
+	c.log.Info("catalog: built the index of the stored entries' links for --cross-feed, once", "links", built,
+		"elapsed_ms", time.Since(started).Milliseconds())
+	return built, nil
+}
+
+// storedLinks reads the link of every stored version from its line, in
+// file order, except the versions in known read at the same place before.
+// A line gone or damaged is left out, as the search index's backfill does:
+// feed-store reindex mends the catalog.
+func (c *Catalog) storedLinks(read func(q string) (rows, error), known map[versionKey]storedLink) (map[versionKey]storedLink, error) {
+	rows, err := read(`SELECT v.entry_id, v.version, e.feed_key, e.entry_uid, e.first_seen, v.day, v.offset, v.length
+		FROM stored_versions v JOIN entries e ON e.id = v.entry_id ORDER BY v.day, v.offset`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := make(map[versionKey]storedLink, len(known))
+	for rows.Next() {
+		var k versionKey
+		var l storedLink
+		if err := rows.Scan(&k.id, &k.version, &l.feedKey, &l.uid, &l.firstSeen, &l.loc.Day, &l.loc.Offset, &l.loc.Length); err != nil {
+			return nil, err
+		}
+		l.id = k.id
+		if p, ok := known[k]; ok && p.loc == l.loc {
+			got[k] = p
+			continue
+		}
+		b, err := c.Line(storedir.DirEntries, l.loc)
+		var e struct {
+			EntryUID      string `json:"entry_uid"`
+			CanonicalLink string `json:"canonical_link"`
+		}
+		if err != nil || ndjson.Unmarshal(b, &e) != nil || e.EntryUID != l.uid {
+			continue
+		}
+		l.hash, _ = LinkHash(e.CanonicalLink)
+		got[k] = l
+	}
+	return got, rows.Err()
 }

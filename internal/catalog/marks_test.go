@@ -387,6 +387,9 @@ func TestForgetEntries(t *testing.T) {
 			return ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)}
 		}
 		link := func(i int) string { return fmt.Sprintf("https://news.example/%d", i) }
+		if _, err := c.KeepLinks(ctx); err != nil {
+			t.Fatal(err)
+		}
 		err := c.Update(ctx, func(t *Tx) error {
 			for i, r := range []ndjson.EntryRef{ref("A", "a1"), ref("A", "a2"), ref("B", "b1"), ref("B", "b2")} {
 				h, _ := LinkHash(link(i))

@@ -24,8 +24,9 @@ var migrationFiles embed.FS
 // migrationSteps are the parts of migrations that SQL cannot do, by the
 // migration's number: each runs after its SQL, in its transaction.
 var migrationSteps = map[int]func(*Tx) error{
-	6:  packStates, // compresses feed_state's JSON columns (statepack.go)
-	15: binStates,  // feed_state's JSON columns in their binary layout (statebin.go)
+	6:  packStates,         // compresses feed_state's JSON columns (statepack.go)
+	15: binStates,          // feed_state's JSON columns in their binary layout (statebin.go)
+	17: keepLinksOfAliases, // a store that recorded an alias keeps its link index (links.go)
 }
 
 // A migration is one file of migrations/, and its Go step.

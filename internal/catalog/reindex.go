@@ -85,20 +85,7 @@ func Reindex(ctx context.Context, st *storedir.Store, log *slog.Logger) (sum Rei
 	if err := c.catchUpSubscriptionsLocked(ctx); err != nil {
 		return sum, err
 	}
-	idx := c.logIndex()
-	if err := c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
-		_, _, err := t.indexEntry(ctx, idx, loc, l)
-		return err
-	}); err != nil {
-		return sum, err
-	}
-	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
-		return sum, err
-	}
-	if err := c.CatchUpFetches(ctx); err != nil {
-		return sum, err
-	}
-	if err := c.CatchUpMedia(ctx); err != nil { // the rows of the queue stay; the records' files follow them
+	if err := c.indexLogs(ctx); err != nil { // the rows of the media queue stay; the records' files follow them
 		return sum, err
 	}
 	// Every stored entry's event was written, or was announced since.
@@ -176,20 +163,7 @@ func (c *Catalog) buildFromFiles(ctx context.Context) error {
 	if err := c.SetMeta(ctx, TapEvents, events); err != nil {
 		return err
 	}
-	idx := c.logIndex()
-	if err := c.follow(ctx, TapEntries, storedir.DirEntries, func(t *Tx, _ string, loc Location, l ndjson.Line) error {
-		_, _, err := t.indexEntry(ctx, idx, loc, l)
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := c.follow(ctx, TapAliases, storedir.DirAliases, indexAlias); err != nil {
-		return err
-	}
-	if err := c.CatchUpFetches(ctx); err != nil {
-		return err
-	}
-	if err := c.CatchUpMedia(ctx); err != nil {
+	if err := c.indexLogs(ctx); err != nil {
 		return err
 	}
 	if err := c.removeOldStore(); err != nil {

@@ -1,4 +1,4 @@
--- The catalog's schema at version 16 (PRAGMA user_version), as SQLite
+-- The catalog's schema at version 17 (PRAGMA user_version), as SQLite
 -- keeps it: what the migrations make. Written by
 -- go test ./internal/catalog -run TestSchema -update; do not edit.
 

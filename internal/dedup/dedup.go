@@ -48,6 +48,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer done()
+	if cfg.CrossFeed {
+		// Every stored entry's link is in the index before the first is
+		// judged by it: built once, from entries/, for a store that never
+		// compared entries across feeds.
+		if _, err := cat.KeepLinks(ctx); err != nil {
+			return err
+		}
+	}
 	d := &deduper{
 		ctx:       ctx,
 		out:       cfg.Out,

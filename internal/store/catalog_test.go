@@ -21,6 +21,20 @@ func openCatalog(t *testing.T, st *storedir.Store) *catalog.Catalog {
 	return cat
 }
 
+// keepLinks makes st's catalog keep its link index, as the first
+// feed-dedup --cross-feed run on a store does (catalog.KeepLinks).
+func keepLinks(t *testing.T, st *storedir.Store) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if _, err := cat.KeepLinks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // statesView is every feed state of a store, by feed id.
 type statesView struct{ ByFeed map[string]catalog.FeedState }
 

@@ -65,8 +65,14 @@ func (c *committer) crossFeed(e *ndjson.Entry, h string, now time.Time) (alias *
 
 // loadLinks sets the link hash of each of a batch's entries and reads
 // what the catalog holds of those links in one query
-// (catalog.Index.LoadLinks), for newLink and crossFeed.
-func (c *committer) loadLinks(batch []item) error {
+// (catalog.Index.LoadLinks), for newLink and crossFeed, when the catalog
+// keeps its link index (kept: once a feed-dedup --cross-feed run asked
+// for it, catalog.KeepLinks). Otherwise no entry has a link here: none
+// is added, and none is an alias the catalog can confirm.
+func (c *committer) loadLinks(batch []item) (kept bool, err error) {
+	if kept, err = c.cat.LinksKept(c.ctx); err != nil || !kept {
+		return false, err
+	}
 	var hashes []string
 	for i := range batch {
 		if e := batch[i].entry; e != nil {
@@ -76,7 +82,7 @@ func (c *committer) loadLinks(batch []item) error {
 			}
 		}
 	}
-	return c.index.LoadLinks(c.ctx, hashes)
+	return true, c.index.LoadLinks(c.ctx, hashes)
 }
 
 // newLink returns the link of a stored entry for the catalog's links,
@@ -130,4 +136,30 @@ func encodeAll[T any](records []T) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// addLinks records the links a batch's entries brought first. A batch
+// begun while the catalog kept no link index has none, unless a
+// feed-dedup --cross-feed run made it keep one since (catalog.KeepLinks,
+// which read none of the batch's lines): then every stored version's link
+// is added, as the index's build would have.
+func addLinks(t *catalog.Tx, w *batchWrites) error {
+	links := w.links
+	if !w.linksKept {
+		kept, err := t.LinksKept()
+		if err != nil || !kept {
+			return err
+		}
+		for _, v := range w.versions {
+			if h, ok := catalog.LinkHash(v.entry.CanonicalLink); ok {
+				links = append(links, linkRef{h, ndjson.EntryRef{FeedID: v.entry.FeedID, EntryUID: v.entry.EntryUID}})
+			}
+		}
+	}
+	for _, l := range links {
+		if err := t.AddLink(l.hash, l.ref); err != nil {
+			return err
+		}
+	}
+	return nil
 }

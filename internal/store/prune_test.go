@@ -24,6 +24,7 @@ import (
 func pruneFixture(t *testing.T) (dir string, now time.Time) {
 	t.Helper()
 	w := newWorld(t)
+	keepLinks(t, w.st) // so that prune has links to delete
 	w.subscribe("/gen/1.xml")
 	w.subscribe("/gen/2.xml")
 	w.subscribe("/a.xml")

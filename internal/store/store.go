@@ -329,6 +329,7 @@ func (c *committer) readAhead(batch []item) error {
 type batchWrites struct {
 	versions  []staged       // entry versions, at their lines in entries/
 	links     []linkRef      // links first stored
+	linksKept bool           // by the catalog as the batch began (catalog.LinksKept)
 	aliases   []ndjson.Alias // aliases recorded
 	decisions []*ndjson.Decision
 	states    []catalog.FeedState
@@ -369,9 +370,11 @@ func (c *committer) commit(batch []item) error {
 	)
 	titles := feedTitles(batch)
 	past := history(batch) // entries of archive pages (push.go)
-	if err := c.loadLinks(batch); err != nil {
+	linksKept, err := c.loadLinks(batch)
+	if err != nil {
 		return err
 	}
+	w.linksKept = linksKept
 	if err := c.readAhead(batch); err != nil {
 		return err
 	}
@@ -586,10 +589,8 @@ func (c *committer) write(now time.Time, entriesKey string, entryLines, eventLin
 				return err
 			}
 		}
-		for _, l := range w.links {
-			if err := t.AddLink(l.hash, l.ref); err != nil {
-				return err
-			}
+		if err := addLinks(t, w); err != nil {
+			return err
 		}
 		for i := range w.aliases {
 			if err := t.AddAlias(&w.aliases[i], day); err != nil {

@@ -1,0 +1,153 @@
+package catalog
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedpipe/feedpipe/internal/testids"
+	"github.com/feedpipe/feedpipe/pkg/ndjson"
+)
+
+// linkedAt is entry with a canonical link.
+func linkedAt(feed, uid, hash, link string, seen time.Time) *ndjson.Entry {
+	e := entry(feed, uid, hash, seen)
+	e.CanonicalLink = link
+	return e
+}
+
+// firstWith names the first entry the catalog holds of link, "" for none.
+func firstWith(t *testing.T, c *Catalog, link string) string {
+	t.Helper()
+	h, _ := LinkHash(link)
+	o, err := c.LinkOwners(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Known() {
+		return ""
+	}
+	return testids.Name(o.First.FeedID) + "/" + testids.Name(o.First.EntryUID)
+}
+
+// TestKeepLinks: a catalog keeps no link index until KeepLinks, which
+// builds it from the stored versions' lines: every version's link, each
+// link's first entry the one first seen with it, whatever order the lines
+// are in; from then on every stored version adds its link, the first
+// staying.
+func TestKeepLinks(t *testing.T) {
+	var logs bytes.Buffer
+	c := openTemp(t)
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	const story, other, moved = "https://news.example/story", "https://news.example/other", "https://news.example/moved"
+	storeLines(t, c, "2026-11-20",
+		linkedAt("A", "a1", "h", story, t0.Add(time.Hour)),
+		linkedAt("B", "b1", "h", "http://NEWS.example/story", t0), // the same link, seen an hour earlier
+		linkedAt("C", "c1", "h", other, t0.Add(2*time.Hour)),
+		entry("C", "c2", "h", t0)) // no link
+	storeLines(t, c, "2026-11-21", linkedAt("C", "c1", "h2", moved, t0.Add(24*time.Hour))) // its second version's link
+	if kept, err := c.LinksKept(ctx); kept || err != nil {
+		t.Fatalf("kept %v before KeepLinks (%v)", kept, err)
+	}
+	addLink := func(link, feed, uid string) {
+		t.Helper()
+		h, _ := LinkHash(link)
+		if err := c.Update(ctx, func(t *Tx) error {
+			return t.AddLink(h, ndjson.EntryRef{FeedID: testids.Feed(feed), EntryUID: testids.UID(uid)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addLink(story, "A", "a1") // not kept: nothing
+	if got := firstWith(t, c, story); got != "" {
+		t.Fatalf("a link kept before KeepLinks: %s", got)
+	}
+	built, err := c.KeepLinks(ctx)
+	if err != nil || built != 3 {
+		t.Fatalf("built %d links (%v), want 3", built, err)
+	}
+	if !strings.Contains(logs.String(), "built the index of the stored entries' links") {
+		t.Errorf("no log line:\n%s", logs.String())
+	}
+	for link, want := range map[string]string{story: "B/b1", other: "C/c1", moved: "C/c1", "https://news.example/none": ""} {
+		if got := firstWith(t, c, link); got != want {
+			t.Errorf("%s: first %q, want %q", link, got, want)
+		}
+	}
+	if built, err := c.KeepLinks(ctx); built != 0 || err != nil {
+		t.Fatalf("a second KeepLinks built %d (%v)", built, err)
+	}
+	// Kept from now on, by this process and any other.
+	addLink(story, "D", "d1")
+	addLink("https://news.example/new", "D", "d2")
+	c2 := reopen(t, c)
+	for link, want := range map[string]string{story: "B/b1", "https://news.example/new": "D/d2"} {
+		if got := firstWith(t, c2, link); got != want {
+			t.Errorf("%s after: first %q, want %q", link, got, want)
+		}
+	}
+	if kept, err := c2.LinksKept(ctx); !kept || err != nil {
+		t.Fatalf("kept %v after KeepLinks (%v)", kept, err)
+	}
+}
+
+// TestStoredLinksReadOnce: the lines read before KeepLinks's transaction
+// are not read again in it, unless their version's place changed.
+func TestStoredLinksReadOnce(t *testing.T) {
+	c := openTemp(t)
+	storeLines(t, c, "2026-11-20", linkedAt("A", "a1", "h", "https://news.example/1", t0), linkedAt("A", "a2", "h", "https://news.example/2", t0))
+	read := func(q string) (rows, error) { return c.read(ctx, once, q) }
+	first, err := c.storedLinks(read, nil)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("%d versions (%v)", len(first), err)
+	}
+	known := map[versionKey]storedLink{}
+	for k, l := range first {
+		if l.uid == testids.UID("a1") {
+			l.hash = "known" // kept as read before
+		} else {
+			l.loc.Offset++ // moved since: read again
+			l.hash = "stale"
+		}
+		known[k] = l
+	}
+	again, err := c.storedLinks(read, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := LinkHash("https://news.example/2")
+	for _, l := range again {
+		if want := map[string]string{testids.UID("a1"): "known", testids.UID("a2"): h2}[l.uid]; l.hash != want {
+			t.Errorf("%s: hash %q, want %q", testids.Name(l.uid), l.hash, want)
+		}
+	}
+}
+
+// TestMigrationKeepsLinksOfAliases: migration 17 keeps the link index of
+// a store that recorded an alias, and empties any other's.
+func TestMigrationKeepsLinksOfAliases(t *testing.T) {
+	for _, alias := range []bool{false, true} {
+		c := openAtVersion(t, 16)
+		qs := []string{`INSERT INTO feeds (feed_id) VALUES ('` + testids.Feed("A") + `'), ('` + testids.Feed("B") + `')`,
+			`INSERT INTO links VALUES ('00112233445566778899aabbccddeeff', 1, 'a1')`}
+		if alias {
+			qs = append(qs, `INSERT INTO aliases VALUES (2, 'b1', '00112233445566778899aabbccddeeff', 1, 'a1', 0, '2026-11-20')`)
+		}
+		for _, q := range qs {
+			if _, err := c.db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c = reopen(t, c)
+		var links int
+		if err := c.db.QueryRow(`SELECT count(*) FROM links`).Scan(&links); err != nil {
+			t.Fatal(err)
+		}
+		kept, err := c.LinksKept(ctx)
+		if err != nil || kept != alias || links != map[bool]int{false: 0, true: 1}[alias] {
+			t.Errorf("with an alias %v: kept %v (%v), %d links", alias, kept, err, links)
+		}
+	}
+}
