@@ -26,7 +26,10 @@ scheme, normalized) was stored first from another feed goes on with status
 "alias" and "alias_of" {feed_id, entry_uid} naming that entry; feed-store
 then records an "alias" record instead of storing it again: the same URL
 from two sources is added once. An alias recorded already is
-dropped as unchanged. The "dedup" section counts aliases too.`,
+dropped as unchanged. The "dedup" section counts aliases too. The first
+--cross-feed run on a store builds the catalog's index of the stored
+entries' links from entries/, once (the one write feed-dedup makes);
+feed-store keeps it from then on.`,
 		Flags: append(cmdkit.CommonFlags(),
 			&cli.BoolFlag{Name: "cross-feed", Usage: "mark a new entry whose canonical link was stored from another feed as an alias of that entry", EnvVars: []string{"FEEDPIPE_CROSS_FEED"}},
 		),
