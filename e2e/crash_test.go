@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -280,4 +283,156 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 		t.Fatalf("only %d entry versions stored", len(stored))
 	}
 	t.Logf("%d entry versions stored and announced once each", len(stored))
+}
+
+// TestKill9BuildingTheLinkIndex kills the first feed-dedup --cross-feed
+// run on a store with SIGKILL at random moments of its building the link
+// index from entries/ (catalog.KeepLinks; a third of the kills as it
+// writes the catalog), each time on a fresh copy of the store: the
+// catalog then keeps either no link or every stored link, never a part,
+// and the next run builds it whole. Then a feed repeating another's links
+// is stored as its aliases.
+func TestKill9BuildingTheLinkIndex(t *testing.T) {
+	sourcesRead(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const feeds, items, rounds = 40, 30, 12
+	rnd := rand.New(rand.NewPCG(3, 4))
+	dir := t.TempDir()
+	www := filepath.Join(dir, "www")
+	os.MkdirAll(www, 0o755)
+	srv := httptest.NewServer(testserver.New(www, nil))
+	defer srv.Close()
+	pristine := filepath.Join(dir, "pristine")
+	envOf := func(store string) []string {
+		return append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_HOST_RPS=0", "FEEDPIPE_LOG_LEVEL=error")
+	}
+	var subs strings.Builder
+	all := map[int]int{}
+	for i := range items {
+		all[i] = 1
+	}
+	for f := range feeds {
+		name := fmt.Sprintf("f%02d", f)
+		if err := os.WriteFile(filepath.Join(www, name+".xml"), rssDoc(name, all), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&subs, "%s/%s.xml\n", srv.URL, name)
+	}
+	imp := exec.Command("feed-sub", "import", "-")
+	imp.Env, imp.Stdin = envOf(pristine), strings.NewReader(subs.String())
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Stored without --cross-feed: no link index.
+	for _, c := range pipeline(t, envOf(pristine), io.Discard, nil, []string{"feed-due", "--all"}, []string{"feed-fetch"}, []string{"feed-parse"}, []string{"feed-dedup"}, []string{"feed-store"}) {
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// links counts the catalog's links, and its entries, each with a link
+	// of its own; kept is whether it keeps them.
+	links := func(store string) (n, entries int, kept bool) {
+		t.Helper()
+		st, err := storedir.Open(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, err := catalog.Open(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cat.Close()
+		sizes, err := cat.Sizes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept, err = cat.LinksKept(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return sizes["links"], sizes["entries"], kept
+	}
+	n, want, kept := links(pristine)
+	if n != 0 || kept || want < feeds*10 {
+		t.Fatalf("before any --cross-feed run: %d links of %d entries, kept %v", n, want, kept)
+	}
+	build := func(store string) *exec.Cmd {
+		c := command(envOf(store), "feed-dedup", "--cross-feed")
+		c.Stdin = strings.NewReader("")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	store := filepath.Join(dir, "store")
+	if err := os.CopyFS(store, os.DirFS(pristine)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := build(store).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	life := time.Since(start)
+	if n, _, kept := links(store); n != want || !kept {
+		t.Fatalf("built: %d links, kept %v; want %d", n, kept, want)
+	}
+	kills, commitKills := 0, 0
+	for round := range rounds {
+		os.RemoveAll(store)
+		if err := os.CopyFS(store, os.DirFS(pristine)); err != nil {
+			t.Fatal(err)
+		}
+		cmd := build(store)
+		if round%3 == 2 {
+			time.Sleep(time.Duration(rnd.Int64N(int64(life) / 2)))
+			if killOnWrite(filepath.Join(store, "catalog.db-wal"), cmd) {
+				commitKills++
+			}
+		} else {
+			time.Sleep(time.Duration(rnd.Int64N(int64(life))))
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			kills++
+		}
+		if n, _, kept := links(store); kept != (n == want) || !kept && n != 0 {
+			t.Fatalf("round %d, after the kill: %d links, kept %v: a part of the index", round, n, kept)
+		}
+		if err := build(store).Wait(); err != nil {
+			t.Fatalf("round %d: the run after the kill: %v", round, err)
+		}
+		if n, _, kept := links(store); n != want || !kept {
+			t.Fatalf("round %d, after the next run: %d links, kept %v", round, n, kept)
+		}
+	}
+	t.Logf("%d rounds, %d builds killed at work, %d of them as they wrote the catalog", rounds, kills, commitKills)
+	if kills < rounds/2 || commitKills < rounds/6 {
+		t.Errorf("only %d kills at work, %d in a commit, of %d: the test proves little", kills, commitKills, rounds)
+	}
+	// The index built is the one cross-feed reads: a new feed with f00's
+	// links, in the same order, is stored as its aliases.
+	var dup strings.Builder
+	dup.WriteString("<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel><title>dup</title>\n")
+	for i := items - 1; i >= 0; i-- {
+		fmt.Fprintf(&dup, "<item><guid>dup-%d</guid><title>Again %d</title><link>http://f00.example/%d</link></item>\n", i, i, i)
+	}
+	dup.WriteString("</channel></rss>\n")
+	if err := os.WriteFile(filepath.Join(www, "dup.xml"), []byte(dup.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	add := command(envOf(store), "feed-sub", "add", srv.URL+"/dup.xml")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var stderr bytes.Buffer
+	for _, c := range pipeline(t, envOf(store), io.Discard, &stderr, []string{"feed-due"}, []string{"feed-fetch"}, []string{"feed-parse"}, []string{"feed-dedup", "--cross-feed"}, []string{"feed-store", "--log-level", "info"}) {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+	}
+	if !regexp.MustCompile(`msg=stored .* new=0 .* aliases=[1-9]`).MatchString(stderr.String()) {
+		t.Errorf("the duplicate feed's entries were not all stored as aliases:\n%s", stderr.String())
+	}
 }
