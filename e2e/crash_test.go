@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -335,14 +334,7 @@ func TestKill9BuildingTheLinkIndex(t *testing.T) {
 	// of its own; kept is whether it keeps them.
 	links := func(store string) (n, entries int, kept bool) {
 		t.Helper()
-		st, err := storedir.Open(store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat, err := catalog.Open(context.Background(), st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cat := mustCatalog(t, store)
 		defer cat.Close()
 		sizes, err := cat.Sizes(context.Background())
 		if err != nil {

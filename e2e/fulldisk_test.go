@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
@@ -59,17 +58,13 @@ func TestFullDiskFailsCleanlyAndCatchesUp(t *testing.T) {
 	if out != "" {
 		t.Fatalf("announced what was not stored: %s", out)
 	}
-	st, _ := storedir.Open(store)
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := mustCatalog(t, store)
 	sizes, _ := cat.Sizes(context.Background())
 	cat.Close()
 	if sizes["entries"] != 0 {
 		t.Fatalf("indexed what was not stored: %v", sizes)
 	}
-	if n, bad, err := st.ReadLog(storedir.DayFile(storedir.DirEntries, time.Now()), 0, func(ndjson.Line) error { return nil }); err != nil || bad != 0 || n != 0 {
+	if n, bad, err := mustStore(t, store).ReadLog(storedir.DayFile(storedir.DirEntries, time.Now()), 0, func(ndjson.Line) error { return nil }); err != nil || bad != 0 || n != 0 {
 		t.Fatalf("the entries file after the failure: %d bytes, %d bad lines, %v; want it as it was, empty", n, bad, err)
 	}
 	// Room again.

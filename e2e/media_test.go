@@ -18,9 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/serve"
-	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
 )
 
@@ -103,14 +101,7 @@ func TestMediaKilledMidDownload(t *testing.T) {
 	if !strings.Contains(events.String(), `"type":"new_entry"`) {
 		t.Fatalf("no event: %s", events.String())
 	}
-	st, err := storedir.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cat := mustStore(t, store), mustCatalog(t, store)
 	defer cat.Close()
 	held := func() int64 {
 		jobs, err := cat.DueMedia(context.Background(), time.Now().Add(time.Hour), 10, nil)

@@ -16,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedpipe/feedpipe/internal/catalog"
 	"github.com/feedpipe/feedpipe/internal/serve"
-	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/internal/testserver"
 )
 
@@ -83,14 +81,7 @@ func TestNewsboat(t *testing.T) {
 	}
 
 	// The three views: the catalog's, the REST API's, newsboat's.
-	st, err := storedir.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := mustCatalog(t, store)
 	defer cat.Close()
 	catalogView := func() map[string]int {
 		t.Helper()

@@ -228,10 +228,7 @@ func TestWebPage(t *testing.T) {
 
 	// Screenshots of each page on a desktop; the hostile entry, its links
 	// clicked.
-	db, err := catalog.Open(context.Background(), mustStore(t, store), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := mustCatalog(t, store)
 	defer db.Close()
 	subs, err := db.Subscriptions(context.Background())
 	if err != nil {
@@ -370,4 +367,15 @@ func mustStore(t *testing.T, dir string) *storedir.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// mustCatalog opens the catalog of the store at dir, for a test to look
+// inside; the caller closes it.
+func mustCatalog(t *testing.T, dir string) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), mustStore(t, dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }
