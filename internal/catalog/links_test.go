@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +35,9 @@ func firstWith(t *testing.T, c *Catalog, link string) string {
 
 // TestKeepLinks: a catalog keeps no link index until KeepLinks, which
 // builds it from the stored versions' lines: every version's link, each
-// link's first entry the one first seen with it, whatever order the lines
-// are in; from then on every stored version adds its link, the first
-// staying.
+// link's first entry the one stored first with it (not the one first
+// seen: an entry's first_seen is its fetch's, or an archive page's date);
+// from then on every stored version adds its link, the first staying.
 func TestKeepLinks(t *testing.T) {
 	var logs bytes.Buffer
 	c := openTemp(t)
@@ -44,7 +45,7 @@ func TestKeepLinks(t *testing.T) {
 	const story, other, moved = "https://news.example/story", "https://news.example/other", "https://news.example/moved"
 	storeLines(t, c, "2026-11-20",
 		linkedAt("A", "a1", "h", story, t0.Add(time.Hour)),
-		linkedAt("B", "b1", "h", "http://NEWS.example/story", t0), // the same link, seen an hour earlier
+		linkedAt("B", "b1", "h", "http://NEWS.example/story", t0), // the same link, stored after, seen an hour earlier
 		linkedAt("C", "c1", "h", other, t0.Add(2*time.Hour)),
 		entry("C", "c2", "h", t0)) // no link
 	storeLines(t, c, "2026-11-21", linkedAt("C", "c1", "h2", moved, t0.Add(24*time.Hour))) // its second version's link
@@ -71,7 +72,7 @@ func TestKeepLinks(t *testing.T) {
 	if !strings.Contains(logs.String(), "built the index of the stored entries' links") {
 		t.Errorf("no log line:\n%s", logs.String())
 	}
-	for link, want := range map[string]string{story: "B/b1", other: "C/c1", moved: "C/c1", "https://news.example/none": ""} {
+	for link, want := range map[string]string{story: "A/a1", other: "C/c1", moved: "C/c1", "https://news.example/none": ""} {
 		if got := firstWith(t, c, link); got != want {
 			t.Errorf("%s: first %q, want %q", link, got, want)
 		}
@@ -83,7 +84,7 @@ func TestKeepLinks(t *testing.T) {
 	addLink(story, "D", "d1")
 	addLink("https://news.example/new", "D", "d2")
 	c2 := reopen(t, c)
-	for link, want := range map[string]string{story: "B/b1", "https://news.example/new": "D/d2"} {
+	for link, want := range map[string]string{story: "A/a1", "https://news.example/new": "D/d2"} {
 		if got := firstWith(t, c2, link); got != want {
 			t.Errorf("%s after: first %q, want %q", link, got, want)
 		}
@@ -91,37 +92,65 @@ func TestKeepLinks(t *testing.T) {
 	if kept, err := c2.LinksKept(ctx); !kept || err != nil {
 		t.Fatalf("kept %v after KeepLinks (%v)", kept, err)
 	}
+	// Reindex keeps it kept, and builds it again from entries/.
+	if _, err := Reindex(ctx, c2.st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c3 := reopen(t, c2)
+	if kept, err := c3.LinksKept(ctx); !kept || err != nil {
+		t.Fatalf("kept %v after reindex (%v)", kept, err)
+	}
+	for link, want := range map[string]string{story: "A/a1", other: "C/c1", moved: "C/c1"} {
+		if got := firstWith(t, c3, link); got != want {
+			t.Errorf("%s after reindex: first %q, want %q", link, got, want)
+		}
+	}
+}
+
+// TestKeepLinksOfVersionsStoredMeanwhile: a version stored between the
+// build's reading and its transaction has its link in the index too.
+func TestKeepLinksOfVersionsStoredMeanwhile(t *testing.T) {
+	c := openTemp(t)
+	storeLines(t, c, "2026-11-20", linkedAt("A", "a1", "h", "https://news.example/1", t0))
+	defer func(f func()) { afterLinksRead = f }(afterLinksRead)
+	afterLinksRead = func() {
+		storeLines(t, c, "2026-11-20", linkedAt("B", "b1", "h", "https://news.example/2", t0))
+	}
+	if built, err := c.KeepLinks(ctx); built != 2 || err != nil {
+		t.Fatalf("built %d (%v), want 2", built, err)
+	}
+	if got := firstWith(t, c, "https://news.example/2"); got != "B/b1" {
+		t.Fatalf("the link of the version stored meanwhile: %q", got)
+	}
 }
 
 // TestStoredLinksReadOnce: the lines read before KeepLinks's transaction
-// are not read again in it, unless their version's place changed.
+// are not read again in it, unless their version's place changed; a line
+// that cannot be read is counted.
 func TestStoredLinksReadOnce(t *testing.T) {
 	c := openTemp(t)
 	storeLines(t, c, "2026-11-20", linkedAt("A", "a1", "h", "https://news.example/1", t0), linkedAt("A", "a2", "h", "https://news.example/2", t0))
-	read := func(q string) (rows, error) { return c.read(ctx, once, q) }
-	first, err := c.storedLinks(read, nil)
-	if err != nil || len(first) != 2 {
-		t.Fatalf("%d versions (%v)", len(first), err)
+	query := func(q string) (rows, error) { return c.read(ctx, once, q) }
+	first, err := c.storedLinks(query, nil)
+	if err != nil || len(first.links) != 2 || first.unread != 0 {
+		t.Fatalf("%+v (%v)", first, err)
 	}
-	known := map[versionKey]storedLink{}
-	for k, l := range first {
-		if l.uid == testids.UID("a1") {
-			l.hash = "known" // kept as read before
-		} else {
-			l.loc.Offset++ // moved since: read again
-			l.hash = "stale"
+	known := storedLink{hash: [16]byte{1}, ok: true}
+	again, err := c.storedLinks(query, func(k versionKey, loc Location) (storedLink, bool) {
+		if k == first.keys[0] && loc == first.links[0].loc {
+			return known, true // a1, read before
 		}
-		known[k] = l
+		return storedLink{}, false
+	})
+	if err != nil || len(again.links) != 2 || again.links[0] != known || again.links[1] != first.links[1] {
+		t.Fatalf("again: %+v (%v)", again, err)
 	}
-	again, err := c.storedLinks(read, known)
-	if err != nil {
+	if err := os.Truncate(c.st.Path("entries/2026-11-20.ndjson"), 10); err != nil {
 		t.Fatal(err)
 	}
-	h2, _ := LinkHash("https://news.example/2")
-	for _, l := range again {
-		if want := map[string]string{testids.UID("a1"): "known", testids.UID("a2"): h2}[l.uid]; l.hash != want {
-			t.Errorf("%s: hash %q, want %q", testids.Name(l.uid), l.hash, want)
-		}
+	cut, err := c.storedLinks(query, nil)
+	if err != nil || cut.unread != 2 || cut.links[0].ok || cut.links[1].ok {
+		t.Fatalf("after the file was cut: %+v (%v)", cut, err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"slices"
 
 	"github.com/feedpipe/feedpipe/internal/storedir"
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
@@ -18,14 +20,57 @@ import (
 // Line reads the line at loc in the day files of dir (storedir.DirEntries,
 // storedir.DirFetches), without its newline.
 func (c *Catalog) Line(dir string, loc Location) ([]byte, error) {
-	if !ndjson.IsDay(loc.Day) || loc.Offset < 0 || loc.Length <= 0 || loc.Length > ndjson.MaxLineBytes+2 {
-		return nil, fmt.Errorf("catalog: %s: no line at %+v", dir, loc)
+	if err := loc.check(dir); err != nil {
+		return nil, err
 	}
 	b, err := c.st.ReadAt(dir+"/"+loc.Day+".ndjson", loc.Offset, loc.Length)
 	if err != nil {
 		return nil, err
 	}
 	return bytes.TrimSpace(b), nil
+}
+
+// check reports a location that cannot be a line's of a day file of dir.
+func (loc Location) check(dir string) error {
+	if !ndjson.IsDay(loc.Day) || loc.Offset < 0 || loc.Length <= 0 || loc.Length > ndjson.MaxLineBytes+2 {
+		return fmt.Errorf("catalog: %s: no line at %+v", dir, loc)
+	}
+	return nil
+}
+
+// dayFile reads lines as Catalog.Line does, for a reader going through a
+// log in order: the day file stays open while its lines are read.
+type dayFile struct {
+	key string
+	f   *os.File
+	buf []byte
+}
+
+// line returns the line at loc of dir's day files.
+func (d *dayFile) line(st *storedir.Store, dir string, loc Location) ([]byte, error) {
+	if err := loc.check(dir); err != nil {
+		return nil, err
+	}
+	if key := dir + "/" + loc.Day + ".ndjson"; key != d.key {
+		d.close()
+		f, err := st.Open(key)
+		if err != nil {
+			return nil, err
+		}
+		d.key, d.f = key, f
+	}
+	d.buf = slices.Grow(d.buf[:0], int(loc.Length))[:loc.Length]
+	if _, err := d.f.ReadAt(d.buf, loc.Offset); err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", d.key, err)
+	}
+	return bytes.TrimSpace(d.buf), nil
+}
+
+func (d *dayFile) close() {
+	if d.f != nil {
+		d.f.Close()
+		d.key, d.f = "", nil
+	}
 }
 
 // Entry reads a stored entry's latest version.

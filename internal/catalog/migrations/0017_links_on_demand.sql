@@ -5,6 +5,6 @@
 -- them: its index stays (the migration's Go step, keepLinksOfAliases).
 -- Any other's goes, until a --cross-feed run builds it anew: kept for
 -- every new entry, its lookup and insert were a tenth of feed-store's
--- work storing one, for a query no other run makes.
+-- work storing one, for what only a --cross-feed run needs.
 
 DELETE FROM links WHERE NOT EXISTS (SELECT 1 FROM aliases);
