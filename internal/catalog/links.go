@@ -363,21 +363,36 @@ func (c *Catalog) storedLinks(query func(q string) (rows, error), read func(vers
 	if err != nil {
 		return out, err
 	}
-	defer rows.Close()
-	var day dayFile
-	defer day.close()
+	// The list first, then the lines: a read transaction open while they
+	// are read would hold the WAL's checkpoints back.
+	fresh := []bool{}
 	for rows.Next() {
 		var k versionKey
 		var l storedLink
 		if err := rows.Scan(&k.id, &k.version, &l.feedKey, &l.uid, &l.loc.Day, &l.loc.Offset, &l.loc.Length); err != nil {
+			rows.Close()
 			return out, err
 		}
+		got, ok := storedLink{}, false
 		if read != nil {
-			if got, ok := read(k, l.loc); ok {
-				out.keys, out.links = append(out.keys, k), append(out.links, got)
-				continue
-			}
+			got, ok = read(k, l.loc)
 		}
+		if !ok {
+			got = l
+		}
+		out.keys, out.links, fresh = append(out.keys, k), append(out.links, got), append(fresh, !ok)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return out, err
+	}
+	var day dayFile
+	defer day.close()
+	for i := range out.links {
+		if !fresh[i] {
+			continue
+		}
+		l := &out.links[i]
 		b, err := day.line(c.st, storedir.DirEntries, l.loc)
 		var e struct {
 			EntryUID      string `json:"entry_uid"`
@@ -389,7 +404,6 @@ func (c *Catalog) storedLinks(query func(q string) (rows, error), read func(vers
 			hex.Decode(l.hash[:], []byte(h))
 			l.ok = true
 		}
-		out.keys, out.links = append(out.keys, k), append(out.links, l)
 	}
-	return out, rows.Err()
+	return out, nil
 }
