@@ -418,13 +418,20 @@ func TestKill9BuildingTheLinkIndex(t *testing.T) {
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var stderr bytes.Buffer
-	for _, c := range pipeline(t, envOf(store), io.Discard, &stderr, []string{"feed-due"}, []string{"feed-fetch"}, []string{"feed-parse"}, []string{"feed-dedup", "--cross-feed"}, []string{"feed-store", "--log-level", "info"}) {
+	// The stages' stderr, a file: the processes write it themselves (a
+	// buffer would be written by a goroutine for each).
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	logged := func() string { b, _ := os.ReadFile(stderr.Name()); return string(b) }
+	for _, c := range pipeline(t, envOf(store), io.Discard, stderr, []string{"feed-due"}, []string{"feed-fetch"}, []string{"feed-parse"}, []string{"feed-dedup", "--cross-feed"}, []string{"feed-store", "--log-level", "info"}) {
 		if err := c.Wait(); err != nil {
-			t.Fatalf("%v: %s", err, stderr.String())
+			t.Fatalf("%v: %s", err, logged())
 		}
 	}
-	if !regexp.MustCompile(`msg=stored .* new=0 .* aliases=[1-9]`).MatchString(stderr.String()) {
-		t.Errorf("the duplicate feed's entries were not all stored as aliases:\n%s", stderr.String())
+	if !regexp.MustCompile(`msg=stored .* new=0 .* aliases=[1-9]`).MatchString(logged()) {
+		t.Errorf("the duplicate feed's entries were not all stored as aliases:\n%s", logged())
 	}
 }
