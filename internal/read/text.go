@@ -423,15 +423,30 @@ func (r *renderer) preText(s string) {
 }
 
 // preFlush writes a preformatted block's lines, unwrapped, under its
-// prefix.
+// prefix. Its blank lines (white space only) are kept one at a time
+// inside the block and dropped at its ends, as between the other
+// blocks: the text never has a blank line first or two in a row.
 func (r *renderer) preFlush() {
-	text := strings.Trim(r.words.String(), "\n")
+	text := r.words.String()
 	r.words.Reset()
-	if strings.TrimSpace(text) == "" {
+	var lines []string
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.TrimSpace(l) == "" {
+			l = ""
+			if len(lines) == 0 || lines[len(lines)-1] == "" {
+				continue
+			}
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
 		return
 	}
 	_, rest := r.prefixes()
-	for l := range strings.SplitSeq(text, "\n") {
+	for _, l := range lines {
 		r.b.WriteString(strings.TrimRight(rest+l, " ") + "\n")
 	}
 	r.blank = false

@@ -49,6 +49,7 @@ var textCases = []struct {
 	{"quote", "<p>He said:</p><blockquote><p>One</p><p>Two</p></blockquote><p>End</p>", "He said:\n\n> One\n>\n> Two\n\nEnd\n", nil},
 	{"pre", "<p>Code:</p><pre>if x {\n\treturn &lt;y&gt;\n}</pre><p>done</p>", "Code:\n\n    if x {\n        return <y>\n    }\n\ndone\n", nil},
 	{"pre br", "<pre>a<br>b</pre>", "    a\n    b\n", nil},
+	{"pre blank lines", "<pre>\n a\n\n \n\n b \n \n</pre>c", "     a\n\n     b\n\nc\n", nil},
 	{"table", "<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>", "k | v\na | 1\n", nil},
 	{"hr", "<p>a</p><hr><p>b</p>", "a\n\n* * *\n\nb\n", nil},
 	{"divs", "<div>a</div><div>b</div>", "a\nb\n", nil},
