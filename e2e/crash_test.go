@@ -61,6 +61,19 @@ func pipeline(t *testing.T, env []string, out, stderr io.Writer, stages ...[]str
 	return cmds
 }
 
+// feedServer serves the files of a new directory www under dir on
+// loopback, as the feeds' publishers, until the test ends.
+func feedServer(t *testing.T, dir string) (www string, srv *httptest.Server) {
+	t.Helper()
+	www = filepath.Join(dir, "www")
+	if err := os.MkdirAll(www, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(testserver.New(www, nil))
+	t.Cleanup(srv.Close)
+	return www, srv
+}
+
 // rssDoc writes a feed of items: each item i of the feed has guid
 // "<feed>-<i>" and a body that changes with its version.
 func rssDoc(feed string, items map[int]int) []byte {
@@ -125,10 +138,7 @@ func TestKill9AnywhereLosesAndDoublesNothing(t *testing.T) {
 	const feeds, rounds = 60, 16
 	rnd := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
-	www := filepath.Join(dir, "www")
-	os.MkdirAll(www, 0o755)
-	srv := httptest.NewServer(testserver.New(www, nil))
-	defer srv.Close()
+	www, srv := feedServer(t, dir)
 	store := filepath.Join(dir, "store")
 	env := append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_HOST_RPS=0", "FEEDPIPE_LOG_LEVEL=error")
 
@@ -299,10 +309,7 @@ func TestKill9BuildingTheLinkIndex(t *testing.T) {
 	const feeds, items, rounds = 40, 30, 12
 	rnd := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
-	www := filepath.Join(dir, "www")
-	os.MkdirAll(www, 0o755)
-	srv := httptest.NewServer(testserver.New(www, nil))
-	defer srv.Close()
+	www, srv := feedServer(t, dir)
 	pristine := filepath.Join(dir, "pristine")
 	envOf := func(store string) []string {
 		return append(os.Environ(), "FEEDPIPE_STORE="+store, "FEEDPIPE_ALLOW_PRIVATE=1", "FEEDPIPE_HOST_RPS=0", "FEEDPIPE_LOG_LEVEL=error")
