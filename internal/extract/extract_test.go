@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/feedpipe/feedpipe/pkg/ndjson"
+	"golang.org/x/net/html"
 )
 
 func TestKeywordsDeterministic(t *testing.T) {
@@ -216,5 +218,53 @@ func TestContentOfNestedMatches(t *testing.T) {
 	}
 	if a := page.Article(rules); len(a.Content) > 3*len(body) {
 		t.Errorf("500 nested divs of %d bytes made %d bytes of content", len(body), len(a.Content))
+	}
+}
+
+// depthOf is how deep n's descendants nest below it.
+func depthOf(n *html.Node) int {
+	d := 0
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		d = max(d, 1+depthOf(c))
+	}
+	return d
+}
+
+// TestDeepPagesAreCapped: below maxDepth a page's nodes keep only their
+// text, so that a selector's descendant combinators cannot take minutes
+// on a page of nested divs; every real page of the test data nests less
+// deeply, and is left whole.
+func TestDeepPagesAreCapped(t *testing.T) {
+	body := strings.Repeat("<div>", 500) + "deep <a href=/x>text</a>"
+	page, err := NewPage([]byte(body), "text/html", "https://example.org/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := depthOf(page.Doc.Nodes[0]); d > maxDepth+1 {
+		t.Fatalf("the page nests %d levels, over %d", d, maxDepth+1)
+	}
+	if got := page.Doc.Text(); got != "deep text" {
+		t.Fatalf("its text: %q", got)
+	}
+	rules, err := CompileRules(&ndjson.ArticleConfig{TitleSelector: "dv div div div", ContentSelector: "div"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := page.Article(rules); !strings.Contains(a.Text, "deep text") {
+		t.Fatalf("the article's text: %q", a.Text)
+	}
+	pages, _ := filepath.Glob(filepath.Join(scrapeTestdata, "pages", "*.html"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := depthOf(doc); d >= maxDepth {
+			t.Errorf("%s nests %d levels: capped at %d", p, d, maxDepth)
+		}
 	}
 }
