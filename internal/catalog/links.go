@@ -231,13 +231,12 @@ func (t *Tx) LinksKept() (bool, error) {
 	if t.keepsLinks != nil {
 		return *t.keepsLinks, nil
 	}
-	var kept bool
-	if !t.c.linksKept.Load() {
+	kept := t.c.linksKept.Load()
+	if !kept {
 		if _, err := t.Meta(metaLinksKept, &kept); err != nil {
 			return false, err
 		}
 	}
-	kept = kept || t.c.linksKept.Load()
 	t.keepsLinks = &kept
 	return kept, nil
 }
