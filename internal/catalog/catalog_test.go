@@ -453,20 +453,26 @@ func TestStatesOfRowsApart(t *testing.T) {
 	}
 }
 
-// TestSubscriptionsOf: the subscriptions of the feeds asked for that have
-// one, as Subscription reads each.
-func TestSubscriptionsOf(t *testing.T) {
+// TestOverridesOf: the scheduling settings of the feeds asked for that
+// have a subscription, as Subscription reads each.
+func TestOverridesOf(t *testing.T) {
 	c := openTemp(t)
-	add(t, c, sub("A", "news"), sub("B"))
-	got, err := c.SubscriptionsOf(ctx, []string{testids.Feed("A"), testids.Feed("B"), testids.Feed("none")})
+	a := sub("A", "news")
+	a.IntervalSec, a.MinIntervalSec, a.MaxIntervalSec, a.Cron = 1800, 600, 7200, "@every 2h"
+	a.PausedUntil = ndjson.At(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	add(t, c, a, sub("B"))
+	got, err := c.OverridesOf(ctx, []string{testids.Feed("A"), testids.Feed("B"), testids.Feed("none")})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("%v %+v", err, got)
 	}
 	for _, name := range []string{"A", "B"} {
 		one, _, _ := c.Subscription(ctx, testids.Feed(name))
-		if !reflect.DeepEqual(got[testids.Feed(name)], one) {
-			t.Errorf("%s: %+v, want %+v", name, got[testids.Feed(name)], one)
+		if want := sched.OverridesOf(one); !reflect.DeepEqual(got[testids.Feed(name)], want) {
+			t.Errorf("%s: %+v, want %+v", name, got[testids.Feed(name)], want)
 		}
+	}
+	if o := got[testids.Feed("A")]; o.Interval != 30*time.Minute || o.Cron != "@every 2h" || o.PausedUntil.IsZero() {
+		t.Errorf("A's settings not read: %+v", o)
 	}
 }
 

@@ -424,7 +424,7 @@ func (t *Tx) putState(r EncodedState) error {
 // projection of each feed's scheduler state (feed_state.demand), not the
 // state itself: 100,000 feeds take a fraction of a second.
 func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *sched.DemandInputs)) error {
-	rows, err := c.read(ctx, once, `SELECT s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until, st.demand
+	rows, err := c.read(ctx, once, `SELECT `+overrideColumns+`, st.demand
 		FROM subscriptions s LEFT JOIN feed_state st ON st.feed_key = s.feed_key
 		WHERE s.disabled = 0 ORDER BY s.position, s.feed_key`)
 	if err != nil {
@@ -432,17 +432,12 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 	}
 	defer rows.Close()
 	none := sched.State{}.DemandInputs()
-	var (
-		sub    ndjson.Subscription
-		paused sql.NullInt64
-		demand []byte
-	)
+	var demand []byte
 	for rows.Next() {
-		if err := rows.Scan(&sub.IntervalSec, &sub.Cron, &sub.MinIntervalSec, &sub.MaxIntervalSec, &paused, &demand); err != nil {
+		o, err := scanOverrides(rows.Scan, &demand)
+		if err != nil {
 			return err
 		}
-		sub.PausedUntil = ndjson.At(fromMS(paused))
-		o := sched.OverridesOf(sub)
 		in, ok := readDemand(demand)
 		if !ok {
 			in = none
@@ -450,6 +445,54 @@ func (c *Catalog) Demands(ctx context.Context, fn func(o *sched.Overrides, in *s
 		fn(&o, &in)
 	}
 	return rows.Err()
+}
+
+// overrideColumns are a subscription's scheduling settings
+// (sched.Overrides), as scanOverrides reads them.
+const overrideColumns = `s.interval_sec, s.cron, s.min_interval_sec, s.max_interval_sec, s.paused_until`
+
+// scanOverrides reads a row of overrideColumns followed by the columns
+// into extra.
+func scanOverrides(scan func(...any) error, extra ...any) (sched.Overrides, error) {
+	var (
+		sub    ndjson.Subscription
+		paused sql.NullInt64
+	)
+	if err := scan(append([]any{&sub.IntervalSec, &sub.Cron, &sub.MinIntervalSec, &sub.MaxIntervalSec, &paused}, extra...)...); err != nil {
+		return sched.Overrides{}, err
+	}
+	sub.PausedUntil = ndjson.At(fromMS(paused))
+	return sched.OverridesOf(sub), nil
+}
+
+// OverridesOf returns the scheduling settings of the feeds feedIDs that
+// have a subscription, read in one query: all feed-store reads of a
+// batch's subscriptions, where reading them whole (labels, headers and
+// the rest, decoded) was a tenth of a 304's CPU.
+func (c *Catalog) OverridesOf(ctx context.Context, feedIDs []string) (map[string]sched.Overrides, error) {
+	overrides := make(map[string]sched.Overrides, len(feedIDs))
+	if len(feedIDs) == 0 {
+		return overrides, nil
+	}
+	list, err := json.Marshal(feedIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.read(ctx, kept, `SELECT `+overrideColumns+`, f.feed_id FROM json_each(?) j JOIN feeds f ON f.feed_id = j.value
+		JOIN subscriptions s ON s.feed_key = f.key`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var feedID string
+	for rows.Next() {
+		o, err := scanOverrides(rows.Scan, &feedID)
+		if err != nil {
+			return nil, err
+		}
+		overrides[feedID] = o
+	}
+	return overrides, rows.Err()
 }
 
 // The demand projection, field by field, fixed-size: decoding it for

@@ -123,33 +123,6 @@ func (c *Catalog) Subscription(ctx context.Context, feedID string) (s ndjson.Sub
 	return s, true, nil
 }
 
-// SubscriptionsOf returns the subscriptions of the feeds feedIDs that have
-// one, read in one query.
-func (c *Catalog) SubscriptionsOf(ctx context.Context, feedIDs []string) (map[string]ndjson.Subscription, error) {
-	subs := make(map[string]ndjson.Subscription, len(feedIDs))
-	if len(feedIDs) == 0 {
-		return subs, nil
-	}
-	list, err := json.Marshal(feedIDs)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := c.read(ctx, kept, `SELECT `+subColumns+` FROM json_each(?) j JOIN feeds f ON f.feed_id = j.value
-		JOIN subscriptions s ON s.feed_key = f.key`, string(list))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s ndjson.Subscription
-		if err := scanSub(rows.Scan, &s); err != nil {
-			return nil, err
-		}
-		subs[s.FeedID] = s
-	}
-	return subs, rows.Err()
-}
-
 // ErrNoSuchSubscription is returned for a reference that names no
 // subscription, or more than one.
 var ErrNoSuchSubscription = errors.New("no such subscription")

@@ -308,14 +308,14 @@ func (c *committer) saveBudget(fetches int) error {
 // decision, and a feed_disabled or feed_reenabled event.
 func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any, err error) {
 	feedID := fs.FeedID
-	sub, err := c.subscription(feedID)
+	o, err := c.overrides(feedID)
 	if err != nil {
 		return nil, err
 	}
 	out := outcome(f, fs.NewEntriesLastFetch, c.sch.pub[feedID])
 	delete(c.sch.pub, feedID)
 	before := fs.SchedState()
-	st, d := sched.Next(before, out, c.cfg.Sched, sched.OverridesOf(sub), c.cfg.Now(), c.cfg.Rand)
+	st, d := sched.Next(before, out, c.cfg.Sched, o, c.cfg.Now(), c.cfg.Rand)
 	fs.SetSched(st, d)
 
 	recs = append(recs, DecisionRecord(feedID, f.FetchID, d))
@@ -325,7 +325,11 @@ func (c *committer) schedule(fs *catalog.FeedState, f *ndjson.Fetch) (recs []any
 	case sched.EventDisabled, sched.EventReenabled:
 		ev := &ndjson.FeedEvent{Header: ndjson.Head(string(d.Event)), FeedID: feedID, FetchID: f.FetchID,
 			URL: f.Due.URL, At: d.At, NextAt: d.NextAt}
-		if ev.URL == "" {
+		if ev.URL == "" { // rare: the URL comes with the fetch
+			sub, _, err := c.cat.Subscription(c.ctx, feedID)
+			if err != nil {
+				return nil, err
+			}
 			ev.URL = sub.URL
 		}
 		if d.Event == sched.EventDisabled {

@@ -247,9 +247,9 @@ type committer struct {
 	// The states and subscriptions of the feeds of the batch's fetch
 	// records, read in one query each at its start (readAhead): asked
 	// holds the feeds asked for, found or not.
-	asked     map[string]bool
-	aheadSt   map[string]catalog.FeedState
-	aheadSubs map[string]ndjson.Subscription
+	asked   map[string]bool
+	aheadSt map[string]catalog.FeedState
+	aheadOv map[string]sched.Overrides
 }
 
 func newCommitter(ctx context.Context, cfg Config) (*committer, error) {
@@ -289,16 +289,17 @@ func (c *committer) prior(feedID string) priorState {
 	return priorState{st, known, err}
 }
 
-// subscription is the feed's subscription, zero when it has none.
-func (c *committer) subscription(feedID string) (ndjson.Subscription, error) {
+// overrides are the scheduling settings of the feed's subscription, none
+// when it has none.
+func (c *committer) overrides(feedID string) (sched.Overrides, error) {
 	if c.asked[feedID] {
-		return c.aheadSubs[feedID], nil
+		return c.aheadOv[feedID], nil
 	}
 	sub, _, err := c.cat.Subscription(c.ctx, feedID)
-	return sub, err
+	return sched.OverridesOf(sub), err
 }
 
-// readAhead reads the states and subscriptions of the feeds of the
+// readAhead reads the states and scheduling settings of the feeds of the
 // batch's fetch records whose state the run does not hold, in a query
 // each, instead of two queries for each fetch record.
 func (c *committer) readAhead(batch []item) error {
@@ -316,7 +317,7 @@ func (c *committer) readAhead(batch []item) error {
 	}
 	var err error
 	if c.aheadSt, err = c.cat.StatesOf(c.ctx, ids); err == nil {
-		c.aheadSubs, err = c.cat.SubscriptionsOf(c.ctx, ids)
+		c.aheadOv, err = c.cat.OverridesOf(c.ctx, ids)
 	}
 	if err != nil {
 		clear(c.asked)
