@@ -244,7 +244,7 @@ type committer struct {
 	// up once a run.
 	feeds map[string]catalog.EventFeed
 	side  side // push and history (push.go)
-	// The states and subscriptions of the feeds of the batch's fetch
+	// The states and scheduling settings of the feeds of the batch's fetch
 	// records, read in one query each at its start (readAhead): asked
 	// holds the feeds asked for, found or not.
 	asked   map[string]bool
