@@ -211,6 +211,33 @@ func TestTakeover(t *testing.T) {
 	}
 }
 
+// TestLostAnswer: a read whose answer is lost with the connection (Redis
+// killed as it answered) has made its record the consumer's without the
+// take receiving it; the take reads it again from the consumer's own
+// records and hands it on in the same take, in order, once.
+func TestLostAnswer(t *testing.T) {
+	f := newFixture(t)
+	if err := f.put("a", rec1+"\n"+rec2+"\n"+rec3+"\n", PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	loseAnswer = func() bool { reads++; return reads == 2 } // rec2's
+	defer func() { loseAnswer = nil }()
+	err := f.pipeline("a", TakeOptions{Group: "g", Consumer: "c1", Count: 1, Idle: 300 * time.Millisecond, Takeover: 2 * time.Second, Linger: time.Second}, cat, "b")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.logs)
+	}
+	if got := f.records("b"); strings.Join(got, "\n") != rec1+"\n"+rec2+"\n"+rec3 {
+		t.Errorf("b holds %q, want the three records once each, in order\n%s", got, f.logs)
+	}
+	if g := f.group("a", "g"); g.Pending != 0 {
+		t.Errorf("group g of a: %+v, want nothing pending", g)
+	}
+	if !strings.Contains(f.logs.String(), "redis is unavailable") {
+		t.Errorf("the lost answer was not a failure of the read:\n%s", f.logs)
+	}
+}
+
 func due(feed string, at time.Time) string {
 	b, err := ndjson.Marshal(ndjson.Due{Header: ndjson.Head(ndjson.TypeDue), FeedID: feed, URL: "http://example.org/" + feed[:4], Labels: []string{}, ScheduledAt: ndjson.At(at)})
 	if err != nil {
@@ -441,5 +468,26 @@ func TestCluster(t *testing.T) {
 	}
 	if g := f.group("a", "g"); g.Pending != 0 {
 		t.Errorf("a/g: %+v", g)
+	}
+}
+
+func TestStreamIDAfter(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"1-0", "", true},
+		{"2-0", "1-0", true},
+		{"1-0", "2-0", false},
+		{"10-0", "9-5", true},
+		{"9-5", "10-0", false},
+		{"5-10", "5-9", true},
+		{"5-9", "5-10", false},
+		{"5-9", "5-9", false},
+		{"1700000000000-0", "999999999999-99", true},
+	} {
+		if got := streamIDAfter(c.a, c.b); got != c.want {
+			t.Errorf("streamIDAfter(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -133,6 +134,12 @@ type taker struct {
 	lost     int
 	sawFirst bool
 	lastRead time.Time
+	// seen is the greatest ID of the records this take received: any
+	// record of this consumer's past it was delivered and never received;
+	// unanswered is set once a read of new records failed, which Redis may
+	// have answered (xread).
+	seen       string
+	unanswered bool
 }
 
 // takenGroup is a group of records read by take --store-fetches: a feed's
@@ -515,6 +522,7 @@ func (t *taker) readOwn(ctx context.Context) error {
 			return err
 		}
 		from = msgs[len(msgs)-1].ID
+		t.received(msgs)
 		t.sawFirst = true
 		t.b.log.Info("taking again the records this consumer held when its last take ended", "stream", t.b.cfg.Stream, "records", len(msgs))
 		if err := t.handle(ctx, msgs, nil, true); err != nil {
@@ -556,28 +564,62 @@ func (t *taker) read(ctx context.Context, id string, count int, block time.Durat
 // batch.
 const storeLinger = 500 * time.Millisecond
 
-// xread reads up to count new records, blocking up to block.
+// xread reads up to count new records, blocking up to block. A read
+// whose answer was lost with the connection (Redis killed as it answered,
+// a network cut) has made its records this consumer's, past the last one
+// the take received, and no read of new records returns them again: after
+// such a failure the reads take this consumer's own records from there
+// (XREADGROUP with an ID) until none is left, then new ones, so that they
+// are handed on in this take, not left until a takeover or the next take.
 func (t *taker) xread(ctx context.Context, id string, count int, block time.Duration) ([]redis.XMessage, error) {
 	var msgs []redis.XMessage
 	err := t.b.conn.Do(ctx, "reading "+t.b.cfg.Stream, func(ctx context.Context) error {
-		res, err := t.b.conn.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: t.o.Group, Consumer: t.o.Consumer,
-			Streams: []string{t.key, id}, Count: int64(count), Block: block, NoAck: t.o.NoAck}).Result()
-		if err != nil {
-			if errors.Is(err, redis.Nil) {
-				return nil
+		for {
+			from, wait := id, block
+			if t.unanswered && id == ">" && !t.o.NoAck {
+				from, wait = cmp.Or(t.seen, "0"), -1 // the consumer's own records are there or not
 			}
-			if redis.HasErrorPrefix(err, "NOGROUP") { // Redis lost it
-				return t.createGroup(ctx)
+			res, err := t.b.conn.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: t.o.Group, Consumer: t.o.Consumer,
+				Streams: []string{t.key, from}, Count: int64(count), Block: wait, NoAck: t.o.NoAck}).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				if redis.HasErrorPrefix(err, "NOGROUP") { // Redis lost it
+					return t.createGroup(ctx)
+				}
+				t.unanswered = t.unanswered || from == ">"
+				return err
 			}
-			return err
+			msgs = nil
+			if len(res) > 0 {
+				msgs = res[0].Messages
+			}
+			if from != ">" && len(msgs) == 0 {
+				t.unanswered = false // all taken again: on to new records
+				continue
+			}
+			if loseAnswer != nil && from == ">" && len(msgs) > 0 && loseAnswer() {
+				msgs, t.unanswered = nil, true
+				return io.ErrUnexpectedEOF
+			}
+			t.received(msgs)
+			return nil
 		}
-		if len(res) > 0 {
-			msgs = res[0].Messages
-		}
-		return nil
 	})
 	return msgs, err
 }
+
+// received notes records the take received, before it handles them (a
+// read may gather several answers first).
+func (t *taker) received(msgs []redis.XMessage) {
+	for _, m := range msgs {
+		if streamIDAfter(m.ID, t.seen) {
+			t.seen = m.ID
+		}
+	}
+}
+
+// loseAnswer, set by a test, makes xread drop the records a read of new
+// ones returned and fail as a connection cut off would, when it says so.
+var loseAnswer func() bool
 
 // claim takes over up to count records other consumers have left idle
 // past the takeover time, and writes them.
@@ -605,6 +647,7 @@ func (t *taker) claim(ctx context.Context, count int) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
+	t.received(msgs)
 	t.sawFirst = true
 	t.b.log.Warn("taking over records another consumer left idle (it died, or is stuck)", "stream", t.b.cfg.Stream,
 		"group", t.o.Group, "records", len(msgs), "idle_at_least", t.o.Takeover.String())
@@ -622,4 +665,22 @@ func (t *taker) deliveries(ctx context.Context, msgs []redis.XMessage) map[strin
 		}
 	}
 	return counts
+}
+
+// streamIDAfter reports whether the stream entry ID a ("ms-seq") comes
+// after b; any ID comes after "".
+func streamIDAfter(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	an, _ := strconv.ParseUint(am, 10, 64)
+	bn, _ := strconv.ParseUint(bm, 10, 64)
+	if an != bn {
+		return an > bn
+	}
+	asn, _ := strconv.ParseUint(as, 10, 64)
+	bsn, _ := strconv.ParseUint(bs, 10, 64)
+	return asn > bsn
 }
