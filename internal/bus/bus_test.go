@@ -438,8 +438,23 @@ func TestRedisFull(t *testing.T) {
 	if got := f.xlen("a"); got != n {
 		t.Errorf("a holds %d records, want %d", got, n)
 	}
-	if logs := f.logs.String(); strings.Count(logs, "redis is unavailable") != 1 || !strings.Contains(logs, "redis is back") {
-		t.Errorf("the outage should be said once, and the recovery:\n%s", logs)
+	// Each outage said once, then its end: Redis near its limit may take
+	// one write between two refusals, which makes two outages.
+	var said []string
+	for _, line := range strings.Split(f.logs.String(), "\n") {
+		switch {
+		case strings.Contains(line, "redis is unavailable"):
+			said = append(said, "down")
+		case strings.Contains(line, "redis is back"):
+			said = append(said, "back")
+		}
+	}
+	alternate := len(said) >= 2 && len(said)%2 == 0
+	for i := 0; alternate && i < len(said); i += 2 {
+		alternate = said[i] == "down" && said[i+1] == "back"
+	}
+	if !alternate {
+		t.Errorf("each outage should be said once, and its end (said: %v):\n%s", said, f.logs)
 	}
 }
 
