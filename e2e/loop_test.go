@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -239,11 +240,20 @@ func TestLoopStopTimeout(t *testing.T) {
 // another can start at once.
 func TestLoopSIGHUPReloads(t *testing.T) {
 	sourcesRead(t)
+	// Caught here, SIGHUP is at its default in the loop even when the
+	// tests run under nohup, which would give it to the loop ignored
+	// (TestLoopSaysSIGHUPIsIgnored).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	e := newLoopEnv(t, "a.xml")
 	envFile := filepath.Join(e.dir, "env")
 	os.WriteFile(envFile, []byte("# the loop's own settings\nFEEDPIPE_LOOP_INTERVAL=2\n"), 0o644)
 	l := e.start(t, "--env-file", envFile)
 	l.waitFor(t, "cycle 1: feeds=1", 5*time.Second)
+	if strings.Contains(l.log(), "SIGHUP is ignored") {
+		t.Errorf("the loop says SIGHUP is ignored when it is not:\n%s", l.log())
+	}
 	os.WriteFile(envFile, []byte("FEEDPIPE_LOOP_INTERVAL='3'\n"), 0o644)
 	e.add(t, "b.xml")
 	l.signal(t, syscall.SIGHUP, false)
@@ -275,6 +285,28 @@ func TestLoopSIGHUPReloads(t *testing.T) {
 	again.Env = e.env
 	if out, err := again.CombinedOutput(); err != nil {
 		t.Errorf("a new loop: %v\n%s", err, out)
+	}
+}
+
+// TestLoopSaysSIGHUPIsIgnored: started under nohup, the loop cannot trap
+// SIGHUP (a shell never traps a signal ignored when it started) and says
+// so, rather than let a reload go unheard.
+func TestLoopSaysSIGHUPIsIgnored(t *testing.T) {
+	sourcesRead(t)
+	nohup, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("no nohup (coreutils) to start the loop with SIGHUP ignored")
+	}
+	e := newLoopEnv(t, "a.xml")
+	loop := exec.Command(nohup, filepath.Join(e.root, "scripts", "feed-loop"), "--once")
+	loop.Env = e.env
+	var stderr bytes.Buffer
+	loop.Stderr = &stderr
+	if err := loop.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if want := "feed-loop: warning: SIGHUP is ignored (started under nohup?)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("no %q on stderr:\n%s", want, stderr.String())
 	}
 }
 
