@@ -310,6 +310,67 @@ func TestLoopSaysSIGHUPIsIgnored(t *testing.T) {
 	}
 }
 
+// TestLoopSubstitutesNothingOnceTrapsAreSet: past its first trap, feed-loop
+// runs no command or process substitution, for bash 5.2 can misparse a
+// trap's action when the signal comes while it reads one (the reload lost,
+// the loop exiting 1: seen under ./scripts/test).
+func TestLoopSubstitutesNothingOnceTrapsAreSet(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "feed-loop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trapped := false
+	for i, line := range strings.Split(string(b), "\n") {
+		code := strings.TrimSpace(line)
+		if strings.HasPrefix(code, "#") {
+			continue
+		}
+		// The first trap the script sets (not one in its help text).
+		trapped = trapped || strings.HasPrefix(line, "trap '")
+		if !trapped {
+			continue
+		}
+		if s := strings.ReplaceAll(code, "$((", ""); strings.Contains(s, "$(") || strings.Contains(s, "<(") || strings.Contains(s, ">(") || strings.Contains(s, "`") {
+			t.Errorf("scripts/feed-loop:%d: a substitution once the traps are set: %s", i+1, code)
+		}
+	}
+	if !trapped {
+		t.Fatal("scripts/feed-loop sets no trap")
+	}
+}
+
+// TestLoopSIGHUPStorm: SIGHUPs every 20 ms through cycles and pauses for
+// 3 s neither stop the loop nor make it say anything but that it reloads.
+func TestLoopSIGHUPStorm(t *testing.T) {
+	sourcesRead(t)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // see TestLoopSIGHUPReloads
+	defer signal.Stop(hup)
+	e := newLoopEnv(t, "a.xml")
+	l := e.start(t, "--interval", "1")
+	l.waitFor(t, "cycle 1:", 5*time.Second)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-l.done:
+			t.Fatalf("the loop ended under SIGHUPs: %v\n%s", err, l.log())
+		default:
+		}
+		l.signal(t, syscall.SIGHUP, false)
+	}
+	l.signal(t, syscall.SIGTERM, false)
+	if status := l.wait(t, 10*time.Second); status != 0 {
+		t.Errorf("status %d\n%s", status, l.log())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(l.log()), "\n") {
+		if !strings.HasPrefix(line, "feed-loop: ") {
+			t.Errorf("unexpected line on stderr: %s", line)
+		}
+	}
+	if !strings.Contains(l.log(), "reloaded: interval=1s") {
+		t.Errorf("no reload under SIGHUPs:\n%s", l.log())
+	}
+}
+
 // TestLoopLockNeverHeldByAChild: whatever kills the loop, even SIGKILL,
 // its lock goes with it: no child (a stage, a sleep) keeps it.
 func TestLoopLockNeverHeldByAChild(t *testing.T) {
