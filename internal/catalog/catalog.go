@@ -84,6 +84,8 @@ func Open(ctx context.Context, st *storedir.Store, log *slog.Logger) (*Catalog, 
 			// The catalog holds credentials: its owner's only (SQLite
 			// gives its -wal and -shm files the same mode).
 			return nil, err
+		} else if err := fillFresh(ctx, path); err != nil {
+			return nil, err
 		}
 	}
 	if !locked {

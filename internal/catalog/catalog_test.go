@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,52 +30,12 @@ func openTemp(t testing.TB) *Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A copy of a new catalog, made once: running every migration for
-	// each test was most of their time under -race.
-	if err := copyEmpty(st.Path(File)); err != nil {
-		t.Fatal(err)
-	}
 	c, err := Open(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// empty is the file of a catalog Open made for an empty store, and
-// closed (its WAL checkpointed into it).
-var empty struct {
-	once sync.Once
-	b    []byte
-	err  error
-}
-
-// copyEmpty writes a copy of the empty catalog at path.
-func copyEmpty(path string) error {
-	empty.once.Do(func() {
-		dir, err := os.MkdirTemp("", "catalog-test")
-		if err != nil {
-			empty.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		st, err := storedir.Open(dir)
-		if err == nil {
-			var c *Catalog
-			if c, err = Open(ctx, st, nil); err == nil {
-				err = c.Close()
-			}
-		}
-		if err == nil {
-			empty.b, err = os.ReadFile(st.Path(File))
-		}
-		empty.err = err
-	})
-	if empty.err != nil {
-		return empty.err
-	}
-	return os.WriteFile(path, empty.b, 0o600)
 }
 
 func sub(name string, labels ...string) ndjson.Subscription {

@@ -57,9 +57,97 @@ func dumpSchema(t *testing.T, c *Catalog) []byte {
 	return b.Bytes()
 }
 
+// migrateTemp is a catalog the migrations make from nothing, in a store
+// of its own: not a copy (CopyFreshCatalogs), whatever the tests' setting.
+func migrateTemp(t *testing.T) *Catalog {
+	t.Helper()
+	st, err := storedir.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePrivate(File); err != nil {
+		t.Fatal(err)
+	}
+	c, err := open(ctx, st, st.Path(File), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dumpAll is all a catalog holds: its page size, schema and every row
+// of every table, the full-text index's own included.
+func dumpAll(t *testing.T, c *Catalog) string {
+	t.Helper()
+	var b strings.Builder
+	var pageSize int
+	if err := c.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "page_size %d\n%s", pageSize, dumpSchema(t, c))
+	var tables []string
+	rows, err := c.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	rows.Close()
+	for _, table := range tables {
+		rows, err := c.db.Query(`SELECT * FROM "` + table + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %q\n", table, vals)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// TestCopiedCatalogIsMigrated: a catalog Open makes from nothing while
+// CopyFreshCatalogs is on, as in every test here, is the one the
+// migrations make: the same page size, schema and rows, and its owner's
+// only.
+func TestCopiedCatalogIsMigrated(t *testing.T) {
+	if !template.on.Load() {
+		t.Fatal("CopyFreshCatalogs is off: TestMain turns it on")
+	}
+	copied := openTemp(t)
+	if got, want := dumpAll(t, copied), dumpAll(t, migrateTemp(t)); got != want {
+		t.Errorf("a copied catalog holds\n%s\nwhere the migrations make\n%s", got, want)
+	}
+	fi, err := os.Stat(copied.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("a copied catalog's mode is %v, want 0600", fi.Mode().Perm())
+	}
+}
+
 // TestSchema: the migrations make the schema schema.sql holds.
 func TestSchema(t *testing.T) {
-	got := dumpSchema(t, openTemp(t))
+	got := dumpSchema(t, migrateTemp(t))
 	if *update {
 		if err := os.WriteFile(schemaFile, got, 0o644); err != nil {
 			t.Fatal(err)

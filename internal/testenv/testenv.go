@@ -15,9 +15,12 @@ import (
 
 // Main runs the tests of m with a configuration directory of their own
 // (XDG_CONFIG_HOME, empty) and without FEEDPIPE_CONFIG, so that the
-// user's feedpipe configuration file changes no test's flags; it exits
-// with their status. Call it from TestMain.
+// user's feedpipe configuration file changes no test's flags, and with
+// every catalog made from nothing a copy of one migrated once
+// (catalog.CopyFreshCatalogs); it exits with their status. Call it from
+// TestMain.
 func Main(m *testing.M) {
+	catalog.CopyFreshCatalogs()
 	dir, err := os.MkdirTemp("", "feedpipe-test-config-")
 	if err != nil {
 		panic(err)

@@ -1,0 +1,9 @@
+package hostile
+
+import (
+	"testing"
+
+	"github.com/feedpipe/feedpipe/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
